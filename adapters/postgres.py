@@ -1,0 +1,60 @@
+"""Postgres access: one lazily opened connection pool, transactions as context managers."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import psycopg
+from psycopg.rows import DictRow, dict_row
+from psycopg_pool import ConnectionPool
+
+Connection = psycopg.Connection[DictRow]
+
+
+class Database:
+    """A pool opened on first use, so importing and building the app dials nothing."""
+
+    def __init__(self, conninfo: Callable[[], str], *, max_size: int = 10) -> None:
+        self._conninfo = conninfo
+        self._max_size = max_size
+        self._pool: ConnectionPool[Connection] | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def pool(self) -> ConnectionPool[Connection]:
+        with self._lock:
+            if self._pool is None:
+                pool: ConnectionPool[Connection] = ConnectionPool(
+                    self._conninfo(),
+                    min_size=1,
+                    max_size=self._max_size,
+                    kwargs={"row_factory": dict_row, "autocommit": False},
+                    open=False,
+                    name="app",
+                )
+                pool.open(wait=True, timeout=30)
+                self._pool = pool
+            return self._pool
+
+    @property
+    def url(self) -> str:
+        return self._conninfo()
+
+    @contextmanager
+    def transaction(self) -> Iterator[Connection]:
+        """A connection inside one transaction: committed on success, rolled back on error."""
+        with self.pool.connection() as conn, conn.transaction():
+            yield conn
+
+    def fetch_all(self, query: str, params: Any = None) -> list[dict[str, Any]]:
+        with self.transaction() as conn:
+            return conn.execute(query, params).fetchall()
+
+    def close(self) -> None:
+        with self._lock:
+            if self._pool is not None:
+                self._pool.close()
+                self._pool = None
