@@ -17,9 +17,12 @@ Connection = psycopg.Connection[DictRow]
 class Database:
     """A pool opened on first use, so importing and building the app dials nothing."""
 
-    def __init__(self, conninfo: Callable[[], str], *, max_size: int = 10) -> None:
+    def __init__(
+        self, conninfo: Callable[[], str], *, max_size: int = 10, timeout: float = 5.0
+    ) -> None:
         self._conninfo = conninfo
         self._max_size = max_size
+        self._timeout = timeout
         self._pool: ConnectionPool[Connection] | None = None
         self._lock = threading.Lock()
 
@@ -35,7 +38,8 @@ class Database:
                     open=False,
                     name="app",
                 )
-                pool.open(wait=True, timeout=30)
+                # Not waiting: a database that is down fails requests fast, not start-up.
+                pool.open(wait=False)
                 self._pool = pool
             return self._pool
 
@@ -46,7 +50,7 @@ class Database:
     @contextmanager
     def transaction(self) -> Iterator[Connection]:
         """A connection inside one transaction: committed on success, rolled back on error."""
-        with self.pool.connection() as conn, conn.transaction():
+        with self.pool.connection(timeout=self._timeout) as conn, conn.transaction():
             yield conn
 
     def fetch_all(self, query: str, params: Any = None) -> list[dict[str, Any]]:

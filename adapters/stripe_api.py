@@ -1,0 +1,85 @@
+"""Stripe through its SDK, API version pinned; the only module that imports `stripe`."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any
+
+import stripe
+
+log = logging.getLogger(__name__)
+
+
+class PaymentsNotConfigured(RuntimeError):
+    """STRIPE_SECRET_KEY is not set."""
+
+
+class StripeGateway:
+    """The Stripe calls this service makes; the client is built on first use."""
+
+    def __init__(self, *, api_key: str | None, api_base: str | None, api_version: str) -> None:
+        self._api_key = api_key
+        self._api_base = api_base
+        self._api_version = api_version
+        self._client: stripe.StripeClient | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def client(self) -> stripe.StripeClient:
+        if self._api_key is None:
+            raise PaymentsNotConfigured("Payments are not configured: set STRIPE_SECRET_KEY")
+        with self._lock:
+            if self._client is None:
+                bases: dict[str, str] = {"api": self._api_base.rstrip("/")} if self._api_base else {}
+                self._client = stripe.StripeClient(
+                    self._api_key,
+                    stripe_version=self._api_version,
+                    base_addresses=bases,  # type: ignore[arg-type]
+                    max_network_retries=2,
+                )
+            return self._client
+
+    def create_checkout_session(self, params: dict[str, Any]) -> str | None:
+        """The hosted checkout URL, or None when Stripe refuses (the spec's contract)."""
+        try:
+            session = self.client.v1.checkout.sessions.create(params=params)  # type: ignore[arg-type]
+        except stripe.StripeError as exc:
+            log.error("stripe refused the checkout session: %s", exc.user_message or exc)
+            return None
+        return session.url
+
+    def create_portal_session(self, *, customer_id: str, return_url: str) -> str:
+        """The customer portal URL for a Stripe customer."""
+        portal = self.client.v1.billing_portal.sessions.create(
+            params={"customer": customer_id, "return_url": return_url}
+        )
+        return portal.url
+
+    def checkout_price_id(self, session_id: str) -> str | None:
+        """The price of the first line item of a checkout session."""
+        session = self.client.v1.checkout.sessions.retrieve(
+            session_id, params={"expand": ["line_items"]}
+        )
+        items = session.line_items.data if session.line_items else []
+        return items[0].price.id if items and items[0].price else None
+
+    def subscription_status(self, subscription_id: str) -> str:
+        """The current status of a subscription, as Stripe sees it now."""
+        return str(self.client.v1.subscriptions.retrieve(subscription_id).status)
+
+
+class SignatureError(ValueError):
+    """The webhook signature header does not match the body."""
+
+
+def verify_signature(payload: bytes, header: str | None, *, secret: str, tolerance: int = 300) -> None:
+    """Check Stripe's signature on the raw body (HMAC only: no object tree is built)."""
+    if not header:
+        raise SignatureError("Missing Stripe-Signature header")
+    try:
+        stripe.WebhookSignature.verify_header(payload.decode("utf-8"), header, secret, tolerance)
+    except UnicodeDecodeError as exc:
+        raise SignatureError("Webhook body is not UTF-8") from exc
+    except stripe.SignatureVerificationError as exc:
+        raise SignatureError(str(exc.user_message or exc)) from exc

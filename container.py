@@ -1,0 +1,83 @@
+"""Builds each adapter once, on first use, from the settings: nothing dials out at import."""
+
+from __future__ import annotations
+
+import threading
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+
+from adapters import local_postgres
+from adapters.bus import EventBus, InlineBus
+from adapters.postgres import Database
+from adapters.stripe_api import StripeGateway
+from adapters.supabase_auth import SupabaseAuth
+from adapters.tokens import TokenVerifier
+from config import Settings, secret
+
+if TYPE_CHECKING:
+    from subscribers.access import AccessSubscriber
+
+
+class Container:
+    """The service's collaborators, shared by the API and the subscriber targets."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self._lock = threading.Lock()
+        self._embedded: Any = None
+
+    def database_url(self) -> str:
+        """DATABASE_URL, or the embedded server under `.data/` (never in production)."""
+        if self.settings.database_url is not None:
+            return self.settings.database_url.get_secret_value()
+        if self.settings.is_production:
+            raise RuntimeError("DATABASE_URL is required in production")
+        with self._lock:
+            if self._embedded is None:
+                self._embedded = local_postgres.start(self.settings.data_dir.resolve() / "postgres")
+            return local_postgres.url(self._embedded)
+
+    @cached_property
+    def db(self) -> Database:
+        return Database(self.database_url)
+
+    @cached_property
+    def stripe(self) -> StripeGateway:
+        s = self.settings
+        return StripeGateway(
+            api_key=secret(s.stripe_secret_key),
+            api_base=str(s.stripe_api_base) if s.stripe_api_base else None,
+            api_version=s.stripe_api_version,
+        )
+
+    @cached_property
+    def supabase_auth(self) -> SupabaseAuth:
+        s = self.settings
+        return SupabaseAuth(
+            url=str(s.supabase_url) if s.supabase_url else None, anon_key=secret(s.supabase_anon_key)
+        )
+
+    @cached_property
+    def tokens(self) -> TokenVerifier:
+        s = self.settings
+        return TokenVerifier(
+            jwt_secret=secret(s.supabase_jwt_secret),
+            supabase_url=str(s.supabase_url) if s.supabase_url else None,
+        )
+
+    @cached_property
+    def access_subscriber(self) -> AccessSubscriber:
+        from subscribers.access import AccessSubscriber  # noqa: PLC0415 - avoids an import cycle
+
+        return AccessSubscriber(db=self.db, stripe=self.stripe)
+
+    @cached_property
+    def bus(self) -> EventBus:
+        return InlineBus({"access": self.access_subscriber})
+
+    def close(self) -> None:
+        """Flush the bus and close the pool (on SIGTERM, at worker exit)."""
+        if "bus" in self.__dict__:
+            self.bus.close()
+        if "db" in self.__dict__:
+            self.db.close()

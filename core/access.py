@@ -1,0 +1,136 @@
+"""Which access change an event calls for, and whether it may still be applied."""
+
+from __future__ import annotations
+
+import enum
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from core.events import Event
+
+# Subscription states in which the customer has paid for access.
+ACTIVE_STATUSES = frozenset({"active", "trialing"})
+# States that end access; others (past_due, incomplete) leave it as it is while Stripe retries.
+ENDED_STATUSES = frozenset({"canceled", "unpaid", "incomplete_expired", "paused"})
+# A checkout in these states has been paid for (or costs nothing).
+PAID_STATUSES = frozenset({"paid", "no_payment_required"})
+
+
+@dataclass(frozen=True)
+class Checkout:
+    """A completed checkout: links a profile to a customer and records the purchase."""
+
+    session_id: str
+    user_id: str | None
+    email: str | None
+    customer_id: str | None
+    price_id: str | None
+    subscription_id: str | None
+    amount_total: int | None
+    currency: str | None
+    paid: bool
+
+
+@dataclass(frozen=True)
+class AccessChange:
+    """Set `has_access` to `grant` on the profile that owns `customer_id`."""
+
+    customer_id: str
+    grant: bool
+    subscription_id: str | None
+
+
+class Ordering(enum.Enum):
+    NEWER = "newer"
+    STALE = "stale"
+    TIE = "tie"
+
+
+def checkout_from(event: Event) -> Checkout | None:
+    """The checkout an event completes, if it completes one."""
+    if event.type not in ("checkout.session.completed", "checkout.session.async_payment_succeeded"):
+        return None
+    session = event.object
+    metadata = _mapping(session.get("metadata"))
+    details = _mapping(session.get("customer_details"))
+    return Checkout(
+        session_id=str(session["id"]),
+        user_id=_uuid(session.get("client_reference_id") or metadata.get("user_id")),
+        email=details.get("email") or session.get("customer_email"),
+        customer_id=_id(session.get("customer")),
+        price_id=metadata.get("price_id"),
+        subscription_id=_id(session.get("subscription")),
+        amount_total=session.get("amount_total"),
+        currency=session.get("currency"),
+        paid=session.get("payment_status") in PAID_STATUSES,
+    )
+
+
+def access_change(event: Event) -> AccessChange | None:
+    """The access change of an invoice or subscription event, keyed by customer."""
+    obj = event.object
+    customer = _id(obj.get("customer"))
+    if customer is None:
+        return None
+    if event.type == "invoice.paid":
+        return AccessChange(customer, grant=True, subscription_id=_id(obj.get("subscription")))
+    if event.type == "customer.subscription.deleted":
+        return AccessChange(customer, grant=False, subscription_id=_id(obj.get("id")))
+    if event.type == "customer.subscription.updated":
+        return _subscription_status_change(customer, obj)
+    return None
+
+
+def _subscription_status_change(customer: str, subscription: Mapping[str, Any]) -> AccessChange | None:
+    status = subscription.get("status")
+    sub_id = _id(subscription.get("id"))
+    if status in ACTIVE_STATUSES:
+        return AccessChange(customer, grant=True, subscription_id=sub_id)
+    if status in ENDED_STATUSES:
+        return AccessChange(customer, grant=False, subscription_id=sub_id)
+    return None
+
+
+def ordering(event_created: datetime, last_applied: datetime | None) -> Ordering:
+    """Compare an event with the newest access change already applied to the profile."""
+    if last_applied is None or event_created > last_applied:
+        return Ordering.NEWER
+    if event_created < last_applied:
+        return Ordering.STALE
+    return Ordering.TIE
+
+
+def grant_at_tie(*, wanted: bool, subscription_status: str | None) -> bool:
+    """Resolve two changes in the same second by what Stripe says now.
+
+    Stripe's `created` has one-second resolution, so a grant and a revoke can tie. The
+    subscription's current status is the truth both events describe; without a subscription
+    (a one-time purchase) nothing newer can contradict the change, so it stands.
+    """
+    if subscription_status is None:
+        return wanted
+    return subscription_status in ACTIVE_STATUSES
+
+
+def _uuid(value: Any) -> str | None:
+    """A user id, only if it is one: `client_reference_id` is free text set by the browser side."""
+    try:
+        return str(uuid.UUID(str(value))) if value else None
+    except ValueError:
+        return None
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _id(value: Any) -> str | None:
+    """A Stripe reference is an id string, or the object itself when expanded."""
+    if isinstance(value, str):
+        return value or None
+    if isinstance(value, Mapping) and isinstance(value.get("id"), str):
+        return str(value["id"])
+    return None

@@ -1,0 +1,261 @@
+"""Typed props of each transactional e-mail kind, with realistic samples for previews."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, date, datetime
+from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    EmailStr,
+    SecretStr,
+    StringConstraints,
+)
+
+Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=500)]
+Name = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=100)]
+BillingInterval = Literal["month", "year"]
+_REPOSITORY = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})/[A-Za-z0-9._-]{1,100}$")
+
+
+def _web_link(value: str) -> str:
+    # Only http(s): anything else in an href (javascript:, data:) must never reach a customer.
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ValueError("must be an absolute http(s) URL")
+    return value
+
+
+def _to_date(value: Any) -> Any:
+    # Stripe sends Unix timestamps; a datetime keeps its own (aware) calendar day.
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return datetime.fromtimestamp(value, tz=UTC).date()
+    if isinstance(value, datetime):
+        return value.date()
+    return value
+
+
+def _repository(value: str) -> str:
+    if not _REPOSITORY.fullmatch(value) or value.endswith((".git", "/.", "/..")):
+        raise ValueError("must be a GitHub repository as owner/name")
+    return value
+
+
+Link = Annotated[
+    str, StringConstraints(strip_whitespace=True, max_length=2000), AfterValidator(_web_link)
+]
+Day = Annotated[date, BeforeValidator(_to_date)]
+Repository = Annotated[str, StringConstraints(strip_whitespace=True), AfterValidator(_repository)]
+
+
+class EmailProps(BaseModel):
+    """Common base: unknown props are refused so a typo fails instead of vanishing."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    customer_name: Name = "there"
+
+
+class NamedLink(BaseModel):
+    """A labelled link, e.g. a download or a documentation page."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    label: Text
+    url: Link
+
+
+class PurchaseConfirmationProps(EmailProps):
+    """After a successful checkout."""
+
+    customer_email: EmailStr
+    order_number: Text
+    product_name: Text
+    amount: Text  # already formatted, see core.emails.format_amount
+    product_type: Literal["link", "github"] = "link"
+    billing_interval: BillingInterval | None = None
+    purchase_date: Day | None = None
+    download_links: tuple[NamedLink, ...] = ()
+    repository: Repository | None = None
+    invoice_url: Link | None = None
+    products_url: Link | None = None
+    dashboard_url: Link | None = None
+
+
+class PaymentFailedProps(EmailProps):
+    """A renewal or invoice payment was declined."""
+
+    amount: Text
+    product_name: Text | None = None
+    failure_reason: Text | None = None
+    next_attempt_date: Day | None = None
+    update_payment_url: Link | None = None
+    invoice_url: Link | None = None
+
+
+class InvoicePaidProps(EmailProps):
+    """A recurring payment succeeded."""
+
+    amount: Text
+    invoice_number: Text
+    product_name: Text | None = None
+    paid_date: Day | None = None
+    period_start: Day | None = None
+    period_end: Day | None = None
+    next_billing_date: Day | None = None
+    receipt_url: Link | None = None
+    dashboard_url: Link | None = None
+
+
+class NewSignupProps(EmailProps):
+    """Welcome after registration."""
+
+    customer_email: EmailStr | None = None
+    temporary_password: SecretStr | None = None
+    dashboard_url: Link | None = None
+    signin_url: Link | None = None
+    docs_url: Link | None = None
+
+
+class GithubAccessGrantedProps(EmailProps):
+    """A repository invitation was sent to the buyer's GitHub account."""
+
+    repository: Repository
+    product_name: Text | None = None
+    github_username: Name | None = None
+    docs_links: tuple[NamedLink, ...] = ()
+
+    @property
+    def repository_url(self) -> str:
+        """The repository's page on GitHub."""
+        return f"https://github.com/{self.repository}"
+
+    @property
+    def clone_url(self) -> str:
+        """The HTTPS URL for `git clone`."""
+        return f"{self.repository_url}.git"
+
+    @property
+    def invitation_url(self) -> str:
+        """Where GitHub lets the invitee accept a pending collaborator invitation."""
+        return f"{self.repository_url}/invitations"
+
+
+class CheckoutExpiredProps(EmailProps):
+    """An abandoned checkout session expired."""
+
+    product_name: Text
+    checkout_url: Link
+    product_description: Text | None = None
+    amount: Text | None = None
+    billing_interval: BillingInterval | None = None
+
+
+class SubscriptionCancelledProps(EmailProps):
+    """A subscription ended or was set to end."""
+
+    product_name: Text | None = None
+    access_end_date: Day | None = None
+    reactivate_url: Link | None = None
+    feedback_url: Link | None = None
+
+
+PROPS: dict[str, type[EmailProps]] = {
+    "purchase-confirmation": PurchaseConfirmationProps,
+    "payment-failed": PaymentFailedProps,
+    "invoice-paid": InvoicePaidProps,
+    "new-signup": NewSignupProps,
+    "github-access-granted": GithubAccessGrantedProps,
+    "checkout-expired": CheckoutExpiredProps,
+    "subscription-cancelled": SubscriptionCancelledProps,
+}
+
+# Link props left empty point at these pages of the site.
+DEFAULT_PATHS: dict[str, str] = {
+    "dashboard_url": "/dashboard",
+    "products_url": "/dashboard/products",
+    "update_payment_url": "/dashboard",
+    "reactivate_url": "/dashboard",
+    "signin_url": "/signin",
+}
+
+_SHOP = "https://acme.example.com"
+SAMPLES: dict[str, dict[str, Any]] = {
+    "purchase-confirmation": {
+        "customer_name": "Ada Lovelace",
+        "customer_email": "ada@example.com",
+        "order_number": "ORD-2026-004817",
+        "product_name": "Starter Kit Pro",
+        "amount": "$149.00",
+        "product_type": "link",
+        "billing_interval": None,
+        "purchase_date": date(2026, 11, 21),
+        "download_links": [
+            {"label": "Starter Kit Pro v2.4 (zip, 18 MB)", "url": f"{_SHOP}/downloads/starter-kit"},
+            {"label": "Design assets (Figma)", "url": f"{_SHOP}/downloads/design-assets"},
+        ],
+        "repository": None,
+        "invoice_url": "https://invoice.stripe.com/i/acct_1Acme/test_inv_4817",
+        "products_url": f"{_SHOP}/dashboard/products",
+        "dashboard_url": f"{_SHOP}/dashboard",
+    },
+    "payment-failed": {
+        "customer_name": "Ada Lovelace",
+        "amount": "€19.99",
+        "product_name": "Team plan (monthly)",
+        "failure_reason": "Your card was declined.",
+        "next_attempt_date": date(2026, 11, 24),
+        "update_payment_url": f"{_SHOP}/dashboard/billing",
+        "invoice_url": "https://invoice.stripe.com/i/acct_1Acme/test_inv_5120",
+    },
+    "invoice-paid": {
+        "customer_name": "Ada Lovelace",
+        "amount": "$29.00",
+        "invoice_number": "ACME-0042-0007",
+        "product_name": "Team plan",
+        "paid_date": date(2026, 11, 21),
+        "period_start": date(2026, 11, 21),
+        "period_end": date(2026, 12, 20),
+        "next_billing_date": date(2026, 12, 21),
+        "receipt_url": "https://pay.stripe.com/receipts/acct_1Acme/test_rcpt_0007",
+        "dashboard_url": f"{_SHOP}/dashboard",
+    },
+    "new-signup": {
+        "customer_name": "Ada Lovelace",
+        "customer_email": "ada@example.com",
+        "temporary_password": "mauve-Otter-42-lantern",
+        "dashboard_url": f"{_SHOP}/dashboard",
+        "signin_url": f"{_SHOP}/signin",
+        "docs_url": f"{_SHOP}/docs/getting-started",
+    },
+    "github-access-granted": {
+        "customer_name": "Ada Lovelace",
+        "repository": "acme-labs/saas-starter",
+        "product_name": "SaaS Starter Source",
+        "github_username": "adalovelace",
+        "docs_links": [
+            {"label": "Quick start", "url": f"{_SHOP}/docs/quick-start"},
+            {"label": "Deploying to Cloud Run", "url": f"{_SHOP}/docs/deploy"},
+        ],
+    },
+    "checkout-expired": {
+        "customer_name": "Ada Lovelace",
+        "product_name": "Starter Kit Pro",
+        "checkout_url": "https://checkout.stripe.com/c/pay/cs_test_a1B2c3D4",
+        "product_description": "Production-ready SaaS boilerplate with auth, billing and e-mail.",
+        "amount": "$149.00",
+        "billing_interval": None,
+    },
+    "subscription-cancelled": {
+        "customer_name": "Ada Lovelace",
+        "product_name": "Team plan",
+        "access_end_date": date(2026, 12, 20),
+        "reactivate_url": f"{_SHOP}/dashboard/billing",
+        "feedback_url": f"{_SHOP}/feedback?topic=cancellation",
+    },
+}

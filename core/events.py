@@ -1,0 +1,81 @@
+"""Stripe events as plain data: which types matter, and a parsed, trusted shape."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+# The types the Stripe webhook endpoint is configured to send; anything else is acknowledged
+# and dropped at the door. `async_payment_succeeded` completes a delayed (bank) payment.
+SUBSCRIBED_TYPES = frozenset(
+    {
+        "checkout.session.completed",
+        "checkout.session.async_payment_succeeded",
+        "checkout.session.expired",
+        "customer.subscription.updated",
+        "customer.subscription.deleted",
+        "invoice.paid",
+        "invoice.payment_failed",
+    }
+)
+
+# Events the application itself emits on the same bus (never accepted from the webhook).
+APP_EVENT_PREFIX = "app."
+
+
+class InvalidEvent(ValueError):
+    """The payload is not a Stripe event this service can read; retrying will not help."""
+
+
+@dataclass(frozen=True)
+class Event:
+    """A verified event: Stripe's, or one of the application's own (`app.*`)."""
+
+    id: str
+    type: str
+    created: datetime
+    livemode: bool
+    object: Mapping[str, Any] = field(repr=False)
+
+    @property
+    def attributes(self) -> dict[str, str]:
+        """Message attributes for the bus: cheap routing without parsing the body."""
+        return {
+            "event_id": self.id,
+            "event_type": self.type,
+            "created": str(int(self.created.timestamp())),
+            "livemode": "true" if self.livemode else "false",
+        }
+
+
+def parse_event(payload: Any) -> Event:
+    """Read the fields every consumer needs from a decoded event body."""
+    if not isinstance(payload, Mapping):
+        raise InvalidEvent("event body is not a JSON object")
+    try:
+        event_id, event_type, created = payload["id"], payload["type"], payload["created"]
+        obj = payload["data"]["object"]
+    except (KeyError, TypeError) as exc:
+        raise InvalidEvent(f"event lacks {exc}") from exc
+    valid = (
+        isinstance(event_id, str)
+        and isinstance(event_type, str)
+        and isinstance(created, int)
+        and isinstance(obj, Mapping)
+    )
+    if not valid:
+        raise InvalidEvent("event fields have the wrong types")
+    return Event(
+        id=event_id,
+        type=event_type,
+        created=datetime.fromtimestamp(created, tz=UTC),
+        livemode=bool(payload.get("livemode", False)),
+        object=obj,
+    )
+
+
+def is_subscribed(event_type: str) -> bool:
+    """Whether any consumer handles this Stripe event type."""
+    return event_type in SUBSCRIBED_TYPES

@@ -1,0 +1,36 @@
+"""GET /api/auth/callback."""
+
+from __future__ import annotations
+
+from flask import Blueprint, redirect, request
+from flask.typing import ResponseReturnValue
+
+from adapters.supabase_auth import COOKIE_MAX_AGE
+from handlers.deps import container
+from services.signin import complete_sign_in, redirect_target
+
+bp = Blueprint("auth", __name__)
+
+
+@bp.get("/api/auth/callback")
+def callback() -> ResponseReturnValue:
+    c = container()
+    changes = complete_sign_in(
+        code=request.args.get("code"), cookies=request.cookies, auth=c.supabase_auth
+    )
+    target = redirect_target(
+        site_origin=c.settings.site_origin,
+        request_origin=request.host_url,
+        path=c.settings.auth_callback_url,
+    )
+    response = redirect(target, code=302)
+    secure = request.scheme == "https"
+    for cookie in changes.set:
+        response.set_cookie(
+            cookie.name, cookie.value, max_age=COOKIE_MAX_AGE, path="/", secure=secure,
+            httponly=False, samesite="Lax",
+        )
+    for name in changes.clear:
+        response.delete_cookie(name, path="/", secure=secure, samesite="Lax")
+    response.headers["Cache-Control"] = "no-store"
+    return response

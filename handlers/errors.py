@@ -1,0 +1,50 @@
+"""Every error as `{"error": ...}`, mapped in one place; causes go to the log, not the caller."""
+
+from __future__ import annotations
+
+import logging
+
+from flask import Flask, jsonify
+from flask.typing import ResponseReturnValue
+from werkzeug.exceptions import HTTPException
+
+from services.errors import ServiceError
+
+log = logging.getLogger(__name__)
+
+MESSAGES = {
+    400: "Bad request",
+    404: "Not found",
+    405: "Method not allowed",
+    413: "Request body too large (limit 1 MiB)",
+    415: "Content-Type must be application/json",
+}
+
+
+def error(message: str, status: int) -> ResponseReturnValue:
+    """A JSON error answer."""
+    return jsonify(error=message), status
+
+
+def register(app: Flask) -> None:
+    """Install the error handlers on the app."""
+
+    @app.errorhandler(ServiceError)
+    def _service(exc: ServiceError) -> ResponseReturnValue:
+        return error(exc.message, exc.status)
+
+    @app.errorhandler(HTTPException)
+    def _http(exc: HTTPException) -> ResponseReturnValue:
+        status = exc.code or 500
+        response = exc.get_response()
+        message = MESSAGES.get(status) or exc.name
+        body, code = error(message, status)  # type: ignore[misc]
+        for header in ("Allow", "Retry-After"):
+            if header in response.headers:
+                body.headers[header] = response.headers[header]
+        return body, code
+
+    @app.errorhandler(Exception)
+    def _unexpected(exc: Exception) -> ResponseReturnValue:
+        log.exception("unhandled error: %s", exc)
+        return error("Internal server error", 500)

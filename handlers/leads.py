@@ -1,0 +1,34 @@
+"""POST /api/lead."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Blueprint, jsonify
+from flask.typing import ResponseReturnValue
+from pydantic import BaseModel, field_validator
+
+from adapters.leads import add_lead
+from handlers.deps import container
+from handlers.fields import email_address, required_text
+from handlers.parsing import json_object, validate
+
+bp = Blueprint("leads", __name__)
+
+
+class LeadRequest(BaseModel):
+    email: Any = None
+
+    @field_validator("email", mode="before")
+    @classmethod
+    def _email(cls, value: Any) -> str:
+        return email_address(required_text(value, "Email is required"))
+
+    model_config = {"validate_default": True}
+
+
+@bp.post("/api/lead")
+def create_lead() -> ResponseReturnValue:
+    lead = validate(LeadRequest, json_object())
+    add_lead(container().db, lead.email)
+    return jsonify(success=True)

@@ -1,0 +1,93 @@
+"""POST /api/payments/create-checkout and /api/payments/create-portal."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Blueprint, jsonify
+from flask.typing import ResponseReturnValue
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
+
+from core.checkout import Mode
+from handlers.deps import caller, container
+from handlers.fields import absolute_url
+from handlers.parsing import json_object, validate
+from services import payments
+from services.identity import require_user
+
+bp = Blueprint("payments", __name__)
+
+MODE_MESSAGE = "Mode is required (either 'payment' or 'subscription')"
+
+
+class CheckoutRequest(BaseModel):
+    model_config = ConfigDict(populate_by_name=True)
+
+    price_id: str = Field(alias="priceId")
+    success_url: str = Field(alias="successUrl")
+    cancel_url: str = Field(alias="cancelUrl")
+    mode: Mode
+
+    @model_validator(mode="before")
+    @classmethod
+    def _presence_in_spec_order(cls, data: Any) -> Any:
+        if not _given(data, "priceId"):
+            raise ValueError("Price ID is required")
+        if not (_given(data, "successUrl") and _given(data, "cancelUrl")):
+            raise ValueError("Success and cancel URLs are required")
+        if data.get("mode") not in ("payment", "subscription"):
+            raise ValueError(MODE_MESSAGE)
+        return data
+
+    @field_validator("success_url", "cancel_url")
+    @classmethod
+    def _urls(cls, value: str, info: ValidationInfo) -> str:
+        origin = info.context.get("origin") if info.context else None
+        return absolute_url(value, info.field_name or "url", origin=origin)
+
+
+class PortalRequest(BaseModel):
+    return_url: str = Field(alias="returnUrl")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _presence(cls, data: Any) -> Any:
+        if not _given(data, "returnUrl"):
+            raise ValueError("Return URL is required")
+        return data
+
+    @field_validator("return_url")
+    @classmethod
+    def _url(cls, value: str, info: ValidationInfo) -> str:
+        origin = info.context.get("origin") if info.context else None
+        return absolute_url(value, "returnUrl", origin=origin)
+
+
+def _given(data: Any, key: str) -> bool:
+    value = data.get(key) if isinstance(data, dict) else None
+    return isinstance(value, str) and bool(value.strip())
+
+
+@bp.post("/api/payments/create-checkout")
+def create_checkout() -> ResponseReturnValue:
+    c = container()
+    body = validate(CheckoutRequest, json_object(), context={"origin": c.settings.site_origin})
+    url = payments.create_checkout(
+        price_id=body.price_id.strip(),
+        mode=body.mode,
+        success_url=body.success_url,
+        cancel_url=body.cancel_url,
+        user=caller(),
+        db=c.db,
+        stripe=c.stripe,
+    )
+    return jsonify(url=url)
+
+
+@bp.post("/api/payments/create-portal")
+def create_portal() -> ResponseReturnValue:
+    c = container()
+    body = validate(PortalRequest, json_object(), context={"origin": c.settings.site_origin})
+    user = require_user(caller())
+    url = payments.create_portal(return_url=body.return_url, user=user, db=c.db, stripe=c.stripe)
+    return jsonify(url=url)

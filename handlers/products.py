@@ -1,0 +1,34 @@
+"""GET /api/products/public."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Blueprint, jsonify
+from flask.typing import ResponseReturnValue
+
+from adapters.catalog import Product, active_products
+from handlers.deps import container
+
+bp = Blueprint("products", __name__)
+
+
+@bp.get("/api/products/public")
+def public_products() -> ResponseReturnValue:
+    response = jsonify(products=[_public(p) for p in active_products(container().db)])
+    response.headers["Cache-Control"] = "public, max-age=60"
+    return response
+
+
+def _public(product: Product) -> dict[str, Any]:
+    return {
+        "id": product.id,
+        "name": product.name,
+        "description": product.description,
+        "price": float(product.price),
+        "priceId": product.stripe_price_id,
+        "type": product.type,
+        "billingType": product.billing_type,
+        "billingInterval": product.billing_interval,
+        "isFeatured": product.is_featured,
+    }

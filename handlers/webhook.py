@@ -1,0 +1,24 @@
+"""POST /api/webhook/payments."""
+
+from __future__ import annotations
+
+from flask import Blueprint, jsonify, request
+from flask.typing import ResponseReturnValue
+
+from handlers.deps import container
+from services.webhook import receive
+
+bp = Blueprint("webhook", __name__)
+
+
+@bp.post("/api/webhook/payments")
+def payments_webhook() -> ResponseReturnValue:
+    c = container()
+    receive(
+        payload=request.get_data(cache=False),
+        # The spec names the header `payments-signature`; Stripe sends `Stripe-Signature`.
+        signature=request.headers.get("Stripe-Signature") or request.headers.get("payments-signature"),
+        secret=c.settings.webhook_secret,
+        bus=c.bus,
+    )
+    return jsonify({})

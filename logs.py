@@ -1,0 +1,190 @@
+"""Logging for the whole service: modules use stdlib `logging`; this module renders the lines.
+
+Production writes one JSON object per line on stdout with the fields Cloud Logging reads
+(`severity`, `message`, `time`, `logging.googleapis.com/trace`, ...); development writes readable
+single lines. `init_app` makes every line logged during a request carry that request's trace.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import logging
+import re
+import sys
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from functools import partial
+from typing import Any, TextIO
+
+import flask
+import structlog
+from flask.logging import default_handler
+from structlog.typing import EventDict, Processor
+
+TRACE_KEY = "logging.googleapis.com/trace"
+SPAN_KEY = "logging.googleapis.com/spanId"
+SAMPLED_KEY = "logging.googleapis.com/trace_sampled"
+
+_SEVERITIES = {
+    "debug": "DEBUG",
+    "info": "INFO",
+    "warning": "WARNING",
+    "error": "ERROR",
+    "critical": "CRITICAL",
+}
+_CLOUD_TRACE = re.compile(r"^(?P<trace>[0-9a-fA-F]{32})(?:/(?P<span>\d+))?(?:;o=(?P<o>[01]))?$")
+_TRACEPARENT = re.compile(
+    r"^(?P<version>[0-9a-f]{2})-(?P<trace>[0-9a-f]{32})-(?P<span>[0-9a-f]{16})-(?P<flags>[0-9a-f]{2})"
+)
+_SECRET_NAME = re.compile(
+    r"secret|passw|token|authorization|cookie|(api|anon|role|private)_?key", re.I
+)
+# Chatty clients whose INFO lines repeat request URLs; their warnings still come through.
+_QUIET = ("httpx", "httpcore", "urllib3", "hpack")
+
+_trace: contextvars.ContextVar[Mapping[str, object] | None] = contextvars.ContextVar(
+    "log_trace", default=None
+)
+
+
+class _StdoutHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """Writes to whatever `sys.stdout` is at emit time (gunicorn and pytest swap it)."""
+
+    _service_handler = True
+
+    def __init__(self) -> None:
+        super().__init__()
+
+    @property
+    def stream(self) -> TextIO:
+        return sys.stdout
+
+    @stream.setter
+    def stream(self, _value: object) -> None:
+        pass
+
+
+def configure(*, json_output: bool, level: str = "INFO") -> None:
+    """Route every logger through one stdout handler: JSON lines or readable ones; idempotent."""
+    root = logging.getLogger()
+    for handler in [h for h in root.handlers if getattr(h, "_service_handler", False)]:
+        root.removeHandler(handler)
+    handler = _StdoutHandler()
+    handler.setFormatter(_formatter(json_output=json_output))
+    root.addHandler(handler)
+    root.setLevel(level.upper())
+    for name in _QUIET:
+        logging.getLogger(name).setLevel(logging.WARNING)
+
+
+def init_app(app: flask.Flask, *, project_id: str) -> None:
+    """Tag every line logged while `app` handles a request with the request's trace."""
+    app.logger.removeHandler(default_handler)
+    # First in line, so that lines logged by other hooks (auth, limits) carry the trace too.
+    app.before_request_funcs.setdefault(None, []).insert(0, partial(_begin_trace, project_id))
+    app.teardown_request(_end_trace)
+
+
+def trace_fields(*, traceparent: str, cloud_trace: str, project_id: str) -> dict[str, object]:
+    """The Cloud Logging trace fields for a request's `traceparent` or `X-Cloud-Trace-Context`."""
+    found = _from_traceparent(traceparent) or _from_cloud_trace(cloud_trace)
+    if found is None:
+        return {}
+    trace_id, span_id, sampled = found
+    fields: dict[str, object] = {TRACE_KEY: f"projects/{project_id}/traces/{trace_id}"}
+    if span_id:
+        fields[SPAN_KEY] = span_id
+    fields[SAMPLED_KEY] = sampled
+    return fields
+
+
+def _from_traceparent(value: str) -> tuple[str, str, bool] | None:
+    match = _TRACEPARENT.match(value.strip())
+    if not match or match["version"] == "ff" or set(match["trace"]) == {"0"}:
+        return None
+    span = None if set(match["span"]) == {"0"} else match["span"]
+    return match["trace"], span or "", bool(int(match["flags"], 16) & 1)
+
+
+def _from_cloud_trace(value: str) -> tuple[str, str, bool] | None:
+    match = _CLOUD_TRACE.match(value.strip())
+    if not match or set(match["trace"]) == {"0"}:
+        return None
+    # Cloud Logging wants the span as 16 hex digits; this header carries it in decimal.
+    span = f"{int(match['span']):016x}" if match["span"] and int(match["span"]) else ""
+    return match["trace"].lower(), span, match["o"] == "1"
+
+
+def _begin_trace(project_id: str) -> None:
+    headers = flask.request.headers
+    fields = trace_fields(
+        traceparent=headers.get("traceparent", ""),
+        cloud_trace=headers.get("X-Cloud-Trace-Context", ""),
+        project_id=project_id,
+    )
+    _trace.set(fields or None)
+
+
+def _end_trace(_exc: BaseException | None) -> None:
+    _trace.set(None)
+
+
+def _formatter(*, json_output: bool) -> structlog.stdlib.ProcessorFormatter:
+    pre_chain: list[Processor] = [
+        structlog.stdlib.add_log_level,
+        structlog.stdlib.add_logger_name,
+        structlog.stdlib.ExtraAdder(),
+        _redact_secrets,
+        _add_time,
+    ]
+    renderer: list[Processor]
+    if json_output:
+        renderer = [_add_trace, structlog.processors.format_exc_info, _cloud_logging_fields]
+        renderer.append(structlog.processors.JSONRenderer(ensure_ascii=False))
+    else:
+        renderer = [_console_renderer()]
+    return structlog.stdlib.ProcessorFormatter(
+        foreign_pre_chain=pre_chain,
+        processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, *renderer],
+    )
+
+
+def _console_renderer() -> Processor:
+    return structlog.dev.ConsoleRenderer(
+        colors=sys.stdout.isatty(),
+        timestamp_key="time",
+        exception_formatter=structlog.dev.plain_traceback,
+        pad_event_to=40,
+    )
+
+
+def _add_time(_logger: Any, _method: str, event: EventDict) -> EventDict:
+    record: logging.LogRecord | None = event.get("_record")
+    created = datetime.fromtimestamp(record.created, UTC) if record else datetime.now(UTC)
+    event["time"] = created.isoformat(timespec="microseconds").replace("+00:00", "Z")
+    return event
+
+
+def _redact_secrets(_logger: Any, _method: str, event: EventDict) -> EventDict:
+    for key in [k for k in event if not k.startswith("_") and _SECRET_NAME.search(k)]:
+        event[key] = "[redacted]"
+    return event
+
+
+def _add_trace(_logger: Any, _method: str, event: EventDict) -> EventDict:
+    event.update(_trace.get() or {})
+    return event
+
+
+def _cloud_logging_fields(_logger: Any, _method: str, event: EventDict) -> EventDict:
+    level = str(event.pop("level", "info"))
+    ordered: EventDict = {
+        "severity": _SEVERITIES.get(level, "DEFAULT"),
+        "message": str(event.pop("event", "")),
+        "time": event.pop("time"),
+        "logger": event.pop("logger", None),
+    }
+    if "exception" in event:
+        ordered["stack_trace"] = event.pop("exception")
+    ordered.update(event)
+    return ordered

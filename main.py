@@ -1,0 +1,47 @@
+"""Composition root: settings, adapters and the Flask API built once; the subscriber targets.
+
+`main:app` is the API gunicorn serves; `access` and `emails` are the Functions Framework
+CloudEvent targets (`functions-framework --target=access`). Importing this module builds no
+client and opens no connection: adapters are created on first use (see `container.py`).
+"""
+
+from __future__ import annotations
+
+import logging
+
+from flask import Flask
+from werkzeug.middleware.proxy_fix import ProxyFix
+
+import cli
+from config import Settings
+from container import Container
+from handlers import auth, errors, health, leads, payments, products, webhook
+
+MAX_BODY_BYTES = 1024 * 1024
+
+
+def create_app(settings: Settings | None = None, *, container: Container | None = None) -> Flask:
+    """The API application; tests pass their own settings or container."""
+    if container is None:
+        container = Container(settings or Settings())
+    app = Flask(__name__)
+    app.config["MAX_CONTENT_LENGTH"] = MAX_BODY_BYTES
+    app.json.sort_keys = False  # type: ignore[attr-defined]
+    app.extensions["container"] = container
+    # Cloud Run terminates TLS in front of us: trust its X-Forwarded-Proto for redirects and cookies.
+    app.wsgi_app = ProxyFix(app.wsgi_app, x_proto=1)  # type: ignore[method-assign]
+    errors.register(app)
+    for blueprint in (health.bp, auth.bp, leads.bp, payments.bp, webhook.bp, products.bp):
+        app.register_blueprint(blueprint)
+    cli.register(app)
+    return app
+
+
+logging.basicConfig(level=logging.INFO)
+container = Container(Settings())
+app = create_app(container=container)
+
+
+def shutdown() -> None:
+    """Flush pending publishes and close the pool (gunicorn worker exit, SIGTERM)."""
+    container.close()

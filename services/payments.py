@@ -1,0 +1,63 @@
+"""Checkout and customer portal: the rules of core.checkout applied to stored products and profiles."""
+
+from __future__ import annotations
+
+from adapters import catalog, profiles
+from adapters.postgres import Database
+from adapters.stripe_api import PaymentsNotConfigured, StripeGateway
+from adapters.tokens import User
+from core.checkout import Buyer, Mode, mode_matches, session_params
+from services.errors import InvalidRequest, NotConfigured
+
+
+def create_checkout(
+    *,
+    price_id: str,
+    mode: Mode,
+    success_url: str,
+    cancel_url: str,
+    user: User | None,
+    db: Database,
+    stripe: StripeGateway,
+) -> str | None:
+    """The Stripe Checkout URL for one product; None when Stripe refuses."""
+    product = catalog.active_by_price(db, price_id)
+    if product is None:
+        raise InvalidRequest("Unknown or inactive price ID")
+    if not mode_matches(mode, product.billing_type):
+        raise InvalidRequest(
+            f"Mode '{mode}' does not match this product's billing type '{product.billing_type}'"
+        )
+    params = session_params(
+        price_id=price_id,
+        mode=mode,
+        success_url=success_url,
+        cancel_url=cancel_url,
+        buyer=_buyer(user, db),
+    )
+    try:
+        return stripe.create_checkout_session(params)
+    except PaymentsNotConfigured as exc:
+        raise NotConfigured(str(exc)) from exc
+
+
+def create_portal(*, return_url: str, user: User, db: Database, stripe: StripeGateway) -> str:
+    """The Stripe customer portal URL for the signed-in user."""
+    profile = profiles.by_id(db, user.id)
+    if profile is None or not profile.customer_id:
+        raise InvalidRequest("No billing account yet: make a purchase first")
+    try:
+        return stripe.create_portal_session(customer_id=profile.customer_id, return_url=return_url)
+    except PaymentsNotConfigured as exc:
+        raise NotConfigured(str(exc)) from exc
+
+
+def _buyer(user: User | None, db: Database) -> Buyer:
+    if user is None:
+        return Buyer()
+    profile = profiles.by_id(db, user.id)
+    if profile is None:
+        return Buyer(user_id=user.id, email=user.email)
+    return Buyer(
+        user_id=user.id, email=profile.email or user.email, customer_id=profile.customer_id
+    )

@@ -1,0 +1,36 @@
+"""The webhook's whole job: verify, filter, hand to the bus; handling happens in subscribers."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+from adapters.bus import EventBus, PublishError
+from adapters.stripe_api import SignatureError, verify_signature
+from core.events import InvalidEvent, is_subscribed, parse_event
+from services.errors import InvalidRequest, Unavailable
+
+log = logging.getLogger(__name__)
+
+TOLERANCE_SECONDS = 300
+
+
+def receive(*, payload: bytes, signature: str | None, secret: str, bus: EventBus) -> str:
+    """Accept one signed Stripe event; returns what became of it."""
+    try:
+        verify_signature(payload, signature, secret=secret, tolerance=TOLERANCE_SECONDS)
+    except SignatureError as exc:
+        raise InvalidRequest(str(exc)) from exc
+    try:
+        event = parse_event(json.loads(payload))
+    except (ValueError, InvalidEvent) as exc:
+        raise InvalidRequest(f"Invalid event payload: {exc}") from exc
+    if not is_subscribed(event.type):
+        log.info("webhook: ignoring %s %s (no subscriber)", event.type, event.id)
+        return "ignored"
+    try:
+        bus.publish(event, payload)
+    except PublishError as exc:
+        log.error("webhook: could not publish %s %s: %s", event.type, event.id, exc)
+        raise Unavailable("Event could not be queued; Stripe will retry") from exc
+    return "published"

@@ -1,0 +1,213 @@
+"""Fixtures: real Postgres, the real app over HTTP, Stripe and Supabase faked at their HTTP boundary."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import os
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+import requests
+
+from adapters import local_postgres, migrations
+from adapters.postgres import Database
+from config import DEV_WEBHOOK_SECRET, Settings
+from container import Container
+from main import create_app
+from tests.fakes.http import serve
+from tests.fakes.stripe import FakeStripe
+from tests.fakes.supabase import JWT_SECRET, FakeSupabaseAuth
+
+# Read before any test strips the environment: a CI may point the suite at its own Postgres.
+EXTERNAL_DATABASE_URL = os.environ.get("DATABASE_URL")
+SETTINGS_VARIABLES = [name.upper() for name in Settings.model_fields]
+TABLES = (
+    "auth.users, public.products, public.purchases, public.leads,"
+    " public.processed_events, public.sent_emails"
+)
+
+
+@pytest.fixture(autouse=True)
+def isolate_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No setting leaks in from the machine running the tests."""
+    for name in SETTINGS_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture(scope="session")
+def database_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A migrated database: a fresh one in $DATABASE_URL's server, else an embedded server."""
+    if EXTERNAL_DATABASE_URL:
+        yield from _scratch_database(EXTERNAL_DATABASE_URL)
+        return
+    server = local_postgres.start(tmp_path_factory.mktemp("pg") / "data")
+    url = local_postgres.url(server)
+    migrations.apply_all(url, allow_auth_stand_in=True)
+    try:
+        yield url
+    finally:
+        server.cleanup()
+
+
+def _scratch_database(base_url: str) -> Iterator[str]:
+    name = f"test_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(base_url, autocommit=True) as conn:
+        conn.execute(f'create database "{name}"')
+    url = psycopg.conninfo.make_conninfo(base_url, dbname=name)
+    migrations.apply_all(url, allow_auth_stand_in=True)
+    try:
+        yield url
+    finally:
+        with psycopg.connect(base_url, autocommit=True) as conn:
+            conn.execute(f'drop database if exists "{name}" with (force)')
+
+
+@pytest.fixture
+def db(database_url: str) -> Iterator[Database]:
+    """The test database, emptied before each test."""
+    database = Database(lambda: database_url, max_size=4)
+    with database.transaction() as conn:
+        conn.execute(f"truncate {TABLES} cascade")
+    yield database
+    database.close()
+
+
+@pytest.fixture(scope="session")
+def stripe_fake() -> Iterator[FakeStripe]:
+    fake = FakeStripe()
+    for url in serve(fake.server):
+        fake.server.url = url
+        yield fake
+
+
+@pytest.fixture(scope="session")
+def supabase_fake() -> Iterator[FakeSupabaseAuth]:
+    fake = FakeSupabaseAuth()
+    for url in serve(fake.server):
+        fake.server.url = url
+        yield fake
+
+
+@pytest.fixture
+def fakes(stripe_fake: FakeStripe, supabase_fake: FakeSupabaseAuth) -> tuple[FakeStripe, FakeSupabaseAuth]:
+    stripe_fake.reset()
+    supabase_fake.reset()
+    return stripe_fake, supabase_fake
+
+
+@pytest.fixture
+def settings_factory(
+    database_url: str, fakes: tuple[FakeStripe, FakeSupabaseAuth], tmp_path: Path
+) -> Callable[..., Settings]:
+    """Settings for a test: real database, fake SaaS origins; override any field."""
+    stripe, supabase = fakes
+
+    def make(**overrides: Any) -> Settings:
+        values: dict[str, Any] = {
+            "app_env": "test",
+            "database_url": database_url,
+            "stripe_secret_key": "sk_test_fake",
+            "stripe_api_base": stripe.server.url,
+            "supabase_url": supabase.server.url,
+            "supabase_anon_key": "anon-key",
+            "supabase_jwt_secret": JWT_SECRET,
+            "email_outbox_dir": tmp_path / "outbox",
+            "data_dir": tmp_path / "data",
+        }
+        return Settings(**{**values, **overrides})
+
+    return make
+
+
+@dataclass
+class Api:
+    url: str
+    container: Container
+
+    def post(self, path: str, **kwargs: Any) -> requests.Response:
+        return requests.post(self.url + path, timeout=10, allow_redirects=False, **kwargs)
+
+    def get(self, path: str, **kwargs: Any) -> requests.Response:
+        return requests.get(self.url + path, timeout=10, allow_redirects=False, **kwargs)
+
+
+@pytest.fixture
+def api_factory(
+    settings_factory: Callable[..., Settings], db: Database
+) -> Iterator[Callable[..., Api]]:
+    """Start the real app over HTTP with settings overrides; stopped after the test."""
+    started: list[tuple[Iterator[str], Container]] = []
+
+    def start(**overrides: Any) -> Api:
+        container = Container(settings_factory(**overrides))
+        server = serve(create_app(container=container))
+        started.append((server, container))
+        return Api(url=next(server), container=container)
+
+    yield start
+    for server, container in started:
+        container.close()
+        server.close()
+
+
+@pytest.fixture
+def api(api_factory: Callable[..., Api]) -> Api:
+    return api_factory()
+
+
+def stripe_signature(payload: bytes, *, secret: str = DEV_WEBHOOK_SECRET, timestamp: int | None = None) -> str:
+    """The Stripe-Signature header, computed exactly as Stripe does."""
+    t = int(time.time()) if timestamp is None else timestamp
+    mac = hmac.new(secret.encode(), f"{t}.".encode() + payload, hashlib.sha256).hexdigest()
+    return f"t={t},v1={mac}"
+
+
+@pytest.fixture
+def sign() -> Callable[..., str]:
+    return stripe_signature
+
+
+def stripe_event(event_type: str, obj: dict[str, Any], *, created: int | None = None,
+                 event_id: str | None = None) -> bytes:
+    """A Stripe event body as the webhook receives it."""
+    return json.dumps({
+        "id": event_id or f"evt_{uuid.uuid4().hex[:24]}",
+        "object": "event",
+        "api_version": "2023-08-16",
+        "created": int(time.time()) if created is None else created,
+        "livemode": False,
+        "pending_webhooks": 1,
+        "request": {"id": None, "idempotency_key": None},
+        "type": event_type,
+        "data": {"object": obj},
+    }).encode()
+
+
+def create_user(db: Database, email: str, *, name: str | None = None) -> str:
+    """An auth user (the trigger gives it a profile); returns its id."""
+    user_id = str(uuid.uuid4())
+    meta = json.dumps({"full_name": name} if name else {})
+    with db.transaction() as conn:
+        conn.execute("insert into auth.users (id, email, raw_user_meta_data) values (%s, %s, %s)",
+                     (user_id, email, meta))
+    return user_id
+
+
+def wait_for(condition: Callable[[], Any], *, timeout: float = 10.0, interval: float = 0.02) -> Any:
+    """Poll until `condition()` is truthy; fail the test if it never is."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            pytest.fail(f"condition not met within {timeout}s")
+        time.sleep(interval)

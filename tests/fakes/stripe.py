@@ -1,0 +1,77 @@
+"""Stripe's API as documented, for the SDK to talk to: only what this service calls."""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from typing import Any
+
+from werkzeug.wrappers import Request, Response
+
+from tests.fakes.http import FakeServer, json_response
+
+
+@dataclass
+class FakeStripe:
+    server: FakeServer = field(default_factory=FakeServer)
+    sessions: dict[str, dict[str, Any]] = field(default_factory=dict)
+    subscription_status: dict[str, str] = field(default_factory=dict)
+    refuse_checkout: bool = False
+    _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
+
+    def __post_init__(self) -> None:
+        s = self.server
+        s.route("/v1/checkout/sessions", ("POST",), self._create_session)
+        s.route("/v1/checkout/sessions/<session_id>", ("GET",), self._get_session)
+        s.route("/v1/billing_portal/sessions", ("POST",), self._create_portal)
+        s.route("/v1/subscriptions/<sub_id>", ("GET",), self._get_subscription)
+
+    def reset(self) -> None:
+        self.server.reset()
+        self.sessions.clear()
+        self.subscription_status.clear()
+        self.refuse_checkout = False
+
+    def checkout_params(self) -> list[dict[str, Any]]:
+        """The decoded parameters of every checkout session created."""
+        return [r.form() for r in self.server.calls("POST", "/v1/checkout/sessions")]
+
+    def _create_session(self, request: Request) -> Response:
+        if self.refuse_checkout:
+            return json_response(
+                {"error": {"type": "invalid_request_error", "message": "No such price",
+                           "param": "line_items[0][price]"}}, status=400)
+        session_id = f"cs_test_{next(self._ids)}"
+        return json_response({
+            "id": session_id, "object": "checkout.session",
+            "url": f"https://checkout.stripe.com/c/pay/{session_id}",
+            "mode": request.form.get("mode"), "status": "open",
+        })
+
+    def _get_session(self, request: Request, session_id: str) -> Response:
+        session = self.sessions.get(session_id)
+        if session is None:
+            return json_response({"error": {"type": "invalid_request_error",
+                                             "message": f"No such checkout.session: '{session_id}'"}}, 404)
+        return json_response(session)
+
+    def _create_portal(self, request: Request) -> Response:
+        return json_response({
+            "id": "bps_test_1", "object": "billing_portal.session",
+            "customer": request.form.get("customer"), "return_url": request.form.get("return_url"),
+            "url": "https://billing.stripe.com/p/session/test_portal",
+        })
+
+    def _get_subscription(self, request: Request, sub_id: str) -> Response:
+        return json_response({"id": sub_id, "object": "subscription",
+                              "status": self.subscription_status.get(sub_id, "active")})
+
+
+def checkout_session_with_items(session_id: str, price_id: str) -> dict[str, Any]:
+    """A checkout.session as retrieved with `expand[]=line_items`."""
+    return {
+        "id": session_id, "object": "checkout.session",
+        "line_items": {"object": "list", "has_more": False, "url": f"/v1/checkout/sessions/{session_id}/line_items",
+                       "data": [{"id": "li_1", "object": "item", "quantity": 1,
+                                 "price": {"id": price_id, "object": "price"}}]},
+    }

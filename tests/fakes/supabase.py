@@ -1,0 +1,75 @@
+"""Supabase Auth (GoTrue) as documented: the PKCE token grant and the JWKS document."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+import jwt
+from cryptography.hazmat.primitives.asymmetric import ec
+from werkzeug.wrappers import Request, Response
+
+from tests.fakes.http import FakeServer, json_response
+
+JWT_SECRET = "super-secret-jwt-token-with-at-least-32-characters-long"
+
+
+@dataclass
+class FakeSupabaseAuth:
+    server: FakeServer = field(default_factory=FakeServer)
+    # auth code -> (code verifier, user)
+    codes: dict[str, tuple[str, dict[str, Any]]] = field(default_factory=dict)
+    signing_key: ec.EllipticCurvePrivateKey = field(
+        default_factory=lambda: ec.generate_private_key(ec.SECP256R1())
+    )
+    kid: str = "test-key-1"
+
+    def __post_init__(self) -> None:
+        self.server.route("/auth/v1/token", ("POST",), self._token)
+        self.server.route("/auth/v1/.well-known/jwks.json", ("GET",), self._jwks)
+
+    def reset(self) -> None:
+        self.server.reset()
+        self.codes.clear()
+
+    def issue_code(self, *, verifier: str, user_id: str, email: str) -> str:
+        code = str(uuid.uuid4())
+        self.codes[code] = (verifier, {"id": user_id, "email": email})
+        return code
+
+    def es256_token(self, *, sub: str, email: str, exp_in: int = 3600) -> str:
+        claims = _claims(sub, email, exp_in)
+        return jwt.encode(claims, self.signing_key, algorithm="ES256", headers={"kid": self.kid})
+
+    def _token(self, request: Request) -> Response:
+        body = request.get_json()
+        found = self.codes.pop(body.get("auth_code"), None)
+        if request.args.get("grant_type") != "pkce" or found is None or found[0] != body.get("code_verifier"):
+            return json_response({"code": 400, "error_code": "bad_code_verifier",
+                                  "msg": "code challenge does not match previously saved code verifier"}, 400)
+        user = found[1]
+        return json_response({
+            "access_token": hs256_token(sub=user["id"], email=user["email"]),
+            "token_type": "bearer", "expires_in": 3600, "expires_at": int(time.time()) + 3600,
+            "refresh_token": "refresh-" + uuid.uuid4().hex,
+            "user": {"id": user["id"], "aud": "authenticated", "role": "authenticated",
+                     "email": user["email"], "app_metadata": {"provider": "email"},
+                     "user_metadata": {}, "created_at": "2026-11-21T10:00:00Z"},
+        })
+
+    def _jwks(self, request: Request) -> Response:
+        jwk = jwt.algorithms.ECAlgorithm.to_jwk(self.signing_key.public_key(), as_dict=True)
+        return json_response({"keys": [{**jwk, "kid": self.kid, "alg": "ES256", "use": "sig"}]})
+
+
+def _claims(sub: str, email: str, exp_in: int) -> dict[str, Any]:
+    now = int(time.time())
+    return {"sub": sub, "email": email, "aud": "authenticated", "role": "authenticated",
+            "iat": now, "exp": now + exp_in}
+
+
+def hs256_token(*, sub: str, email: str, exp_in: int = 3600, secret: str = JWT_SECRET) -> str:
+    """An access token as Supabase signs it with the legacy JWT secret."""
+    return jwt.encode(_claims(sub, email, exp_in), secret, algorithm="HS256")
