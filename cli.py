@@ -18,7 +18,9 @@ def _container() -> Container:
 def migrate_command() -> None:
     """Apply the migrations under supabase/migrations that are not applied yet."""
     c = _container()
-    applied = migrations.apply_all(c.database_url(), allow_auth_stand_in=not c.settings.is_production)
+    applied = migrations.apply_all(
+        c.database_url(), allow_auth_stand_in=not c.settings.is_production
+    )
     click.echo(f"applied {len(applied)} migration(s): {', '.join(applied) or 'none needed'}")
 
 

@@ -10,7 +10,7 @@ from pydantic import AnyHttpUrl, Field, SecretStr, field_validator, model_valida
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 # A fixed, public value so local runs and tests can sign webhooks without an account.
-DEV_WEBHOOK_SECRET = "whsec_local_development_secret_do_not_use_in_production"
+DEV_WEBHOOK_SECRET = "whsec_local_development_secret_do_not_use_in_production"  # noqa: S105
 
 # Secrets production cannot run without: the service would fail open or silently otherwise.
 PRODUCTION_REQUIRED = (

@@ -54,7 +54,8 @@ class Container:
     def supabase_auth(self) -> SupabaseAuth:
         s = self.settings
         return SupabaseAuth(
-            url=str(s.supabase_url) if s.supabase_url else None, anon_key=secret(s.supabase_anon_key)
+            url=str(s.supabase_url) if s.supabase_url else None,
+            anon_key=secret(s.supabase_anon_key),
         )
 
     @cached_property
@@ -67,7 +68,7 @@ class Container:
 
     @cached_property
     def access_subscriber(self) -> AccessSubscriber:
-        from subscribers.access import AccessSubscriber  # noqa: PLC0415 - avoids an import cycle
+        from subscribers.access import AccessSubscriber
 
         return AccessSubscriber(db=self.db, stripe=self.stripe)
 

@@ -7,26 +7,44 @@ from pathlib import Path
 import click
 
 from config import Settings
-from core.emails import KINDS, Brand, render, sample_props
+from core.emails import KINDS, Brand, EmailContent, render, sample_props
 
 PREVIEW_SITE = "https://acme.example.com"
+GALLERY_INTRO = """# Transactional e-mails
+
+Every kind rendered with its sample props (`core.emails.sample_props`). Regenerate with
+`make emails-preview`: `flask --app main emails-preview` writes the `.html`, `.txt` and this page,
+`scripts/screenshot_emails.sh` takes the screenshots with headless Chromium.
+"""
 
 
 def write_previews(out: Path, brand: Brand) -> list[Path]:
-    """Render each kind's sample props to `<out>/<kind>.html` and `.txt`; return the paths."""
+    """Render each kind's sample props to `<out>/<kind>.html` and `.txt`, plus a gallery page."""
     out.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
+    rendered: dict[str, EmailContent] = {}
     for kind in KINDS:
-        content = render(kind, sample_props(kind), brand=brand)
+        rendered[kind] = content = render(kind, sample_props(kind), brand=brand)
         for suffix, body in ((".html", content.html), (".txt", content.text)):
-            path = out / f"{kind}{suffix}"
-            path.write_text(body, encoding="utf-8")
-            written.append(path)
-    return written
+            written.append(out / f"{kind}{suffix}")
+            written[-1].write_text(body, encoding="utf-8")
+    gallery = out / "README.md"
+    gallery.write_text(gallery_markdown(rendered), encoding="utf-8")
+    return [*written, gallery]
+
+
+def gallery_markdown(rendered: dict[str, EmailContent]) -> str:
+    """A markdown page showing each kind's subject and screenshot, linking both parts."""
+    sections = [GALLERY_INTRO]
+    for kind, content in rendered.items():
+        links = f"[HTML]({kind}.html), [text]({kind}.txt)"
+        image = f"![{kind}: {content.subject}]({kind}.png)"
+        sections.append(f"## {kind}\n\nSubject: **{content.subject}** ({links})\n\n{image}\n")
+    return "\n".join(sections)
 
 
 def preview_brand(settings: Settings) -> Brand:
-    """The brand of the previews: the configured sender name and support address."""
+    """The brand of the previews: the configured sender's name and the support address."""
     name = settings.email_from_admin.partition("<")[0].strip().strip('"')
     product = name.removesuffix(" Team").strip() or "Acme"
     site = str(settings.site_url) if settings.site_url else PREVIEW_SITE

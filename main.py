@@ -28,7 +28,7 @@ def create_app(settings: Settings | None = None, *, container: Container | None 
     app.config["MAX_CONTENT_LENGTH"] = MAX_BODY_BYTES
     app.json.sort_keys = False  # type: ignore[attr-defined]
     app.extensions["container"] = container
-    # Cloud Run terminates TLS in front of us: trust its X-Forwarded-Proto for redirects and cookies.
+    # Cloud Run terminates TLS in front of us: trust X-Forwarded-Proto for redirects and cookies.
     app.wsgi_app = ProxyFix(app.wsgi_app, x_proto=1)  # type: ignore[method-assign]
     errors.register(app)
     for blueprint in (health.bp, auth.bp, leads.bp, payments.bp, webhook.bp, products.bp):

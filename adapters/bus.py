@@ -76,7 +76,9 @@ class InlineBus:
             if self._closed:
                 raise PublishError("the in-process bus is closed")
             for name in self._subscribers:
-                heapq.heappush(self._queue, _Delivery(time.monotonic(), next(self._seq), name, event))
+                heapq.heappush(
+                    self._queue, _Delivery(time.monotonic(), next(self._seq), name, event)
+                )
             self._cond.notify_all()
 
     def wait_idle(self, timeout: float = 10.0) -> bool:
@@ -128,15 +130,28 @@ class InlineBus:
     def _retry_or_dead_letter(self, delivery: _Delivery, exc: Exception) -> None:
         name, event = delivery.subscriber, delivery.event
         if delivery.attempt >= self._max_attempts:
-            log.error("dead-lettering event %s for %s after %d attempts: %s",
-                      event.id, name, delivery.attempt, exc)
+            log.error(
+                "dead-lettering event %s for %s after %d attempts: %s",
+                event.id,
+                name,
+                delivery.attempt,
+                exc,
+            )
             with self._cond:
                 self.dead_letters.append((name, event))
             return
         backoff = min(self._max_backoff, self._min_backoff * 2 ** (delivery.attempt - 1))
-        log.warning("subscriber %s failed on event %s (attempt %d), retrying in %.1fs: %s",
-                    name, event.id, delivery.attempt, backoff, exc)
-        retry = _Delivery(time.monotonic() + backoff, next(self._seq), name, event, delivery.attempt + 1)
+        log.warning(
+            "subscriber %s failed on event %s (attempt %d), retrying in %.1fs: %s",
+            name,
+            event.id,
+            delivery.attempt,
+            backoff,
+            exc,
+        )
+        retry = _Delivery(
+            time.monotonic() + backoff, next(self._seq), name, event, delivery.attempt + 1
+        )
         with self._cond:
             heapq.heappush(self._queue, retry)
             self._cond.notify_all()

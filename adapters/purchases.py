@@ -6,7 +6,9 @@ from adapters.postgres import Connection
 from core.access import Checkout
 
 
-def record(conn: Connection, checkout: Checkout, *, user_id: str | None, product_id: str | None) -> bool:
+def record(
+    conn: Connection, checkout: Checkout, *, user_id: str | None, product_id: str | None
+) -> bool:
     """Record a completed checkout once; True when it is new."""
     row = conn.execute(
         "insert into public.purchases (user_id, product_id, stripe_checkout_session_id,"

@@ -31,7 +31,9 @@ class StripeGateway:
             raise PaymentsNotConfigured("Payments are not configured: set STRIPE_SECRET_KEY")
         with self._lock:
             if self._client is None:
-                bases: dict[str, str] = {"api": self._api_base.rstrip("/")} if self._api_base else {}
+                bases: dict[str, str] = (
+                    {"api": self._api_base.rstrip("/")} if self._api_base else {}
+                )
                 self._client = stripe.StripeClient(
                     self._api_key,
                     stripe_version=self._api_version,
@@ -73,7 +75,9 @@ class SignatureError(ValueError):
     """The webhook signature header does not match the body."""
 
 
-def verify_signature(payload: bytes, header: str | None, *, secret: str, tolerance: int = 300) -> None:
+def verify_signature(
+    payload: bytes, header: str | None, *, secret: str, tolerance: int = 300
+) -> None:
     """Check Stripe's signature on the raw body (HMAC only: no object tree is built)."""
     if not header:
         raise SignatureError("Missing Stripe-Signature header")

@@ -43,7 +43,7 @@ class TokenVerifier:
         return User(id=sub, email=email if isinstance(email, str) and email else None)
 
     def _decode(self, token: str) -> dict[str, Any]:
-        options = {"require": ["exp", "sub"]}
+        options: Any = {"require": ["exp", "sub"]}
         if self._secret:
             return jwt.decode(
                 token, self._secret, algorithms=["HS256"], audience=AUDIENCE, options=options

@@ -84,7 +84,9 @@ def access_change(event: Event) -> AccessChange | None:
     return None
 
 
-def _subscription_status_change(customer: str, subscription: Mapping[str, Any]) -> AccessChange | None:
+def _subscription_status_change(
+    customer: str, subscription: Mapping[str, Any]
+) -> AccessChange | None:
     status = subscription.get("status")
     sub_id = _id(subscription.get("id"))
     if status in ACTIVE_STATUSES:

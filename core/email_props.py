@@ -19,7 +19,7 @@ from pydantic import (
 
 Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=500)]
 Name = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=100)]
-BillingInterval = Literal["month", "year"]
+Billing = Literal["one_time", "month", "year"]
 _REPOSITORY = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})/[A-Za-z0-9._-]{1,100}$")
 
 
@@ -53,12 +53,19 @@ Day = Annotated[date, BeforeValidator(_to_date)]
 Repository = Annotated[str, StringConstraints(strip_whitespace=True), AfterValidator(_repository)]
 
 
+def _greeting_name(value: Any) -> Any:
+    # Stripe and profiles often have no name; a missing or odd name must not stop the e-mail.
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return "there"
+    return value.strip()[:100] if isinstance(value, str) else value
+
+
 class EmailProps(BaseModel):
     """Common base: unknown props are refused so a typo fails instead of vanishing."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    customer_name: Name = "there"
+    customer_name: Annotated[Name, BeforeValidator(_greeting_name)] = "there"
 
 
 class NamedLink(BaseModel):
@@ -78,7 +85,7 @@ class PurchaseConfirmationProps(EmailProps):
     product_name: Text
     amount: Text  # already formatted, see core.emails.format_amount
     product_type: Literal["link", "github"] = "link"
-    billing_interval: BillingInterval | None = None
+    billing: Billing | None = None
     purchase_date: Day | None = None
     download_links: tuple[NamedLink, ...] = ()
     repository: Repository | None = None
@@ -153,7 +160,7 @@ class CheckoutExpiredProps(EmailProps):
     checkout_url: Link
     product_description: Text | None = None
     amount: Text | None = None
-    billing_interval: BillingInterval | None = None
+    billing: Billing | None = None
 
 
 class SubscriptionCancelledProps(EmailProps):
@@ -193,7 +200,7 @@ SAMPLES: dict[str, dict[str, Any]] = {
         "product_name": "Starter Kit Pro",
         "amount": "$149.00",
         "product_type": "link",
-        "billing_interval": None,
+        "billing": "one_time",
         "purchase_date": date(2026, 11, 21),
         "download_links": [
             {"label": "Starter Kit Pro v2.4 (zip, 18 MB)", "url": f"{_SHOP}/downloads/starter-kit"},
@@ -249,7 +256,7 @@ SAMPLES: dict[str, dict[str, Any]] = {
         "checkout_url": "https://checkout.stripe.com/c/pay/cs_test_a1B2c3D4",
         "product_description": "Production-ready SaaS boilerplate with auth, billing and e-mail.",
         "amount": "$149.00",
-        "billing_interval": None,
+        "billing": "one_time",
     },
     "subscription-cancelled": {
         "customer_name": "Ada Lovelace",

@@ -16,7 +16,18 @@ import css_inline
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 from pydantic import BaseModel
 
-from core.email_props import DEFAULT_PATHS, PROPS, SAMPLES, EmailProps
+from core.email_props import (
+    DEFAULT_PATHS,
+    PROPS,
+    SAMPLES,
+    CheckoutExpiredProps,
+    EmailProps,
+    GithubAccessGrantedProps,
+    InvoicePaidProps,
+    PaymentFailedProps,
+    PurchaseConfirmationProps,
+    SubscriptionCancelledProps,
+)
 
 __all__ = [
     "KINDS",
@@ -35,9 +46,11 @@ SUBJECT_LIMIT = 49
 
 # Stripe's zero-decimal currencies, and the ISO 4217 three-decimal ones it supports.
 _ZERO_DECIMAL = frozenset(
-    "bif clp djf gnf jpy kmf krw mga pyg rwf ugx vnd vuv xaf xof xpf".split()
+    {"bif", "clp", "djf", "gnf", "jpy", "kmf", "krw", "mga"}
+    | {"pyg", "rwf", "ugx", "vnd", "vuv", "xaf", "xof", "xpf"}
 )
-_THREE_DECIMAL = frozenset("bhd jod kwd omr tnd".split())
+_THREE_DECIMAL = frozenset({"bhd", "jod", "kwd", "omr", "tnd"})
+EN_DASH = "\u2013"
 _SYMBOLS = {
     "usd": "$",
     "eur": "€",
@@ -64,6 +77,14 @@ class Brand:
     product_name: str
     site_url: str
     support_email: str
+
+    def __post_init__(self) -> None:
+        # Relative links are dead links in an inbox: refuse them where the brand is built.
+        parts = urlsplit(self.site_url)
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            raise ValueError(f"Brand.site_url must be an absolute http(s) URL: {self.site_url!r}")
+        if not self.product_name.strip() or "@" not in self.support_email:
+            raise ValueError("Brand needs a product name and a support e-mail address")
 
     def url(self, path: str) -> str:
         """An absolute URL on the site for a path such as '/dashboard'."""
@@ -142,7 +163,7 @@ def _truncate(text: str, width: int) -> str:
     space = cut.rfind(" ")
     if space >= width // 2:
         cut = cut[:space]
-    return cut.rstrip(" ,.;:-–—(/") + "…"
+    return cut.rstrip(" ,.;:-(/\u2013\u2014") + "\u2026"
 
 
 def _fit(prefix: str, value: str, suffix: str = "") -> str:
@@ -153,16 +174,16 @@ def _fits(subject: str) -> bool:
     return len(subject) <= SUBJECT_LIMIT
 
 
-def _subject_purchase(p: Any, _: Brand) -> str:
+def _subject_purchase(p: PurchaseConfirmationProps, _: Brand) -> str:
     return _fit("Order confirmed: ", p.product_name)
 
 
-def _subject_payment_failed(p: Any, _: Brand) -> str:
+def _subject_payment_failed(p: PaymentFailedProps, _: Brand) -> str:
     subject = f"Action needed: your {p.amount} payment failed"
     return subject if _fits(subject) else "Action needed: your payment failed"
 
 
-def _subject_invoice_paid(p: Any, _: Brand) -> str:
+def _subject_invoice_paid(p: InvoicePaidProps, _: Brand) -> str:
     prefix = f"Receipt: {p.amount} for "
     # The product name needs room to say something; else the amount alone.
     if p.product_name is not None and len(prefix) <= SUBJECT_LIMIT - 15:
@@ -171,19 +192,19 @@ def _subject_invoice_paid(p: Any, _: Brand) -> str:
     return subject if _fits(subject) else _fit("Receipt for invoice ", p.invoice_number)
 
 
-def _subject_signup(_: Any, brand: Brand) -> str:
+def _subject_signup(_: EmailProps, brand: Brand) -> str:
     return _fit("Welcome to ", brand.product_name)
 
 
-def _subject_github(p: Any, _: Brand) -> str:
+def _subject_github(p: GithubAccessGrantedProps, _: Brand) -> str:
     return _fit("GitHub access granted: ", p.repository)
 
 
-def _subject_checkout_expired(p: Any, _: Brand) -> str:
+def _subject_checkout_expired(p: CheckoutExpiredProps, _: Brand) -> str:
     return _fit("Still thinking about ", p.product_name, "?")
 
 
-def _subject_cancelled(p: Any, _: Brand) -> str:
+def _subject_cancelled(p: SubscriptionCancelledProps, _: Brand) -> str:
     if p.product_name is None:
         return "Your subscription has been cancelled"
     return _fit("Subscription cancelled: ", p.product_name)
@@ -200,8 +221,22 @@ _SUBJECTS: dict[str, Callable[[Any, Brand], str]] = {
 }
 
 
+# English month names whatever the process locale (strftime's %B follows LC_TIME).
+_MONTHS = (
+    *("January", "February", "March", "April", "May", "June"),
+    *("July", "August", "September", "October", "November", "December"),
+)
+
+
 def _long_date(value: date) -> str:
-    return f"{value:%B} {value.day}, {value.year}"
+    return f"{_MONTHS[value.month - 1]} {value.day}, {value.year}"
+
+
+def _date_range(bounds: tuple[date, date]) -> str:
+    start, end = bounds
+    if start.year == end.year:
+        return f"{_MONTHS[start.month - 1]} {start.day} {EN_DASH} {_long_date(end)}"
+    return f"{_long_date(start)} {EN_DASH} {_long_date(end)}"
 
 
 @cache
@@ -215,6 +250,7 @@ def _environment() -> Environment:
         keep_trailing_newline=True,
     )
     env.filters["long_date"] = _long_date
+    env.filters["date_range"] = _date_range
     return env
 
 

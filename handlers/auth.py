@@ -27,8 +27,13 @@ def callback() -> ResponseReturnValue:
     secure = request.scheme == "https"
     for cookie in changes.set:
         response.set_cookie(
-            cookie.name, cookie.value, max_age=COOKIE_MAX_AGE, path="/", secure=secure,
-            httponly=False, samesite="Lax",
+            cookie.name,
+            cookie.value,
+            max_age=COOKIE_MAX_AGE,
+            path="/",
+            secure=secure,
+            httponly=False,
+            samesite="Lax",
         )
     for name in changes.clear:
         response.delete_cookie(name, path="/", secure=secure, samesite="Lax")

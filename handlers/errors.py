@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 
-from flask import Flask, jsonify
+from flask import Flask, Response, jsonify
 from flask.typing import ResponseReturnValue
 from werkzeug.exceptions import HTTPException
 
@@ -21,9 +21,11 @@ MESSAGES = {
 }
 
 
-def error(message: str, status: int) -> ResponseReturnValue:
+def error(message: str, status: int) -> Response:
     """A JSON error answer."""
-    return jsonify(error=message), status
+    response = jsonify(error=message)
+    response.status_code = status
+    return response
 
 
 def register(app: Flask) -> None:
@@ -38,11 +40,11 @@ def register(app: Flask) -> None:
         status = exc.code or 500
         response = exc.get_response()
         message = MESSAGES.get(status) or exc.name
-        body, code = error(message, status)  # type: ignore[misc]
+        body = error(message, status)
         for header in ("Allow", "Retry-After"):
             if header in response.headers:
                 body.headers[header] = response.headers[header]
-        return body, code
+        return body
 
     @app.errorhandler(Exception)
     def _unexpected(exc: Exception) -> ResponseReturnValue:

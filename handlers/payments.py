@@ -43,7 +43,8 @@ class CheckoutRequest(BaseModel):
     @classmethod
     def _urls(cls, value: str, info: ValidationInfo) -> str:
         origin = info.context.get("origin") if info.context else None
-        return absolute_url(value, info.field_name or "url", origin=origin)
+        name = cls.model_fields[str(info.field_name)].alias or str(info.field_name)
+        return absolute_url(value, name, origin=origin)
 
 
 class PortalRequest(BaseModel):

@@ -17,7 +17,8 @@ def payments_webhook() -> ResponseReturnValue:
     receive(
         payload=request.get_data(cache=False),
         # The spec names the header `payments-signature`; Stripe sends `Stripe-Signature`.
-        signature=request.headers.get("Stripe-Signature") or request.headers.get("payments-signature"),
+        signature=request.headers.get("Stripe-Signature")
+        or request.headers.get("payments-signature"),
         secret=c.settings.webhook_secret,
         bus=c.bus,
     )

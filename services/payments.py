@@ -1,4 +1,4 @@
-"""Checkout and customer portal: the rules of core.checkout applied to stored products and profiles."""
+"""Checkout and customer portal: core.checkout's rules applied to stored products and profiles."""
 
 from __future__ import annotations
 

@@ -15,7 +15,9 @@ class CookieChanges:
     clear: list[str] = field(default_factory=list)
 
 
-def complete_sign_in(*, code: str | None, cookies: Mapping[str, str], auth: SupabaseAuth) -> CookieChanges:
+def complete_sign_in(
+    *, code: str | None, cookies: Mapping[str, str], auth: SupabaseAuth
+) -> CookieChanges:
     """Exchange the code when there is one; a failure leaves the cookies as they are."""
     if not code:
         return CookieChanges()

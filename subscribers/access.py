@@ -9,7 +9,15 @@ from adapters import catalog, ledger, profiles, purchases
 from adapters.postgres import Connection, Database
 from adapters.profiles import Profile
 from adapters.stripe_api import StripeGateway
-from core.access import AccessChange, Checkout, Ordering, access_change, checkout_from, grant_at_tie, ordering
+from core.access import (
+    AccessChange,
+    Checkout,
+    Ordering,
+    access_change,
+    checkout_from,
+    grant_at_tie,
+    ordering,
+)
 from core.events import Event
 
 log = logging.getLogger(__name__)
@@ -76,7 +84,13 @@ class AccessSubscriber:
             return outcome
 
     def _apply(
-        self, conn: Connection, event: Event, profile: Profile, *, grant: bool, subscription_id: str | None
+        self,
+        conn: Connection,
+        event: Event,
+        profile: Profile,
+        *,
+        grant: bool,
+        subscription_id: str | None,
     ) -> str:
         order = ordering(event.created, profile.access_changed_at)
         if order is Ordering.STALE:
@@ -84,7 +98,9 @@ class AccessSubscriber:
         if order is Ordering.TIE:
             status = self.stripe.subscription_status(subscription_id) if subscription_id else None
             grant = grant_at_tie(wanted=grant, subscription_status=status)
-        profiles.set_access(conn, profile.id, grant=grant, changed_at=event.created, event_id=event.id)
+        profiles.set_access(
+            conn, profile.id, grant=grant, changed_at=event.created, event_id=event.id
+        )
         return "granted" if grant else "revoked"
 
 

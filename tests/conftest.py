@@ -1,4 +1,4 @@
-"""Fixtures: real Postgres, the real app over HTTP, Stripe and Supabase faked at their HTTP boundary."""
+"""Fixtures: real Postgres, the real app over HTTP, Stripe and Supabase faked at their boundary."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import json
 import os
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -97,7 +97,9 @@ def supabase_fake() -> Iterator[FakeSupabaseAuth]:
 
 
 @pytest.fixture
-def fakes(stripe_fake: FakeStripe, supabase_fake: FakeSupabaseAuth) -> tuple[FakeStripe, FakeSupabaseAuth]:
+def fakes(
+    stripe_fake: FakeStripe, supabase_fake: FakeSupabaseAuth
+) -> tuple[FakeStripe, FakeSupabaseAuth]:
     stripe_fake.reset()
     supabase_fake.reset()
     return stripe_fake, supabase_fake
@@ -144,7 +146,7 @@ def api_factory(
     settings_factory: Callable[..., Settings], db: Database
 ) -> Iterator[Callable[..., Api]]:
     """Start the real app over HTTP with settings overrides; stopped after the test."""
-    started: list[tuple[Iterator[str], Container]] = []
+    started: list[tuple[Generator[str, None, None], Container]] = []
 
     def start(**overrides: Any) -> Api:
         container = Container(settings_factory(**overrides))
@@ -163,7 +165,9 @@ def api(api_factory: Callable[..., Api]) -> Api:
     return api_factory()
 
 
-def stripe_signature(payload: bytes, *, secret: str = DEV_WEBHOOK_SECRET, timestamp: int | None = None) -> str:
+def stripe_signature(
+    payload: bytes, *, secret: str = DEV_WEBHOOK_SECRET, timestamp: int | None = None
+) -> str:
     """The Stripe-Signature header, computed exactly as Stripe does."""
     t = int(time.time()) if timestamp is None else timestamp
     mac = hmac.new(secret.encode(), f"{t}.".encode() + payload, hashlib.sha256).hexdigest()
@@ -175,20 +179,23 @@ def sign() -> Callable[..., str]:
     return stripe_signature
 
 
-def stripe_event(event_type: str, obj: dict[str, Any], *, created: int | None = None,
-                 event_id: str | None = None) -> bytes:
+def stripe_event(
+    event_type: str, obj: dict[str, Any], *, created: int | None = None, event_id: str | None = None
+) -> bytes:
     """A Stripe event body as the webhook receives it."""
-    return json.dumps({
-        "id": event_id or f"evt_{uuid.uuid4().hex[:24]}",
-        "object": "event",
-        "api_version": "2023-08-16",
-        "created": int(time.time()) if created is None else created,
-        "livemode": False,
-        "pending_webhooks": 1,
-        "request": {"id": None, "idempotency_key": None},
-        "type": event_type,
-        "data": {"object": obj},
-    }).encode()
+    return json.dumps(
+        {
+            "id": event_id or f"evt_{uuid.uuid4().hex[:24]}",
+            "object": "event",
+            "api_version": "2023-08-16",
+            "created": int(time.time()) if created is None else created,
+            "livemode": False,
+            "pending_webhooks": 1,
+            "request": {"id": None, "idempotency_key": None},
+            "type": event_type,
+            "data": {"object": obj},
+        }
+    ).encode()
 
 
 def create_user(db: Database, email: str, *, name: str | None = None) -> str:
@@ -196,8 +203,10 @@ def create_user(db: Database, email: str, *, name: str | None = None) -> str:
     user_id = str(uuid.uuid4())
     meta = json.dumps({"full_name": name} if name else {})
     with db.transaction() as conn:
-        conn.execute("insert into auth.users (id, email, raw_user_meta_data) values (%s, %s, %s)",
-                     (user_id, email, meta))
+        conn.execute(
+            "insert into auth.users (id, email, raw_user_meta_data) values (%s, %s, %s)",
+            (user_id, email, meta),
+        )
     return user_id
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
 from adapters.postgres import Database
@@ -13,11 +15,14 @@ def assert_json_error(response: object, status: int) -> str:
     assert response.headers["Content-Type"].startswith("application/json")  # type: ignore[attr-defined]
     body = response.json()  # type: ignore[attr-defined]
     assert set(body) == {"error"}
-    assert isinstance(body["error"], str) and body["error"]
+    assert isinstance(body["error"], str)
+    assert body["error"]
     return str(body["error"])
 
 
-@pytest.mark.parametrize("path", ["/api/lead", "/api/payments/create-checkout", "/api/payments/create-portal"])
+@pytest.mark.parametrize(
+    "path", ["/api/lead", "/api/payments/create-checkout", "/api/payments/create-portal"]
+)
 def test_malformed_json_is_400(api: Api, path: str) -> None:
     response = api.post(path, data=b'{"email": ', headers={"Content-Type": "application/json"})
     assert assert_json_error(response, 400) == "Malformed JSON body"
@@ -30,8 +35,11 @@ def test_json_that_is_not_an_object_is_400(api: Api, body: bytes) -> None:
 
 
 def test_wrong_content_type_is_415(api: Api, db: Database) -> None:
-    response = api.post("/api/lead", data="email=a@b.com",
-                        headers={"Content-Type": "application/x-www-form-urlencoded"})
+    response = api.post(
+        "/api/lead",
+        data="email=a@b.com",
+        headers={"Content-Type": "application/x-www-form-urlencoded"},
+    )
     assert "application/json" in assert_json_error(response, 415)
     assert db.fetch_all("select * from public.leads") == []
 
@@ -52,7 +60,7 @@ def test_wrong_method_is_json_405(api: Api) -> None:
     assert "POST" in response.headers["Allow"]
 
 
-def test_unexpected_failure_is_500_without_details(api_factory: object) -> None:
+def test_unexpected_failure_is_500_without_details(api_factory: Callable[..., Api]) -> None:
     # A database that cannot be reached is an unexpected fault, not the caller's.
     api = api_factory(database_url="postgresql://nobody@127.0.0.1:1/none?connect_timeout=1")
     response = api.get("/api/products/public")

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl
@@ -37,29 +38,37 @@ class FakeServer:
     """Routes registered with `route`; every request is kept in `requests`."""
 
     requests: list[Recorded] = field(default_factory=list)
-    _rules: list[Rule] = field(default_factory=list)
+    _map: Map = field(default_factory=Map)
     _handlers: dict[str, Handler] = field(default_factory=dict)
     url: str = ""
 
     def route(self, rule: str, methods: tuple[str, ...], handler: Handler) -> None:
         endpoint = f"{handler.__name__}:{rule}:{methods}"
-        self._rules.append(Rule(rule, methods=list(methods), endpoint=endpoint))
+        self._map.add(Rule(rule, methods=list(methods), endpoint=endpoint))
         self._handlers[endpoint] = handler
 
     def __call__(self, environ: dict[str, Any], start_response: Any) -> Any:
         request = Request(environ)
         body = request.get_data()
         self.requests.append(
-            Recorded(request.method, request.path, dict(request.headers),
-                     list(request.args.items(multi=True)), body)
+            Recorded(
+                request.method,
+                request.path,
+                dict(request.headers),
+                list(request.args.items(multi=True)),
+                body,
+            )
         )
-        adapter = Map(self._rules).bind_to_environ(environ)
+        adapter = self._map.bind_to_environ(environ)
         try:
             endpoint, args = adapter.match()
             response = self._handlers[endpoint](request, **args)
         except Exception as exc:
-            response = Response(json.dumps({"error": {"message": str(exc)}}), status=404,
-                                content_type="application/json")
+            response = Response(
+                json.dumps({"error": {"message": str(exc)}}),
+                status=404,
+                content_type="application/json",
+            )
         return response(environ, start_response)
 
     def calls(self, method: str, path_prefix: str) -> list[Recorded]:
@@ -73,7 +82,7 @@ def json_response(data: Any, status: int = 200) -> Response:
     return Response(json.dumps(data), status=status, content_type="application/json")
 
 
-def serve(app: Callable[..., Any]) -> Iterator[str]:
+def serve(app: Callable[..., Any]) -> Generator[str, None, None]:
     """Serve a WSGI app on a free loopback port until the generator is closed."""
     server = make_server("127.0.0.1", 0, app, threaded=True)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
@@ -91,7 +100,7 @@ def decode_stripe_form(pairs: list[tuple[str, str]]) -> dict[str, Any]:
     for key, value in pairs:
         parts = key.replace("]", "").split("[")
         node: Any = root
-        for part, nxt in zip(parts, parts[1:], strict=False):
+        for part, nxt in itertools.pairwise(parts):
             child: Any = [] if nxt.isdigit() else {}
             if isinstance(node, list):
                 index = int(part)

@@ -39,39 +39,77 @@ class FakeStripe:
     def _create_session(self, request: Request) -> Response:
         if self.refuse_checkout:
             return json_response(
-                {"error": {"type": "invalid_request_error", "message": "No such price",
-                           "param": "line_items[0][price]"}}, status=400)
+                {
+                    "error": {
+                        "type": "invalid_request_error",
+                        "message": "No such price",
+                        "param": "line_items[0][price]",
+                    }
+                },
+                status=400,
+            )
         session_id = f"cs_test_{next(self._ids)}"
-        return json_response({
-            "id": session_id, "object": "checkout.session",
-            "url": f"https://checkout.stripe.com/c/pay/{session_id}",
-            "mode": request.form.get("mode"), "status": "open",
-        })
+        return json_response(
+            {
+                "id": session_id,
+                "object": "checkout.session",
+                "url": f"https://checkout.stripe.com/c/pay/{session_id}",
+                "mode": request.form.get("mode"),
+                "status": "open",
+            }
+        )
 
     def _get_session(self, request: Request, session_id: str) -> Response:
         session = self.sessions.get(session_id)
         if session is None:
-            return json_response({"error": {"type": "invalid_request_error",
-                                             "message": f"No such checkout.session: '{session_id}'"}}, 404)
+            return json_response(
+                {
+                    "error": {
+                        "type": "invalid_request_error",
+                        "message": f"No such checkout.session: '{session_id}'",
+                    }
+                },
+                404,
+            )
         return json_response(session)
 
     def _create_portal(self, request: Request) -> Response:
-        return json_response({
-            "id": "bps_test_1", "object": "billing_portal.session",
-            "customer": request.form.get("customer"), "return_url": request.form.get("return_url"),
-            "url": "https://billing.stripe.com/p/session/test_portal",
-        })
+        return json_response(
+            {
+                "id": "bps_test_1",
+                "object": "billing_portal.session",
+                "customer": request.form.get("customer"),
+                "return_url": request.form.get("return_url"),
+                "url": "https://billing.stripe.com/p/session/test_portal",
+            }
+        )
 
     def _get_subscription(self, request: Request, sub_id: str) -> Response:
-        return json_response({"id": sub_id, "object": "subscription",
-                              "status": self.subscription_status.get(sub_id, "active")})
+        return json_response(
+            {
+                "id": sub_id,
+                "object": "subscription",
+                "status": self.subscription_status.get(sub_id, "active"),
+            }
+        )
 
 
 def checkout_session_with_items(session_id: str, price_id: str) -> dict[str, Any]:
     """A checkout.session as retrieved with `expand[]=line_items`."""
     return {
-        "id": session_id, "object": "checkout.session",
-        "line_items": {"object": "list", "has_more": False, "url": f"/v1/checkout/sessions/{session_id}/line_items",
-                       "data": [{"id": "li_1", "object": "item", "quantity": 1,
-                                 "price": {"id": price_id, "object": "price"}}]},
+        "id": session_id,
+        "object": "checkout.session",
+        "line_items": {
+            "object": "list",
+            "has_more": False,
+            "url": f"/v1/checkout/sessions/{session_id}/line_items",
+            "data": [
+                {
+                    "id": "li_1",
+                    "object": "item",
+                    "quantity": 1,
+                    "price": {"id": price_id, "object": "price"},
+                }
+            ],
+        },
     }

@@ -46,18 +46,38 @@ class FakeSupabaseAuth:
     def _token(self, request: Request) -> Response:
         body = request.get_json()
         found = self.codes.pop(body.get("auth_code"), None)
-        if request.args.get("grant_type") != "pkce" or found is None or found[0] != body.get("code_verifier"):
-            return json_response({"code": 400, "error_code": "bad_code_verifier",
-                                  "msg": "code challenge does not match previously saved code verifier"}, 400)
+        if (
+            request.args.get("grant_type") != "pkce"
+            or found is None
+            or found[0] != body.get("code_verifier")
+        ):
+            return json_response(
+                {
+                    "code": 400,
+                    "error_code": "bad_code_verifier",
+                    "msg": "code challenge does not match previously saved code verifier",
+                },
+                400,
+            )
         user = found[1]
-        return json_response({
-            "access_token": hs256_token(sub=user["id"], email=user["email"]),
-            "token_type": "bearer", "expires_in": 3600, "expires_at": int(time.time()) + 3600,
-            "refresh_token": "refresh-" + uuid.uuid4().hex,
-            "user": {"id": user["id"], "aud": "authenticated", "role": "authenticated",
-                     "email": user["email"], "app_metadata": {"provider": "email"},
-                     "user_metadata": {}, "created_at": "2026-11-21T10:00:00Z"},
-        })
+        return json_response(
+            {
+                "access_token": hs256_token(sub=user["id"], email=user["email"]),
+                "token_type": "bearer",
+                "expires_in": 3600,
+                "expires_at": int(time.time()) + 3600,
+                "refresh_token": "refresh-" + uuid.uuid4().hex,
+                "user": {
+                    "id": user["id"],
+                    "aud": "authenticated",
+                    "role": "authenticated",
+                    "email": user["email"],
+                    "app_metadata": {"provider": "email"},
+                    "user_metadata": {},
+                    "created_at": "2026-11-21T10:00:00Z",
+                },
+            }
+        )
 
     def _jwks(self, request: Request) -> Response:
         jwk = jwt.algorithms.ECAlgorithm.to_jwk(self.signing_key.public_key(), as_dict=True)
@@ -66,8 +86,14 @@ class FakeSupabaseAuth:
 
 def _claims(sub: str, email: str, exp_in: int) -> dict[str, Any]:
     now = int(time.time())
-    return {"sub": sub, "email": email, "aud": "authenticated", "role": "authenticated",
-            "iat": now, "exp": now + exp_in}
+    return {
+        "sub": sub,
+        "email": email,
+        "aud": "authenticated",
+        "role": "authenticated",
+        "iat": now,
+        "exp": now + exp_in,
+    }
 
 
 def hs256_token(*, sub: str, email: str, exp_in: int = 3600, secret: str = JWT_SECRET) -> str:

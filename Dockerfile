@@ -1,0 +1,31 @@
+# One image, three Cloud Run services: FUNCTION_TARGET picks api (default), access or emails.
+ARG PYTHON_IMAGE=python:3.11-slim
+
+FROM ${PYTHON_IMAGE} AS build
+# uv from PyPI rather than the ghcr.io/astral-sh/uv image: one registry fewer for the builder.
+RUN pip install --no-cache-dir --disable-pip-version-check uv==0.13.9
+ENV UV_COMPILE_BYTECODE=1 \
+    UV_LINK_MODE=copy \
+    UV_PYTHON_DOWNLOADS=never \
+    UV_PROJECT_ENVIRONMENT=/app/.venv
+WORKDIR /app
+COPY pyproject.toml uv.lock ./
+RUN uv sync --frozen --no-dev --no-install-project
+
+FROM ${PYTHON_IMAGE} AS runtime
+# APP_ENV defaults to production so that an image started without configuration refuses to run
+# without its secrets instead of serving with development defaults (a public webhook secret).
+ENV PYTHONUNBUFFERED=1 \
+    PYTHONDONTWRITEBYTECODE=1 \
+    PATH="/app/.venv/bin:${PATH}" \
+    PORT=8080 \
+    APP_ENV=production
+RUN useradd --system --user-group --home-dir /app --no-create-home --shell /usr/sbin/nologin app
+WORKDIR /app
+COPY --from=build /app/.venv /app/.venv
+# What is left out is listed in .dockerignore; the code stays root-owned, read-only to `app`.
+COPY . .
+RUN python -m compileall -q -x '/\.venv/' /app
+USER app
+EXPOSE 8080
+CMD ["bin/serve"]

@@ -1,0 +1,28 @@
+# `make run` serves the API with embedded defaults; `make test` runs the whole suite.
+# Both install what is missing first (uv, then the locked dependencies).
+SHELL := /bin/bash
+UV_VERSION := 0.13.9
+UV := $(shell command -v uv 2>/dev/null || echo python3 -m uv)
+
+.PHONY: run test lint format install uv emails-preview bench
+
+uv:
+	@$(UV) --version >/dev/null 2>&1 || python3 -m pip install --quiet "uv==$(UV_VERSION)"
+
+install: uv
+	@$(UV) sync --frozen --quiet
+
+run: install
+	@set -a; [ -f .env ] && . ./.env; set +a; exec $(UV) run --frozen python devserver.py
+
+test: install
+	@$(UV) run --frozen pytest
+
+lint: install
+	$(UV) run --frozen ruff check .
+	$(UV) run --frozen ruff format --check .
+	$(UV) run --frozen mypy .
+
+format: install
+	$(UV) run --frozen ruff format .
+	$(UV) run --frozen ruff check --fix .

@@ -1,0 +1,88 @@
+"""Settings: local defaults, and production's refusal to start without its secrets."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import ValidationError
+
+from config import DEV_WEBHOOK_SECRET, PRODUCTION_REQUIRED, Settings
+
+PRODUCTION = {
+    "APP_ENV": "production",
+    "EVENT_BUS": "pubsub",
+    "DATABASE_URL": "postgresql://u:p@db.example.com/postgres",
+    "SITE_URL": "https://app.example.com",
+    "SUPABASE_URL": "https://proj.supabase.co",
+    "SUPABASE_ANON_KEY": "anon",
+    "SUPABASE_SERVICE_ROLE_KEY": "service",
+    "STRIPE_SECRET_KEY": "sk_live_x",
+    "STRIPE_PUBLISHABLE_KEY": "pk_live_x",
+    "STRIPE_WEBHOOK_SECRET": "whsec_live",
+    "RESEND_API_KEY": "re_live",
+}
+
+
+def test_local_defaults() -> None:
+    s = Settings()
+    assert (s.app_env, s.port, s.auth_callback_url, s.event_bus) == (
+        "development",
+        8080,
+        "/dashboard",
+        "inline",
+    )
+    assert (s.google_cloud_project, s.pubsub_topic, s.stripe_api_version) == (
+        "local-project",
+        "payment-events",
+        "2023-08-16",
+    )
+    assert s.webhook_secret == DEV_WEBHOOK_SECRET
+    assert s.test_email_enabled is True
+    assert str(s.email_outbox_dir) == ".data/outbox"
+
+
+def test_production_starts_with_every_secret(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name, value in PRODUCTION.items():
+        monkeypatch.setenv(name, value)
+    s = Settings()
+    assert s.is_production
+    assert s.test_email_enabled is False
+    assert s.webhook_secret == "whsec_live"
+
+
+@pytest.mark.parametrize("missing", [name.upper() for name in PRODUCTION_REQUIRED])
+def test_production_names_each_missing_secret(
+    monkeypatch: pytest.MonkeyPatch, missing: str
+) -> None:
+    for name, value in PRODUCTION.items():
+        if name != missing:
+            monkeypatch.setenv(name, value)
+    with pytest.raises(ValidationError, match=f"missing: {missing}"):
+        Settings()
+
+
+def test_production_refuses_the_public_dev_webhook_secret(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name, value in {**PRODUCTION, "STRIPE_WEBHOOK_SECRET": DEV_WEBHOOK_SECRET}.items():
+        monkeypatch.setenv(name, value)
+    with pytest.raises(ValidationError, match="development value is public"):
+        Settings()
+
+
+def test_production_refuses_the_in_process_bus(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name, value in {**PRODUCTION, "EVENT_BUS": "inline"}.items():
+        monkeypatch.setenv(name, value)
+    with pytest.raises(ValidationError, match="EVENT_BUS=pubsub"):
+        Settings()
+
+
+@pytest.mark.parametrize("value", ["https://evil.example.net/x", "//evil.example.net", "dashboard"])
+def test_callback_path_cannot_be_another_origin(
+    monkeypatch: pytest.MonkeyPatch, value: str
+) -> None:
+    monkeypatch.setenv("AUTH_CALLBACK_URL", value)
+    with pytest.raises(ValidationError, match="AUTH_CALLBACK_URL"):
+        Settings()
+
+
+def test_test_email_route_can_be_switched(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ENABLE_TEST_EMAIL", "false")
+    assert Settings().test_email_enabled is False
