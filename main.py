@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import logging
 
+import functions_framework
+from cloudevents.http.event import CloudEvent
 from flask import Flask
 from werkzeug.middleware.proxy_fix import ProxyFix
 
@@ -16,6 +18,7 @@ import cli
 from config import Settings
 from container import Container
 from handlers import auth, errors, health, leads, payments, products, webhook
+from subscribers.envelope import deliver
 
 MAX_BODY_BYTES = 1024 * 1024
 
@@ -45,3 +48,9 @@ app = create_app(container=container)
 def shutdown() -> None:
     """Flush pending publishes and close the pool (gunicorn worker exit, SIGTERM)."""
     container.close()
+
+
+@functions_framework.cloud_event
+def access(cloud_event: CloudEvent) -> None:
+    """Pub/Sub push target: grant or revoke access."""
+    deliver(cloud_event.data, container.access_subscriber, target="access")
