@@ -7,6 +7,7 @@ from flask import Flask, current_app
 
 from adapters import catalog, migrations
 from container import Container
+from emails_preview import emails_preview
 
 
 def _container() -> Container:
@@ -33,5 +34,5 @@ def seed_command() -> None:
 
 def register(app: Flask) -> None:
     """Add the commands to the app's CLI."""
-    for command in (migrate_command, seed_command):
+    for command in (migrate_command, seed_command, emails_preview):
         app.cli.add_command(command)

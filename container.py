@@ -8,14 +8,25 @@ from typing import TYPE_CHECKING, Any
 
 from adapters import local_postgres
 from adapters.bus import EventBus, InlineBus
+from adapters.mail import Mailer, build_mailer
 from adapters.postgres import Database
 from adapters.stripe_api import StripeGateway
 from adapters.supabase_auth import SupabaseAuth
 from adapters.tokens import TokenVerifier
 from config import Settings, secret
+from core.emails import Brand
 
 if TYPE_CHECKING:
     from subscribers.access import AccessSubscriber
+    from subscribers.emails import EmailSubscriber
+
+
+def brand_for(settings: Settings, *, default_site: str) -> Brand:
+    """Who the e-mails speak for: the admin sender's display name, the site, the support inbox."""
+    name = settings.email_from_admin.partition("<")[0].strip().strip('"')
+    product = name.removesuffix(" Team").strip() or "Acme"
+    site = str(settings.site_url) if settings.site_url else default_site
+    return Brand(product_name=product, site_url=site, support_email=settings.support_email)
 
 
 class Container:
@@ -73,8 +84,28 @@ class Container:
         return AccessSubscriber(db=self.db, stripe=self.stripe)
 
     @cached_property
+    def mailer(self) -> Mailer:
+        return build_mailer(self.settings)
+
+    @cached_property
+    def brand(self) -> Brand:
+        return brand_for(self.settings, default_site=f"http://localhost:{self.settings.port}")
+
+    @cached_property
+    def email_subscriber(self) -> EmailSubscriber:
+        from subscribers.emails import EmailSubscriber
+
+        return EmailSubscriber(
+            db=self.db,
+            mailer=self.mailer,
+            brand=self.brand,
+            sender=self.settings.email_from_admin,
+            reply_to=self.settings.support_email,
+        )
+
+    @cached_property
     def bus(self) -> EventBus:
-        return InlineBus({"access": self.access_subscriber})
+        return InlineBus({"access": self.access_subscriber, "emails": self.email_subscriber})
 
     def close(self) -> None:
         """Flush the bus and close the pool (on SIGTERM, at worker exit)."""

@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from config import Settings
+from container import brand_for
 from core.emails import KINDS, Brand, EmailContent, render, sample_props
 
 PREVIEW_SITE = "https://acme.example.com"
@@ -45,10 +46,7 @@ def gallery_markdown(rendered: dict[str, EmailContent]) -> str:
 
 def preview_brand(settings: Settings) -> Brand:
     """The brand of the previews: the configured sender's name and the support address."""
-    name = settings.email_from_admin.partition("<")[0].strip().strip('"')
-    product = name.removesuffix(" Team").strip() or "Acme"
-    site = str(settings.site_url) if settings.site_url else PREVIEW_SITE
-    return Brand(product_name=product, site_url=site, support_email=settings.support_email)
+    return brand_for(settings, default_site=PREVIEW_SITE)
 
 
 @click.command("emails-preview")

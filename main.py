@@ -17,7 +17,7 @@ from werkzeug.middleware.proxy_fix import ProxyFix
 import cli
 from config import Settings
 from container import Container
-from handlers import auth, errors, health, leads, payments, products, webhook
+from handlers import auth, errors, health, leads, payments, products, test_email, webhook
 from subscribers.envelope import deliver
 
 MAX_BODY_BYTES = 1024 * 1024
@@ -36,6 +36,8 @@ def create_app(settings: Settings | None = None, *, container: Container | None 
     errors.register(app)
     for blueprint in (health.bp, auth.bp, leads.bp, payments.bp, webhook.bp, products.bp):
         app.register_blueprint(blueprint)
+    if container.settings.test_email_enabled:
+        app.register_blueprint(test_email.bp)
     cli.register(app)
     return app
 
@@ -54,3 +56,9 @@ def shutdown() -> None:
 def access(cloud_event: CloudEvent) -> None:
     """Pub/Sub push target: grant or revoke access."""
     deliver(cloud_event.data, container.access_subscriber, target="access")
+
+
+@functions_framework.cloud_event
+def emails(cloud_event: CloudEvent) -> None:
+    """Pub/Sub push target: send the e-mail the event calls for."""
+    deliver(cloud_event.data, container.email_subscriber, target="emails")

@@ -33,6 +33,12 @@ def by_id(db: Database, user_id: str) -> Profile | None:
         return _one(conn, "id = %s::uuid", user_id, lock=False)
 
 
+def by_customer(db: Database, customer_id: str) -> Profile | None:
+    """The profile linked to a Stripe customer."""
+    with db.transaction() as conn:
+        return _one(conn, "customer_id = %s", customer_id, lock=False)
+
+
 def lock_by_id(conn: Connection, user_id: str) -> Profile | None:
     """A profile by user id, locked until the transaction ends."""
     return _one(conn, "id = %s::uuid", user_id, lock=True)

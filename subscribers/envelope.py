@@ -1,4 +1,4 @@
-"""Pub/Sub messages in, events out: the same shape whether a push subscription or Eventarc sent it."""
+"""Pub/Sub messages in, events out: one shape whether a push subscription or Eventarc sent it."""
 
 from __future__ import annotations
 

@@ -26,15 +26,15 @@ CONFIG = ROOT / "cloudbuild.yaml"
 DOCS = ROOT / "docs" / "deploy.md"
 
 # Cloud Build's default substitutions.
-BUILTINS = frozenset(
-    "PROJECT_ID PROJECT_NUMBER BUILD_ID LOCATION COMMIT_SHA SHORT_SHA REVISION_ID REPO_NAME"
-    " REPO_FULL_NAME BRANCH_NAME TAG_NAME REF_NAME TRIGGER_NAME TRIGGER_BUILD_CONFIG_PATH"
-    " SERVICE_ACCOUNT_EMAIL SERVICE_ACCOUNT".split()
-)
-SECRETS = frozenset(
-    "DATABASE_URL SUPABASE_ANON_KEY SUPABASE_SERVICE_ROLE_KEY SUPABASE_JWT_SECRET"
-    " STRIPE_SECRET_KEY STRIPE_WEBHOOK_SECRET RESEND_API_KEY GITHUB_TOKEN".split()
-)
+BUILTINS = {
+    *("PROJECT_ID", "PROJECT_NUMBER", "BUILD_ID", "LOCATION", "COMMIT_SHA", "SHORT_SHA"),
+    *("REVISION_ID", "REPO_NAME", "REPO_FULL_NAME", "BRANCH_NAME", "TAG_NAME", "REF_NAME"),
+    *("TRIGGER_NAME", "TRIGGER_BUILD_CONFIG_PATH", "SERVICE_ACCOUNT_EMAIL", "SERVICE_ACCOUNT"),
+}
+SECRETS = {
+    *("DATABASE_URL", "SUPABASE_ANON_KEY", "SUPABASE_SERVICE_ROLE_KEY", "SUPABASE_JWT_SECRET"),
+    *("STRIPE_SECRET_KEY", "STRIPE_WEBHOOK_SECRET", "RESEND_API_KEY", "GITHUB_TOKEN"),
+}
 # `$$` is an escaped `$`; `$NAME` and `${NAME}` are substitutions; any other `$` is an error.
 _DOLLAR = re.compile(r"\$(?:(?P<escaped>\$)|\{(?P<braced>[^}]*)\}|(?P<bare>\w+)|)")
 _NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
@@ -44,10 +44,11 @@ _FILE_REFERENCE = re.compile(
 )
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 # gcloud-wide flags that take a value; `--help` lists them without their `=VALUE`.
-GLOBAL_VALUED = frozenset(
-    "--access-token-file --account --billing-project --configuration --flags-file --flatten"
-    " --format --impersonate-service-account --project --trace-token --verbosity".split()
-)
+GLOBAL_VALUED = {
+    *("--access-token-file", "--account", "--billing-project", "--configuration", "--flatten"),
+    *("--flags-file", "--format", "--impersonate-service-account", "--project", "--verbosity"),
+    "--trace-token",
+}
 _PUNCTUATION = "();<>|&\n"
 _COMMAND_WORD = re.compile(r"^[a-z][a-z0-9-]*$")
 
@@ -102,7 +103,8 @@ def test_substitutions_are_declared_and_used(config: dict[str, Any]) -> None:
             if match["escaped"]:
                 continue
             name = match["braced"] or match["bare"]
-            assert name and _NAME.match(name), f"unescaped $ (write $$) in: {text[:80]!r}"
+            assert name, f"unescaped $ (write $$) in: {text[:80]!r}"
+            assert _NAME.match(name), f"not a substitution name: {name!r}"
             used.add(name)
     assert all(name.startswith("_") for name in declared), "user substitutions start with _"
     assert used - BUILTINS <= declared, f"undeclared: {sorted(used - BUILTINS - declared)}"
@@ -275,7 +277,9 @@ def test_gcloud_calls_name_known_commands_and_flags(
 
 def test_call_parser_reads_continuations_and_substitutions() -> None:
     script = 'x="$(gcloud run services describe "$s" \\\n  --format=\'value(status.url)\')"\n'
-    script += "gcloud pubsub topics describe t >/dev/null 2>&1 ||\n  gcloud pubsub topics create t\n"
+    script += (
+        "gcloud pubsub topics describe t >/dev/null 2>&1 ||\n  gcloud pubsub topics create t\n"
+    )
     assert list(gcloud_calls(script)) == [
         ["run", "services", "describe", "$s", "--format=value(status.url)"],
         ["pubsub", "topics", "describe", "t"],

@@ -26,8 +26,9 @@ def access_client(
 ) -> FlaskClient:
     for name, value in settings_environment(settings_factory()).items():
         monkeypatch.setenv(name, value)
-    app = functions_framework.create_app(target="access", source=SOURCE)
-    return app.test_client()
+    app = functions_framework.create_app(target="access", source=SOURCE)  # type: ignore[no-untyped-call]
+    client: FlaskClient = app.test_client()
+    return client
 
 
 def settings_environment(settings: Settings) -> dict[str, str]:

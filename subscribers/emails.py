@@ -1,0 +1,102 @@
+"""Send the e-mail each event calls for, at most once per (event, kind)."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from pydantic import ValidationError
+
+from adapters import catalog, profiles, sent_emails
+from adapters.mail import Mailer, send_email
+from adapters.postgres import Database
+from core.emails import Brand, render
+from core.events import Event, InvalidEvent
+from core.notifications import (
+    PlannedEmail,
+    ProductFacts,
+    Recipient,
+    customer_of,
+    plan,
+    price_of,
+    recipient_in,
+)
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class EmailSubscriber:
+    """Renders and sends; the (event, kind) row and Resend's idempotency key prevent repeats."""
+
+    db: Database
+    mailer: Mailer
+    brand: Brand
+    sender: str
+    reply_to: str
+
+    def __call__(self, event: Event) -> str:
+        planned = self._plan(event)
+        outcome = self._send_once(event, planned) if planned else "no e-mail"
+        log.info("emails: %s %s -> %s", event.type, event.id, outcome)
+        return outcome
+
+    def _plan(self, event: Event) -> PlannedEmail | None:
+        to = recipient_in(event) or self._recipient_by_customer(customer_of(event))
+        if to is None:
+            return None
+        product = self._product(price_of(event))
+        return plan(event, to=to, product=product, site_url=self.brand.site_url)
+
+    def _send_once(self, event: Event, planned: PlannedEmail) -> str:
+        try:
+            content = render(planned.kind, planned.props, brand=self.brand)
+        except ValidationError as exc:
+            # Bad data in the event never gets better: drop it loudly instead of retrying.
+            raise InvalidEvent(f"cannot render {planned.kind}: {exc}") from exc
+        key = f"{event.id}/{planned.kind}"
+        with self.db.transaction() as conn:
+            sent_emails.lock(conn, key)
+            if sent_emails.already_sent(conn, event_id=event.id, kind=planned.kind):
+                return "duplicate"
+            # Sent inside the transaction: should the commit fail, the retry sends with the same
+            # idempotency key, and Resend answers with the first send instead of sending again.
+            result = send_email(
+                self.mailer,
+                to=planned.to,
+                subject=content.subject,
+                text=content.text,
+                html=content.html,
+                from_=self.sender,
+                reply_to=self.reply_to,
+                idempotency_key=key,
+            )
+            sent_emails.record(
+                conn,
+                event_id=event.id,
+                kind=planned.kind,
+                recipient=planned.to,
+                provider_id=str(result.get("id")) if result.get("id") else None,
+            )
+        return f"sent {planned.kind}"
+
+    def _recipient_by_customer(self, customer_id: str | None) -> Recipient | None:
+        profile = profiles.by_customer(self.db, customer_id) if customer_id else None
+        if profile is None or not profile.email:
+            return None
+        return Recipient(email=profile.email, name=profile.name)
+
+    def _product(self, price_id: str | None) -> ProductFacts | None:
+        if not price_id:
+            return None
+        with self.db.transaction() as conn:
+            product = catalog.by_price(conn, price_id)
+        if product is None:
+            return None
+        return ProductFacts(
+            name=product.name,
+            type=product.type,
+            billing=product.billing_interval or "one_time",
+            download_url=product.download_url,
+            github_repo=product.github_repo,
+        )
