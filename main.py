@@ -7,14 +7,13 @@ client and opens no connection: adapters are created on first use (see `containe
 
 from __future__ import annotations
 
-import logging
-
 import functions_framework
 from cloudevents.http.event import CloudEvent
 from flask import Flask
 from werkzeug.middleware.proxy_fix import ProxyFix
 
 import cli
+import logs
 from config import Settings
 from container import Container
 from handlers import auth, errors, health, leads, payments, products, test_email, webhook
@@ -33,6 +32,7 @@ def create_app(settings: Settings | None = None, *, container: Container | None 
     app.extensions["container"] = container
     # Cloud Run terminates TLS in front of us: trust X-Forwarded-Proto for redirects and cookies.
     app.wsgi_app = ProxyFix(app.wsgi_app, x_proto=1)  # type: ignore[method-assign]
+    logs.init_app(app, project_id=container.settings.google_cloud_project)
     errors.register(app)
     for blueprint in (health.bp, auth.bp, leads.bp, payments.bp, webhook.bp, products.bp):
         app.register_blueprint(blueprint)
@@ -42,8 +42,9 @@ def create_app(settings: Settings | None = None, *, container: Container | None 
     return app
 
 
-logging.basicConfig(level=logging.INFO)
-container = Container(Settings())
+settings = Settings()
+logs.configure(json_output=settings.is_production)
+container = Container(settings)
 app = create_app(container=container)
 
 

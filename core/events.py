@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -79,3 +80,24 @@ def parse_event(payload: Any) -> Event:
 def is_subscribed(event_type: str) -> bool:
     """Whether any consumer handles this Stripe event type."""
     return event_type in SUBSCRIBED_TYPES
+
+
+def app_event(
+    event_type: str, *, event_id: str, obj: Mapping[str, Any], created: datetime
+) -> tuple[Event, bytes]:
+    """An event of the application's own, in Stripe's envelope so every consumer reads one shape.
+
+    The id is derived from what happened (not random), so publishing it twice is harmless.
+    """
+    if not event_type.startswith(APP_EVENT_PREFIX):
+        raise ValueError(f"application event types start with {APP_EVENT_PREFIX!r}")
+    body = {
+        "id": event_id,
+        "object": "event",
+        "type": event_type,
+        "created": int(created.timestamp()),
+        "livemode": False,
+        "data": {"object": dict(obj)},
+    }
+    data = json.dumps(body, separators=(",", ":")).encode()
+    return parse_event(body), data

@@ -16,7 +16,7 @@ bp = Blueprint("auth", __name__)
 def callback() -> ResponseReturnValue:
     c = container()
     changes = complete_sign_in(
-        code=request.args.get("code"), cookies=request.cookies, auth=c.supabase_auth
+        code=request.args.get("code"), cookies=request.cookies, auth=c.supabase_auth, bus=c.bus
     )
     target = redirect_target(
         site_origin=c.settings.site_origin,

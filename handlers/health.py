@@ -9,5 +9,6 @@ bp = Blueprint("health", __name__)
 
 
 @bp.get("/healthz")
+@bp.get("/api/health")  # Cloud Run's front end may reserve paths ending in "z"
 def healthz() -> ResponseReturnValue:
     return jsonify(status="ok")

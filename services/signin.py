@@ -2,11 +2,22 @@
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
 
+from adapters.bus import EventBus, PublishError
 from adapters.supabase_auth import Cookie, SupabaseAuth, decode_value, session_cookies
+from core.events import app_event
+from core.notifications import ACCOUNT_CREATED
+
+log = logging.getLogger(__name__)
+
+# A user created longer ago than this is not new: no welcome e-mail on their next sign-in.
+NEW_ACCOUNT_WINDOW = timedelta(days=7)
 
 
 @dataclass(frozen=True)
@@ -16,7 +27,7 @@ class CookieChanges:
 
 
 def complete_sign_in(
-    *, code: str | None, cookies: Mapping[str, str], auth: SupabaseAuth
+    *, code: str | None, cookies: Mapping[str, str], auth: SupabaseAuth, bus: EventBus
 ) -> CookieChanges:
     """Exchange the code when there is one; a failure leaves the cookies as they are."""
     if not code:
@@ -26,10 +37,45 @@ def complete_sign_in(
     session = auth.exchange_code(code=code, code_verifier=_verifier(cookies.get(verifier_cookie)))
     if session is None:
         return CookieChanges()
+    _announce_new_account(session.get("user"), bus)
     fresh = session_cookies(key, session)
     names = {c.name for c in fresh}
     stale = [n for n in cookies if re.fullmatch(re.escape(key) + r"(\.\d+)?", n) and n not in names]
     return CookieChanges(set=fresh, clear=[verifier_cookie, *stale])
+
+
+def _announce_new_account(user: Any, bus: EventBus) -> None:
+    """Publish `app.account.created` for a recently created user (the welcome e-mail's trigger).
+
+    Sign-in completes here for every method (password confirmation, OAuth, magic link), so this
+    is where a new account first shows itself. The event id is the user's, so the welcome mail
+    goes out once however often they sign in; a failed publish must not fail the sign-in.
+    """
+    if not isinstance(user, Mapping) or not user.get("id") or not user.get("email"):
+        return
+    created = _parse_time(user.get("created_at"))
+    now = datetime.now(UTC)
+    if created is None or now - created > NEW_ACCOUNT_WINDOW:
+        return
+    meta = user.get("user_metadata")
+    name = meta.get("full_name") if isinstance(meta, Mapping) else None
+    event, data = app_event(
+        ACCOUNT_CREATED,
+        event_id=f"signup_{user['id']}",
+        obj={"user_id": user["id"], "email": user["email"], "name": name},
+        created=now,
+    )
+    try:
+        bus.publish(event, data)
+    except PublishError as exc:
+        log.warning("could not announce new account %s: %s", user["id"], exc)
+
+
+def _parse_time(value: Any) -> datetime | None:
+    try:
+        return datetime.fromisoformat(str(value).replace("Z", "+00:00")) if value else None
+    except ValueError:
+        return None
 
 
 def _verifier(value: str | None) -> str | None:

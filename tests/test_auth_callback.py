@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from adapters.supabase_auth import (
@@ -11,6 +13,7 @@ from adapters.supabase_auth import (
     session_cookies,
     storage_key,
 )
+from adapters.postgres import Database
 from tests.conftest import Api
 from tests.fakes.supabase import FakeSupabaseAuth
 
@@ -99,3 +102,38 @@ def test_long_sessions_are_chunked_like_supabase_ssr() -> None:
 
 def test_storage_key_follows_supabase_js() -> None:
     assert storage_key("https://abcdefgh.supabase.co") == "sb-abcdefgh-auth-token"
+
+
+def sign_in(api: Api, supabase: FakeSupabaseAuth, *, created_at: str) -> None:
+    code = supabase.issue_code(
+        verifier="v", user_id=USER, email="new@example.com", created_at=created_at, name="Grace"
+    )
+    key = cookie_name(supabase)
+    response = api.get(
+        f"/api/auth/callback?code={code}", cookies={f"{key}-code-verifier": encode_value("v")}
+    )
+    assert response.status_code == 302
+
+
+def welcome_mails(api: Api) -> list[str]:
+    folder = Path(api.container.settings.email_outbox_dir)
+    return [p.read_text() for p in folder.glob("*.eml")] if folder.exists() else []
+
+
+def test_a_new_account_gets_one_welcome_mail(api: Api, fakes: Any, db: Database) -> None:
+    now = datetime.now(UTC).isoformat()
+    sign_in(api, fakes[1], created_at=now)
+    sign_in(api, fakes[1], created_at=now)
+    assert api.container.bus.wait_idle()  # type: ignore[attr-defined]
+    [mail] = welcome_mails(api)
+    assert "To: new@example.com" in mail
+    assert "Welcome" in mail
+    assert db.fetch_all("select event_id, kind from public.sent_emails") == [
+        {"event_id": f"signup_{USER}", "kind": "new-signup"}
+    ]
+
+
+def test_an_old_account_signing_in_gets_no_welcome_mail(api: Api, fakes: Any) -> None:
+    sign_in(api, fakes[1], created_at="2025-01-01T00:00:00Z")
+    assert api.container.bus.wait_idle()  # type: ignore[attr-defined]
+    assert welcome_mails(api) == []

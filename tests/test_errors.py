@@ -68,7 +68,8 @@ def test_unexpected_failure_is_500_without_details(api_factory: Callable[..., Ap
     assert "127.0.0.1" not in response.text
 
 
-def test_healthz(api: Api) -> None:
-    response = api.get("/healthz")
+@pytest.mark.parametrize("path", ["/healthz", "/api/health"])
+def test_health(api: Api, path: str) -> None:
+    response = api.get(path)
     assert response.status_code == 200
     assert response.json() == {"status": "ok"}

@@ -34,9 +34,19 @@ class FakeSupabaseAuth:
         self.server.reset()
         self.codes.clear()
 
-    def issue_code(self, *, verifier: str, user_id: str, email: str) -> str:
+    def issue_code(
+        self,
+        *,
+        verifier: str,
+        user_id: str,
+        email: str,
+        created_at: str = "2026-01-01T10:00:00Z",
+        name: str | None = None,
+    ) -> str:
+        """A PKCE code for a user created at `created_at` (an ISO timestamp)."""
         code = str(uuid.uuid4())
-        self.codes[code] = (verifier, {"id": user_id, "email": email})
+        user = {"id": user_id, "email": email, "created_at": created_at, "name": name}
+        self.codes[code] = (verifier, user)
         return code
 
     def es256_token(self, *, sub: str, email: str, exp_in: int = 3600) -> str:
@@ -73,8 +83,8 @@ class FakeSupabaseAuth:
                     "role": "authenticated",
                     "email": user["email"],
                     "app_metadata": {"provider": "email"},
-                    "user_metadata": {},
-                    "created_at": "2026-11-21T10:00:00Z",
+                    "user_metadata": {"full_name": user["name"]} if user["name"] else {},
+                    "created_at": user["created_at"],
                 },
             }
         )
