@@ -7,7 +7,9 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from adapters import local_postgres
+from adapters.accounts import Accounts, LocalAccounts, SupabaseAccounts
 from adapters.bus import EventBus, InlineBus
+from adapters.github_api import GitHubGateway
 from adapters.mail import Mailer, build_mailer
 from adapters.postgres import Database
 from adapters.stripe_api import StripeGateway
@@ -81,7 +83,26 @@ class Container:
     def access_subscriber(self) -> AccessSubscriber:
         from subscribers.access import AccessSubscriber
 
-        return AccessSubscriber(db=self.db, stripe=self.stripe)
+        return AccessSubscriber(db=self.db, stripe=self.stripe, accounts=self.accounts)
+
+    @cached_property
+    def accounts(self) -> Accounts:
+        s = self.settings
+        if s.supabase_url and s.supabase_service_role_key:
+            origin = s.site_origin
+            return SupabaseAccounts(
+                url=str(s.supabase_url),
+                service_role_key=s.supabase_service_role_key.get_secret_value(),
+                redirect_to=origin + s.auth_callback_url if origin else None,
+            )
+        if s.is_production:
+            raise RuntimeError("SUPABASE_SERVICE_ROLE_KEY is required in production")
+        return LocalAccounts(self.db)
+
+    @cached_property
+    def github(self) -> GitHubGateway:
+        s = self.settings
+        return GitHubGateway(token=secret(s.github_token), api_url=str(s.github_api_url))
 
     @cached_property
     def mailer(self) -> Mailer:
@@ -105,6 +126,11 @@ class Container:
 
     @cached_property
     def bus(self) -> EventBus:
+        if self.settings.event_bus == "pubsub":
+            # Imported here: gRPC and the Pub/Sub client load only in processes that publish.
+            from adapters.pubsub import PubSubBus
+
+            return PubSubBus.from_settings(self.settings)
         return InlineBus({"access": self.access_subscriber, "emails": self.email_subscriber})
 
     def close(self) -> None:

@@ -16,7 +16,17 @@ import cli
 import logs
 from config import Settings
 from container import Container
-from handlers import auth, errors, health, leads, payments, products, test_email, webhook
+from handlers import (
+    auth,
+    errors,
+    github,
+    health,
+    leads,
+    payments,
+    products,
+    test_email,
+    webhook,
+)
 from subscribers.envelope import deliver
 
 MAX_BODY_BYTES = 1024 * 1024
@@ -34,7 +44,15 @@ def create_app(settings: Settings | None = None, *, container: Container | None 
     app.wsgi_app = ProxyFix(app.wsgi_app, x_proto=1)  # type: ignore[method-assign]
     logs.init_app(app, project_id=container.settings.google_cloud_project)
     errors.register(app)
-    for blueprint in (health.bp, auth.bp, leads.bp, payments.bp, webhook.bp, products.bp):
+    for blueprint in (
+        health.bp,
+        auth.bp,
+        leads.bp,
+        payments.bp,
+        webhook.bp,
+        products.bp,
+        github.bp,
+    ):
         app.register_blueprint(blueprint)
     if container.settings.test_email_enabled:
         app.register_blueprint(test_email.bp)

@@ -33,6 +33,12 @@ def by_id(db: Database, user_id: str) -> Profile | None:
         return _one(conn, "id = %s::uuid", user_id, lock=False)
 
 
+def by_email(db: Database, email: str) -> Profile | None:
+    """The oldest profile with this e-mail, ignoring case."""
+    with db.transaction() as conn:
+        return _one(conn, "lower(email) = lower(%s)", email, lock=False)
+
+
 def by_customer(db: Database, customer_id: str) -> Profile | None:
     """The profile linked to a Stripe customer."""
     with db.transaction() as conn:
@@ -55,7 +61,7 @@ def lock_by_email(conn: Connection, email: str) -> Profile | None:
 
 
 def _one(conn: Connection, where: str, value: str, *, lock: bool) -> Profile | None:
-    suffix = " order by created_at limit 1 for update" if lock else " limit 1"
+    suffix = " order by created_at limit 1" + (" for update" if lock else "")
     row = conn.execute(
         f"select {COLUMNS} from public.profiles where {where}{suffix}",  # noqa: S608 - constants
         (value,),

@@ -26,6 +26,7 @@ class Checkout:
     session_id: str
     user_id: str | None
     email: str | None
+    name: str | None
     customer_id: str | None
     price_id: str | None
     subscription_id: str | None
@@ -60,6 +61,7 @@ def checkout_from(event: Event) -> Checkout | None:
         session_id=str(session["id"]),
         user_id=_uuid(session.get("client_reference_id") or metadata.get("user_id")),
         email=details.get("email") or session.get("customer_email"),
+        name=details.get("name"),
         customer_id=_id(session.get("customer")),
         price_id=metadata.get("price_id"),
         subscription_id=_id(session.get("subscription")),

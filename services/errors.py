@@ -21,6 +21,10 @@ class Unauthenticated(ServiceError):
     status = 401
 
 
+class Forbidden(ServiceError):
+    status = 403
+
+
 class NotConfigured(ServiceError):
     status = 503
 

@@ -6,6 +6,7 @@ import logging
 from dataclasses import dataclass
 
 from adapters import catalog, ledger, profiles, purchases
+from adapters.accounts import Accounts
 from adapters.postgres import Connection, Database
 from adapters.profiles import Profile
 from adapters.stripe_api import StripeGateway
@@ -35,6 +36,7 @@ class AccessSubscriber:
 
     db: Database
     stripe: StripeGateway
+    accounts: Accounts
 
     def __call__(self, event: Event) -> str:
         if (checkout := checkout_from(event)) is not None:
@@ -49,6 +51,8 @@ class AccessSubscriber:
     def _checkout(self, event: Event, checkout: Checkout) -> str:
         # Fetched before the transaction: no row lock is held across the network call.
         price_id = checkout.price_id or self.stripe.checkout_price_id(checkout.session_id)
+        if checkout.user_id is None and checkout.email:
+            self._ensure_account(checkout.email, checkout.name)
         with self.db.transaction() as conn:
             if not ledger.claim(conn, consumer=CONSUMER, event=event):
                 return "duplicate"
@@ -69,6 +73,11 @@ class AccessSubscriber:
                 )
             ledger.settle(conn, consumer=CONSUMER, event=event, outcome=outcome)
             return outcome
+
+    def _ensure_account(self, email: str, name: str | None) -> None:
+        """A guest buyer gets an account, as the spec intends, so access has somewhere to live."""
+        if profiles.by_email(self.db, email) is None:
+            self.accounts.invite(email=email, name=name)
 
     def _change(self, event: Event, change: AccessChange) -> str:
         with self.db.transaction() as conn:

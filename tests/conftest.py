@@ -89,8 +89,8 @@ def stripe_fake() -> Iterator[FakeStripe]:
 
 
 @pytest.fixture(scope="session")
-def supabase_fake() -> Iterator[FakeSupabaseAuth]:
-    fake = FakeSupabaseAuth()
+def supabase_fake(database_url: str) -> Iterator[FakeSupabaseAuth]:
+    fake = FakeSupabaseAuth(database_url=database_url)
     for url in serve(fake.server):
         fake.server.url = url
         yield fake

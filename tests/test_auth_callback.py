@@ -6,6 +6,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from adapters.postgres import Database
 from adapters.supabase_auth import (
     decode_value,
     encode_value,
@@ -13,7 +14,6 @@ from adapters.supabase_auth import (
     session_cookies,
     storage_key,
 )
-from adapters.postgres import Database
 from tests.conftest import Api
 from tests.fakes.supabase import FakeSupabaseAuth
 

@@ -290,3 +290,43 @@ def test_event_for_an_unlinked_customer_is_retried_until_it_links(
     wait_for(lambda: len(processed(db)) == 2)
     assert profile(db, buyer)["has_access"] is True
     assert {p["outcome"] for p in processed(db)} == {"granted"}
+
+
+def profile_by_email(db: Database, email: str) -> dict[str, Any] | None:
+    rows = db.fetch_all(
+        "select name, customer_id, has_access from public.profiles where email = %s", (email,)
+    )
+    return rows[0] if rows else None
+
+
+def test_a_guest_buyer_without_an_account_gets_one_with_access(api: Api, db: Database) -> None:
+    seed_demo_products(db)
+    post_event(
+        api, stripe_event("checkout.session.completed", completed(None, email="new@example.com"))
+    )
+    wait_for(lambda: (profile_by_email(db, "new@example.com") or {}).get("has_access"))
+    assert profile_by_email(db, "new@example.com") == {
+        "name": "Ada",
+        "customer_id": "cus_1",
+        "has_access": True,
+    }
+
+
+def test_a_guest_buyer_is_invited_through_supabase_auth(
+    api_factory: Any, db: Database, supabase_fake: Any
+) -> None:
+    seed_demo_products(db)
+    api = api_factory(
+        supabase_service_role_key="service-role-key", site_url="https://app.example.com"
+    )
+    body = stripe_event("checkout.session.completed", completed(None, email="guest@example.com"))
+    post_event(api, body)
+    post_event(api, body)
+    wait_for(lambda: (profile_by_email(db, "guest@example.com") or {}).get("has_access"))
+    # Two deliveries racing may both invite; Supabase refuses the second, one user results.
+    invites = supabase_fake.server.calls("POST", "/auth/v1/invite")
+    assert len(db.fetch_all("select id from auth.users where email = 'guest@example.com'")) == 1
+    invite = invites[0]
+    assert invite.json() == {"email": "guest@example.com", "data": {"full_name": "Ada"}}
+    assert invite.query == [("redirect_to", "https://app.example.com/dashboard")]
+    assert invite.headers["Apikey"] == "service-role-key"

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
 import jwt
+import psycopg
 from cryptography.hazmat.primitives.asymmetric import ec
 from werkzeug.wrappers import Request, Response
 
@@ -25,9 +27,12 @@ class FakeSupabaseAuth:
         default_factory=lambda: ec.generate_private_key(ec.SECP256R1())
     )
     kid: str = "test-key-1"
+    # Supabase Auth writes its users into the project's own Postgres; so does this fake.
+    database_url: str | None = None
 
     def __post_init__(self) -> None:
         self.server.route("/auth/v1/token", ("POST",), self._token)
+        self.server.route("/auth/v1/invite", ("POST",), self._invite)
         self.server.route("/auth/v1/.well-known/jwks.json", ("GET",), self._jwks)
 
     def reset(self) -> None:
@@ -86,6 +91,42 @@ class FakeSupabaseAuth:
                     "user_metadata": {"full_name": user["name"]} if user["name"] else {},
                     "created_at": user["created_at"],
                 },
+            }
+        )
+
+    def _invite(self, request: Request) -> Response:
+        body = request.get_json()
+        if request.headers.get("Authorization") != "Bearer service-role-key":
+            return json_response({"code": 401, "error_code": "no_authorization", "msg": "no"}, 401)
+        user_id = str(uuid.uuid4())
+        assert self.database_url is not None
+        with psycopg.connect(self.database_url) as conn:
+            exists = conn.execute(
+                "select 1 from auth.users where lower(email) = lower(%s)", (body["email"],)
+            ).fetchone()
+            if exists:
+                return json_response(
+                    {
+                        "code": 422,
+                        "error_code": "email_exists",
+                        "msg": "A user with this email address has already been registered",
+                    },
+                    422,
+                )
+            conn.execute(
+                "insert into auth.users (id, email, raw_user_meta_data) values (%s, %s, %s)",
+                (user_id, body["email"], json.dumps(body.get("data") or {})),
+            )
+        return json_response(
+            {
+                "id": user_id,
+                "aud": "authenticated",
+                "role": "authenticated",
+                "email": body["email"],
+                "invited_at": "2026-11-21T10:00:00Z",
+                "app_metadata": {"provider": "email"},
+                "user_metadata": body.get("data") or {},
+                "created_at": "2026-11-21T10:00:00Z",
             }
         )
 

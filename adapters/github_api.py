@@ -1,0 +1,48 @@
+"""GitHub through PyGithub: repository invitations for buyers of `github` products."""
+
+from __future__ import annotations
+
+import logging
+
+from github import Auth, Github, GithubException
+
+log = logging.getLogger(__name__)
+
+
+class GitHubNotConfigured(RuntimeError):
+    """GITHUB_TOKEN is not set."""
+
+
+class UnknownGitHubAccount(ValueError):
+    """GitHub does not know the user name (or the repository is gone)."""
+
+
+class GitHubGateway:
+    """Invites collaborators; the client is built on first use."""
+
+    def __init__(self, *, token: str | None, api_url: str) -> None:
+        self._token = token
+        self._api_url = api_url.rstrip("/")
+
+    def invite(self, *, repository: str, username: str) -> bool:
+        """Invite `username` to read `repository`; False if they already have access."""
+        if not self._token:
+            raise GitHubNotConfigured("Repository access is not configured: set GITHUB_TOKEN")
+        client = Github(
+            auth=Auth.Token(self._token),
+            base_url=self._api_url,
+            retry=2,
+            seconds_between_requests=None,
+            seconds_between_writes=None,
+            lazy=True,
+        )
+        repo = client.get_repo(repository)
+        try:
+            invitation = repo.add_to_collaborators(username, permission="pull")
+        except GithubException as exc:
+            if exc.status in (404, 422):
+                raise UnknownGitHubAccount(f"GitHub has no user '{username}'") from exc
+            raise
+        finally:
+            client.close()
+        return invitation is not None

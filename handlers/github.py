@@ -1,0 +1,46 @@
+"""POST /api/github/access: deliver a purchased repository to the buyer's GitHub account."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from flask import Blueprint, jsonify
+from flask.typing import ResponseReturnValue
+from pydantic import BaseModel, field_validator
+
+from handlers.deps import caller, container
+from handlers.fields import required_text
+from handlers.parsing import json_object, validate
+from services.github_access import grant_repository_access
+from services.identity import require_user
+
+bp = Blueprint("github", __name__)
+
+# GitHub's own rule: 1-39 characters, alphanumerics and single inner hyphens.
+USERNAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9]|-(?=[A-Za-z0-9])){0,38}")
+
+
+class AccessRequest(BaseModel):
+    username: Any = None
+
+    model_config = {"validate_default": True}
+
+    @field_validator("username", mode="before")
+    @classmethod
+    def _username(cls, value: Any) -> str:
+        name = required_text(value, "GitHub username is required").removeprefix("@")
+        if not USERNAME.fullmatch(name):
+            raise ValueError("GitHub username is not valid")
+        return name
+
+
+@bp.post("/api/github/access")
+def github_access() -> ResponseReturnValue:
+    c = container()
+    body = validate(AccessRequest, json_object())
+    user = require_user(caller())
+    repositories = grant_repository_access(
+        user=user, username=body.username, db=c.db, github=c.github, bus=c.bus
+    )
+    return jsonify(success=True, repositories=repositories)

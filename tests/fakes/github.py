@@ -1,0 +1,46 @@
+"""GitHub's "add a repository collaborator" endpoint, as documented."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from werkzeug.wrappers import Request, Response
+
+from tests.fakes.http import FakeServer, json_response
+
+
+@dataclass
+class FakeGitHub:
+    server: FakeServer = field(default_factory=FakeServer)
+    known_users: set[str] = field(default_factory=lambda: {"octocat", "ada-l"})
+    collaborators: set[tuple[str, str]] = field(default_factory=set)
+
+    def __post_init__(self) -> None:
+        self.server.route(
+            "/repos/<owner>/<repo>/collaborators/<username>", ("PUT",), self._add_collaborator
+        )
+
+    def _add_collaborator(self, request: Request, owner: str, repo: str, username: str) -> Response:
+        if username not in self.known_users:
+            return json_response(
+                {"message": "Not Found", "documentation_url": "https://docs.github.com/rest"}, 404
+            )
+        full = f"{owner}/{repo}"
+        if (full, username) in self.collaborators:
+            return Response(status=204)
+        self.collaborators.add((full, username))
+        return json_response(
+            {
+                "id": 1,
+                "node_id": "MDIwOlJlcG9zaXRvcnlJbnZpdGF0aW9uMQ==",
+                "repository": {"id": 1296269, "full_name": full, "name": repo},
+                "invitee": {"login": username, "id": 2},
+                "inviter": {"login": "seller", "id": 3},
+                "permissions": "read",
+                "created_at": "2026-11-21T10:00:00Z",
+                "expired": False,
+                "url": "https://api.github.com/user/repository_invitations/1",
+                "html_url": f"https://github.com/{full}/invitations",
+            },
+            status=201,
+        )
