@@ -117,7 +117,7 @@ def spawn(command: list[str], *, env: dict[str, str], port: int, log: Path) -> S
 def _answers(url: str) -> bool:
     try:
         requests.get(url + "/healthz", timeout=1)
-    except requests.ConnectionError:
+    except requests.RequestException:  # refused, or bound but still booting its worker
         return False
     return True
 
