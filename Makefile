@@ -23,6 +23,11 @@ lint: install
 	$(UV) run --frozen ruff format --check .
 	$(UV) run --frozen mypy .
 
+# The e-mail gallery (docs/emails): HTML and text of every kind, then PNG screenshots (Chromium).
+emails-preview: install
+	$(UV) run --frozen flask --app main emails-preview --out docs/emails
+	scripts/screenshot_emails.sh docs/emails
+
 format: install
 	$(UV) run --frozen ruff format .
 	$(UV) run --frozen ruff check --fix .
