@@ -105,13 +105,20 @@ def spawn(command: list[str], *, env: dict[str, str], port: int, log: Path) -> S
             start_new_session=True,
         )
     service = Service(url=f"http://127.0.0.1:{port}", process=process, log=log)
+    try:
+        _wait_until_answering(service)
+    except BaseException:
+        service.stop()
+        raise
+    return service
+
+
+def _wait_until_answering(service: Service) -> None:
     deadline = time.monotonic() + 30
     while not _answers(service.url):
-        if process.poll() is not None or time.monotonic() > deadline:
-            service.stop()
-            pytest.fail(f"{command[0]} did not start:\n{service.output()[-3000:]}")
+        if service.process.poll() is not None or time.monotonic() > deadline:
+            pytest.fail(f"{service.process.args!r} did not start:\n{service.output()[-3000:]}")
         time.sleep(0.05)
-    return service
 
 
 def _answers(url: str) -> bool:

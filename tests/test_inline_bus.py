@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
 from datetime import UTC, datetime
@@ -42,7 +43,7 @@ def test_a_failing_subscriber_is_retried_with_growing_backoff() -> None:
     bus.publish(EVENT, b"{}")
     assert bus.wait_idle(5)
     assert len(attempts) == 3
-    gaps = [later - earlier for earlier, later in zip(attempts, attempts[1:], strict=False)]
+    gaps = [later - earlier for earlier, later in itertools.pairwise(attempts)]
     assert gaps[0] >= 0.05
     assert gaps[1] >= 0.1
     assert bus.dead_letters == []
