@@ -11,7 +11,7 @@ import uuid
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 import psycopg
 import pytest
@@ -22,7 +22,7 @@ from adapters.postgres import Database
 from config import DEV_WEBHOOK_SECRET, Settings
 from container import Container
 from main import create_app
-from tests.fakes.http import serve
+from tests.fakes.http import FakeServer, serve
 from tests.fakes.stripe import FakeStripe
 from tests.fakes.supabase import JWT_SECRET, FakeSupabaseAuth
 
@@ -80,20 +80,28 @@ def db(database_url: str) -> Iterator[Database]:
     database.close()
 
 
-@pytest.fixture(scope="session")
-def stripe_fake() -> Iterator[FakeStripe]:
-    fake = FakeStripe()
+class HasServer(Protocol):
+    server: FakeServer
+
+
+Fake = TypeVar("Fake", bound=HasServer)
+
+
+def serving(fake: Fake) -> Iterator[Fake]:
+    """Serve a fake SaaS API on loopback for as long as the fixture lives."""
     for url in serve(fake.server):
         fake.server.url = url
         yield fake
+
+
+@pytest.fixture(scope="session")
+def stripe_fake() -> Iterator[FakeStripe]:
+    yield from serving(FakeStripe())
 
 
 @pytest.fixture(scope="session")
 def supabase_fake(database_url: str) -> Iterator[FakeSupabaseAuth]:
-    fake = FakeSupabaseAuth(database_url=database_url)
-    for url in serve(fake.server):
-        fake.server.url = url
-        yield fake
+    yield from serving(FakeSupabaseAuth(database_url=database_url))
 
 
 @pytest.fixture

@@ -14,8 +14,7 @@ import pytest
 
 from adapters.catalog import seed_demo_products
 from adapters.postgres import Database
-from tests.conftest import Api, create_user, stripe_event, stripe_signature, wait_for
-from tests.fakes.http import serve
+from tests.conftest import Api, create_user, serving, stripe_event, stripe_signature, wait_for
 from tests.fakes.resend import FakeResend
 
 PRICE = "price_demo_team_monthly"
@@ -167,10 +166,7 @@ def test_expired_checkout_links_back_to_checkout(api: Api, buyer: str) -> None:
 
 @pytest.fixture
 def resend() -> Iterator[FakeResend]:
-    fake = FakeResend()
-    for url in serve(fake.server):
-        fake.server.url = url
-        yield fake
+    yield from serving(FakeResend())
 
 
 @pytest.fixture

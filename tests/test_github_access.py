@@ -10,9 +10,8 @@ import pytest
 
 from adapters.catalog import seed_demo_products
 from adapters.postgres import Database
-from tests.conftest import Api, create_user
+from tests.conftest import Api, create_user, serving
 from tests.fakes.github import FakeGitHub
-from tests.fakes.http import serve
 from tests.fakes.supabase import hs256_token
 
 REPO = "example-org/saas-starter-pro"
@@ -20,10 +19,7 @@ REPO = "example-org/saas-starter-pro"
 
 @pytest.fixture
 def github() -> Iterator[FakeGitHub]:
-    fake = FakeGitHub()
-    for url in serve(fake.server):
-        fake.server.url = url
-        yield fake
+    yield from serving(FakeGitHub())
 
 
 @pytest.fixture

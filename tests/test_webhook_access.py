@@ -64,6 +64,13 @@ def processed(db: Database) -> list[dict[str, Any]]:
     )
 
 
+def link(db: Database, user_id: str, customer_id: str) -> None:
+    with db.transaction() as conn:
+        conn.execute(
+            "update public.profiles set customer_id = %s where id = %s", (customer_id, user_id)
+        )
+
+
 @pytest.fixture
 def buyer(db: Database) -> str:
     seed_demo_products(db)
@@ -185,8 +192,7 @@ def test_guest_checkout_links_the_profile_with_that_email(
 
 
 def test_invoice_paid_grants_and_deletion_revokes(api: Api, db: Database, buyer: str) -> None:
-    with db.transaction() as conn:
-        conn.execute("update public.profiles set customer_id = 'cus_7' where id = %s", (buyer,))
+    link(db, buyer, "cus_7")
     now = int(time.time())
     post_event(
         api,
@@ -219,8 +225,7 @@ def test_same_event_three_times_has_one_effect(api: Api, db: Database, buyer: st
 
 
 def test_older_event_cannot_undo_a_newer_one(api: Api, db: Database, buyer: str) -> None:
-    with db.transaction() as conn:
-        conn.execute("update public.profiles set customer_id = 'cus_7' where id = %s", (buyer,))
+    link(db, buyer, "cus_7")
     now = int(time.time())
     post_event(
         api,
@@ -248,8 +253,7 @@ def test_older_event_cannot_undo_a_newer_one(api: Api, db: Database, buyer: str)
 def test_a_tie_is_settled_by_stripes_current_subscription_status(
     api: Api, db: Database, buyer: str, stripe_fake: FakeStripe, status: str, expected: bool
 ) -> None:
-    with db.transaction() as conn:
-        conn.execute("update public.profiles set customer_id = 'cus_7' where id = %s", (buyer,))
+    link(db, buyer, "cus_7")
     stripe_fake.subscription_status["sub_7"] = status
     now = int(time.time())
     post_event(
