@@ -174,13 +174,11 @@ def access_target_fixture(
 def api_server_fixture(
     service_env: dict[str, str], tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Service]:
-    """`gunicorn main:app` with EVENT_BUS=pubsub, publishing to the emulator."""
+    """`gunicorn main:app` with the service's gunicorn.conf.py and EVENT_BUS=pubsub."""
     port = pubsub_emulator.free_port()
     command = [
         str(BIN / "gunicorn"),
-        # No config file: the flags below are the whole configuration.
-        *("--config=/dev/null", f"--bind=127.0.0.1:{port}"),
-        *("--workers=1", "--worker-class=gthread", "--threads=8"),
+        *("--config=gunicorn.conf.py", f"--bind=127.0.0.1:{port}", "--workers=1"),
         "main:app",
     ]
     log = tmp_path_factory.mktemp("api") / "api.log"

@@ -1,0 +1,105 @@
+"""What the webhook benchmark runs against: embedded Postgres, the emulator, gunicorn servers."""
+
+from __future__ import annotations
+
+import contextlib
+import http.client
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+
+from adapters import local_postgres, migrations, pubsub_emulator
+from adapters.catalog import seed_demo_products
+from adapters.postgres import Database
+from config import Settings
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@contextlib.contextmanager
+def postgres(scratch: Path, customers: int) -> Iterator[str]:
+    """An embedded Postgres, migrated, with `customers` linked profiles and the demo products."""
+    server = local_postgres.start(scratch / "pg")
+    url = local_postgres.url(server)
+    migrations.apply_all(url, allow_auth_stand_in=True)
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(
+            "insert into auth.users (id, email) select gen_random_uuid(),"
+            " 'cus_bench_' || n || '@example.com' from generate_series(0, %s - 1) n",
+            (customers,),
+        )
+        conn.execute("update public.profiles set customer_id = split_part(email, '@', 1)")
+    db = Database(lambda: url)
+    seed_demo_products(db)
+    db.close()
+    try:
+        yield url
+    finally:
+        server.cleanup()
+
+
+def applied(database_url: str, prefix: str) -> int:
+    """How many events with ids starting `evt_<prefix>` the access subscriber has applied."""
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        row = conn.execute(
+            "select count(*) from public.processed_events where event_id like %s"
+            " and outcome <> 'pending'",
+            (f"evt_{prefix}%",),
+        ).fetchone()
+    return int(row[0]) if row else 0
+
+
+def server_env(scratch: Path, database_url: str, **settings: str) -> dict[str, str]:
+    """A server's environment: this machine's service settings left out, ours put in."""
+    names = {name.upper() for name in Settings.model_fields}
+    env = {k: v for k, v in os.environ.items() if k not in names}
+    return env | {
+        "APP_ENV": "test",
+        "DATABASE_URL": database_url,
+        "EMAIL_OUTBOX_DIR": str(scratch / "outbox"),
+        "DATA_DIR": str(scratch / "data"),
+        **{k.upper(): v for k, v in settings.items()},
+    }
+
+
+@contextlib.contextmanager
+def gunicorn(
+    app: str, env: dict[str, str], *, workers: int, threads: int, clients: int, log: Path
+) -> Iterator[int]:
+    """`app` under the service's own gunicorn.conf.py (gthread), on loopback; yields the port."""
+    port = pubsub_emulator.free_port()
+    # Keep-alive connections stay with the worker that accepted them, and one worker often
+    # accepts them all: capping connections per worker spreads the clients evenly.
+    per_worker = -(-clients // workers) + 1
+    command = [
+        str(Path(sys.executable).parent / "gunicorn"),
+        *("--config=gunicorn.conf.py", f"--bind=127.0.0.1:{port}"),
+        *(f"--workers={workers}", f"--threads={threads}", f"--worker-connections={per_worker}"),
+        app,
+    ]
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            command, cwd=ROOT, env=env, stdout=out, stderr=out, start_new_session=True
+        )
+    try:
+        _wait_until_healthy(port, process)
+        yield port
+    finally:
+        pubsub_emulator.stop_group(process)
+
+
+def _wait_until_healthy(port: int, process: subprocess.Popen[bytes]) -> None:
+    deadline = time.monotonic() + 30
+    while process.poll() is None and time.monotonic() < deadline:
+        with contextlib.suppress(OSError, http.client.HTTPException):
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+            conn.request("GET", "/healthz")
+            if conn.getresponse().status == 200:
+                return
+        time.sleep(0.05)
+    raise RuntimeError(f"the server on port {port} did not start (see its log)")
