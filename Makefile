@@ -2,7 +2,7 @@
 # Both install what is missing first (uv, then the locked dependencies).
 SHELL := /bin/bash
 UV_VERSION := 0.13.9
-UV := $(shell command -v uv 2>/dev/null || echo python3 -m uv)
+UV := $(shell uv --version >/dev/null 2>&1 && echo uv || echo python3 -m uv)
 
 .PHONY: run test lint format install uv emails-preview bench
 
