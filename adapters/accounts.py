@@ -56,7 +56,7 @@ class LocalAccounts:
         with self._db.transaction() as conn:
             conn.execute(
                 "insert into auth.users (id, email, raw_user_meta_data)"
-                " select gen_random_uuid(), %s, %s::jsonb"
-                " where not exists (select 1 from auth.users where lower(email) = lower(%s))",
-                (email, meta, email),
+                " values (gen_random_uuid(), %s, %s::jsonb)"
+                " on conflict ((lower(email))) do nothing",
+                (email, meta),
             )

@@ -25,6 +25,8 @@ create table if not exists auth.users (
   created_at timestamptz not null default now(),
   updated_at timestamptz not null default now()
 );
+-- Supabase Auth keeps one user per e-mail address (users_email_partial_key).
+create unique index if not exists users_email_key on auth.users (lower(email));
 
 -- Same definitions as Supabase's: claims come from the `request.jwt.claims` setting.
 create or replace function auth.jwt() returns jsonb

@@ -101,21 +101,19 @@ class FakeSupabaseAuth:
         user_id = str(uuid.uuid4())
         assert self.database_url is not None
         with psycopg.connect(self.database_url) as conn:
-            exists = conn.execute(
-                "select 1 from auth.users where lower(email) = lower(%s)", (body["email"],)
-            ).fetchone()
-            if exists:
-                return json_response(
-                    {
-                        "code": 422,
-                        "error_code": "email_exists",
-                        "msg": "A user with this email address has already been registered",
-                    },
-                    422,
-                )
-            conn.execute(
-                "insert into auth.users (id, email, raw_user_meta_data) values (%s, %s, %s)",
+            created = conn.execute(
+                "insert into auth.users (id, email, raw_user_meta_data) values (%s, %s, %s)"
+                " on conflict ((lower(email))) do nothing returning id",
                 (user_id, body["email"], json.dumps(body.get("data") or {})),
+            ).fetchone()
+        if created is None:
+            return json_response(
+                {
+                    "code": 422,
+                    "error_code": "email_exists",
+                    "msg": "A user with this email address has already been registered",
+                },
+                422,
             )
         return json_response(
             {
