@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import threading
-from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
 from adapters import local_postgres
 from adapters.accounts import Accounts, LocalAccounts, SupabaseAccounts
@@ -21,6 +21,36 @@ from core.emails import Brand
 if TYPE_CHECKING:
     from subscribers.access import AccessSubscriber
     from subscribers.emails import EmailSubscriber
+
+T = TypeVar("T")
+
+
+class once(Generic[T]):
+    """A cached property built exactly once even when request threads race for it.
+
+    functools.cached_property stopped locking in Python 3.12: two threads could each build a
+    connection pool or a publisher, and one would leak.
+    """
+
+    def __init__(self, build: Callable[[Any], T]) -> None:
+        self._build = build
+        self._name = build.__name__
+        self._lock = threading.Lock()
+
+    @overload
+    def __get__(self, instance: None, owner: type) -> once[T]: ...
+    @overload
+    def __get__(self, instance: object, owner: type) -> T: ...
+    def __get__(self, instance: object | None, owner: type) -> once[T] | T:
+        if instance is None:
+            return self
+        values = instance.__dict__
+        if self._name not in values:
+            with self._lock:
+                if self._name not in values:
+                    values[self._name] = self._build(instance)
+        value: T = values[self._name]
+        return value
 
 
 def brand_for(settings: Settings, *, default_site: str) -> Brand:
@@ -50,11 +80,11 @@ class Container:
                 self._embedded = local_postgres.start(self.settings.data_dir.resolve() / "postgres")
             return local_postgres.url(self._embedded)
 
-    @cached_property
+    @once
     def db(self) -> Database:
         return Database(self.database_url)
 
-    @cached_property
+    @once
     def stripe(self) -> StripeGateway:
         s = self.settings
         return StripeGateway(
@@ -63,7 +93,7 @@ class Container:
             api_version=s.stripe_api_version,
         )
 
-    @cached_property
+    @once
     def supabase_auth(self) -> SupabaseAuth:
         s = self.settings
         return SupabaseAuth(
@@ -71,7 +101,7 @@ class Container:
             anon_key=secret(s.supabase_anon_key),
         )
 
-    @cached_property
+    @once
     def tokens(self) -> TokenVerifier:
         s = self.settings
         return TokenVerifier(
@@ -79,13 +109,13 @@ class Container:
             supabase_url=str(s.supabase_url) if s.supabase_url else None,
         )
 
-    @cached_property
+    @once
     def access_subscriber(self) -> AccessSubscriber:
         from subscribers.access import AccessSubscriber
 
         return AccessSubscriber(db=self.db, stripe=self.stripe, accounts=self.accounts)
 
-    @cached_property
+    @once
     def accounts(self) -> Accounts:
         s = self.settings
         if s.supabase_url and s.supabase_service_role_key:
@@ -99,20 +129,20 @@ class Container:
             raise RuntimeError("SUPABASE_SERVICE_ROLE_KEY is required in production")
         return LocalAccounts(self.db)
 
-    @cached_property
+    @once
     def github(self) -> GitHubGateway:
         s = self.settings
         return GitHubGateway(token=secret(s.github_token), api_url=str(s.github_api_url))
 
-    @cached_property
+    @once
     def mailer(self) -> Mailer:
         return build_mailer(self.settings)
 
-    @cached_property
+    @once
     def brand(self) -> Brand:
         return brand_for(self.settings, default_site=f"http://localhost:{self.settings.port}")
 
-    @cached_property
+    @once
     def email_subscriber(self) -> EmailSubscriber:
         from subscribers.emails import EmailSubscriber
 
@@ -124,7 +154,7 @@ class Container:
             reply_to=self.settings.support_email,
         )
 
-    @cached_property
+    @once
     def bus(self) -> EventBus:
         if self.settings.event_bus == "pubsub":
             # Imported here: gRPC and the Pub/Sub client load only in processes that publish.
