@@ -9,6 +9,7 @@ import os
 import time
 import uuid
 from collections.abc import Callable, Generator, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
@@ -58,15 +59,21 @@ def database_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 
 def _scratch_database(base_url: str) -> Iterator[str]:
-    name = f"test_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(base_url, autocommit=True) as conn:
-        conn.execute(f'create database "{name}"')
-    url = psycopg.conninfo.make_conninfo(base_url, dbname=name)
-    migrations.apply_all(url, allow_auth_stand_in=True)
-    try:
+    with empty_database(base_url) as url:
+        migrations.apply_all(url, allow_auth_stand_in=True)
         yield url
+
+
+@contextmanager
+def empty_database(server_url: str) -> Iterator[str]:
+    """A new, empty database on the server of `server_url`, dropped afterwards."""
+    name = f"test_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(server_url, autocommit=True) as conn:
+        conn.execute(f'create database "{name}"')
+    try:
+        yield psycopg.conninfo.make_conninfo(server_url, dbname=name)
     finally:
-        with psycopg.connect(base_url, autocommit=True) as conn:
+        with psycopg.connect(server_url, autocommit=True) as conn:
             conn.execute(f'drop database if exists "{name}" with (force)')
 
 

@@ -14,6 +14,7 @@ import pytest
 
 from adapters.catalog import seed_demo_products
 from adapters.postgres import Database
+from core.emails import KINDS
 from tests.conftest import Api, create_user, serving, stripe_event, stripe_signature, wait_for
 from tests.fakes.resend import FakeResend
 
@@ -233,31 +234,12 @@ def test_test_route_sends_every_kind_by_default(api: Api) -> None:
     assert body["success"] is True
     assert body["emailType"] == "all"
     assert body["message"] == "Test emails sent to support@example.com"
-    assert [r["type"] for r in body["results"]] == [
-        "purchase-confirmation",
-        "payment-failed",
-        "invoice-paid",
-        "new-signup",
-        "github-access-granted",
-        "checkout-expired",
-        "subscription-cancelled",
-    ]
+    assert tuple(r["type"] for r in body["results"]) == KINDS
     assert {r["status"] for r in body["results"]} == {"sent"}
     assert len(outbox(api)) == 7
 
 
-@pytest.mark.parametrize(
-    "kind",
-    [
-        "purchase-confirmation",
-        "payment-failed",
-        "invoice-paid",
-        "new-signup",
-        "github-access-granted",
-        "checkout-expired",
-        "subscription-cancelled",
-    ],
-)
+@pytest.mark.parametrize("kind", KINDS)
 def test_test_route_sends_one_kind(api: Api, kind: str) -> None:
     response = api.get(f"/api/test-email?type={kind}&email=dev@example.com")
     assert response.json() == {

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -13,7 +12,7 @@ import pytest
 from adapters import migrations
 from adapters.catalog import seed_demo_products
 from adapters.postgres import Connection, Database
-from tests.conftest import create_user
+from tests.conftest import create_user, empty_database
 
 
 @contextmanager
@@ -122,27 +121,12 @@ def test_migrations_apply_once_and_record_like_the_supabase_cli(database_url: st
 
 
 def test_migrations_on_an_empty_database(database_url: str) -> None:
-    name = f"fresh_{uuid.uuid4().hex[:8]}"
-    with psycopg.connect(database_url, autocommit=True) as conn:
-        conn.execute(f'create database "{name}"')
-    url = psycopg.conninfo.make_conninfo(database_url, dbname=name)
-    try:
+    with empty_database(database_url) as url:
         first = migrations.apply_all(url, allow_auth_stand_in=True)
         assert first == [m.version for m in migrations.available()]
         assert migrations.apply_all(url, allow_auth_stand_in=True) == []
-    finally:
-        with psycopg.connect(database_url, autocommit=True) as conn:
-            conn.execute(f'drop database "{name}" with (force)')
 
 
 def test_without_auth_schema_and_no_stand_in_migrations_fail(database_url: str) -> None:
-    name = f"bare_{uuid.uuid4().hex[:8]}"
-    with psycopg.connect(database_url, autocommit=True) as conn:
-        conn.execute(f'create database "{name}"')
-    url = psycopg.conninfo.make_conninfo(database_url, dbname=name)
-    try:
-        with pytest.raises(psycopg.errors.InvalidSchemaName):
-            migrations.apply_all(url, allow_auth_stand_in=False)
-    finally:
-        with psycopg.connect(database_url, autocommit=True) as conn:
-            conn.execute(f'drop database "{name}" with (force)')
+    with empty_database(database_url) as url, pytest.raises(psycopg.errors.InvalidSchemaName):
+        migrations.apply_all(url, allow_auth_stand_in=False)

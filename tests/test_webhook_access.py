@@ -64,6 +64,16 @@ def processed(db: Database) -> list[dict[str, Any]]:
     )
 
 
+def subscription_deleted(*, created: int) -> bytes:
+    subscription = {"id": "sub_7", "customer": "cus_7", "status": "canceled"}
+    return stripe_event("customer.subscription.deleted", subscription, created=created)
+
+
+def invoice_paid(*, created: int) -> bytes:
+    invoice = {"id": "in_1", "customer": "cus_7", "subscription": "sub_7"}
+    return stripe_event("invoice.paid", invoice, created=created)
+
+
 def link(db: Database, user_id: str, customer_id: str) -> None:
     with db.transaction() as conn:
         conn.execute(
@@ -194,23 +204,9 @@ def test_guest_checkout_links_the_profile_with_that_email(
 def test_invoice_paid_grants_and_deletion_revokes(api: Api, db: Database, buyer: str) -> None:
     link(db, buyer, "cus_7")
     now = int(time.time())
-    post_event(
-        api,
-        stripe_event(
-            "invoice.paid",
-            {"id": "in_1", "customer": "cus_7", "subscription": "sub_7"},
-            created=now - 10,
-        ),
-    )
+    post_event(api, invoice_paid(created=now - 10))
     wait_for(lambda: profile(db, buyer)["has_access"])
-    post_event(
-        api,
-        stripe_event(
-            "customer.subscription.deleted",
-            {"id": "sub_7", "customer": "cus_7", "status": "canceled"},
-            created=now,
-        ),
-    )
+    post_event(api, subscription_deleted(created=now))
     wait_for(lambda: not profile(db, buyer)["has_access"])
 
 
@@ -227,23 +223,9 @@ def test_same_event_three_times_has_one_effect(api: Api, db: Database, buyer: st
 def test_older_event_cannot_undo_a_newer_one(api: Api, db: Database, buyer: str) -> None:
     link(db, buyer, "cus_7")
     now = int(time.time())
-    post_event(
-        api,
-        stripe_event(
-            "customer.subscription.deleted",
-            {"id": "sub_7", "customer": "cus_7", "status": "canceled"},
-            created=now,
-        ),
-    )
+    post_event(api, subscription_deleted(created=now))
     wait_for(lambda: processed(db))
-    post_event(
-        api,
-        stripe_event(
-            "invoice.paid",
-            {"id": "in_1", "customer": "cus_7", "subscription": "sub_7"},
-            created=now - 60,
-        ),
-    )
+    post_event(api, invoice_paid(created=now - 60))
     wait_for(lambda: len(processed(db)) == 2)
     assert profile(db, buyer)["has_access"] is False
     assert [p["outcome"] for p in processed(db)] == ["revoked", "stale"]
@@ -256,23 +238,9 @@ def test_a_tie_is_settled_by_stripes_current_subscription_status(
     link(db, buyer, "cus_7")
     stripe_fake.subscription_status["sub_7"] = status
     now = int(time.time())
-    post_event(
-        api,
-        stripe_event(
-            "customer.subscription.deleted",
-            {"id": "sub_7", "customer": "cus_7", "status": "canceled"},
-            created=now,
-        ),
-    )
+    post_event(api, subscription_deleted(created=now))
     wait_for(lambda: processed(db))
-    post_event(
-        api,
-        stripe_event(
-            "invoice.paid",
-            {"id": "in_1", "customer": "cus_7", "subscription": "sub_7"},
-            created=now,
-        ),
-    )
+    post_event(api, invoice_paid(created=now))
     wait_for(lambda: len(processed(db)) == 2)
     assert profile(db, buyer)["has_access"] is expected
     assert stripe_fake.server.calls("GET", "/v1/subscriptions/sub_7")
