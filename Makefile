@@ -13,7 +13,7 @@ install: uv
 	@$(UV) sync --frozen --quiet
 
 run: install
-	@set -a; [ -f .env ] && . ./.env; set +a; exec $(UV) run --frozen python devserver.py
+	@set -a; [ -f .env ] && . ./.env; set +a; exec $(UV) run --frozen python -m dev.server
 
 test: install
 	@$(UV) run --frozen pytest
@@ -25,8 +25,8 @@ lint: install
 
 # The e-mail gallery (docs/emails): HTML and text of every kind, then PNG screenshots (Chromium).
 emails-preview: install
-	$(UV) run --frozen flask --app main emails-preview --out docs/emails
-	scripts/screenshot_emails.sh docs/emails
+	$(UV) run --frozen python -m dev.previews --out docs/emails
+	dev/screenshot_emails.sh docs/emails
 
 format: install
 	$(UV) run --frozen ruff format .

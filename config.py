@@ -9,6 +9,8 @@ from urllib.parse import urlsplit
 from pydantic import AnyHttpUrl, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from subscribers import TARGETS
+
 # A fixed, public value so local runs and tests can sign webhooks without an account.
 DEV_WEBHOOK_SECRET = "whsec_local_development_secret_do_not_use_in_production"  # noqa: S105
 
@@ -71,6 +73,11 @@ class Settings(BaseSettings):
     github_token: SecretStr | None = None
     github_api_url: AnyHttpUrl = AnyHttpUrl("https://api.github.com")
 
+    # How `bin/serve` runs: which target, and gunicorn's processes and threads per instance.
+    function_target: str = "api"
+    web_concurrency: int = Field(default=2, ge=1, le=64)
+    gunicorn_threads: int = Field(default=8, ge=1, le=256)
+
     @field_validator("auth_callback_url")
     @classmethod
     def _path_only(cls, value: str) -> str:
@@ -78,6 +85,14 @@ class Settings(BaseSettings):
         parts = urlsplit(value)
         if parts.scheme or parts.netloc or not value.startswith("/") or value.startswith("//"):
             raise ValueError("AUTH_CALLBACK_URL must be a path starting with '/'")
+        return value
+
+    @field_validator("function_target")
+    @classmethod
+    def _known_target(cls, value: str) -> str:
+        targets = ("api", *TARGETS)
+        if value not in targets:
+            raise ValueError(f"FUNCTION_TARGET must be one of {', '.join(targets)}, not {value!r}")
         return value
 
     @model_validator(mode="after")

@@ -1,24 +1,33 @@
 """Gunicorn settings for every target `bin/serve` starts (the API and both subscribers).
 
-Sized and timed for Cloud Run: SIGTERM, then SIGKILL ten seconds later.
+Sized and timed for Cloud Run: SIGTERM, then SIGKILL ten seconds later. The settings are read
+here, in the master, before any worker starts: production with a missing or unsafe secret
+exits non-zero at start-up and names what is wrong, before anything answers `/healthz`.
 """
 
 from __future__ import annotations
 
-import os
 import sys
 from typing import Any
 
 from gunicorn import glogging
+from pydantic import ValidationError
 
-import logs
+from config import Settings
+from runtime import lifecycle, logs
 
-bind = f"0.0.0.0:{os.environ.get('PORT', '8080')}"
-workers = int(os.environ.get("WEB_CONCURRENCY", "2"))
+try:
+    _settings = Settings()
+except ValidationError as exc:
+    print(f"refusing to start: {exc}", file=sys.stderr, flush=True)
+    raise SystemExit(1) from None
+
+bind = f"0.0.0.0:{_settings.port}"
+workers = _settings.web_concurrency
 worker_class = "gthread"
-threads = int(os.environ.get("GUNICORN_THREADS", "8"))
+threads = _settings.gunicorn_threads
 
-# Drain in-flight requests for at most 8 s, leaving time for `main.shutdown()` before the kill.
+# Drain in-flight requests for at most 8 s, leaving time for the shutdown hooks before the kill.
 graceful_timeout = 8
 # gthread workers heartbeat from their event loop whatever a request does, so no worker timeout:
 # Cloud Run's request timeout bounds requests (the setting Cloud Run's own samples use).
@@ -27,7 +36,7 @@ timeout = 0
 accesslog = None
 # No gunicornc control socket: nothing in a container uses it, and it would write under $HOME.
 control_socket_disable = True
-# The default (no preload): every worker imports `main` after the fork, so no pool or gRPC
+# The default (no preload): every worker imports the app after the fork, so no pool or gRPC
 # channel is ever shared between processes.
 preload_app = False
 
@@ -37,7 +46,7 @@ class ServiceLogger(glogging.Logger):  # type: ignore[misc]  # gunicorn is untyp
 
     def setup(self, cfg: Any) -> None:
         super().setup(cfg)
-        logs.configure(json_output=os.environ.get("APP_ENV") == "production", level=cfg.loglevel)
+        logs.configure(json_output=_settings.is_production, level=cfg.loglevel)
         for log in (self.error_log, self.access_log):
             for handler in list(log.handlers):
                 log.removeHandler(handler)
@@ -47,9 +56,13 @@ class ServiceLogger(glogging.Logger):  # type: ignore[misc]  # gunicorn is untyp
 logger_class = ServiceLogger
 
 
+def post_worker_init(worker: Any) -> None:
+    """Build the app as the worker starts, so that no request waits for it."""
+    load = getattr(worker.wsgi, "load", None)
+    if callable(load):
+        load()
+
+
 def worker_exit(server: Any, worker: Any) -> None:
-    """Flush pending publishes and close the pool of a worker that imported the app."""
-    main = sys.modules.get("main")
-    shutdown = getattr(main, "shutdown", None)
-    if callable(shutdown):
-        shutdown()
+    """Flush pending publishes and close the pool of a worker that built them."""
+    lifecycle.shutdown()

@@ -1,83 +1,108 @@
-"""Composition root: settings, adapters and the Flask API built once; the subscriber targets.
+"""Composition root: `app` (the Flask API), the subscriber targets `access` and `emails`.
 
-`main:app` is the API gunicorn serves; `access` and `emails` are the Functions Framework
-CloudEvent targets (`functions-framework --target=access`). Importing this module builds no
-client and opens no connection: adapters are created on first use (see `container.py`).
+Importing this module reads no setting, builds nothing and loads no SDK (functions-framework
+imports it to find a target; gunicorn to find `app`). On first use, `root()` reads `Settings`
+and builds the `runtime.container.Container`, which builds each adapter once:
+
+- the API: `create_app` -> `handlers/` (routes) -> `services/` (use cases) -> `core/` (rules)
+- access: `subscribers/access.py` -> `core/access.py` -> `adapters/db/`
+- e-mail: `subscribers/emails.py` -> `core/email/` (plan: which mail an event calls for;
+  props; render) -> `adapters/mail/` (Resend, or the outbox) and `adapters/db/sent_emails.py`
+  (sent at most once per event and kind)
+- the bus between them: `adapters/bus/` (in-process, or Pub/Sub)
 """
 
 from __future__ import annotations
 
-import functions_framework
-from cloudevents.http.event import CloudEvent
-from flask import Flask
-from werkzeug.middleware.proxy_fix import ProxyFix
+import sys
+from typing import TYPE_CHECKING, Any
 
-import cli
-import logs
-from config import Settings
-from container import Container
-from handlers import (
-    auth,
-    errors,
-    github,
-    health,
-    leads,
-    payments,
-    products,
-    test_email,
-    webhook,
-)
-from subscribers.envelope import deliver
+from runtime.lazy import Lazy
 
-MAX_BODY_BYTES = 1024 * 1024
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
+
+    from cloudevents.http.event import CloudEvent
+    from flask import Flask
+
+    from config import Settings
+    from runtime.container import Container
+
+
+def _build_root() -> Container:
+    from config import Settings
+    from runtime import lifecycle, logs
+    from runtime.container import Container
+
+    settings = Settings()
+    logs.configure(json_output=settings.is_production)
+    container = Container(settings)
+    lifecycle.on_shutdown(container.close)
+    return container
+
+
+_root = Lazy(_build_root)
+
+
+def root() -> Container:
+    """The process's collaborators, built from the environment's settings on first use."""
+    return _root.get()
 
 
 def create_app(settings: Settings | None = None, *, container: Container | None = None) -> Flask:
     """The API application; tests pass their own settings or container."""
+    from runtime.api import build_api
+    from runtime.container import Container
+
     if container is None:
-        container = Container(settings or Settings())
-    app = Flask(__name__)
-    app.config["MAX_CONTENT_LENGTH"] = MAX_BODY_BYTES
-    app.json.sort_keys = False  # type: ignore[attr-defined]
-    app.extensions["container"] = container
-    # Cloud Run terminates TLS in front of us: trust X-Forwarded-Proto for redirects and cookies.
-    app.wsgi_app = ProxyFix(app.wsgi_app, x_proto=1)  # type: ignore[method-assign]
-    logs.init_app(app, project_id=container.settings.google_cloud_project)
-    errors.register(app)
-    for blueprint in (
-        health.bp,
-        auth.bp,
-        leads.bp,
-        payments.bp,
-        webhook.bp,
-        products.bp,
-        github.bp,
-    ):
-        app.register_blueprint(blueprint)
-    if container.settings.test_email_enabled:
-        app.register_blueprint(test_email.bp)
-    cli.register(app)
-    return app
+        container = Container(settings) if settings is not None else root()
+    return build_api(container)
 
 
-settings = Settings()
-logs.configure(json_output=settings.is_production)
-container = Container(settings)
-app = create_app(container=container)
+class LazyApp:
+    """A WSGI app that builds the API on its first request (as functions-framework's
+    LazyWSGIApp does), so that importing `main` builds nothing."""
+
+    def __init__(self, build: Callable[[], Flask]) -> None:
+        self._app = Lazy(build)
+
+    def load(self) -> Flask:
+        """Build now (gunicorn does it as a worker starts, so no request waits for it)."""
+        return self._app.get()
+
+    def __call__(self, environ: dict[str, Any], start_response: Any) -> Iterable[bytes]:
+        return self._app.get()(environ, start_response)
+
+
+app = LazyApp(create_app)
+
+
+def access(cloud_event: CloudEvent) -> None:
+    """Pub/Sub push target: grant or revoke access."""
+    from subscribers.envelope import deliver
+
+    deliver(cloud_event.data, root().access_subscriber, target="access")
+
+
+def emails(cloud_event: CloudEvent) -> None:
+    """Pub/Sub push target: send the e-mail the event calls for."""
+    from subscribers.envelope import deliver
+
+    deliver(cloud_event.data, root().email_subscriber, target="emails")
 
 
 def shutdown() -> None:
-    """Flush pending publishes and close the pool (gunicorn worker exit, SIGTERM)."""
-    container.close()
+    """Flush pending publishes and close the pool, if they were built (SIGTERM, worker exit)."""
+    from runtime import lifecycle
+
+    lifecycle.shutdown()
 
 
-@functions_framework.cloud_event
-def access(cloud_event: CloudEvent) -> None:
-    """Pub/Sub push target: grant or revoke access."""
-    deliver(cloud_event.data, container.access_subscriber, target="access")
+# functions-framework's CLI has imported itself before it loads this file: registering the
+# targets as CloudEvent functions then costs nothing, and `functions-framework --target=access`
+# needs no `--signature-type`. Any other importer does not pay for loading it.
+if "functions_framework" in sys.modules:
+    import functions_framework
 
-
-@functions_framework.cloud_event
-def emails(cloud_event: CloudEvent) -> None:
-    """Pub/Sub push target: send the e-mail the event calls for."""
-    deliver(cloud_event.data, container.email_subscriber, target="emails")
+    for _target in (access, emails):
+        functions_framework.cloud_event(_target)  # registers the name's signature type

@@ -9,7 +9,7 @@ from typing import Protocol
 from supabase_auth import SyncGoTrueAdminAPI
 from supabase_auth.errors import AuthApiError
 
-from adapters.postgres import Database
+from adapters.db.pool import Database
 
 log = logging.getLogger(__name__)
 

@@ -13,10 +13,11 @@ from pathlib import Path
 
 import psycopg
 
-from adapters import local_postgres, migrations, pubsub_emulator
-from adapters.catalog import seed_demo_products
-from adapters.postgres import Database
+from adapters.db import migrations
+from adapters.db.pool import Database
+from adapters.db.products import seed_demo_products
 from config import Settings
+from dev import local_postgres, pubsub_emulator
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -23,11 +23,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from load import Events, Result, drive, http_sender, invoice_paid_template
 from servers import applied, gunicorn, postgres, server_env
 
-from adapters import pubsub_emulator
-from adapters.pubsub import PubSubBus
-from adapters.pubsub_admin import ensure_topology
+from adapters.bus.pubsub import PubSubBus
+from adapters.bus.topology import ensure_topology
 from config import DEV_WEBHOOK_SECRET
 from core.events import Event
+from dev import pubsub_emulator
 
 PROJECT, TOPIC = "local-project", "bench-events"
 SCENARIOS = ("floor", "inline", "pubsub", "publisher")

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from core.events import Event
+from core.events import Event, stripe_id
 
 # Subscription states in which the customer has paid for access.
 ACTIVE_STATUSES = frozenset({"active", "trialing"})
@@ -62,9 +62,9 @@ def checkout_from(event: Event) -> Checkout | None:
         user_id=_uuid(session.get("client_reference_id") or metadata.get("user_id")),
         email=details.get("email") or session.get("customer_email"),
         name=details.get("name"),
-        customer_id=_id(session.get("customer")),
+        customer_id=stripe_id(session.get("customer")),
         price_id=metadata.get("price_id"),
-        subscription_id=_id(session.get("subscription")),
+        subscription_id=stripe_id(session.get("subscription")),
         amount_total=session.get("amount_total"),
         currency=session.get("currency"),
         paid=session.get("payment_status") in PAID_STATUSES,
@@ -74,13 +74,15 @@ def checkout_from(event: Event) -> Checkout | None:
 def access_change(event: Event) -> AccessChange | None:
     """The access change of an invoice or subscription event, keyed by customer."""
     obj = event.object
-    customer = _id(obj.get("customer"))
+    customer = stripe_id(obj.get("customer"))
     if customer is None:
         return None
     if event.type == "invoice.paid":
-        return AccessChange(customer, grant=True, subscription_id=_id(obj.get("subscription")))
+        return AccessChange(
+            customer, grant=True, subscription_id=stripe_id(obj.get("subscription"))
+        )
     if event.type == "customer.subscription.deleted":
-        return AccessChange(customer, grant=False, subscription_id=_id(obj.get("id")))
+        return AccessChange(customer, grant=False, subscription_id=stripe_id(obj.get("id")))
     if event.type == "customer.subscription.updated":
         return _subscription_status_change(customer, obj)
     return None
@@ -90,7 +92,7 @@ def _subscription_status_change(
     customer: str, subscription: Mapping[str, Any]
 ) -> AccessChange | None:
     status = subscription.get("status")
-    sub_id = _id(subscription.get("id"))
+    sub_id = stripe_id(subscription.get("id"))
     if status in ACTIVE_STATUSES:
         return AccessChange(customer, grant=True, subscription_id=sub_id)
     if status in ENDED_STATUSES:
@@ -129,12 +131,3 @@ def _uuid(value: Any) -> str | None:
 
 def _mapping(value: Any) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
-
-
-def _id(value: Any) -> str | None:
-    """A Stripe reference is an id string, or the object itself when expanded."""
-    if isinstance(value, str):
-        return value or None
-    if isinstance(value, Mapping) and isinstance(value.get("id"), str):
-        return str(value["id"])
-    return None

@@ -77,6 +77,15 @@ def parse_event(payload: Any) -> Event:
     )
 
 
+def stripe_id(value: Any) -> str | None:
+    """A Stripe reference: an id string, or the object itself when expanded."""
+    if isinstance(value, str):
+        return value or None
+    if isinstance(value, Mapping) and isinstance(value.get("id"), str):
+        return str(value["id"]) or None
+    return None
+
+
 def is_subscribed(event_type: str) -> bool:
     """Whether any consumer handles this Stripe event type."""
     return event_type in SUBSCRIBED_TYPES

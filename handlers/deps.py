@@ -5,7 +5,7 @@ from __future__ import annotations
 from flask import current_app, request
 
 from adapters.tokens import User
-from container import Container
+from runtime.container import Container
 from services.identity import current_user
 
 

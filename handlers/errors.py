@@ -8,7 +8,15 @@ from flask import Flask, Response, jsonify
 from flask.typing import ResponseReturnValue
 from werkzeug.exceptions import HTTPException
 
-from services.errors import ServiceError
+from services.errors import (
+    Conflict,
+    Forbidden,
+    InvalidRequest,
+    NotConfigured,
+    ServiceError,
+    Unauthenticated,
+    Unavailable,
+)
 
 log = logging.getLogger(__name__)
 
@@ -19,6 +27,27 @@ MESSAGES = {
     413: "Request body too large (limit 1 MiB)",
     415: "Content-Type must be application/json",
 }
+
+
+# Each domain error's status; a subclass takes its nearest listed ancestor's.
+STATUS: dict[type[ServiceError], int] = {
+    InvalidRequest: 400,
+    Unauthenticated: 401,
+    Forbidden: 403,
+    Conflict: 409,
+    NotConfigured: 503,
+    Unavailable: 503,
+}
+# Seconds a client should wait before retrying a 503.
+RETRY_AFTER = "5"
+
+
+def status_of(exc: ServiceError) -> int:
+    """The HTTP status for a domain error (400 for one not listed)."""
+    for cls in type(exc).__mro__:
+        if cls in STATUS:
+            return STATUS[cls]
+    return 400
 
 
 def error(message: str, status: int) -> Response:
@@ -33,7 +62,11 @@ def register(app: Flask) -> None:
 
     @app.errorhandler(ServiceError)
     def _service(exc: ServiceError) -> ResponseReturnValue:
-        return error(exc.message, exc.status)
+        status = status_of(exc)
+        response = error(exc.message, status)
+        if status == 503:
+            response.headers["Retry-After"] = RETRY_AFTER
+        return response
 
     @app.errorhandler(HTTPException)
     def _http(exc: HTTPException) -> ResponseReturnValue:

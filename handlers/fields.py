@@ -1,11 +1,11 @@
-"""Field rules shared by request models."""
+"""Field rules shared by request models (the address rules themselves live in core.addresses)."""
 
 from __future__ import annotations
 
 from typing import Any
 from urllib.parse import urlsplit
 
-from email_validator import EmailNotValidError, validate_email
+from core.addresses import web_url
 
 
 def required_text(value: Any, message: str) -> str:
@@ -15,19 +15,15 @@ def required_text(value: Any, message: str) -> str:
     return value.strip()
 
 
-def email_address(value: str) -> str:
-    """A syntactically valid address, normalised (no DNS look-up)."""
-    try:
-        return validate_email(value, check_deliverability=False).normalized
-    except EmailNotValidError as exc:
-        raise ValueError(f"Invalid email address: {exc}") from exc
-
-
 def absolute_url(value: Any, name: str, *, origin: str | None) -> str:
     """An absolute http(s) URL, on `origin` when one is configured."""
-    parts = urlsplit(value) if isinstance(value, str) else None
-    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
+    try:
+        url = web_url(value) if isinstance(value, str) else None
+    except ValueError:
+        url = None
+    if url is None:
         raise ValueError(f"{name} must be an absolute http(s) URL")
+    parts = urlsplit(url)
     if origin and f"{parts.scheme}://{parts.netloc}".lower() != origin.lower():
         raise ValueError(f"{name} must be on {origin}")
-    return str(value)
+    return url

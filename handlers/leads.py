@@ -8,9 +8,10 @@ from flask import Blueprint, jsonify
 from flask.typing import ResponseReturnValue
 from pydantic import BaseModel, field_validator
 
-from adapters.leads import add_lead
+from adapters.db.leads import add_lead
+from core.addresses import email_address
 from handlers.deps import container
-from handlers.fields import email_address, required_text
+from handlers.fields import required_text
 from handlers.parsing import json_object, validate
 
 bp = Blueprint("leads", __name__)

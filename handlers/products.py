@@ -7,7 +7,7 @@ from typing import Any
 from flask import Blueprint, jsonify
 from flask.typing import ResponseReturnValue
 
-from adapters.catalog import Product, active_products
+from adapters.db.products import Product, active_products
 from handlers.deps import container
 
 bp = Blueprint("products", __name__)

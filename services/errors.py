@@ -1,4 +1,7 @@
-"""Domain errors; one error handler maps them to HTTP (`handlers/errors.py`)."""
+"""Domain errors: what the service refuses, in words safe to show the caller.
+
+They carry no HTTP status: `handlers/errors.py` maps each class to one, in one place.
+"""
 
 from __future__ import annotations
 
@@ -6,28 +9,30 @@ from __future__ import annotations
 class ServiceError(Exception):
     """A request the service refuses, with a message safe to show the caller."""
 
-    status = 400
-
     def __init__(self, message: str) -> None:
         super().__init__(message)
         self.message = message
 
 
 class InvalidRequest(ServiceError):
-    status = 400
+    """The request itself is wrong; sending it again will not help."""
 
 
 class Unauthenticated(ServiceError):
-    status = 401
+    """No valid credentials where the operation needs them."""
 
 
 class Forbidden(ServiceError):
-    status = 403
+    """Valid credentials that do not allow the operation."""
+
+
+class Conflict(ServiceError):
+    """The request contradicts what is already recorded."""
 
 
 class NotConfigured(ServiceError):
-    status = 503
+    """The operation needs a setting the operator has not given."""
 
 
 class Unavailable(ServiceError):
-    status = 503
+    """A dependency is down; the same request may succeed later."""

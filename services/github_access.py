@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from adapters import profiles, purchases
 from adapters.bus import EventBus, PublishError
+from adapters.db import profiles, purchases
+from adapters.db.pool import Database
+from adapters.db.purchases import RepositoryPurchase
 from adapters.github_api import GitHubGateway, GitHubNotConfigured, UnknownGitHubAccount
-from adapters.postgres import Database
-from adapters.purchases import RepositoryPurchase
 from adapters.tokens import User
+from core.email.plan import GITHUB_ACCESS_GRANTED
 from core.events import app_event
-from core.notifications import GITHUB_ACCESS_GRANTED
 from services.errors import Forbidden, InvalidRequest, NotConfigured, Unavailable
 
 

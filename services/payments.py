@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from adapters import catalog, profiles
-from adapters.postgres import Database
+from adapters.db import products, profiles
+from adapters.db.pool import Database
 from adapters.stripe_api import PaymentsNotConfigured, StripeGateway
 from adapters.tokens import User
 from core.checkout import Buyer, Mode, mode_matches, session_params
@@ -21,7 +21,7 @@ def create_checkout(
     stripe: StripeGateway,
 ) -> str | None:
     """The Stripe Checkout URL for one product; None when Stripe refuses."""
-    product = catalog.active_by_price(db, price_id)
+    product = products.active_by_price(db, price_id)
     if product is None:
         raise InvalidRequest("Unknown or inactive price ID")
     if not mode_matches(mode, product.billing_type):

@@ -11,8 +11,8 @@ from typing import Any
 
 from adapters.bus import EventBus, PublishError
 from adapters.supabase_auth import Cookie, SupabaseAuth, decode_value, session_cookies
+from core.email.plan import ACCOUNT_CREATED
 from core.events import app_event
-from core.notifications import ACCOUNT_CREATED
 
 log = logging.getLogger(__name__)
 

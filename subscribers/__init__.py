@@ -1,0 +1,7 @@
+"""Subscribers: one verified event in, one effect out; idempotent and order-safe.
+
+`TARGETS` is the one list of subscriber targets: the Cloud Run services, the push
+subscriptions, the in-process bus and `bin/serve` all take their names from it.
+"""
+
+TARGETS: tuple[str, ...] = ("access", "emails")

@@ -5,10 +5,10 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from adapters import catalog, ledger, profiles, purchases
 from adapters.accounts import Accounts
-from adapters.postgres import Connection, Database
-from adapters.profiles import Profile
+from adapters.db import ledger, products, profiles, purchases
+from adapters.db.pool import Connection, Database
+from adapters.db.profiles import Profile
 from adapters.stripe_api import StripeGateway
 from core.access import (
     AccessChange,
@@ -62,7 +62,7 @@ class AccessSubscriber:
             profiles.link_customer(
                 conn, profile.id, customer_id=checkout.customer_id, price_id=price_id
             )
-            product = catalog.by_price(conn, price_id) if price_id else None
+            product = products.by_price(conn, price_id) if price_id else None
             purchases.record(
                 conn, checkout, user_id=profile.id, product_id=product.id if product else None
             )

@@ -7,12 +7,10 @@ from dataclasses import dataclass
 
 from pydantic import ValidationError
 
-from adapters import catalog, profiles, sent_emails
-from adapters.mail import Mailer, send_email
-from adapters.postgres import Database
-from core.emails import Brand, render
-from core.events import Event, InvalidEvent
-from core.notifications import (
+from adapters.db import products, profiles, sent_emails
+from adapters.db.pool import Database
+from adapters.mail.message import Mailer, send_email
+from core.email.plan import (
     PlannedEmail,
     ProductFacts,
     Recipient,
@@ -21,6 +19,8 @@ from core.notifications import (
     price_of,
     recipient_in,
 )
+from core.email.render import Brand, render
+from core.events import Event, InvalidEvent
 
 log = logging.getLogger(__name__)
 
@@ -90,7 +90,7 @@ class EmailSubscriber:
         if not price_id:
             return None
         with self.db.transaction() as conn:
-            product = catalog.by_price(conn, price_id)
+            product = products.by_price(conn, price_id)
         if product is None:
             return None
         return ProductFacts(

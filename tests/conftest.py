@@ -2,30 +2,25 @@
 
 from __future__ import annotations
 
-import hashlib
-import hmac
-import json
 import os
-import time
-import uuid
 from collections.abc import Callable, Generator, Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
-import psycopg
 import pytest
 import requests
 
-from adapters import local_postgres, migrations
-from adapters.postgres import Database
-from config import DEV_WEBHOOK_SECRET, Settings
-from container import Container
+from adapters.db import migrations
+from adapters.db.pool import Database
+from config import Settings
+from dev import local_postgres
 from main import create_app
+from runtime.container import Container
 from tests.fakes.http import FakeServer, serve
 from tests.fakes.stripe import FakeStripe
 from tests.fakes.supabase import JWT_SECRET, FakeSupabaseAuth
+from tests.helpers import empty_database, stripe_signature
 
 # Read before any test strips the environment: a CI may point the suite at its own Postgres.
 EXTERNAL_DATABASE_URL = os.environ.get("DATABASE_URL")
@@ -62,19 +57,6 @@ def _scratch_database(base_url: str) -> Iterator[str]:
     with empty_database(base_url) as url:
         migrations.apply_all(url, allow_auth_stand_in=True)
         yield url
-
-
-@contextmanager
-def empty_database(server_url: str) -> Iterator[str]:
-    """A new, empty database on the server of `server_url`, dropped afterwards."""
-    name = f"test_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(server_url, autocommit=True) as conn:
-        conn.execute(f'create database "{name}"')
-    try:
-        yield psycopg.conninfo.make_conninfo(server_url, dbname=name)
-    finally:
-        with psycopg.connect(server_url, autocommit=True) as conn:
-            conn.execute(f'drop database if exists "{name}" with (force)')
 
 
 @pytest.fixture
@@ -180,58 +162,6 @@ def api(api_factory: Callable[..., Api]) -> Api:
     return api_factory()
 
 
-def stripe_signature(
-    payload: bytes, *, secret: str = DEV_WEBHOOK_SECRET, timestamp: int | None = None
-) -> str:
-    """The Stripe-Signature header, computed exactly as Stripe does."""
-    t = int(time.time()) if timestamp is None else timestamp
-    mac = hmac.new(secret.encode(), f"{t}.".encode() + payload, hashlib.sha256).hexdigest()
-    return f"t={t},v1={mac}"
-
-
 @pytest.fixture
 def sign() -> Callable[..., str]:
     return stripe_signature
-
-
-def stripe_event(
-    event_type: str, obj: dict[str, Any], *, created: int | None = None, event_id: str | None = None
-) -> bytes:
-    """A Stripe event body as the webhook receives it."""
-    return json.dumps(
-        {
-            "id": event_id or f"evt_{uuid.uuid4().hex[:24]}",
-            "object": "event",
-            "api_version": "2023-08-16",
-            "created": int(time.time()) if created is None else created,
-            "livemode": False,
-            "pending_webhooks": 1,
-            "request": {"id": None, "idempotency_key": None},
-            "type": event_type,
-            "data": {"object": obj},
-        }
-    ).encode()
-
-
-def create_user(db: Database, email: str, *, name: str | None = None) -> str:
-    """An auth user (the trigger gives it a profile); returns its id."""
-    user_id = str(uuid.uuid4())
-    meta = json.dumps({"full_name": name} if name else {})
-    with db.transaction() as conn:
-        conn.execute(
-            "insert into auth.users (id, email, raw_user_meta_data) values (%s, %s, %s)",
-            (user_id, email, meta),
-        )
-    return user_id
-
-
-def wait_for(condition: Callable[[], Any], *, timeout: float = 10.0, interval: float = 0.02) -> Any:
-    """Poll until `condition()` is truthy; fail the test if it never is."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            pytest.fail(f"condition not met within {timeout}s")
-        time.sleep(interval)

@@ -7,9 +7,7 @@ A test module imports the `*_fixture` functions; pytest knows them by their `nam
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,11 +15,14 @@ from pathlib import Path
 import pytest
 import requests
 
-from adapters import pubsub_emulator
-from adapters.postgres import Database
-from adapters.pubsub_admin import PushPolicy, ensure_topology
-from tests.conftest import SETTINGS_VARIABLES, stripe_signature
+from adapters.bus.topology import PushPolicy, ensure_topology
+from adapters.db.pool import Database
+from dev import pubsub_emulator
+from dev.processes import Target
+from dev.processes import spawn as start_process
+from tests.conftest import SETTINGS_VARIABLES
 from tests.fakes.stripe import FakeStripe
+from tests.helpers import stripe_signature
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
@@ -77,56 +78,15 @@ def pubsub_fixture() -> Iterator[PubSub]:
         state.stop()
 
 
-@dataclass
-class Service:
-    """A server process in its own process group, its output in a log file."""
-
-    url: str
-    process: subprocess.Popen[bytes]
-    log: Path
-
-    def output(self) -> str:
-        return self.log.read_text(errors="replace")
-
-    def stop(self) -> None:
-        pubsub_emulator.stop_group(self.process)
+Service = Target
 
 
 def spawn(command: list[str], *, env: dict[str, str], port: int, log: Path) -> Service:
-    """Start a server on 127.0.0.1:`port`; returns once it answers HTTP."""
-    with log.open("wb") as out:
-        process = subprocess.Popen(
-            command,
-            cwd=ROOT,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    service = Service(url=f"http://127.0.0.1:{port}", process=process, log=log)
+    """Start a server on 127.0.0.1:`port`; returns once it answers HTTP (fails the test if not)."""
     try:
-        _wait_until_answering(service)
-    except BaseException:
-        service.stop()
-        raise
-    return service
-
-
-def _wait_until_answering(service: Service) -> None:
-    deadline = time.monotonic() + 30
-    while not _answers(service.url):
-        if service.process.poll() is not None or time.monotonic() > deadline:
-            pytest.fail(f"{service.process.args!r} did not start:\n{service.output()[-3000:]}")
-        time.sleep(0.05)
-
-
-def _answers(url: str) -> bool:
-    try:
-        requests.get(url + "/healthz", timeout=1)
-    except requests.RequestException:  # refused, or bound but still booting its worker
-        return False
-    return True
+        return start_process(command[0], command, env=env, port=port, log=log, timeout=30)
+    except RuntimeError as exc:
+        pytest.fail(str(exc))
 
 
 @pytest.fixture(scope="module", name="service_env")

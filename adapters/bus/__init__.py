@@ -1,0 +1,26 @@
+"""The event bus port: verified events handed on to the subscribers.
+
+Two implementations sit beside it: `inline` (in-process, local runs and tests) and `pubsub`
+(Google Pub/Sub, production); `topology` provisions Pub/Sub's topic and push subscriptions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Protocol
+
+from core.events import Event
+
+Handler = Callable[[Event], object]
+
+
+class PublishError(RuntimeError):
+    """The event could not be handed to the bus; the caller must not acknowledge it."""
+
+
+class EventBus(Protocol):
+    def publish(self, event: Event, data: bytes) -> None:
+        """Hand over a verified event; returns once the bus has it, raises PublishError if not."""
+
+    def close(self, timeout: float = 5.0) -> None:
+        """Flush what is pending and stop."""

@@ -1,0 +1,120 @@
+"""Topics and push subscriptions, created or brought up to date (development and tests).
+
+Production provisions the same shape in `cloudbuild.yaml`: one topic, one push subscription
+per subscriber named `<topic>-<subscriber>`, retries with backoff, then a dead-letter topic.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
+
+import grpc
+from google.api_core import exceptions
+from google.cloud import pubsub_v1
+from google.protobuf import duration_pb2, field_mask_pb2
+from google.pubsub_v1.services.subscriber.transports import SubscriberGrpcTransport
+
+from adapters.bus.pubsub import publisher_transport
+
+
+@dataclass(frozen=True)
+class PushPolicy:
+    """How a push subscription retries; the defaults are production's (cloudbuild.yaml)."""
+
+    ack_deadline: int = 60
+    min_backoff: float = 10.0
+    max_backoff: float = 600.0
+    max_delivery_attempts: int = 10
+
+
+def subscription_name(topic: str, subscriber: str) -> str:
+    """The push subscription feeding one subscriber, as cloudbuild.yaml names it."""
+    return f"{topic}-{subscriber}"
+
+
+def ensure_topology(
+    *,
+    project: str,
+    topic: str,
+    push_endpoints: Mapping[str, str],
+    dead_letter_topic: str | None = None,
+    policy: PushPolicy = PushPolicy(),
+    emulator_host: str | None = None,
+) -> list[str]:
+    """Create the topic and one push subscription per subscriber; returns their paths.
+
+    Idempotent: what exists is updated to the given endpoint and policy.
+    """
+    dead_letter = dead_letter_topic or f"{topic}-dead-letter"
+    with _clients(emulator_host) as (publisher, subscriber):
+        topic_path = _ensure_topic(publisher, f"projects/{project}/topics/{topic}")
+        dead_path = _ensure_topic(publisher, f"projects/{project}/topics/{dead_letter}")
+        # Messages published to a topic without subscriptions vanish: keep the dead letters.
+        _ensure_subscription(
+            subscriber, {"name": f"projects/{project}/subscriptions/{dead_letter}"}, dead_path
+        )
+        paths = []
+        for name, endpoint in push_endpoints.items():
+            path = f"projects/{project}/subscriptions/{subscription_name(topic, name)}"
+            _ensure_subscription(subscriber, _push(path, endpoint, dead_path, policy), topic_path)
+            paths.append(path)
+        return paths
+
+
+def _push(path: str, endpoint: str, dead_letter: str, policy: PushPolicy) -> dict[str, object]:
+    return {
+        "name": path,
+        "push_config": {"push_endpoint": endpoint},
+        "ack_deadline_seconds": policy.ack_deadline,
+        "retry_policy": {
+            "minimum_backoff": _duration(policy.min_backoff),
+            "maximum_backoff": _duration(policy.max_backoff),
+        },
+        "dead_letter_policy": {
+            "dead_letter_topic": dead_letter,
+            "max_delivery_attempts": policy.max_delivery_attempts,
+        },
+    }
+
+
+def _ensure_topic(publisher: pubsub_v1.PublisherClient, path: str) -> str:
+    with suppress(exceptions.AlreadyExists):
+        publisher.create_topic(name=path)
+    return path
+
+
+def _ensure_subscription(
+    subscriber: pubsub_v1.SubscriberClient, fields: dict[str, object], topic: str
+) -> None:
+    try:
+        subscriber.create_subscription(request={**fields, "topic": topic})
+    except exceptions.AlreadyExists:
+        changed = [name for name in fields if name != "name"]
+        if changed:
+            mask = field_mask_pb2.FieldMask(paths=changed)
+            subscriber.update_subscription(request={"subscription": fields, "update_mask": mask})
+
+
+def _duration(seconds: float) -> duration_pb2.Duration:
+    whole = int(seconds)
+    return duration_pb2.Duration(seconds=whole, nanos=round((seconds - whole) * 1e9))
+
+
+@contextmanager
+def _clients(
+    emulator_host: str | None,
+) -> Iterator[tuple[pubsub_v1.PublisherClient, pubsub_v1.SubscriberClient]]:
+    if emulator_host:
+        channel = grpc.insecure_channel(emulator_host)
+        transport = SubscriberGrpcTransport(channel=channel, host=emulator_host)
+        subscriber = pubsub_v1.SubscriberClient(transport=transport)
+    else:
+        subscriber = pubsub_v1.SubscriberClient()
+    publisher = pubsub_v1.PublisherClient(transport=publisher_transport(emulator_host))
+    try:
+        yield publisher, subscriber
+    finally:
+        publisher.transport.close()
+        subscriber.close()

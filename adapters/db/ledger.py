@@ -1,0 +1,29 @@
+"""The record of events each consumer has applied: the idempotency guard."""
+
+from __future__ import annotations
+
+from adapters.db.pool import Connection
+from core.events import Event
+
+
+def claim(conn: Connection, *, consumer: str, event: Event) -> bool:
+    """Record the event as applied by `consumer`; False when it already was.
+
+    Runs inside the consumer's transaction: if the effect fails, the claim rolls back with it;
+    a concurrent duplicate waits on the primary key and then sees the row.
+    """
+    row = conn.execute(
+        "insert into public.processed_events"
+        " (consumer, event_id, event_type, event_created, outcome)"
+        " values (%s, %s, %s, %s, 'pending') on conflict do nothing returning event_id",
+        (consumer, event.id, event.type, event.created),
+    ).fetchone()
+    return row is not None
+
+
+def settle(conn: Connection, *, consumer: str, event: Event, outcome: str) -> None:
+    """Say what applying the event did (for operators reading the table)."""
+    conn.execute(
+        "update public.processed_events set outcome = %s where consumer = %s and event_id = %s",
+        (outcome, consumer, event.id),
+    )

@@ -1,0 +1,118 @@
+"""Products in Postgres."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+from adapters.db.pool import Connection, Database
+
+COLUMNS = (
+    "id, name, description, price, stripe_price_id, type, billing_type, billing_interval,"
+    " is_active, is_featured, github_repo, download_url"
+)
+
+
+@dataclass(frozen=True)
+class Product:
+    id: str
+    name: str
+    description: str
+    price: Decimal
+    stripe_price_id: str
+    type: str
+    billing_type: str
+    billing_interval: str | None
+    is_active: bool
+    is_featured: bool
+    github_repo: str | None
+    download_url: str | None
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any]) -> Product:
+        return cls(**{**row, "id": str(row["id"])})
+
+
+def active_products(db: Database) -> list[Product]:
+    """Active products, featured first, then by price."""
+    rows = db.fetch_all(
+        f"select {COLUMNS} from public.products where is_active"  # noqa: S608 - constant columns
+        " order by is_featured desc, price, name"
+    )
+    return [Product.from_row(row) for row in rows]
+
+
+def active_by_price(db: Database, price_id: str) -> Product | None:
+    """The active product sold at a Stripe price."""
+    with db.transaction() as conn:
+        return by_price(conn, price_id, active_only=True)
+
+
+def by_price(conn: Connection, price_id: str, *, active_only: bool = False) -> Product | None:
+    """The product sold at a Stripe price, inside a caller's transaction."""
+    row = conn.execute(
+        f"select {COLUMNS} from public.products where stripe_price_id = %s"  # noqa: S608
+        " and (is_active or not %s)",
+        (price_id, active_only),
+    ).fetchone()
+    return Product.from_row(row) if row else None
+
+
+DEMO_PRODUCTS: tuple[dict[str, Any], ...] = (
+    {
+        "name": "Starter Kit",
+        "description": "The starter's source as a download, with lifetime updates.",
+        "price": Decimal("49.00"),
+        "stripe_price_id": "price_demo_starter_one_time",
+        "type": "link",
+        "billing_type": "one_time",
+        "billing_interval": None,
+        "is_featured": False,
+        "download_url": "https://example.com/downloads/starter-kit.zip",
+        "github_repo": None,
+    },
+    {
+        "name": "Pro Repository",
+        "description": "Access to the private GitHub repository, with every future commit.",
+        "price": Decimal("149.00"),
+        "stripe_price_id": "price_demo_pro_github",
+        "type": "github",
+        "billing_type": "one_time",
+        "billing_interval": None,
+        "is_featured": True,
+        "download_url": None,
+        "github_repo": "example-org/saas-starter-pro",
+    },
+    {
+        "name": "Team Monthly",
+        "description": "Everything in Pro, support and new templates each month.",
+        "price": Decimal("19.00"),
+        "stripe_price_id": "price_demo_team_monthly",
+        "type": "link",
+        "billing_type": "subscription",
+        "billing_interval": "month",
+        "is_featured": False,
+        "download_url": "https://example.com/dashboard",
+        "github_repo": None,
+    },
+)
+
+
+def seed_demo_products(db: Database) -> int:
+    """Insert the demo products when the table is empty; returns how many were inserted."""
+    with db.transaction() as conn:
+        conn.execute("lock table public.products in share row exclusive mode")
+        row = conn.execute("select count(*) as n from public.products").fetchone()
+        if row and row["n"]:
+            return 0
+        for product in DEMO_PRODUCTS:
+            conn.execute(
+                "insert into public.products (name, description, price, stripe_price_id, type,"
+                " billing_type, billing_interval, is_featured, download_url, github_repo)"
+                " values (%(name)s, %(description)s, %(price)s, %(stripe_price_id)s, %(type)s,"
+                " %(billing_type)s, %(billing_interval)s, %(is_featured)s, %(download_url)s,"
+                " %(github_repo)s)",
+                product,
+            )
+        return len(DEMO_PRODUCTS)

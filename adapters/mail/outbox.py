@@ -1,0 +1,99 @@
+"""The local and test stand-in for Resend: each message a multipart .eml file in a folder."""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+import secrets
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from email.message import EmailMessage
+from email.parser import BytesHeaderParser
+from email.utils import format_datetime, make_msgid
+from pathlib import Path
+from typing import Any
+
+from adapters.mail.message import OutgoingEmail, checked_key
+
+
+class OutboxMailer:
+    """Writes each message as a multipart .eml file: the local and test stand-in for Resend."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = Path(directory)
+
+    def send(self, email: OutgoingEmail, *, idempotency_key: str | None = None) -> dict[str, Any]:
+        """Write one .eml atomically; a repeated idempotency key returns the first result."""
+        key = checked_key(idempotency_key)
+        self.directory.mkdir(parents=True, exist_ok=True)
+        tag = hashlib.sha256(key.encode()).hexdigest()[:16] if key else secrets.token_hex(8)
+        # One small marker per key: finding an earlier send stays O(1) as the outbox grows.
+        marker = self.directory / ".keys" / tag
+        with self._locked():
+            if key and marker.exists():
+                return _outbox_result(self.directory / marker.read_text())
+            message = _mime(email, key)
+            stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
+            path = self.directory / f"{stamp}-{tag}.eml"
+            _write_atomically(path, message.as_bytes())
+            if key:
+                marker.parent.mkdir(exist_ok=True)
+                _write_atomically(marker, path.name.encode())
+        return {"id": _bare_id(message["Message-ID"]), "path": str(path)}
+
+    def messages(self) -> list[Path]:
+        """The written .eml files, oldest first."""
+        return sorted(self.directory.glob("*.eml"))
+
+    @contextmanager
+    def _locked(self) -> Iterator[None]:
+        # Several processes (API workers, subscribers) may share one outbox: an flock makes the
+        # check-then-write of idempotency keys atomic across them.
+        with open(self.directory / ".lock", "a") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _mime(email: OutgoingEmail, key: str | None) -> EmailMessage:
+    message = EmailMessage()
+    sender = email.sender
+    message["From"] = sender
+    message["To"] = ", ".join(email.to)
+    if email.reply_to:
+        message["Reply-To"] = ", ".join(email.reply_to)
+    message["Subject"] = email.subject
+    message["Date"] = format_datetime(datetime.now(UTC))
+    message["Message-ID"] = make_msgid(domain=sender.domain)
+    if key:
+        message["X-Idempotency-Key"] = key
+    message.set_content(email.text)
+    message.add_alternative(email.html, subtype="html")
+    return message
+
+
+def _write_atomically(path: Path, data: bytes) -> None:
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".", suffix=".tmp")
+    try:
+        # Rename makes it atomic (no reader sees half a file); an outbox needs no fsync.
+        with os.fdopen(handle, "wb") as file:
+            file.write(data)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def _outbox_result(path: Path) -> dict[str, Any]:
+    with path.open("rb") as file:
+        headers = BytesHeaderParser().parse(file)
+    return {"id": _bare_id(str(headers["Message-ID"])), "path": str(path)}
+
+
+def _bare_id(message_id: str) -> str:
+    return message_id.strip().strip("<>")

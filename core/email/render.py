@@ -1,0 +1,242 @@
+"""Transactional e-mail content: props in, subject + HTML + text out. No transport here."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import date
+from decimal import Decimal
+from functools import cache
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import css_inline
+from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
+from pydantic import BaseModel
+
+from core.addresses import web_url
+from core.email.props import (
+    DEFAULT_PATHS,
+    CheckoutExpiredProps,
+    EmailProps,
+    GithubAccessGrantedProps,
+    InvoicePaidProps,
+    PaymentFailedProps,
+    PurchaseConfirmationProps,
+    SubscriptionCancelledProps,
+    props_model,
+)
+
+TEMPLATE_DIR = Path(__file__).resolve().parents[2] / "templates" / "emails"
+SUBJECT_LIMIT = 49
+
+# Stripe's zero-decimal currencies, and the ISO 4217 three-decimal ones it supports.
+_ZERO_DECIMAL = frozenset(
+    {"bif", "clp", "djf", "gnf", "jpy", "kmf", "krw", "mga"}
+    | {"pyg", "rwf", "ugx", "vnd", "vuv", "xaf", "xof", "xpf"}
+)
+_THREE_DECIMAL = frozenset({"bhd", "jod", "kwd", "omr", "tnd"})
+EN_DASH = "\u2013"
+_SYMBOLS = {
+    "usd": "$",
+    "eur": "€",
+    "gbp": "£",
+    "jpy": "¥",
+    "inr": "₹",
+    "krw": "₩",
+    "cad": "CA$",
+    "aud": "A$",
+    "nzd": "NZ$",
+    "brl": "R$",
+    "mxn": "MX$",
+}
+
+
+@dataclass(frozen=True)
+class Brand:
+    """Who the e-mail comes from; built from settings."""
+
+    product_name: str
+    site_url: str
+    support_email: str
+
+    def __post_init__(self) -> None:
+        # Relative links are dead links in an inbox: refuse them where the brand is built.
+        try:
+            web_url(self.site_url)
+        except ValueError as exc:
+            raise ValueError(f"Brand.site_url {exc}: {self.site_url!r}") from None
+        if not self.product_name.strip() or "@" not in self.support_email:
+            raise ValueError("Brand needs a product name and a support e-mail address")
+
+    def url(self, path: str) -> str:
+        """An absolute URL on the site for a path such as '/dashboard'."""
+        return self.site_url.rstrip("/") + path
+
+    @property
+    def site_host(self) -> str:
+        """The site without scheme, for display: 'acme.example.com'."""
+        return urlsplit(self.site_url).netloc or self.site_url
+
+
+@dataclass(frozen=True)
+class EmailContent:
+    """A rendered e-mail, ready for any transport."""
+
+    subject: str
+    html: str
+    text: str
+
+
+def format_amount(minor_units: int, currency: str) -> str:
+    """An amount in Stripe's minor units as a display string, e.g. 4900, 'usd' -> '$49.00'."""
+    code = currency.strip().lower()
+    if not re.fullmatch(r"[a-z]{3}", code):
+        raise ValueError(f"not an ISO 4217 currency code: {currency!r}")
+    exponent = 0 if code in _ZERO_DECIMAL else 3 if code in _THREE_DECIMAL else 2
+    number = f"{Decimal(abs(minor_units)).scaleb(-exponent):,.{exponent}f}"
+    sign = "-" if minor_units < 0 else ""
+    symbol = _SYMBOLS.get(code)
+    return f"{sign}{symbol}{number}" if symbol else f"{sign}{code.upper()} {number}"
+
+
+def render(kind: str, props: BaseModel | Mapping[str, Any], *, brand: Brand) -> EmailContent:
+    """Render one e-mail kind; a mapping is validated into the kind's props model first."""
+    model = props_model(kind)
+    validated = props if isinstance(props, model) else model.model_validate(_as_mapping(props))
+    filled = _fill_links(validated, brand)
+    subject = _SUBJECTS[kind](filled, brand)
+    context = {"props": filled, "brand": brand, "subject": subject, "kind": kind}
+    env = _environment()
+    html = env.get_template(f"{kind}.html").render(context)
+    text = env.get_template(f"{kind}.txt").render(context)
+    return EmailContent(subject=subject, html=_inline(html), text=_tidy_text(text))
+
+
+def _as_mapping(props: BaseModel | Mapping[str, Any]) -> Mapping[str, Any]:
+    # Another kind's model (or any model) is re-validated from its fields, never trusted as is.
+    return props.model_dump() if isinstance(props, BaseModel) else props
+
+
+def _fill_links(props: EmailProps, brand: Brand) -> EmailProps:
+    missing = {
+        field: brand.url(path)
+        for field, path in DEFAULT_PATHS.items()
+        if field in type(props).model_fields and getattr(props, field) is None
+    }
+    return props.model_copy(update=missing) if missing else props
+
+
+def _truncate(text: str, width: int) -> str:
+    if len(text) <= width:
+        return text
+    cut = text[: width - 1]
+    space = cut.rfind(" ")
+    if space >= width // 2:
+        cut = cut[:space]
+    return cut.rstrip(" ,.;:-(/\u2013\u2014") + "\u2026"
+
+
+def _fit(prefix: str, value: str, suffix: str = "") -> str:
+    return prefix + _truncate(value, SUBJECT_LIMIT - len(prefix) - len(suffix)) + suffix
+
+
+def _fits(subject: str) -> bool:
+    return len(subject) <= SUBJECT_LIMIT
+
+
+def _subject_purchase(p: PurchaseConfirmationProps, _: Brand) -> str:
+    return _fit("Order confirmed: ", p.product_name)
+
+
+def _subject_payment_failed(p: PaymentFailedProps, _: Brand) -> str:
+    subject = f"Action needed: your {p.amount} payment failed"
+    return subject if _fits(subject) else "Action needed: your payment failed"
+
+
+def _subject_invoice_paid(p: InvoicePaidProps, _: Brand) -> str:
+    prefix = f"Receipt: {p.amount} for "
+    # The product name needs room to say something; else the amount alone.
+    if p.product_name is not None and len(prefix) <= SUBJECT_LIMIT - 15:
+        return _fit(prefix, p.product_name)
+    subject = f"Receipt: {p.amount} paid"
+    return subject if _fits(subject) else _fit("Receipt for invoice ", p.invoice_number)
+
+
+def _subject_signup(_: EmailProps, brand: Brand) -> str:
+    return _fit("Welcome to ", brand.product_name)
+
+
+def _subject_github(p: GithubAccessGrantedProps, _: Brand) -> str:
+    return _fit("GitHub access granted: ", p.repository)
+
+
+def _subject_checkout_expired(p: CheckoutExpiredProps, _: Brand) -> str:
+    return _fit("Still thinking about ", p.product_name, "?")
+
+
+def _subject_cancelled(p: SubscriptionCancelledProps, _: Brand) -> str:
+    if p.product_name is None:
+        return "Your subscription has been cancelled"
+    return _fit("Subscription cancelled: ", p.product_name)
+
+
+_SUBJECTS: dict[str, Callable[[Any, Brand], str]] = {
+    "purchase-confirmation": _subject_purchase,
+    "payment-failed": _subject_payment_failed,
+    "invoice-paid": _subject_invoice_paid,
+    "new-signup": _subject_signup,
+    "github-access-granted": _subject_github,
+    "checkout-expired": _subject_checkout_expired,
+    "subscription-cancelled": _subject_cancelled,
+}
+
+
+# English month names whatever the process locale (strftime's %B follows LC_TIME).
+_MONTHS = (
+    *("January", "February", "March", "April", "May", "June"),
+    *("July", "August", "September", "October", "November", "December"),
+)
+
+
+def _long_date(value: date) -> str:
+    return f"{_MONTHS[value.month - 1]} {value.day}, {value.year}"
+
+
+def _date_range(bounds: tuple[date, date]) -> str:
+    start, end = bounds
+    if start.year == end.year:
+        return f"{_MONTHS[start.month - 1]} {start.day} {EN_DASH} {_long_date(end)}"
+    return f"{_long_date(start)} {EN_DASH} {_long_date(end)}"
+
+
+@cache
+def _environment() -> Environment:
+    env = Environment(
+        loader=FileSystemLoader(TEMPLATE_DIR),
+        autoescape=select_autoescape(enabled_extensions=("html",), default=False),
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+    env.filters["long_date"] = _long_date
+    env.filters["date_range"] = _date_range
+    return env
+
+
+@cache
+def _inliner() -> css_inline.CSSInliner:
+    # Media queries cannot be inlined; keep_at_rules leaves them in a <style> block.
+    return css_inline.CSSInliner(keep_at_rules=True, load_remote_stylesheets=False)
+
+
+def _inline(html: str) -> str:
+    return _inliner().inline(html)
+
+
+def _tidy_text(text: str) -> str:
+    lines = [line.rstrip() for line in text.strip().splitlines()]
+    return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)) + "\n"

@@ -1,0 +1,89 @@
+"""Realistic props of every e-mail kind, for previews and the sample-mail route."""
+
+from __future__ import annotations
+
+from datetime import date
+from typing import Any
+
+from core.email.props import EmailProps, props_model
+
+_SHOP = "https://acme.example.com"
+SAMPLES: dict[str, dict[str, Any]] = {
+    "purchase-confirmation": {
+        "customer_name": "Ada Lovelace",
+        "customer_email": "ada@example.com",
+        "order_number": "ORD-2026-004817",
+        "product_name": "Starter Kit Pro",
+        "amount": "$149.00",
+        "product_type": "link",
+        "billing": "one_time",
+        "purchase_date": date(2026, 11, 21),
+        "download_links": [
+            {"label": "Starter Kit Pro v2.4 (zip, 18 MB)", "url": f"{_SHOP}/downloads/starter-kit"},
+            {"label": "Design assets (Figma)", "url": f"{_SHOP}/downloads/design-assets"},
+        ],
+        "repository": None,
+        "invoice_url": "https://invoice.stripe.com/i/acct_1Acme/test_inv_4817",
+        "products_url": f"{_SHOP}/dashboard/products",
+        "dashboard_url": f"{_SHOP}/dashboard",
+    },
+    "payment-failed": {
+        "customer_name": "Ada Lovelace",
+        "amount": "€19.99",
+        "product_name": "Team plan (monthly)",
+        "failure_reason": "Your card was declined.",
+        "next_attempt_date": date(2026, 11, 24),
+        "update_payment_url": f"{_SHOP}/dashboard/billing",
+        "invoice_url": "https://invoice.stripe.com/i/acct_1Acme/test_inv_5120",
+    },
+    "invoice-paid": {
+        "customer_name": "Ada Lovelace",
+        "amount": "$29.00",
+        "invoice_number": "ACME-0042-0007",
+        "product_name": "Team plan",
+        "paid_date": date(2026, 11, 21),
+        "period_start": date(2026, 11, 21),
+        "period_end": date(2026, 12, 20),
+        "next_billing_date": date(2026, 12, 21),
+        "receipt_url": "https://pay.stripe.com/receipts/acct_1Acme/test_rcpt_0007",
+        "dashboard_url": f"{_SHOP}/dashboard",
+    },
+    "new-signup": {
+        "customer_name": "Ada Lovelace",
+        "customer_email": "ada@example.com",
+        "temporary_password": "mauve-Otter-42-lantern",
+        "dashboard_url": f"{_SHOP}/dashboard",
+        "signin_url": f"{_SHOP}/signin",
+        "docs_url": f"{_SHOP}/docs/getting-started",
+    },
+    "github-access-granted": {
+        "customer_name": "Ada Lovelace",
+        "repository": "acme-labs/saas-starter",
+        "product_name": "SaaS Starter Source",
+        "github_username": "adalovelace",
+        "docs_links": [
+            {"label": "Quick start", "url": f"{_SHOP}/docs/quick-start"},
+            {"label": "Deploying to Cloud Run", "url": f"{_SHOP}/docs/deploy"},
+        ],
+    },
+    "checkout-expired": {
+        "customer_name": "Ada Lovelace",
+        "product_name": "Starter Kit Pro",
+        "checkout_url": "https://checkout.stripe.com/c/pay/cs_test_a1B2c3D4",
+        "product_description": "Production-ready SaaS boilerplate with auth, billing and e-mail.",
+        "amount": "$149.00",
+        "billing": "one_time",
+    },
+    "subscription-cancelled": {
+        "customer_name": "Ada Lovelace",
+        "product_name": "Team plan",
+        "access_end_date": date(2026, 12, 20),
+        "reactivate_url": f"{_SHOP}/dashboard/billing",
+        "feedback_url": f"{_SHOP}/feedback?topic=cancellation",
+    },
+}
+
+
+def sample_props(kind: str) -> EmailProps:
+    """The kind's sample, validated into its props model."""
+    return props_model(kind).model_validate(SAMPLES[kind])

@@ -1,0 +1,60 @@
+"""GET /api/test-email: registered only when ENABLE_TEST_EMAIL is on (never by default in
+production), so strangers cannot use the service to send mail."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Blueprint, jsonify, request
+from flask.typing import ResponseReturnValue
+from pydantic import BaseModel, field_validator
+
+from core.addresses import email_address
+from core.email.props import KINDS
+from handlers.deps import container
+from handlers.parsing import validate
+from services.sample_emails import send_samples
+
+bp = Blueprint("sample_emails", __name__)
+
+
+class SampleEmailQuery(BaseModel):
+    type: str = "all"
+    email: str | None = None
+
+    @field_validator("type")
+    @classmethod
+    def _kind(cls, value: str) -> str:
+        if value not in (*KINDS, "all"):
+            raise ValueError(f"Unknown email type '{value}'; use one of: {', '.join(KINDS)}, all")
+        return value
+
+    @field_validator("email", mode="before")
+    @classmethod
+    def _email(cls, value: Any) -> str | None:
+        return email_address(value) if value else None
+
+
+@bp.get("/api/test-email")
+def send_sample_emails() -> ResponseReturnValue:
+    c = container()
+    query = validate(SampleEmailQuery, request.args.to_dict())
+    # Without `email`, samples go to the team's own support inbox, never to a third party.
+    to = query.email or c.settings.support_email
+    kinds = KINDS if query.type == "all" else (query.type,)
+    results = send_samples(
+        kinds=kinds,
+        to=to,
+        mailer=c.mailer,
+        brand=c.brand,
+        sender=c.settings.email_from_admin,
+        reply_to=c.settings.support_email,
+    )
+    sent = all(r.status == "sent" for r in results)
+    noun = "email" if len(kinds) == 1 else "emails"
+    return jsonify(
+        success=sent,
+        message=f"Test {noun} sent to {to}" if sent else f"Some test {noun} to {to} failed",
+        emailType=query.type,
+        results=[{"type": r.type, "status": r.status} for r in results],
+    )

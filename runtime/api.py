@@ -1,0 +1,48 @@
+"""The Flask API: blueprints, error mapping, logging and CLI commands on one app."""
+
+from __future__ import annotations
+
+from flask import Flask
+from werkzeug.middleware.proxy_fix import ProxyFix
+
+from handlers import (
+    auth,
+    errors,
+    github,
+    health,
+    leads,
+    payments,
+    products,
+    sample_emails,
+    webhook,
+)
+from runtime import cli, logs
+from runtime.container import Container
+
+MAX_BODY_BYTES = 1024 * 1024
+
+
+def build_api(container: Container) -> Flask:
+    """The API application over `container`'s collaborators."""
+    app = Flask("main")
+    app.config["MAX_CONTENT_LENGTH"] = MAX_BODY_BYTES
+    app.json.sort_keys = False  # type: ignore[attr-defined]
+    app.extensions["container"] = container
+    # Cloud Run terminates TLS in front of us: trust X-Forwarded-Proto for redirects and cookies.
+    app.wsgi_app = ProxyFix(app.wsgi_app, x_proto=1)  # type: ignore[method-assign]
+    logs.init_app(app, project_id=container.settings.google_cloud_project)
+    errors.register(app)
+    for blueprint in (
+        health.bp,
+        auth.bp,
+        leads.bp,
+        payments.bp,
+        webhook.bp,
+        products.bp,
+        github.bp,
+    ):
+        app.register_blueprint(blueprint)
+    if container.settings.test_email_enabled:
+        app.register_blueprint(sample_emails.bp)
+    cli.register(app)
+    return app

@@ -1,0 +1,171 @@
+"""Builds each adapter once, on first use, from the settings: nothing dials out at import.
+
+Each builder imports its own adapter, so a process loads only the SDKs it uses (a subscriber
+never loads Supabase Auth or PyGithub; the API loads gRPC only to publish to Pub/Sub).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from config import Settings, secret
+from core.email.render import Brand
+from core.events import Event
+from runtime.lazy import once
+from subscribers import TARGETS
+
+if TYPE_CHECKING:
+    from adapters.accounts import Accounts
+    from adapters.bus import EventBus
+    from adapters.db.pool import Database
+    from adapters.github_api import GitHubGateway
+    from adapters.mail.message import Mailer
+    from adapters.stripe_api import StripeGateway
+    from adapters.supabase_auth import SupabaseAuth
+    from adapters.tokens import TokenVerifier
+    from subscribers.access import AccessSubscriber
+    from subscribers.emails import EmailSubscriber
+
+
+def brand_for(settings: Settings, *, default_site: str) -> Brand:
+    """Who the e-mails speak for: the admin sender's display name, the site, the support inbox."""
+    name = settings.email_from_admin.partition("<")[0].strip().strip('"')
+    product = name.removesuffix(" Team").strip() or "Acme"
+    site = str(settings.site_url) if settings.site_url else default_site
+    return Brand(product_name=product, site_url=site, support_email=settings.support_email)
+
+
+class Container:
+    """The service's collaborators, shared by the API and the subscriber targets."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+
+    def database_url(self) -> str:
+        """DATABASE_URL; locally, `make run`, `make demo` and the tests start a Postgres."""
+        if self.settings.database_url is None:
+            raise RuntimeError(
+                "DATABASE_URL is not set: `make run` starts a local Postgres and prints its URL"
+            )
+        return self.settings.database_url.get_secret_value()
+
+    @once
+    def db(self) -> Database:
+        from adapters.db.pool import Database
+
+        return Database(self.database_url)
+
+    @once
+    def stripe(self) -> StripeGateway:
+        from adapters.stripe_api import StripeGateway
+
+        s = self.settings
+        return StripeGateway(
+            api_key=secret(s.stripe_secret_key),
+            api_base=str(s.stripe_api_base) if s.stripe_api_base else None,
+            api_version=s.stripe_api_version,
+        )
+
+    @once
+    def supabase_auth(self) -> SupabaseAuth:
+        from adapters.supabase_auth import SupabaseAuth
+
+        s = self.settings
+        return SupabaseAuth(
+            url=str(s.supabase_url) if s.supabase_url else None,
+            anon_key=secret(s.supabase_anon_key),
+        )
+
+    @once
+    def tokens(self) -> TokenVerifier:
+        from adapters.tokens import TokenVerifier
+
+        s = self.settings
+        return TokenVerifier(
+            jwt_secret=secret(s.supabase_jwt_secret),
+            supabase_url=str(s.supabase_url) if s.supabase_url else None,
+        )
+
+    @once
+    def accounts(self) -> Accounts:
+        from adapters.accounts import LocalAccounts, SupabaseAccounts
+
+        s = self.settings
+        if s.supabase_url and s.supabase_service_role_key:
+            origin = s.site_origin
+            return SupabaseAccounts(
+                url=str(s.supabase_url),
+                service_role_key=s.supabase_service_role_key.get_secret_value(),
+                redirect_to=origin + s.auth_callback_url if origin else None,
+            )
+        if s.is_production:
+            raise RuntimeError("SUPABASE_SERVICE_ROLE_KEY is required in production")
+        return LocalAccounts(self.db)
+
+    @once
+    def github(self) -> GitHubGateway:
+        from adapters.github_api import GitHubGateway
+
+        s = self.settings
+        return GitHubGateway(token=secret(s.github_token), api_url=str(s.github_api_url))
+
+    @once
+    def mailer(self) -> Mailer:
+        """Resend when RESEND_API_KEY is set, else the outbox folder; no client is built yet."""
+        s = self.settings
+        if s.resend_api_key is not None:
+            from adapters.mail.resend import ResendMailer
+
+            api_url = str(s.resend_api_url) if s.resend_api_url else None
+            return ResendMailer(s.resend_api_key.get_secret_value(), api_url)
+        from adapters.mail.outbox import OutboxMailer
+
+        return OutboxMailer(s.email_outbox_dir)
+
+    @once
+    def brand(self) -> Brand:
+        return brand_for(self.settings, default_site=f"http://localhost:{self.settings.port}")
+
+    @once
+    def access_subscriber(self) -> AccessSubscriber:
+        from subscribers.access import AccessSubscriber
+
+        return AccessSubscriber(db=self.db, stripe=self.stripe, accounts=self.accounts)
+
+    @once
+    def email_subscriber(self) -> EmailSubscriber:
+        from subscribers.emails import EmailSubscriber
+
+        return EmailSubscriber(
+            db=self.db,
+            mailer=self.mailer,
+            brand=self.brand,
+            sender=self.settings.email_from_admin,
+            reply_to=self.settings.support_email,
+        )
+
+    def subscriber(self, target: str) -> Callable[[Event], object]:
+        """The subscriber behind one of `subscribers.TARGETS`."""
+        if target == "access":
+            return self.access_subscriber
+        if target == "emails":
+            return self.email_subscriber
+        raise ValueError(f"unknown subscriber target {target!r}; expected one of {TARGETS}")
+
+    @once
+    def bus(self) -> EventBus:
+        if self.settings.event_bus == "pubsub":
+            from adapters.bus.pubsub import PubSubBus
+
+            return PubSubBus.from_settings(self.settings)
+        from adapters.bus.inline import InlineBus
+
+        return InlineBus({target: self.subscriber(target) for target in TARGETS})
+
+    def close(self) -> None:
+        """Flush the bus and close the pool (on SIGTERM, at worker exit)."""
+        if "bus" in self.__dict__:
+            self.bus.close()
+        if "db" in self.__dict__:
+            self.db.close()

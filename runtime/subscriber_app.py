@@ -1,0 +1,33 @@
+"""The subscriber targets (`access`, `emails`) as a WSGI app for gunicorn, like the API.
+
+`functions-framework` builds this same Flask app, then serves it with gunicorn options it fixes
+itself (30 s graceful timeout, no `worker_exit` hook, plain-text logs). Handing the app to our
+gunicorn instead lets both paths share `gunicorn.conf.py`: drained within Cloud Run's 10 s grace,
+closed on worker exit, JSON logs. `bin/serve` runs `gunicorn 'runtime.subscriber_app:create_app()'`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import flask
+import functions_framework
+
+from config import Settings
+from runtime import logs
+from subscribers import TARGETS
+
+MAIN = Path(__file__).resolve().parents[1] / "main.py"
+
+
+def create_app(target: str | None = None) -> flask.Flask:
+    """The Functions Framework app for one CloudEvent target of `main.py` (FUNCTION_TARGET's)."""
+    settings = Settings()
+    name = target or settings.function_target
+    if name not in TARGETS:
+        raise ValueError(f"FUNCTION_TARGET must be one of {', '.join(TARGETS)}, not {name!r}")
+    app = functions_framework.create_app(name, str(MAIN), "cloudevent")  # type: ignore[no-untyped-call]
+    if not isinstance(app, flask.Flask):
+        raise TypeError(f"{name} must be a synchronous CloudEvent function")
+    logs.init_app(app, project_id=settings.google_cloud_project)
+    return app

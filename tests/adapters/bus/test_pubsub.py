@@ -1,0 +1,276 @@
+"""Fan-out through the real Pub/Sub emulator, across processes: the API under gunicorn
+publishes, the emulator pushes, the access target under functions-framework writes Postgres."""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from google.cloud import pubsub_v1
+
+from adapters.bus import PublishError
+from adapters.bus.pubsub import PubSubBus
+from adapters.db.pool import Database
+from adapters.db.products import seed_demo_products
+from config import Settings
+from core.events import parse_event
+from dev import pubsub_emulator
+from runtime.container import Container
+from tests.helpers import create_user, stripe_event, wait_for
+from tests.pubsub_fixtures import (  # noqa: F401  # fixtures: pytest finds them by name
+    PROJECT,
+    Pipeline,
+    PubSub,
+    access_target_fixture,
+    api_server_fixture,
+    pipeline_fixture,
+    post_event,
+    pubsub_fixture,
+    service_env_fixture,
+    spawn,
+)
+
+PRICE = "price_demo_team_monthly"
+
+
+def completed(user_id: str, session: str = "cs_ps_1") -> dict[str, Any]:
+    return {
+        "id": session,
+        "object": "checkout.session",
+        "client_reference_id": user_id,
+        "customer": "cus_ps",
+        "subscription": "sub_ps",
+        "mode": "subscription",
+        "metadata": {"price_id": PRICE},
+        "payment_status": "paid",
+        "amount_total": 1900,
+        "currency": "usd",
+        "customer_details": {"email": "ps@example.com", "name": "Ada"},
+    }
+
+
+def has_access(db: Database, user_id: str) -> bool:
+    [row] = db.fetch_all("select has_access from public.profiles where id = %s", (user_id,))
+    return bool(row["has_access"])
+
+
+def outcomes(db: Database) -> list[str]:
+    rows = db.fetch_all(
+        "select outcome from public.processed_events where consumer = 'access'"
+        " and outcome <> 'pending' order by processed_at"
+    )
+    return [row["outcome"] for row in rows]
+
+
+def emulator_processes(port: int) -> list[str]:
+    """Command lines of live processes serving an emulator on `port` (the Java server too)."""
+    found = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            words = cmdline.read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if any(
+            w in (f"--port={port}".encode(), f"--host-port=127.0.0.1:{port}".encode())
+            for w in words
+        ):
+            found.append(b" ".join(words).decode(errors="replace"))
+    return found
+
+
+@pytest.fixture
+def buyer(db: Database) -> str:
+    seed_demo_products(db)
+    return create_user(db, "ps@example.com")
+
+
+@pytest.fixture
+def profiles_refuse_writes(db: Database) -> Iterator[Callable[[], None]]:
+    """A trigger that fails every profile update (counting attempts); call the result to lift it."""
+    with db.transaction() as conn:
+        conn.execute("create sequence if not exists public.test_refused_writes")
+        conn.execute(
+            "create or replace function public.test_refuse_profile_writes() returns trigger"
+            " language plpgsql as $$ begin perform nextval('public.test_refused_writes');"
+            " raise exception 'profiles are read-only in this test'; end $$"
+        )
+        conn.execute(
+            "create trigger test_refuse_writes before update on public.profiles"
+            " for each row execute function public.test_refuse_profile_writes()"
+        )
+
+    def lift() -> None:
+        with db.transaction() as conn:
+            conn.execute("drop trigger if exists test_refuse_writes on public.profiles")
+            conn.execute("drop function if exists public.test_refuse_profile_writes()")
+
+    yield lift
+    lift()
+    with db.transaction() as conn:
+        conn.execute("drop sequence if exists public.test_refused_writes")
+
+
+def refused_writes(db: Database) -> int:
+    [row] = db.fetch_all("select last_value, is_called from public.test_refused_writes")
+    return int(row["last_value"]) if row["is_called"] else 0
+
+
+def test_publish_carries_the_raw_body_and_the_event_attributes(
+    pubsub: PubSub, settings_factory: Callable[..., Settings], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pubsub.ensure_running()
+    topic = "bus-contract"
+    pubsub.ensure_topology({})  # the topic the pipeline uses exists; this one is ours alone
+    monkeypatch.setenv("PUBSUB_EMULATOR_HOST", pubsub.host)  # the client library's own switch
+    publisher, subscriber = pubsub_v1.PublisherClient(), pubsub_v1.SubscriberClient()
+    topic_path = publisher.topic_path(PROJECT, topic)
+    sub_path = subscriber.subscription_path(PROJECT, "bus-contract-pull")
+    publisher.create_topic(name=topic_path)
+    subscriber.create_subscription(name=sub_path, topic=topic_path)
+    container = Container(
+        settings_factory(event_bus="pubsub", pubsub_topic=topic, pubsub_emulator_host=pubsub.host)
+    )
+    body = stripe_event("invoice.paid", {"id": "in_1", "customer": "cus_1"}, event_id="evt_attr")
+    container.bus.publish(parse_event(json.loads(body)), body)
+    container.close()
+    [received] = subscriber.pull(
+        subscription=sub_path, max_messages=10, timeout=10
+    ).received_messages
+    assert received.message.data == body
+    assert dict(received.message.attributes) == parse_event(json.loads(body)).attributes
+    with pytest.raises(PublishError, match="closed"):
+        container.bus.publish(parse_event(json.loads(body)), body)
+    subscriber.delete_subscription(subscription=sub_path)
+    publisher.delete_topic(topic=topic_path)
+
+
+def test_a_publish_nobody_receives_fails_within_the_timeout() -> None:
+    bus = PubSubBus(
+        project=PROJECT,
+        topic="payment-events",
+        emulator_host=f"127.0.0.1:{pubsub_emulator.free_port()}",
+        timeout=1.0,
+    )
+    body = stripe_event("invoice.paid", {"id": "in_1", "customer": "cus_1"})
+    started = time.monotonic()
+    with pytest.raises(PublishError):
+        bus.publish(parse_event(json.loads(body)), body)
+    assert time.monotonic() - started < 2.5
+    bus.close()
+
+
+def test_topology_is_idempotent_and_follows_a_new_endpoint(
+    pubsub: PubSub, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pubsub.ensure_running()
+    pubsub.ensure_topology({"probe": "http://127.0.0.1:9/first/"})
+    pubsub.ensure_topology({"probe": "http://127.0.0.1:9/second/"})
+    monkeypatch.setenv("PUBSUB_EMULATOR_HOST", pubsub.host)
+    with pubsub_v1.SubscriberClient() as subscriber:
+        found = subscriber.get_subscription(
+            subscription=f"projects/{PROJECT}/subscriptions/payment-events-probe"
+        )
+        subscriber.delete_subscription(subscription=found.name)
+    assert found.push_config.push_endpoint == "http://127.0.0.1:9/second/"
+    assert found.retry_policy.minimum_backoff.total_seconds() == pytest.approx(0.1)
+    assert found.dead_letter_policy.dead_letter_topic.endswith("/payment-events-dead-letter")
+    assert found.dead_letter_policy.max_delivery_attempts == 5
+
+
+def test_a_signed_webhook_travels_through_pubsub_to_postgres(
+    pipeline: Pipeline, buyer: str
+) -> None:
+    response = pipeline.post_event(stripe_event("checkout.session.completed", completed(buyer)))
+    assert (response.status_code, response.json()) == (200, {})
+    wait_for(lambda: has_access(pipeline.db, buyer))
+    assert outcomes(pipeline.db) == ["granted"]
+
+
+def test_the_same_event_delivered_three_times_has_one_effect(
+    pipeline: Pipeline, buyer: str
+) -> None:
+    body = stripe_event("checkout.session.completed", completed(buyer), event_id="evt_ps_dup")
+    for _ in range(3):
+        assert pipeline.post_event(body).status_code == 200
+    # Three messages, three pushes: the first applies, the other two find the ledger entry.
+    wait_for(lambda: pipeline.access_log_count("evt_ps_dup", "duplicate") == 2)
+    assert pipeline.access_log_count("evt_ps_dup", "granted") == 1
+    assert outcomes(pipeline.db) == ["granted"]
+    assert len(pipeline.db.fetch_all("select id from public.purchases")) == 1
+    assert has_access(pipeline.db, buyer)
+
+
+def test_events_delivered_newest_first_end_in_the_newest_state(
+    pipeline: Pipeline, buyer: str
+) -> None:
+    with pipeline.db.transaction() as conn:
+        conn.execute("update public.profiles set customer_id = 'cus_ps' where id = %s", (buyer,))
+    now = int(time.time())
+    deleted = {"id": "sub_ps", "customer": "cus_ps", "status": "canceled"}
+    pipeline.post_event(stripe_event("customer.subscription.deleted", deleted, created=now))
+    wait_for(lambda: outcomes(pipeline.db))
+    paid = {"id": "in_ps", "customer": "cus_ps", "subscription": "sub_ps"}
+    pipeline.post_event(stripe_event("invoice.paid", paid, created=now - 60))
+    wait_for(lambda: len(outcomes(pipeline.db)) == 2)
+    assert outcomes(pipeline.db) == ["revoked", "stale"]
+    assert not has_access(pipeline.db, buyer)
+
+
+def test_with_pubsub_down_the_webhook_answers_5xx_and_stripes_retry_lands(
+    pipeline: Pipeline, buyer: str
+) -> None:
+    body = stripe_event("checkout.session.completed", completed(buyer), event_id="evt_ps_down")
+    port = pipeline.pubsub.emulator.port
+    pipeline.pubsub.stop()
+    assert emulator_processes(port) == [], "the Java server outlived the stop"
+    refused = pipeline.post_event(body)
+    assert refused.status_code == 503
+    assert "retry" in refused.json()["error"]
+    pipeline.connect()  # the emulator back on the same port, empty: topology created again
+    assert pipeline.post_event(body).status_code == 200  # Stripe's retry: same body, new signature
+    wait_for(lambda: has_access(pipeline.db, buyer))
+    assert outcomes(pipeline.db) == ["granted"]
+
+
+def test_a_failed_database_write_is_retried_by_pubsub_and_lands_once(
+    pipeline: Pipeline, buyer: str, profiles_refuse_writes: Callable[[], None]
+) -> None:
+    body = stripe_event("checkout.session.completed", completed(buyer), event_id="evt_ps_retry")
+    assert pipeline.post_event(body).status_code == 200
+    wait_for(lambda: refused_writes(pipeline.db) >= 1)
+    assert outcomes(pipeline.db) == []  # the claim rolled back with the failed write
+    profiles_refuse_writes()
+    wait_for(lambda: has_access(pipeline.db, buyer))
+    assert outcomes(pipeline.db) == ["granted"]
+    assert len(pipeline.db.fetch_all("select id from public.purchases")) == 1
+
+
+def test_make_run_with_pubsub_serves_the_whole_pipeline_and_stops_the_emulator(
+    service_env: dict[str, str], db: Database, buyer: str, tmp_path: Path
+) -> None:
+    port = pubsub_emulator.free_port()
+    env = {k: v for k, v in service_env.items() if k != "PUBSUB_EMULATOR_HOST"}
+    env |= {"PORT": str(port), "EVENT_BUS": "pubsub"}
+    server = spawn(
+        [sys.executable, "-m", "dev.server"], env=env, port=port, log=tmp_path / "dev.log"
+    )
+    try:
+        found = re.search(r"Pub/Sub emulator on 127\.0\.0\.1:(\d+)", server.output())
+        assert found, server.output()
+        emulator_port = int(found.group(1))
+        response = post_event(
+            server.url, stripe_event("checkout.session.completed", completed(buyer))
+        )
+        assert response.status_code == 200
+        wait_for(lambda: has_access(db, buyer))
+    finally:
+        server.stop()  # SIGTERM: the development server stops the emulator it started
+    assert server.process.returncode == 0, server.output()[-2000:]
+    assert not pubsub_emulator.answers(f"127.0.0.1:{emulator_port}")
+    assert emulator_processes(emulator_port) == []

@@ -1,0 +1,132 @@
+"""The migrations and row-level security, exercised as Supabase's roles with JWT claims set."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import psycopg
+import pytest
+
+from adapters.db import migrations
+from adapters.db.pool import Connection, Database
+from adapters.db.products import seed_demo_products
+from tests.helpers import create_user, empty_database
+
+
+@contextmanager
+def as_role(db: Database, role: str, user_id: str | None = None) -> Iterator[Connection]:
+    """A transaction running as `role` with `request.jwt.claims` set, as PostgREST does."""
+    claims = json.dumps({"sub": user_id, "role": role} if user_id else {"role": role})
+    with db.pool.connection() as conn:
+        try:
+            with conn.transaction():
+                conn.execute("select set_config('request.jwt.claims', %s, true)", (claims,))
+                conn.execute(f"set local role {role}")
+                yield conn
+                raise _Rollback
+        except _Rollback:
+            pass
+
+
+class _Rollback(Exception):
+    pass
+
+
+def ids(conn: Connection, table: str) -> set[str]:
+    rows = conn.execute(f"select id from public.{table}").fetchall()  # noqa: S608 - test constant
+    return {str(r["id"]) for r in rows}
+
+
+def test_new_auth_user_gets_a_profile(db: Database) -> None:
+    user = create_user(db, "new@example.com", name="Ada Lovelace")
+    [row] = db.fetch_all(
+        "select email, name, has_access, is_admin from public.profiles where id = %s", (user,)
+    )
+    assert row == {
+        "email": "new@example.com",
+        "name": "Ada Lovelace",
+        "has_access": False,
+        "is_admin": False,
+    }
+
+
+def test_users_read_only_their_own_profile_and_admins_read_all(db: Database) -> None:
+    alice, bob = create_user(db, "alice@example.com"), create_user(db, "bob@example.com")
+    with as_role(db, "authenticated", alice) as conn:
+        assert ids(conn, "profiles") == {alice}
+    with as_role(db, "anon") as conn:
+        assert ids(conn, "profiles") == set()
+    with db.transaction() as conn:
+        conn.execute("update public.profiles set is_admin = true where id = %s", (bob,))
+    with as_role(db, "authenticated", bob) as conn:
+        assert ids(conn, "profiles") == {alice, bob}
+
+
+def test_users_cannot_grant_themselves_access(db: Database) -> None:
+    alice = create_user(db, "alice@example.com")
+    with as_role(db, "authenticated", alice) as conn:
+        updated = conn.execute(
+            "update public.profiles set has_access = true where id = %s", (alice,)
+        )
+        assert updated.rowcount == 0
+        deleted = conn.execute("delete from public.profiles where id = %s", (alice,))
+        assert deleted.rowcount == 0
+
+
+def test_purchases_are_private_to_their_buyer(db: Database) -> None:
+    alice, bob = create_user(db, "alice@example.com"), create_user(db, "bob@example.com")
+    with db.transaction() as conn:
+        for user, session in ((alice, "cs_a"), (bob, "cs_b")):
+            conn.execute(
+                "insert into public.purchases (user_id, stripe_checkout_session_id)"
+                " values (%s, %s)",
+                (user, session),
+            )
+    with as_role(db, "authenticated", alice) as conn:
+        rows = conn.execute(
+            "select stripe_checkout_session_id as s from public.purchases"
+        ).fetchall()
+        assert [r["s"] for r in rows] == ["cs_a"]
+
+
+def test_everyone_reads_active_products_only(db: Database) -> None:
+    seed_demo_products(db)
+    with db.transaction() as conn:
+        conn.execute("update public.products set is_active = false where name = 'Starter Kit'")
+    with as_role(db, "anon") as conn:
+        names = {r["name"] for r in conn.execute("select name from public.products").fetchall()}
+        assert names == {"Pro Repository", "Team Monthly"}
+
+
+def test_nobody_reads_leads_through_the_api(db: Database) -> None:
+    with db.transaction() as conn:
+        conn.execute("insert into public.leads (email) values ('x@example.com')")
+    alice = create_user(db, "alice@example.com")
+    with as_role(db, "authenticated", alice) as conn:
+        assert conn.execute("select count(*) as n from public.leads").fetchone() == {"n": 0}
+
+
+def test_migrations_apply_once_and_record_like_the_supabase_cli(database_url: str) -> None:
+    assert migrations.apply_all(database_url, allow_auth_stand_in=True) == []
+    with psycopg.connect(database_url) as conn:
+        versions = [
+            r[0]
+            for r in conn.execute(
+                "select version from supabase_migrations.schema_migrations order by version"
+            )
+        ]
+    assert versions == [m.version for m in migrations.available()]
+
+
+def test_migrations_on_an_empty_database(database_url: str) -> None:
+    with empty_database(database_url) as url:
+        first = migrations.apply_all(url, allow_auth_stand_in=True)
+        assert first == [m.version for m in migrations.available()]
+        assert migrations.apply_all(url, allow_auth_stand_in=True) == []
+
+
+def test_without_auth_schema_and_no_stand_in_migrations_fail(database_url: str) -> None:
+    with empty_database(database_url) as url, pytest.raises(psycopg.errors.InvalidSchemaName):
+        migrations.apply_all(url, allow_auth_stand_in=False)

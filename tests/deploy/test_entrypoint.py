@@ -1,0 +1,270 @@
+"""The image and its entry point: Dockerfile, .dockerignore, bin/serve, gunicorn.conf.py.
+
+No Docker engine here, so the Dockerfile is checked statically; bin/serve and the gunicorn
+settings run for real, on a stand-in app module in a scratch copy of the entry-point files.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import os
+import runpy
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from fnmatch import fnmatch
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+import requests
+from gunicorn.config import Config
+
+from config import PRODUCTION_REQUIRED
+
+ROOT = Path(__file__).resolve().parents[2]
+ENTRY_FILES = ("bin/serve", "gunicorn.conf.py", "runtime", "config.py", "subscribers")
+
+
+def instructions() -> list[tuple[str, str]]:
+    """The Dockerfile's (INSTRUCTION, arguments), continuation lines joined."""
+    text = (ROOT / "Dockerfile").read_text().replace("\\\n", " ")
+    lines = [line.strip() for line in text.splitlines()]
+    pairs = [line.split(None, 1) for line in lines if line and not line.startswith("#")]
+    return [(pair[0].upper(), pair[1] if len(pair) > 1 else "") for pair in pairs]
+
+
+def test_every_file_the_dockerfile_copies_exists() -> None:
+    copies = [args.split() for name, args in instructions() if name == "COPY"]
+    sources = [src for words in copies if not words[0].startswith("--") for src in words[:-1]]
+    assert sources, "the Dockerfile copies the checkout"
+    assert all((ROOT / source).exists() for source in sources), sources
+
+
+def test_the_image_installs_locked_runtime_dependencies_only() -> None:
+    steps = instructions()
+    runs = " ".join(args for name, args in steps if name == "RUN")
+    bases = {args.split()[0] for name, args in steps if name == "FROM"}
+    assert "uv sync --frozen --no-dev" in runs
+    assert ("ARG", "PYTHON_IMAGE=python:3.11-slim") in steps
+    assert bases == {"${PYTHON_IMAGE}"}, "build and runtime stages share the base image"
+
+
+def test_the_image_runs_bin_serve_as_a_non_root_user() -> None:
+    steps = instructions()
+    user = [args for name, args in steps if name == "USER"][-1]
+    [cmd] = [json.loads(args) for name, args in steps if name == "CMD"]
+    workdir = [args for name, args in steps if name == "WORKDIR"][-1]
+    assert user not in {"root", "0"}
+    assert workdir == "/app"
+    assert cmd == ["bin/serve"]
+    serve = ROOT / cmd[0]
+    assert os.access(serve, os.X_OK)
+    assert serve.read_text().startswith("#!/usr/bin/env bash\n")
+
+
+def dockerignore() -> list[str]:
+    lines = (ROOT / ".dockerignore").read_text().splitlines()
+    return [line.strip().lstrip("/") for line in lines if line.strip() and line[0] != "#"]
+
+
+def ignored(path: str, patterns: list[str]) -> bool:
+    parts = path.split("/")
+    prefixes = ["/".join(parts[: n + 1]) for n in range(len(parts))]
+    variants = [p for pattern in patterns for p in (pattern, pattern.removeprefix("**/"))]
+    return any(fnmatch(prefix, pattern) for prefix in prefixes for pattern in variants)
+
+
+def test_dockerignore_leaves_out_local_state() -> None:
+    patterns = dockerignore()
+    assert not [p for p in patterns if p.startswith("!")], "no exceptions: keep it a deny-list"
+    for path in (".venv", ".data", ".git", ".env", "tests/conftest.py", "x/__pycache__/y.pyc"):
+        assert ignored(path, patterns), path
+
+
+def runtime_files() -> list[str]:
+    """What the service imports or reads at run time: top-level modules and packages, data."""
+    modules = [p.name for p in ROOT.glob("*.py")]
+    packages = [
+        p.parent.name for p in ROOT.glob("*/__init__.py") if p.parent.name not in ("tests", "dev")
+    ]
+    return [*modules, *packages, *ENTRY_FILES, "templates", "supabase/migrations", "uv.lock"]
+
+
+def test_dockerignore_keeps_everything_the_service_runs() -> None:
+    patterns = dockerignore()
+    kept_out = [path for path in runtime_files() if ignored(path, patterns)]
+    assert "main.py" in runtime_files()
+    assert not kept_out, f".dockerignore drops files the service needs: {kept_out}"
+
+
+@pytest.fixture
+def gunicorn_settings(monkeypatch: pytest.MonkeyPatch) -> tuple[Config, dict[str, Any]]:
+    """gunicorn.conf.py read the way gunicorn reads a config file."""
+    monkeypatch.setenv("PORT", "9123")
+    monkeypatch.setenv("WEB_CONCURRENCY", "3")
+    namespace = runpy.run_path(str(ROOT / "gunicorn.conf.py"))
+    cfg = Config()
+    for name, value in namespace.items():
+        if name in cfg.settings:
+            cfg.set(name, value)
+    return cfg, namespace
+
+
+def test_gunicorn_settings_fit_cloud_run(gunicorn_settings: tuple[Config, dict[str, Any]]) -> None:
+    cfg, _ = gunicorn_settings
+    assert cfg.bind == ["0.0.0.0:9123"]
+    assert cfg.workers == 3
+    assert cfg.worker_class_str == "gthread"
+    assert cfg.threads == 8
+    assert cfg.graceful_timeout == 8, "Cloud Run kills 10 s after SIGTERM"
+    assert cfg.timeout == 0
+    assert cfg.accesslog is None
+    assert cfg.control_socket_disable is True
+    assert cfg.preload_app is False
+
+
+def test_gunicorn_config_names_only_real_settings(
+    gunicorn_settings: tuple[Config, dict[str, Any]],
+) -> None:
+    cfg, namespace = gunicorn_settings
+    helpers = {"annotations", "Any"}
+    names = [
+        name
+        for name, value in namespace.items()
+        if not name.startswith("_") and name not in helpers
+        if not isinstance(value, ModuleType) and not inspect.isclass(value)
+    ]
+    assert "worker_exit" in names
+    assert [name for name in names if name not in cfg.settings] == []
+
+
+def test_worker_exit_without_the_app_loaded_does_nothing(
+    gunicorn_settings: tuple[Config, dict[str, Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _, namespace = gunicorn_settings
+    monkeypatch.delitem(sys.modules, "main", raising=False)
+    namespace["worker_exit"](None, None)
+
+
+def test_serve_refuses_an_unknown_target() -> None:
+    env = {**os.environ, "FUNCTION_TARGET": "billing"}
+    result = subprocess.run([ROOT / "bin/serve"], env=env, capture_output=True, text=True)
+    assert result.returncode != 0
+    assert "FUNCTION_TARGET must be one of api, access, emails, not 'billing'" in result.stderr
+
+
+STAND_IN_MAIN = """
+import logging, os, pathlib, time
+from runtime import lifecycle
+
+def access(event):
+    pathlib.Path(os.environ["MARKS"], "started").touch()
+    time.sleep(1.5)
+    logging.getLogger("main").info("handled %s", event["id"])
+
+def shutdown():
+    pathlib.Path(os.environ["MARKS"], f"shutdown-{os.getpid()}").touch()
+
+lifecycle.on_shutdown(shutdown)
+"""
+# Production settings with every secret present (none of them used by the stand-in).
+PRODUCTION = {name.upper(): f"stand-in-{name}" for name in PRODUCTION_REQUIRED} | {
+    "APP_ENV": "production",
+    "EVENT_BUS": "pubsub",
+    "SITE_URL": "https://app.example.com",
+    "SUPABASE_URL": "https://ref.supabase.co",
+    "DATABASE_URL": "postgresql://u:p@127.0.0.1:1/db",
+}
+
+
+@pytest.fixture
+def checkout(tmp_path: Path) -> Path:
+    """The entry-point files beside a stand-in `main.py`."""
+    for name in ENTRY_FILES:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        if (ROOT / name).is_dir():
+            shutil.copytree(ROOT / name, tmp_path / name, ignore=shutil.ignore_patterns("test*"))
+        else:
+            shutil.copy2(ROOT / name, tmp_path / name)
+    (tmp_path / "main.py").write_text(STAND_IN_MAIN)
+    (tmp_path / "marks").mkdir()
+    return tmp_path
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@pytest.fixture
+def subscriber(checkout: Path) -> Iterator[tuple[subprocess.Popen[str], str]]:
+    port = free_port()
+    env = {**os.environ, **PRODUCTION, "FUNCTION_TARGET": "access", "PORT": str(port)}
+    env |= {
+        "WEB_CONCURRENCY": "2",
+        "GOOGLE_CLOUD_PROJECT": "demo",
+        "MARKS": str(checkout / "marks"),
+    }
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}"
+    process = subprocess.Popen(
+        [checkout / "bin/serve"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        yield process, f"http://127.0.0.1:{port}/"
+    finally:
+        if process.poll() is None:
+            process.kill()
+        if process.stdout is not None and not process.stdout.closed:
+            process.communicate()
+
+
+def wait_for(condition: Any, timeout: float = 20) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)
+
+
+def accepts_connections(url: str) -> bool:
+    host, port = url.removeprefix("http://").rstrip("/").split(":")
+    with socket.socket() as sock:
+        return sock.connect_ex((host, int(port))) == 0
+
+
+def post_event(url: str) -> requests.Response:
+    headers = {"ce-id": "evt-1", "ce-source": "test", "ce-type": "demo", "ce-specversion": "1.0"}
+    headers["traceparent"] = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+    return requests.post(url, json={}, headers=headers, timeout=15)
+
+
+def test_sigterm_drains_the_request_in_flight_then_shuts_down(
+    subscriber: tuple[subprocess.Popen[str], str], checkout: Path
+) -> None:
+    process, url = subscriber
+    marks = checkout / "marks"
+    wait_for(lambda: accepts_connections(url))
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        response = pool.submit(post_event, url)
+        wait_for((marks / "started").exists)
+        process.send_signal(signal.SIGTERM)
+        assert response.result().status_code == 200
+    assert process.wait(timeout=10) == 0
+    output = process.communicate()[0]
+    records = [json.loads(line) for line in output.splitlines()]
+    [handled] = [r for r in records if r["message"] == "handled evt-1"]
+    assert handled["logging.googleapis.com/trace"].endswith("/4bf92f3577b34da6a3ce929d0e0e4736")
+    assert len(list(marks.glob("shutdown-*"))) == 2, "the shutdown hooks ran in each worker"

@@ -1,0 +1,130 @@
+"""Each target started with the exact command the container runs (`bin/serve`), answering."""
+
+from __future__ import annotations
+
+import base64
+import os
+import signal
+import socket
+import subprocess
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+import requests
+
+from adapters.db.pool import Database
+from config import Settings
+from dev.processes import environment
+from tests.helpers import create_user, stripe_event, wait_for
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def start(target: str, env: dict[str, str], log: Path) -> tuple[subprocess.Popen[bytes], str]:
+    """`bin/serve` in its own process group, its output in `log` (a pipe could fill and block)."""
+    port = free_port()
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            [str(ROOT / "bin" / "serve")],
+            env={
+                **os.environ,
+                **env,
+                "FUNCTION_TARGET": target,
+                "PORT": str(port),
+                "WEB_CONCURRENCY": "1",
+            },
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    return process, f"http://127.0.0.1:{port}"
+
+
+def answers(url: str) -> bool:
+    try:
+        requests.get(url + "/healthz", timeout=5)
+    except requests.RequestException:
+        return False
+    return True
+
+
+@pytest.fixture
+def serve(
+    settings_factory: Callable[..., Settings], db: Database, tmp_path: Path
+) -> Iterator[Callable[[str], str]]:
+    processes: list[subprocess.Popen[bytes]] = []
+
+    def run(target: str) -> str:
+        log = tmp_path / f"{target}.log"
+        process, url = start(target, environment(settings_factory()), log)
+        processes.append(process)
+        wait_for(lambda: answers(url) or process.poll() is not None, timeout=30)
+        assert process.poll() is None, log.read_text()
+        return url
+
+    yield run
+    for process in processes:
+        os.killpg(process.pid, signal.SIGTERM)
+        process.wait(15)
+
+
+def test_api_answers_on_healthz(serve: Callable[[str], str]) -> None:
+    url = serve("api")
+    response = requests.get(url + "/healthz", timeout=5)
+    assert response.status_code == 200
+    assert response.json() == {"status": "ok"}
+
+
+@pytest.mark.parametrize("target", ["access", "emails"])
+def test_subscriber_answers_a_push_request(
+    serve: Callable[[str], str], db: Database, target: str
+) -> None:
+    url = serve(target)
+    user = create_user(db, "served@example.com")
+    body = stripe_event(
+        "checkout.session.completed",
+        {
+            "id": "cs_served",
+            "client_reference_id": user,
+            "customer": "cus_served",
+            "payment_status": "paid",
+            "metadata": {"price_id": "price_x"},
+            "amount_total": 100,
+            "currency": "usd",
+            "customer_details": {"email": "served@example.com"},
+        },
+    )
+    envelope = {
+        "message": {"data": base64.b64encode(body).decode(), "messageId": "1", "attributes": {}},
+        "subscription": f"projects/p/subscriptions/{target}",
+    }
+    response = requests.post(url, json=envelope, timeout=10)
+    assert response.status_code == 200
+    table = "processed_events" if target == "access" else "sent_emails"
+    assert db.fetch_all(f"select count(*) as n from public.{table}") == [{"n": 1}]  # noqa: S608
+
+
+def test_production_start_up_names_every_missing_secret(tmp_path: Path) -> None:
+    log = tmp_path / "api.log"
+    process, _ = start("api", {"APP_ENV": "production", "EVENT_BUS": "pubsub"}, log)
+    process.wait(60)
+    output = log.read_text()
+    assert process.returncode != 0
+    assert "APP_ENV=production refuses to start; missing: DATABASE_URL" in output
+    for name in ("STRIPE_WEBHOOK_SECRET", "RESEND_API_KEY", "SUPABASE_SERVICE_ROLE_KEY"):
+        assert name in output
+
+
+def test_an_unknown_target_is_refused(tmp_path: Path) -> None:
+    process, _ = start("billing", {}, tmp_path / "billing.log")
+    process.wait(30)
+    output = (tmp_path / "billing.log").read_text()
+    assert process.returncode != 0
+    assert "FUNCTION_TARGET must be one of api, access, emails, not 'billing'" in output

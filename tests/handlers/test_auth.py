@@ -1,0 +1,139 @@
+"""GET /api/auth/callback: PKCE exchange at Supabase Auth, @supabase/ssr cookies, safe redirect."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from adapters.db.pool import Database
+from adapters.supabase_auth import (
+    decode_value,
+    encode_value,
+    read_session,
+    session_cookies,
+    storage_key,
+)
+from tests.conftest import Api
+from tests.fakes.supabase import FakeSupabaseAuth
+
+USER = "7b0e1f5e-2f44-4a53-9a3c-0d3f1f0b6d01"
+
+
+def cookie_name(supabase: FakeSupabaseAuth) -> str:
+    return storage_key(supabase.server.url)
+
+
+def test_without_code_redirects_to_the_callback_path(api: Api) -> None:
+    response = api.get("/api/auth/callback")
+    assert response.status_code == 302
+    assert response.headers["Location"] == api.url + "/dashboard"
+    assert "Set-Cookie" not in response.headers
+
+
+def test_code_exchange_sets_the_session_cookie(api: Api, fakes: Any) -> None:
+    supabase: FakeSupabaseAuth = fakes[1]
+    code = supabase.issue_code(verifier="verifier-123", user_id=USER, email="ada@example.com")
+    key = cookie_name(supabase)
+    response = api.get(
+        f"/api/auth/callback?code={code}",
+        cookies={f"{key}-code-verifier": encode_value("verifier-123")},
+    )
+    assert response.status_code == 302
+    assert response.headers["Location"] == api.url + "/dashboard"
+    jar = {c.name: c.value or "" for c in response.cookies}
+    session = read_session(key, jar)
+    assert session is not None
+    assert session["user"]["id"] == USER
+    assert session["access_token"]
+    assert session["refresh_token"]
+    assert jar[key].startswith("base64-")
+    # The verifier is spent: its cookie is cleared.
+    cleared = [
+        h
+        for h in response.raw.headers.getlist("Set-Cookie")
+        if h.startswith(f"{key}-code-verifier=")
+    ]
+    assert cleared
+    assert "Max-Age=0" in cleared[0]
+    [call] = supabase.server.calls("POST", "/auth/v1/token")
+    assert call.query == [("grant_type", "pkce")]
+    assert call.json() == {"auth_code": code, "code_verifier": "verifier-123"}
+    assert call.headers["Apikey"] == "anon-key"
+
+
+def test_password_recovery_verifier_is_read_too(api: Api, fakes: Any) -> None:
+    supabase: FakeSupabaseAuth = fakes[1]
+    code = supabase.issue_code(verifier="v-456", user_id=USER, email="ada@example.com")
+    key = cookie_name(supabase)
+    response = api.get(
+        f"/api/auth/callback?code={code}",
+        cookies={f"{key}-code-verifier": encode_value("v-456/PASSWORD_RECOVERY")},
+    )
+    assert read_session(key, {c.name: c.value or "" for c in response.cookies}) is not None
+
+
+def test_failed_exchange_still_redirects_without_cookies(api: Api, fakes: Any) -> None:
+    supabase: FakeSupabaseAuth = fakes[1]
+    code = supabase.issue_code(verifier="right", user_id=USER, email="ada@example.com")
+    key = cookie_name(supabase)
+    response = api.get(
+        f"/api/auth/callback?code={code}", cookies={f"{key}-code-verifier": encode_value("wrong")}
+    )
+    assert response.status_code == 302
+    assert response.headers["Location"] == api.url + "/dashboard"
+    assert not [c for c in response.cookies if c.name.startswith(key) and c.value]
+
+
+def test_redirect_goes_to_site_url_and_configured_path(api_factory: Any) -> None:
+    api = api_factory(site_url="https://app.example.com/some/page", auth_callback_url="/welcome")
+    response = api.get("/api/auth/callback?next=https://evil.example.net")
+    assert response.headers["Location"] == "https://app.example.com/welcome"
+
+
+def test_long_sessions_are_chunked_like_supabase_ssr() -> None:
+    session = {"access_token": "x" * 4000, "user": {"id": USER}}
+    cookies = session_cookies("sb-proj-auth-token", session)
+    assert [c.name for c in cookies] == ["sb-proj-auth-token.0", "sb-proj-auth-token.1"]
+    assert all(len(c.value) <= 3180 for c in cookies)
+    assert read_session("sb-proj-auth-token", {c.name: c.value for c in cookies}) == session
+    assert decode_value(encode_value("v/PASSWORD_RECOVERY")) == "v/PASSWORD_RECOVERY"
+
+
+def test_storage_key_follows_supabase_js() -> None:
+    assert storage_key("https://abcdefgh.supabase.co") == "sb-abcdefgh-auth-token"
+
+
+def sign_in(api: Api, supabase: FakeSupabaseAuth, *, created_at: str) -> None:
+    code = supabase.issue_code(
+        verifier="v", user_id=USER, email="new@example.com", created_at=created_at, name="Grace"
+    )
+    key = cookie_name(supabase)
+    response = api.get(
+        f"/api/auth/callback?code={code}", cookies={f"{key}-code-verifier": encode_value("v")}
+    )
+    assert response.status_code == 302
+
+
+def welcome_mails(api: Api) -> list[str]:
+    folder = Path(api.container.settings.email_outbox_dir)
+    return [p.read_text() for p in folder.glob("*.eml")] if folder.exists() else []
+
+
+def test_a_new_account_gets_one_welcome_mail(api: Api, fakes: Any, db: Database) -> None:
+    now = datetime.now(UTC).isoformat()
+    sign_in(api, fakes[1], created_at=now)
+    sign_in(api, fakes[1], created_at=now)
+    assert api.container.bus.wait_idle()  # type: ignore[attr-defined]
+    [mail] = welcome_mails(api)
+    assert "To: new@example.com" in mail
+    assert "Welcome" in mail
+    assert db.fetch_all("select event_id, kind from public.sent_emails") == [
+        {"event_id": f"signup_{USER}", "kind": "new-signup"}
+    ]
+
+
+def test_an_old_account_signing_in_gets_no_welcome_mail(api: Api, fakes: Any) -> None:
+    sign_in(api, fakes[1], created_at="2025-01-01T00:00:00Z")
+    assert api.container.bus.wait_idle()  # type: ignore[attr-defined]
+    assert welcome_mails(api) == []

@@ -1,0 +1,66 @@
+"""POST /api/lead and GET /api/products/public over HTTP, against real Postgres."""
+
+from __future__ import annotations
+
+import pytest
+
+from adapters.db.pool import Database
+from adapters.db.products import seed_demo_products
+from tests.conftest import Api
+
+
+def lead_emails(db: Database) -> list[str]:
+    return [r["email"] for r in db.fetch_all("select email from public.leads order by created_at")]
+
+
+@pytest.mark.parametrize("body", [{}, {"email": ""}, {"email": "   "}, {"email": None}])
+def test_lead_without_email_is_400(api: Api, db: Database, body: dict[str, object]) -> None:
+    response = api.post("/api/lead", json=body)
+    assert response.status_code == 400
+    assert response.json() == {"error": "Email is required"}
+    assert lead_emails(db) == []
+
+
+@pytest.mark.parametrize("email", ["not-an-email", "a@", "@b.com", "x y@z.com", 42])
+def test_malformed_lead_email_is_400(api: Api, db: Database, email: object) -> None:
+    response = api.post("/api/lead", json={"email": email})
+    assert response.status_code == 400
+    assert "email" in response.json()["error"].lower()
+    assert lead_emails(db) == []
+
+
+def test_lead_is_stored_once_ignoring_case(api: Api, db: Database) -> None:
+    first = api.post("/api/lead", json={"email": "Founder@Example.com"})
+    again = api.post("/api/lead", json={"email": "founder@example.COM"})
+    assert first.status_code == again.status_code == 200
+    assert first.json() == {"success": True}
+    assert [e.lower() for e in lead_emails(db)] == ["founder@example.com"]
+
+
+def test_products_lists_active_ones_featured_first(api: Api, db: Database) -> None:
+    assert seed_demo_products(db) == 3
+    with db.transaction() as conn:
+        conn.execute("update public.products set is_active = false where name = 'Starter Kit'")
+    response = api.get("/api/products/public")
+    assert response.status_code == 200
+    assert "max-age=60" in response.headers["Cache-Control"]
+    products = response.json()["products"]
+    assert [p["name"] for p in products] == ["Pro Repository", "Team Monthly"]
+    assert products[0] == {
+        "id": products[0]["id"],
+        "name": "Pro Repository",
+        "description": "Access to the private GitHub repository, with every future commit.",
+        "price": 149.0,
+        "priceId": "price_demo_pro_github",
+        "type": "github",
+        "billingType": "one_time",
+        "billingInterval": None,
+        "isFeatured": True,
+    }
+    assert products[1]["billingInterval"] == "month"
+
+
+def test_seeding_twice_adds_nothing(db: Database) -> None:
+    assert seed_demo_products(db) == 3
+    assert seed_demo_products(db) == 0
+    assert len(db.fetch_all("select id from public.products")) == 3

@@ -1,0 +1,277 @@
+"""The e-mail subscriber through the webhook and the test route, with the outbox and with Resend."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from email import policy
+from email.message import EmailMessage
+from email.parser import BytesParser
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from adapters.db.pool import Database
+from adapters.db.products import seed_demo_products
+from core.email.props import KINDS
+from tests.conftest import Api, serving
+from tests.fakes.resend import FakeResend
+from tests.helpers import create_user, stripe_event, stripe_signature, wait_for
+
+PRICE = "price_demo_team_monthly"
+
+
+def outbox(api: Api) -> list[EmailMessage]:
+    folder = Path(api.container.settings.email_outbox_dir)
+    return [
+        BytesParser(policy=policy.default).parsebytes(p.read_bytes())
+        for p in sorted(folder.glob("*.eml"))
+    ]
+
+
+def text_of(message: EmailMessage) -> str:
+    part = message.get_body(preferencelist=("plain",))
+    assert part is not None
+    return str(part.get_content())
+
+
+def post_event(api: Api, body: bytes) -> None:
+    response = api.post(
+        "/api/webhook/payments", data=body, headers={"Stripe-Signature": stripe_signature(body)}
+    )
+    assert response.status_code == 200
+
+
+def settle(api: Api) -> None:
+    assert api.container.bus.wait_idle(15)  # type: ignore[attr-defined]
+
+
+@pytest.fixture
+def buyer(db: Database) -> str:
+    seed_demo_products(db)
+    user = create_user(db, "ada@example.com", name="Ada Lovelace")
+    with db.transaction() as conn:
+        conn.execute("update public.profiles set customer_id = 'cus_ada' where id = %s", (user,))
+    return user
+
+
+def completed(user: str, **extra: Any) -> dict[str, Any]:
+    return {
+        "id": "cs_test_a1b2c3d4e5",
+        "object": "checkout.session",
+        "client_reference_id": user,
+        "customer": "cus_ada",
+        "metadata": {"price_id": PRICE},
+        "payment_status": "paid",
+        "amount_total": 1900,
+        "currency": "usd",
+        "created": int(time.time()),
+        "customer_details": {"email": "ada@example.com", "name": "Ada Lovelace"},
+        **extra,
+    }
+
+
+def test_purchase_confirmation_once_for_three_deliveries(
+    api: Api, db: Database, buyer: str
+) -> None:
+    body = stripe_event("checkout.session.completed", completed(buyer), event_id="evt_buy")
+    for _ in range(3):
+        post_event(api, body)
+    settle(api)
+    [message] = outbox(api)
+    assert message["To"] == "ada@example.com"
+    assert message["Reply-To"] == "support@example.com"
+    assert "Team Monthly" in message["Subject"]
+    assert len(message["Subject"]) < 50
+    text = text_of(message)
+    for fact in ("$19.00", "Ada Lovelace", "ORD-A1B2C3D4E5"):
+        assert fact in text
+    assert db.fetch_all("select event_id, kind from public.sent_emails") == [
+        {"event_id": "evt_buy", "kind": "purchase-confirmation"}
+    ]
+
+
+@pytest.mark.parametrize(
+    ("reason", "expected"), [("subscription_create", 0), ("subscription_cycle", 1)]
+)
+def test_invoice_paid_skips_the_first_invoice(
+    api: Api, buyer: str, reason: str, expected: int
+) -> None:
+    invoice = {
+        "id": "in_1",
+        "customer": "cus_ada",
+        "customer_email": "ada@example.com",
+        "number": "INV-0042",
+        "billing_reason": reason,
+        "amount_paid": 1900,
+        "currency": "eur",
+        "subscription": "sub_1",
+        "hosted_invoice_url": "https://invoice.stripe.com/i/acct_1/test_1",
+        "lines": {
+            "data": [{"price": {"id": PRICE}, "period": {"start": 1763700000, "end": 1766300000}}]
+        },
+    }
+    post_event(api, stripe_event("invoice.paid", invoice))
+    settle(api)
+    messages = outbox(api)
+    assert len(messages) == expected
+    if expected:
+        text = text_of(messages[0])
+        for fact in ("€19.00", "INV-0042", "https://invoice.stripe.com/i/acct_1/test_1"):
+            assert fact in text
+
+
+def test_payment_failed_tells_the_customer(api: Api, buyer: str) -> None:
+    invoice = {
+        "id": "in_2",
+        "customer": "cus_ada",
+        "customer_email": "ada@example.com",
+        "amount_due": 500000,
+        "currency": "jpy",
+        "hosted_invoice_url": "https://invoice.stripe.com/i/x",
+        "attempt_count": 1,
+    }
+    post_event(api, stripe_event("invoice.payment_failed", invoice))
+    settle(api)
+    [message] = outbox(api)
+    assert "¥500,000" in text_of(message)
+
+
+def test_cancellation_goes_to_the_profile_of_the_customer(api: Api, buyer: str) -> None:
+    subscription = {
+        "id": "sub_1",
+        "customer": "cus_ada",
+        "status": "canceled",
+        "ended_at": int(time.time()),
+        "items": {"data": [{"price": {"id": PRICE}}]},
+    }
+    post_event(api, stripe_event("customer.subscription.deleted", subscription))
+    settle(api)
+    [message] = outbox(api)
+    assert message["To"] == "ada@example.com"
+    assert "Ada Lovelace" in text_of(message)
+
+
+def test_expired_checkout_links_back_to_checkout(api: Api, buyer: str) -> None:
+    session = completed(
+        buyer,
+        payment_status="unpaid",
+        status="expired",
+        after_expiration={"recovery": {"url": "https://buy.stripe.com/r/live_abc"}},
+    )
+    post_event(api, stripe_event("checkout.session.expired", session))
+    settle(api)
+    [message] = outbox(api)
+    assert "https://buy.stripe.com/r/live_abc" in text_of(message)
+
+
+@pytest.fixture
+def resend() -> Iterator[FakeResend]:
+    yield from serving(FakeResend())
+
+
+@pytest.fixture
+def resend_api(api_factory: Callable[..., Api], resend: FakeResend) -> Api:
+    return api_factory(resend_api_key="re_test_key", resend_api_url=resend.server.url)
+
+
+def test_resend_5xx_is_retried_and_sends_once(
+    resend_api: Api, resend: FakeResend, buyer: str
+) -> None:
+    resend.failures_left = 1
+    post_event(
+        resend_api, stripe_event("checkout.session.completed", completed(buyer), event_id="evt_r1")
+    )
+    wait_for(lambda: resend.delivered)
+    settle(resend_api)
+    assert len(resend.delivered) == 1
+    keys = {r.headers.get("Idempotency-Key") for r in resend.server.calls("POST", "/emails")}
+    assert keys == {"evt_r1/purchase-confirmation"}
+    assert len(resend.server.calls("POST", "/emails")) == 2
+    sent = resend.delivered[0]
+    assert sent["to"] == ["ada@example.com"]
+    assert sent["from"] == "Acme Team <hello@example.com>"
+
+
+def test_a_crash_after_sending_resends_the_same_key_and_nothing_more(
+    resend_api: Api, resend: FakeResend, buyer: str, db: Database
+) -> None:
+    # The bookkeeping insert fails once, as if the process died right after Resend accepted.
+    # A sequence, because nextval survives the rollback that the failure causes.
+    with db.transaction() as conn:
+        conn.execute("create sequence fail_once_counter")
+        conn.execute("""
+            create function fail_once() returns trigger language plpgsql as $$
+            begin
+              if nextval('fail_once_counter') = 1 then
+                raise exception 'simulated crash after send';
+              end if;
+              return new;
+            end $$""")
+        conn.execute(
+            "create trigger fail_once before insert on public.sent_emails"
+            " for each row execute function fail_once()"
+        )
+    try:
+        post_event(
+            resend_api,
+            stripe_event("checkout.session.completed", completed(buyer), event_id="evt_c1"),
+        )
+        wait_for(lambda: db.fetch_all("select 1 from public.sent_emails"), timeout=15)
+    finally:
+        with db.transaction() as conn:
+            conn.execute("drop trigger if exists fail_once on public.sent_emails")
+            conn.execute("drop function if exists fail_once()")
+            conn.execute("drop sequence if exists fail_once_counter")
+    assert len(resend.server.calls("POST", "/emails")) == 2
+    assert len(resend.delivered) == 1
+
+
+def test_test_route_sends_every_kind_by_default(api: Api) -> None:
+    response = api.get("/api/test-email")
+    assert response.status_code == 200
+    body = response.json()
+    assert body["success"] is True
+    assert body["emailType"] == "all"
+    assert body["message"] == "Test emails sent to support@example.com"
+    assert tuple(r["type"] for r in body["results"]) == KINDS
+    assert {r["status"] for r in body["results"]} == {"sent"}
+    assert len(outbox(api)) == 7
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_test_route_sends_one_kind(api: Api, kind: str) -> None:
+    response = api.get(f"/api/test-email?type={kind}&email=dev@example.com")
+    assert response.json() == {
+        "success": True,
+        "message": "Test email sent to dev@example.com",
+        "emailType": kind,
+        "results": [{"type": kind, "status": "sent"}],
+    }
+    [message] = outbox(api)
+    assert message["To"] == "dev@example.com"
+
+
+@pytest.mark.parametrize(
+    ("query", "needle"), [("type=receipt", "Unknown email type"), ("email=nope", "email")]
+)
+def test_test_route_refuses_bad_input(api: Api, query: str, needle: str) -> None:
+    response = api.get(f"/api/test-email?{query}")
+    assert response.status_code == 400
+    assert needle.lower() in response.json()["error"].lower()
+    assert outbox(api) == []
+
+
+def test_test_route_does_not_exist_when_disabled(api_factory: Callable[..., Api]) -> None:
+    api = api_factory(enable_test_email=False)
+    response = api.get("/api/test-email")
+    assert response.status_code == 404
+    assert response.json() == {"error": "Not found"}
+
+
+def test_test_route_reports_a_provider_failure(resend_api: Api, resend: FakeResend) -> None:
+    resend.failures_left = 10
+    body = resend_api.get("/api/test-email?type=new-signup").json()
+    assert body["success"] is False
+    assert body["results"] == [{"type": "new-signup", "status": "failed"}]
