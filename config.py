@@ -73,6 +73,12 @@ class Settings(BaseSettings):
     github_token: SecretStr | None = None
     github_api_url: AnyHttpUrl = AnyHttpUrl("https://api.github.com")
 
+    # Every call to Stripe, Resend, GitHub and Supabase gives up after this many seconds, well
+    # inside Pub/Sub's push acknowledgement deadline, so a stuck call fails and is retried.
+    outbound_timeout_seconds: float = Field(default=8.0, gt=0, le=30)
+    # Resend's account rate (2 requests per second by default); sends are paced to it.
+    resend_rate_per_second: float = Field(default=2.0, gt=0, le=1000)
+
     # How `bin/serve` runs: which target, and gunicorn's processes and threads per instance.
     function_target: str = "api"
     web_concurrency: int = Field(default=2, ge=1, le=64)

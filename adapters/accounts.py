@@ -6,6 +6,7 @@ import json
 import logging
 from typing import Protocol
 
+import httpx
 from supabase_auth import SyncGoTrueAdminAPI
 from supabase_auth.errors import AuthApiError
 
@@ -26,14 +27,20 @@ class Accounts(Protocol):
 class SupabaseAccounts:
     """Invites by e-mail: Supabase creates the user and mails the sign-in link."""
 
-    def __init__(self, *, url: str, service_role_key: str, redirect_to: str | None) -> None:
+    def __init__(
+        self, *, url: str, service_role_key: str, redirect_to: str | None, timeout: float
+    ) -> None:
+        self._timeout = timeout
         self._url = url.rstrip("/") + "/auth/v1"
         self._key = service_role_key
         self._redirect_to = redirect_to
 
     def invite(self, *, email: str, name: str | None) -> None:
+        http = httpx.Client(timeout=self._timeout)
         admin = SyncGoTrueAdminAPI(
-            url=self._url, headers={"apikey": self._key, "Authorization": f"Bearer {self._key}"}
+            url=self._url,
+            headers={"apikey": self._key, "Authorization": f"Bearer {self._key}"},
+            http_client=http,
         )
         options = {"data": {"full_name": name} if name else {}, "redirect_to": self._redirect_to}
         try:
@@ -42,6 +49,8 @@ class SupabaseAccounts:
             if exc.code == "email_exists" or exc.status == 422:
                 return  # created meanwhile (another delivery, or the buyer signed up)
             raise AccountError(f"Supabase refused to invite a buyer: {exc.message}") from exc
+        finally:
+            http.close()
         log.info("invited a guest buyer to create their account")
 
 

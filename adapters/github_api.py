@@ -20,7 +20,8 @@ class UnknownGitHubAccount(ValueError):
 class GitHubGateway:
     """Invites collaborators; the client is built on first use."""
 
-    def __init__(self, *, token: str | None, api_url: str) -> None:
+    def __init__(self, *, token: str | None, api_url: str, timeout: float) -> None:
+        self._timeout = timeout
         self._token = token
         self._api_url = api_url.rstrip("/")
 
@@ -35,6 +36,7 @@ class GitHubGateway:
             seconds_between_requests=None,
             seconds_between_writes=None,
             lazy=True,
+            timeout=max(1, round(self._timeout)),
         )
         repo = client.get_repo(repository)
         try:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import stripe
@@ -15,11 +17,22 @@ class PaymentsNotConfigured(RuntimeError):
     """STRIPE_SECRET_KEY is not set."""
 
 
+class PaymentsUnavailable(RuntimeError):
+    """Stripe could not be reached, timed out, or failed on its side: try again later."""
+
+
+# Errors that say nothing about the request itself: the same call may succeed later.
+_OUTAGES = (stripe.APIConnectionError, stripe.RateLimitError, stripe.APIError)
+
+
 class StripeGateway:
     """The Stripe calls this service makes; the client is built on first use."""
 
-    def __init__(self, *, api_key: str | None, api_base: str | None, api_version: str) -> None:
+    def __init__(
+        self, *, api_key: str | None, api_base: str | None, api_version: str, timeout: float
+    ) -> None:
         self._api_key = api_key
+        self._timeout = timeout
         self._api_base = api_base
         self._api_version = api_version
         self._client: stripe.StripeClient | None = None
@@ -38,25 +51,28 @@ class StripeGateway:
                     self._api_key,
                     stripe_version=self._api_version,
                     base_addresses=bases,  # type: ignore[arg-type]
+                    # The SDK waits 80 s by default: far past a push's acknowledgement deadline.
+                    http_client=stripe.RequestsClient(timeout=self._timeout),
                     max_network_retries=2,
                 )
             return self._client
 
     def create_checkout_session(self, params: dict[str, Any]) -> str | None:
-        """The hosted checkout URL, or None when Stripe refuses (the spec's contract)."""
-        try:
-            session = self.client.v1.checkout.sessions.create(params=params)  # type: ignore[arg-type]
-        except stripe.StripeError as exc:
-            log.error("stripe refused the checkout session: %s", exc.user_message or exc)
-            return None
-        return session.url
+        """The hosted checkout URL; None when Stripe refuses (the spec's contract).
 
-    def create_portal_session(self, *, customer_id: str, return_url: str) -> str:
-        """The customer portal URL for a Stripe customer."""
-        portal = self.client.v1.billing_portal.sessions.create(
-            params={"customer": customer_id, "return_url": return_url}
-        )
-        return portal.url
+        Raises PaymentsUnavailable when Stripe is down or slow: that is no refusal.
+        """
+        with _refusal_as_none("checkout session"):
+            return self.client.v1.checkout.sessions.create(params=params).url  # type: ignore[arg-type]
+        return None
+
+    def create_portal_session(self, *, customer_id: str, return_url: str) -> str | None:
+        """The customer portal URL for a Stripe customer; None when Stripe refuses."""
+        with _refusal_as_none("portal session"):
+            return self.client.v1.billing_portal.sessions.create(
+                params={"customer": customer_id, "return_url": return_url}
+            ).url
+        return None
 
     def checkout_price_id(self, session_id: str) -> str | None:
         """The price of the first line item of a checkout session."""
@@ -69,6 +85,18 @@ class StripeGateway:
     def subscription_status(self, subscription_id: str) -> str:
         """The current status of a subscription, as Stripe sees it now."""
         return str(self.client.v1.subscriptions.retrieve(subscription_id).status)
+
+
+@contextmanager
+def _refusal_as_none(what: str) -> Iterator[None]:
+    """Swallow Stripe's refusals (logged); turn outages into PaymentsUnavailable."""
+    try:
+        yield
+    except _OUTAGES as exc:
+        log.error("stripe unavailable for the %s: %s", what, type(exc).__name__)
+        raise PaymentsUnavailable(f"Stripe is unavailable: {type(exc).__name__}") from exc
+    except stripe.StripeError as exc:
+        log.error("stripe refused the %s: %s", what, exc.user_message or exc)
 
 
 class SignatureError(ValueError):

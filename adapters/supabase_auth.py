@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
+import httpx
 from supabase_auth import SyncGoTrueClient, SyncMemoryStorage
 from supabase_auth.errors import AuthError
 
@@ -80,7 +81,8 @@ def read_session(key: str, cookies: Mapping[str, str]) -> Mapping[str, Any] | No
 class SupabaseAuth:
     """Code exchange against the project's Auth server."""
 
-    def __init__(self, *, url: str | None, anon_key: str | None) -> None:
+    def __init__(self, *, url: str | None, anon_key: str | None, timeout: float) -> None:
+        self._timeout = timeout
         self._url = url.rstrip("/") if url else None
         self._anon_key = anon_key
 
@@ -98,7 +100,9 @@ class SupabaseAuth:
             log.warning("sign-in code received but SUPABASE_URL/SUPABASE_ANON_KEY are not set")
             return None
         # A fresh client per exchange: the SDK keeps the session in the client's storage.
+        http = httpx.Client(timeout=self._timeout)
         client = SyncGoTrueClient(
+            http_client=http,
             url=f"{self._url}/auth/v1",
             headers={"apikey": str(self._anon_key), "Authorization": f"Bearer {self._anon_key}"},
             storage=SyncMemoryStorage(),
@@ -113,6 +117,11 @@ class SupabaseAuth:
         except AuthError as exc:
             log.warning("sign-in code exchange failed: %s", exc.message)
             return None
+        except httpx.HTTPError as exc:
+            log.warning("sign-in code exchange failed: Supabase Auth unreachable (%s)", exc)
+            return None
+        finally:
+            http.close()
         if response.session is None:
             log.warning("sign-in code exchange returned no session")
             return None

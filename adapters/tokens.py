@@ -23,7 +23,8 @@ class User:
 class TokenVerifier:
     """Verifies access tokens; the JWKS client is created on first use and caches keys."""
 
-    def __init__(self, *, jwt_secret: str | None, supabase_url: str | None) -> None:
+    def __init__(self, *, jwt_secret: str | None, supabase_url: str | None, timeout: float) -> None:
+        self._timeout = timeout
         self._secret = jwt_secret
         self._jwks_url = (
             f"{supabase_url.rstrip('/')}/auth/v1/.well-known/jwks.json" if supabase_url else None
@@ -51,7 +52,9 @@ class TokenVerifier:
         if self._jwks_url is None:
             raise InvalidToken("no SUPABASE_JWT_SECRET or SUPABASE_URL to verify tokens with")
         if self._jwks is None:
-            self._jwks = jwt.PyJWKClient(self._jwks_url, cache_keys=True, lifespan=600, timeout=5)
+            self._jwks = jwt.PyJWKClient(
+                self._jwks_url, cache_keys=True, lifespan=600, timeout=self._timeout
+            )
         key = self._jwks.get_signing_key_from_jwt(token)
         return jwt.decode(
             token, key, algorithms=["ES256", "RS256"], audience=AUDIENCE, options=options

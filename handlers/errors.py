@@ -8,6 +8,7 @@ from flask import Flask, Response, jsonify
 from flask.typing import ResponseReturnValue
 from werkzeug.exceptions import HTTPException
 
+from adapters.db.pool import DatabaseUnavailable
 from services.errors import (
     Conflict,
     Forbidden,
@@ -24,7 +25,7 @@ MESSAGES = {
     400: "Bad request",
     404: "Not found",
     405: "Method not allowed",
-    413: "Request body too large (limit 1 MiB)",
+    413: "Request body too large",
     415: "Content-Type must be application/json",
 }
 
@@ -66,6 +67,13 @@ def register(app: Flask) -> None:
         response = error(exc.message, status)
         if status == 503:
             response.headers["Retry-After"] = RETRY_AFTER
+        return response
+
+    @app.errorhandler(DatabaseUnavailable)
+    def _database(exc: DatabaseUnavailable) -> ResponseReturnValue:
+        log.error("database unavailable: %s", exc.__cause__ or exc)
+        response = error("Service temporarily unavailable; please retry shortly", 503)
+        response.headers["Retry-After"] = RETRY_AFTER
         return response
 
     @app.errorhandler(HTTPException)

@@ -7,11 +7,11 @@ from typing import Any
 
 from flask import Blueprint, jsonify
 from flask.typing import ResponseReturnValue
-from pydantic import BaseModel, field_validator
+from pydantic import field_validator
 
 from handlers.deps import caller, container
 from handlers.fields import required_text
-from handlers.parsing import json_object, validate
+from handlers.parsing import RequestModel, json_object, validate
 from services.github_access import grant_repository_access
 from services.identity import require_user
 
@@ -21,10 +21,8 @@ bp = Blueprint("github", __name__)
 USERNAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9]|-(?=[A-Za-z0-9])){0,38}")
 
 
-class AccessRequest(BaseModel):
+class AccessRequest(RequestModel):
     username: Any = None
-
-    model_config = {"validate_default": True}
 
     @field_validator("username", mode="before")
     @classmethod

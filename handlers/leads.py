@@ -6,26 +6,24 @@ from typing import Any
 
 from flask import Blueprint, jsonify
 from flask.typing import ResponseReturnValue
-from pydantic import BaseModel, field_validator
+from pydantic import field_validator
 
 from adapters.db.leads import add_lead
 from core.addresses import email_address
 from handlers.deps import container
 from handlers.fields import required_text
-from handlers.parsing import json_object, validate
+from handlers.parsing import RequestModel, json_object, validate
 
 bp = Blueprint("leads", __name__)
 
 
-class LeadRequest(BaseModel):
+class LeadRequest(RequestModel):
     email: Any = None
 
     @field_validator("email", mode="before")
     @classmethod
     def _email(cls, value: Any) -> str:
         return email_address(required_text(value, "Email is required"))
-
-    model_config = {"validate_default": True}
 
 
 @bp.post("/api/lead")

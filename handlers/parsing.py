@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any, TypeVar
 
 from flask import request
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 from werkzeug.exceptions import UnsupportedMediaType
 
 from services.errors import InvalidRequest
 
 Model = TypeVar("Model", bound=BaseModel)
+
+
+class RequestModel(BaseModel):
+    """A request body or query: the contract is small, so an unknown field is refused."""
+
+    model_config = ConfigDict(extra="forbid", validate_default=True)
 
 
 def json_object() -> dict[str, Any]:
@@ -19,9 +26,10 @@ def json_object() -> dict[str, Any]:
         return {}
     if not request.is_json:
         raise UnsupportedMediaType()
-    data = request.get_json(silent=True)
-    if data is None:
-        raise InvalidRequest("Malformed JSON body")
+    try:
+        data = json.loads(request.get_data(cache=True))
+    except (ValueError, RecursionError) as exc:  # RecursionError: nesting past Python's limit
+        raise InvalidRequest("Malformed JSON body") from exc
     if not isinstance(data, dict):
         raise InvalidRequest("JSON body must be an object")
     return data
@@ -33,5 +41,7 @@ def validate(model: type[Model], data: Any, *, context: dict[str, Any] | None = 
         return model.model_validate(data, context=context)
     except ValidationError as exc:
         first = exc.errors(include_url=False)[0]
+        if first["type"] == "extra_forbidden":
+            raise InvalidRequest(f"Unknown field '{first['loc'][-1]}'") from exc
         message = str(first["msg"]).removeprefix("Value error, ")
         raise InvalidRequest(message) from exc

@@ -6,12 +6,12 @@ from typing import Any
 
 from flask import Blueprint, jsonify
 from flask.typing import ResponseReturnValue
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
+from pydantic import ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from core.checkout import Mode
 from handlers.deps import caller, container
 from handlers.fields import absolute_url
-from handlers.parsing import json_object, validate
+from handlers.parsing import RequestModel, json_object, validate
 from services import payments
 from services.identity import require_user
 
@@ -20,8 +20,8 @@ bp = Blueprint("payments", __name__)
 MODE_MESSAGE = "Mode is required (either 'payment' or 'subscription')"
 
 
-class CheckoutRequest(BaseModel):
-    model_config = ConfigDict(populate_by_name=True)
+class CheckoutRequest(RequestModel):
+    model_config = ConfigDict(populate_by_name=True, extra="forbid")
 
     price_id: str = Field(alias="priceId")
     success_url: str = Field(alias="successUrl")
@@ -47,7 +47,7 @@ class CheckoutRequest(BaseModel):
         return absolute_url(value, name, origin=origin)
 
 
-class PortalRequest(BaseModel):
+class PortalRequest(RequestModel):
     return_url: str = Field(alias="returnUrl")
 
     @model_validator(mode="before")

@@ -7,18 +7,18 @@ from typing import Any
 
 from flask import Blueprint, jsonify, request
 from flask.typing import ResponseReturnValue
-from pydantic import BaseModel, field_validator
+from pydantic import field_validator
 
 from core.addresses import email_address
 from core.email.props import KINDS
 from handlers.deps import container
-from handlers.parsing import validate
+from handlers.parsing import RequestModel, validate
 from services.sample_emails import send_samples
 
 bp = Blueprint("sample_emails", __name__)
 
 
-class SampleEmailQuery(BaseModel):
+class SampleEmailQuery(RequestModel):
     type: str = "all"
     email: str | None = None
 

@@ -10,10 +10,14 @@ from services.webhook import receive
 
 bp = Blueprint("webhook", __name__)
 
+# Stripe's events stay well under this; the other routes keep the app's small default.
+MAX_EVENT_BYTES = 1024 * 1024
+
 
 @bp.post("/api/webhook/payments")
 def payments_webhook() -> ResponseReturnValue:
     c = container()
+    request.max_content_length = MAX_EVENT_BYTES
     receive(
         payload=request.get_data(cache=False),
         # The spec names the header `payments-signature`; Stripe sends `Stripe-Signature`.

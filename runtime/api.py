@@ -19,7 +19,8 @@ from handlers import (
 from runtime import cli, logs
 from runtime.container import Container
 
-MAX_BODY_BYTES = 1024 * 1024
+# Every route's JSON is a few fields: a small default limit; the webhook opts into Stripe's size.
+MAX_BODY_BYTES = 16 * 1024
 
 
 def build_api(container: Container) -> Flask:

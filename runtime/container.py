@@ -65,6 +65,7 @@ class Container:
             api_key=secret(s.stripe_secret_key),
             api_base=str(s.stripe_api_base) if s.stripe_api_base else None,
             api_version=s.stripe_api_version,
+            timeout=s.outbound_timeout_seconds,
         )
 
     @once
@@ -75,6 +76,7 @@ class Container:
         return SupabaseAuth(
             url=str(s.supabase_url) if s.supabase_url else None,
             anon_key=secret(s.supabase_anon_key),
+            timeout=s.outbound_timeout_seconds,
         )
 
     @once
@@ -85,6 +87,7 @@ class Container:
         return TokenVerifier(
             jwt_secret=secret(s.supabase_jwt_secret),
             supabase_url=str(s.supabase_url) if s.supabase_url else None,
+            timeout=s.outbound_timeout_seconds,
         )
 
     @once
@@ -98,6 +101,7 @@ class Container:
                 url=str(s.supabase_url),
                 service_role_key=s.supabase_service_role_key.get_secret_value(),
                 redirect_to=origin + s.auth_callback_url if origin else None,
+                timeout=s.outbound_timeout_seconds,
             )
         if s.is_production:
             raise RuntimeError("SUPABASE_SERVICE_ROLE_KEY is required in production")
@@ -108,7 +112,11 @@ class Container:
         from adapters.github_api import GitHubGateway
 
         s = self.settings
-        return GitHubGateway(token=secret(s.github_token), api_url=str(s.github_api_url))
+        return GitHubGateway(
+            token=secret(s.github_token),
+            api_url=str(s.github_api_url),
+            timeout=s.outbound_timeout_seconds,
+        )
 
     @once
     def mailer(self) -> Mailer:
@@ -118,7 +126,12 @@ class Container:
             from adapters.mail.resend import ResendMailer
 
             api_url = str(s.resend_api_url) if s.resend_api_url else None
-            return ResendMailer(s.resend_api_key.get_secret_value(), api_url)
+            return ResendMailer(
+                s.resend_api_key.get_secret_value(),
+                api_url,
+                timeout=s.outbound_timeout_seconds,
+                rate_per_second=s.resend_rate_per_second,
+            )
         from adapters.mail.outbox import OutboxMailer
 
         return OutboxMailer(s.email_outbox_dir)

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 from adapters.db import products, profiles
 from adapters.db.pool import Database
-from adapters.stripe_api import PaymentsNotConfigured, StripeGateway
+from adapters.stripe_api import PaymentsNotConfigured, PaymentsUnavailable, StripeGateway
 from adapters.tokens import User
 from core.checkout import Buyer, Mode, mode_matches, session_params
-from services.errors import InvalidRequest, NotConfigured
+from services.errors import InvalidRequest, NotConfigured, Unavailable
 
 
 def create_checkout(
@@ -35,21 +38,29 @@ def create_checkout(
         cancel_url=cancel_url,
         buyer=_buyer(user, db),
     )
-    try:
+    with _stripe_errors():
         return stripe.create_checkout_session(params)
-    except PaymentsNotConfigured as exc:
-        raise NotConfigured(str(exc)) from exc
 
 
-def create_portal(*, return_url: str, user: User, db: Database, stripe: StripeGateway) -> str:
-    """The Stripe customer portal URL for the signed-in user."""
+def create_portal(
+    *, return_url: str, user: User, db: Database, stripe: StripeGateway
+) -> str | None:
+    """The Stripe customer portal URL for the signed-in user; None when Stripe refuses."""
     profile = profiles.by_id(db, user.id)
     if profile is None or not profile.customer_id:
         raise InvalidRequest("No billing account yet: make a purchase first")
-    try:
+    with _stripe_errors():
         return stripe.create_portal_session(customer_id=profile.customer_id, return_url=return_url)
+
+
+@contextmanager
+def _stripe_errors() -> Iterator[None]:
+    try:
+        yield
     except PaymentsNotConfigured as exc:
         raise NotConfigured(str(exc)) from exc
+    except PaymentsUnavailable as exc:
+        raise Unavailable("Payments are unavailable right now; please try again shortly") from exc
 
 
 def _buyer(user: User | None, db: Database) -> Buyer:

@@ -23,7 +23,7 @@ def receive(*, payload: bytes, signature: str | None, secret: str, bus: EventBus
         raise InvalidRequest(str(exc)) from exc
     try:
         event = parse_event(json.loads(payload))
-    except (ValueError, InvalidEvent) as exc:
+    except (ValueError, RecursionError, InvalidEvent) as exc:
         raise InvalidRequest(f"Invalid event payload: {exc}") from exc
     if not is_subscribed(event.type):
         log.info("webhook: ignoring %s %s (no subscriber)", event.type, event.id)

@@ -9,7 +9,7 @@ from pydantic import ValidationError
 
 from adapters.db import products, profiles, sent_emails
 from adapters.db.pool import Database
-from adapters.mail.message import Mailer, send_email
+from adapters.mail.message import Mailer, UndeliverableEmail, send_email
 from core.email.plan import (
     PlannedEmail,
     ProductFacts,
@@ -61,16 +61,20 @@ class EmailSubscriber:
                 return "duplicate"
             # Sent inside the transaction: should the commit fail, the retry sends with the same
             # idempotency key, and Resend answers with the first send instead of sending again.
-            result = send_email(
-                self.mailer,
-                to=planned.to,
-                subject=content.subject,
-                text=content.text,
-                html=content.html,
-                from_=self.sender,
-                reply_to=self.reply_to,
-                idempotency_key=key,
-            )
+            try:
+                result = send_email(
+                    self.mailer,
+                    to=planned.to,
+                    subject=content.subject,
+                    text=content.text,
+                    html=content.html,
+                    from_=self.sender,
+                    reply_to=self.reply_to,
+                    idempotency_key=key,
+                )
+            except (UndeliverableEmail, ValueError) as exc:
+                # An address Resend refuses stays refused: drop it loudly instead of retrying.
+                raise InvalidEvent(f"cannot send {planned.kind}: {exc}") from exc
             sent_emails.record(
                 conn,
                 event_id=event.id,

@@ -25,7 +25,7 @@ def event_from_message(data: Any) -> Event:
         raise InvalidEvent("not a Pub/Sub message with data")
     try:
         payload = json.loads(base64.b64decode(encoded, validate=True))
-    except (binascii.Error, ValueError) as exc:
+    except (binascii.Error, ValueError, RecursionError) as exc:
         raise InvalidEvent(f"message data is not base64 JSON: {exc}") from exc
     return parse_event(payload)
 

@@ -9,9 +9,13 @@ from typing import Any
 
 import psycopg
 from psycopg.rows import DictRow, dict_row
-from psycopg_pool import ConnectionPool
+from psycopg_pool import ConnectionPool, PoolTimeout
 
 Connection = psycopg.Connection[DictRow]
+
+
+class DatabaseUnavailable(RuntimeError):
+    """Postgres cannot be reached or dropped the connection: the same work may succeed later."""
 
 
 class Database:
@@ -37,6 +41,9 @@ class Database:
                     kwargs={"row_factory": dict_row, "autocommit": False},
                     open=False,
                     name="app",
+                    # A connection that died while idle (Postgres restarted) is replaced
+                    # before a request gets it, instead of failing that request.
+                    check=ConnectionPool.check_connection,
                 )
                 # Not waiting: a database that is down fails requests fast, not start-up.
                 pool.open(wait=False)
@@ -49,9 +56,15 @@ class Database:
 
     @contextmanager
     def transaction(self) -> Iterator[Connection]:
-        """A connection inside one transaction: committed on success, rolled back on error."""
-        with self.pool.connection(timeout=self._timeout) as conn, conn.transaction():
-            yield conn
+        """A connection inside one transaction: committed on success, rolled back on error.
+
+        Raises DatabaseUnavailable when Postgres is down or the connection breaks.
+        """
+        try:
+            with self.pool.connection(timeout=self._timeout) as conn, conn.transaction():
+                yield conn
+        except (psycopg.OperationalError, PoolTimeout) as exc:
+            raise DatabaseUnavailable(f"database unavailable: {type(exc).__name__}") from exc
 
     def fetch_all(self, query: str, params: Any = None) -> list[dict[str, Any]]:
         with self.transaction() as conn:

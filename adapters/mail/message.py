@@ -19,6 +19,10 @@ class MailError(RuntimeError):
     """The e-mail provider refused or failed to send a message."""
 
 
+class UndeliverableEmail(MailError):
+    """The provider refused the message itself (invalid address, bad field): it never will."""
+
+
 def _single_line(value: str, what: str) -> str:
     # A CR or LF in a header value would let the caller write extra headers (header injection).
     if _CONTROL.search(value):

@@ -1,12 +1,14 @@
-"""Mail through Resend's API with the official SDK."""
+"""Mail through Resend's API with the official SDK: paced to the account's rate, retried on
+429 and 5xx (honouring Retry-After), given up on at once when the message itself is refused."""
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 from typing import TYPE_CHECKING, Any
 
-from adapters.mail.message import MailError, OutgoingEmail, checked_key
+from adapters.mail.message import MailError, OutgoingEmail, UndeliverableEmail, checked_key
 
 if TYPE_CHECKING:
     import resend
@@ -14,46 +16,122 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 DEFAULT_RESEND_API_URL = "https://api.resend.com"
+# Refusals of the message itself: sending it again cannot succeed.
+PERMANENT = frozenset({400, 422})
+MAX_ATTEMPTS = 3
+# A Retry-After longer than this is not waited for here: the subscriber fails and Pub/Sub
+# redelivers later, instead of a push outliving its acknowledgement deadline.
+MAX_WAIT_SECONDS = 5.0
 
-# The resend SDK keeps its key and base URL in module globals read during each request.
+# The resend SDK keeps its key, base URL and HTTP client in module globals read per request.
 _RESEND_LOCK = threading.Lock()
+
+
+class Pacer:
+    """Spaces request starts at least 1/rate seconds apart, across threads."""
+
+    # A tenth more than 1/rate: the provider counts arrivals, and network jitter can bring two
+    # requests sent exactly 1/rate apart closer together than that.
+    MARGIN = 1.1
+
+    def __init__(self, rate_per_second: float) -> None:
+        self._interval = self.MARGIN / rate_per_second
+        self._next = 0.0
+        self._lock = threading.Lock()
+
+    def wait(self) -> None:
+        with self._lock:
+            now = time.monotonic()
+            slot = max(now, self._next)
+            self._next = slot + self._interval
+        time.sleep(max(0.0, slot - now))
 
 
 class ResendMailer:
     """Sends through Resend's API with the official SDK."""
 
-    def __init__(self, api_key: str, api_url: str | None = None) -> None:
+    def __init__(
+        self, api_key: str, api_url: str | None = None, *, timeout: float, rate_per_second: float
+    ) -> None:
         if not api_key:
             raise ValueError("ResendMailer needs an API key")
         self._api_key = api_key
         self._api_url = (api_url or DEFAULT_RESEND_API_URL).rstrip("/")
+        self._timeout = timeout
+        self._pacer = Pacer(rate_per_second)
 
     def __repr__(self) -> str:
         return f"ResendMailer(api_url={self._api_url!r})"
 
     def send(self, email: OutgoingEmail, *, idempotency_key: str | None = None) -> dict[str, Any]:
-        """Send one message; a Resend error is logged and raised as MailError."""
+        """Send one message; MailError when Resend fails, UndeliverableEmail when it refuses."""
+        key = checked_key(idempotency_key)
+        for attempt in range(1, MAX_ATTEMPTS + 1):
+            self._pacer.wait()
+            try:
+                return self._post(email, key)
+            except _Retryable as retry:
+                wait = retry.wait if retry.wait is not None else 0.5 * 2 ** (attempt - 1)
+                if attempt == MAX_ATTEMPTS or wait > MAX_WAIT_SECONDS:
+                    log.error("resend: %s; giving up after %d attempt(s)", retry.message, attempt)
+                    raise MailError(retry.message) from retry
+                log.warning("resend: %s; retrying in %.1fs", retry.message, wait)
+                time.sleep(wait)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _post(self, email: OutgoingEmail, key: str | None) -> dict[str, Any]:
         import resend  # on first use: the SDK adds about 0.4 s to a cold start
 
-        key = checked_key(idempotency_key)
         options: resend.Emails.SendOptions = {"idempotency_key": key} if key else {}
-        # Held for the whole request so another mailer's key never leaks into it; Resend's
-        # rate limit (a few requests per second per team) makes the serialization free.
+        # Held for the whole request so another mailer's key never leaks into it.
         with _RESEND_LOCK:
             resend.api_key, resend.api_url = self._api_key, self._api_url
+            resend.default_http_client = resend.RequestsClient(timeout=self._timeout)  # type: ignore[arg-type]
             try:
                 response = resend.Emails.send(_resend_params(email), options)
             except resend.exceptions.ResendError as exc:
-                log.error(
-                    "resend refused e-mail %r to %d recipient(s): %s (%s, HTTP %s)",
-                    email.subject,
-                    len(email.to),
-                    exc.message,
-                    exc.error_type,
-                    exc.code,
-                )
-                raise MailError(f"Resend error {exc.code}: {exc.message}") from exc
+                raise _classified(exc, email) from exc
         return {k: v for k, v in dict(response).items() if k != "http_headers"}
+
+
+class _Retryable(Exception):
+    def __init__(self, message: str, wait: float | None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.wait = wait
+
+
+def _classified(exc: resend.exceptions.ResendError, email: OutgoingEmail) -> Exception:
+    status = _status(exc.code)
+    message = f"Resend error {exc.code}: {exc.message}"
+    if status == 429 or status >= 500:
+        return _Retryable(message, _retry_after(exc.headers))
+    log.error(
+        "resend refused e-mail %r to %d recipient(s): %s (%s, HTTP %s)",
+        email.subject,
+        len(email.to),
+        exc.message,
+        exc.error_type,
+        exc.code,
+    )
+    if status in PERMANENT:
+        return UndeliverableEmail(message)
+    return MailError(message)
+
+
+def _status(code: object) -> int:
+    try:
+        return int(str(code))
+    except ValueError:
+        return 500
+
+
+def _retry_after(headers: Any) -> float | None:
+    value = (headers or {}).get("retry-after") or (headers or {}).get("Retry-After")
+    try:
+        return max(0.0, float(value)) if value is not None else None
+    except ValueError:
+        return None
 
 
 def _resend_params(email: OutgoingEmail) -> resend.Emails.SendParams:

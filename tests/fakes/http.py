@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import itertools
 import json
+import socket
 import threading
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl
@@ -78,8 +80,21 @@ class FakeServer:
         self.requests.clear()
 
 
-def json_response(data: Any, status: int = 200) -> Response:
-    return Response(json.dumps(data), status=status, content_type="application/json")
+def json_response(
+    data: Any, status: int = 200, *, headers: dict[str, str] | None = None
+) -> Response:
+    return Response(
+        json.dumps(data), status=status, content_type="application/json", headers=headers
+    )
+
+
+@contextmanager
+def hanging_server() -> Iterator[str]:
+    """A loopback address that accepts connections and never answers (a stuck dependency)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen(64)  # the kernel completes handshakes; nobody ever reads or writes
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
 
 
 def serve(app: Callable[..., Any]) -> Generator[str, None, None]:

@@ -1,9 +1,11 @@
-"""Resend's POST /emails as documented, with its idempotency-key semantics."""
+"""Resend's POST /emails as documented: idempotency keys, its error shapes, its rate limit."""
 
 from __future__ import annotations
 
 import threading
+import time
 import uuid
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,6 +19,12 @@ class FakeResend:
     server: FakeServer = field(default_factory=FakeServer)
     delivered: list[dict[str, Any]] = field(default_factory=list)
     failures_left: int = 0
+    # Answers given before any real work, in order: (status, body, headers).
+    scripted: list[tuple[int, dict[str, Any], dict[str, str]]] = field(default_factory=list)
+    # Requests per second allowed, as Resend enforces per team (None: no limit).
+    rate_limit: float | None = None
+    rate_limited: int = 0
+    _recent: deque[float] = field(default_factory=deque)
     _by_key: dict[str, dict[str, Any]] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -27,10 +35,21 @@ class FakeResend:
         self.server.reset()
         self.delivered.clear()
         self._by_key.clear()
+        self.scripted.clear()
+        self._recent.clear()
         self.failures_left = 0
+        self.rate_limit = None
+        self.rate_limited = 0
 
     def _send(self, request: Request) -> Response:
         with self._lock:
+            if self._over_rate():
+                self.rate_limited += 1
+                body = {"statusCode": 429, "name": "rate_limit_exceeded", "message": "Too many"}
+                return json_response(body, 429, headers={"retry-after": "1"})
+            if self.scripted:
+                status, body, headers = self.scripted.pop(0)
+                return json_response(body, status, headers=headers)
             if self.failures_left > 0:
                 self.failures_left -= 1
                 return json_response(
@@ -44,3 +63,14 @@ class FakeResend:
             if key:
                 self._by_key[key] = result
             return json_response(result)
+
+    def _over_rate(self) -> bool:
+        if self.rate_limit is None:
+            return False
+        now = time.monotonic()
+        while self._recent and now - self._recent[0] >= 1.0:
+            self._recent.popleft()
+        if len(self._recent) >= self.rate_limit:
+            return True
+        self._recent.append(now)
+        return False

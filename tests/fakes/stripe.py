@@ -17,6 +17,9 @@ class FakeStripe:
     sessions: dict[str, dict[str, Any]] = field(default_factory=dict)
     subscription_status: dict[str, str] = field(default_factory=dict)
     refuse_checkout: bool = False
+    refuse_portal: bool = False
+    # Stripe failing on its side: every call answers 500 api_error.
+    outage: bool = False
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
 
     def __post_init__(self) -> None:
@@ -31,12 +34,16 @@ class FakeStripe:
         self.sessions.clear()
         self.subscription_status.clear()
         self.refuse_checkout = False
+        self.refuse_portal = False
+        self.outage = False
 
     def checkout_params(self) -> list[dict[str, Any]]:
         """The decoded parameters of every checkout session created."""
         return [r.form() for r in self.server.calls("POST", "/v1/checkout/sessions")]
 
     def _create_session(self, request: Request) -> Response:
+        if self.outage:
+            return _api_error()
         if self.refuse_checkout:
             return json_response(
                 {
@@ -74,6 +81,16 @@ class FakeStripe:
         return json_response(session)
 
     def _create_portal(self, request: Request) -> Response:
+        if self.outage:
+            return _api_error()
+        if self.refuse_portal:
+            message = (
+                "No configuration provided and your test mode default configuration"
+                " has not been created."
+            )
+            return json_response(
+                {"error": {"type": "invalid_request_error", "message": message}}, 400
+            )
         return json_response(
             {
                 "id": "bps_test_1",
@@ -92,6 +109,13 @@ class FakeStripe:
                 "status": self.subscription_status.get(sub_id, "active"),
             }
         )
+
+
+def _api_error() -> Response:
+    return json_response(
+        {"error": {"type": "api_error", "message": "An unknown error occurred on Stripe's side."}},
+        500,
+    )
 
 
 def checkout_session_with_items(session_id: str, price_id: str) -> dict[str, Any]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Iterator
 from email import policy
@@ -166,6 +167,24 @@ def test_expired_checkout_links_back_to_checkout(api: Api, buyer: str) -> None:
     assert "https://buy.stripe.com/r/live_abc" in text_of(message)
 
 
+def test_an_address_resend_would_refuse_is_dropped_at_once_not_retried(
+    api: Api, buyer: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    session = completed(
+        buyer,
+        payment_status="unpaid",
+        status="expired",
+        customer_details={"email": "jörg@example.com", "name": "Jörg"},
+    )
+    with caplog.at_level(logging.ERROR):
+        post_event(api, stripe_event("checkout.session.expired", session, event_id="evt_utf8"))
+        settle(api)
+    assert outbox(api) == []
+    assert api.container.bus.dead_letters == []  # type: ignore[attr-defined]
+    dropped = [r for r in caplog.records if "evt_utf8" in r.getMessage()]
+    assert [r.levelname for r in dropped] == ["ERROR"], "logged once, at ERROR, never retried"
+
+
 @pytest.fixture
 def resend() -> Iterator[FakeResend]:
     yield from serving(FakeResend())
@@ -254,7 +273,14 @@ def test_test_route_sends_one_kind(api: Api, kind: str) -> None:
 
 
 @pytest.mark.parametrize(
-    ("query", "needle"), [("type=receipt", "Unknown email type"), ("email=nope", "email")]
+    ("query", "needle"),
+    [
+        ("type=receipt", "Unknown email type"),
+        ("email=nope", "email"),
+        ("email=j%C3%B6rg@example.com", "before the @-sign"),  # Resend refuses SMTPUTF8
+        (f"email={'a' * 65}@example.com", "64 characters"),
+        ("type=all&cc=x@example.com", "Unknown field 'cc'"),
+    ],
 )
 def test_test_route_refuses_bad_input(api: Api, query: str, needle: str) -> None:
     response = api.get(f"/api/test-email?{query}")

@@ -32,6 +32,11 @@ TEXT = "Hi Ada,\n\nThanks for your order ORD-1001.\n"
 HTML = "<!DOCTYPE html><html><body><p>Hi Ada, thanks for your order ORD-1001.</p></body></html>"
 
 
+def resend_mailer(key: str, url: str) -> ResendMailer:
+    """A Resend mailer that does not pace (these tests are not about the rate)."""
+    return ResendMailer(key, url, timeout=5, rate_per_second=1000)
+
+
 def _send(mailer: Any, **overrides: Any) -> dict[str, Any]:
     fields: dict[str, Any] = {
         "to": "ada@example.com",
@@ -256,7 +261,7 @@ def resend_api() -> Iterator[FakeResend]:
 
 
 def test_resend_request_matches_the_documented_api(resend_api: FakeResend) -> None:
-    mailer = ResendMailer("re_test_123", resend_api.url)
+    mailer = resend_mailer("re_test_123", resend_api.url)
 
     result = _send(
         mailer,
@@ -282,7 +287,7 @@ def test_resend_request_matches_the_documented_api(resend_api: FakeResend) -> No
 
 
 def test_resend_without_key_or_reply_to_sends_neither(resend_api: FakeResend) -> None:
-    _send(ResendMailer("re_test_123", resend_api.url + "/"))
+    _send(resend_mailer("re_test_123", resend_api.url + "/"))
 
     (request,) = resend_api.requests
     assert request["path"] == "/emails"
@@ -322,7 +327,7 @@ def test_resend_errors_are_logged_and_raised_as_mail_error(
     resend_api.status, resend_api.body = status, body
 
     with caplog.at_level(logging.ERROR, logger="adapters.mail"), pytest.raises(MailError) as info:
-        _send(ResendMailer("re_test_123", resend_api.url))
+        _send(resend_mailer("re_test_123", resend_api.url))
 
     assert str(status) in str(info.value)
     assert body["message"] in caplog.text
@@ -334,11 +339,11 @@ def test_an_unreachable_resend_is_a_mail_error() -> None:
     server.server_close()  # nothing listens on this port any more
 
     with pytest.raises(MailError):
-        _send(ResendMailer("re_test_123", f"http://127.0.0.1:{port}"))
+        _send(resend_mailer("re_test_123", f"http://127.0.0.1:{port}"))
 
 
 def test_concurrent_mailers_never_mix_their_api_keys(resend_api: FakeResend) -> None:
-    mailers = {key: ResendMailer(key, resend_api.url) for key in ("re_team_a", "re_team_b")}
+    mailers = {key: resend_mailer(key, resend_api.url) for key in ("re_team_a", "re_team_b")}
 
     with ThreadPoolExecutor(max_workers=8) as pool:
         jobs = [pool.submit(_send, mailers[key], subject=key) for key in list(mailers) * 10]

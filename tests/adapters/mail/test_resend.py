@@ -1,0 +1,114 @@
+"""Resend as it behaves: paced to the account's rate, 429 and 5xx retried (Retry-After
+honoured), a refused message given up at once, a stuck API abandoned at the deadline."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from adapters.mail.message import MailError, UndeliverableEmail, send_email
+from adapters.mail.resend import ResendMailer
+from tests.conftest import serving
+from tests.fakes.http import hanging_server
+from tests.fakes.resend import FakeResend
+
+SENDER = "Acme Team <hello@acme.example.com>"
+
+
+@pytest.fixture(scope="module")
+def served() -> Iterator[FakeResend]:
+    yield from serving(FakeResend())
+
+
+@pytest.fixture
+def fake(served: FakeResend) -> FakeResend:
+    served.reset()
+    return served
+
+
+def send(mailer: ResendMailer, n: int = 0) -> dict[str, object]:
+    return send_email(
+        mailer,
+        to="ada@example.com",
+        subject=f"Receipt {n}",
+        text="t",
+        html="<p>h</p>",
+        from_=SENDER,
+        idempotency_key=f"evt_{n}/invoice-paid",
+    )
+
+
+def test_a_burst_paced_to_the_account_rate_draws_no_429(fake: FakeResend) -> None:
+    fake.rate_limit = 2  # Resend's default: 2 requests per second per team
+    mailer = ResendMailer("re_test", fake.server.url, timeout=5, rate_per_second=2)
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        results = list(pool.map(lambda n: send(mailer, n), range(20)))
+
+    assert fake.rate_limited == 0
+    assert len(fake.delivered) == 20
+    assert len({r["id"] for r in results}) == 20
+
+
+def test_a_429_is_retried_after_its_retry_after(fake: FakeResend) -> None:
+    limited = {"statusCode": 429, "name": "rate_limit_exceeded", "message": "Too many requests"}
+    fake.scripted.append((429, limited, {"retry-after": "1"}))
+    mailer = ResendMailer("re_test", fake.server.url, timeout=5, rate_per_second=1000)
+
+    started = time.monotonic()
+    send(mailer)
+
+    assert len(fake.delivered) == 1
+    assert time.monotonic() - started >= 1.0, "waited as Retry-After asked"
+    assert len(fake.server.calls("POST", "/emails")) == 2
+
+
+def test_a_5xx_is_retried_with_the_same_idempotency_key(fake: FakeResend) -> None:
+    fake.failures_left = 2
+    mailer = ResendMailer("re_test", fake.server.url, timeout=5, rate_per_second=1000)
+
+    send(mailer, 7)
+
+    calls = fake.server.calls("POST", "/emails")
+    assert len(calls) == 3
+    assert {c.headers["Idempotency-Key"] for c in calls} == {"evt_7/invoice-paid"}
+    assert len(fake.delivered) == 1
+
+
+def test_a_refused_message_is_given_up_at_once_and_logged(
+    fake: FakeResend, caplog: pytest.LogCaptureFixture
+) -> None:
+    invalid = {"statusCode": 422, "name": "validation_error", "message": "Invalid `to` field"}
+    fake.scripted.append((422, invalid, {}))
+    mailer = ResendMailer("re_test", fake.server.url, timeout=5, rate_per_second=1000)
+
+    with caplog.at_level(logging.ERROR), pytest.raises(UndeliverableEmail):
+        send(mailer)
+
+    assert len(fake.server.calls("POST", "/emails")) == 1
+    assert "Invalid `to` field" in caplog.text
+
+
+def test_persistent_5xx_ends_in_a_mail_error_after_a_few_attempts(fake: FakeResend) -> None:
+    fake.failures_left = 10
+    mailer = ResendMailer("re_test", fake.server.url, timeout=5, rate_per_second=1000)
+
+    with pytest.raises(MailError) as info:
+        send(mailer)
+
+    assert not isinstance(info.value, UndeliverableEmail)
+    assert len(fake.server.calls("POST", "/emails")) == 3
+
+
+def test_a_stuck_resend_is_abandoned_at_the_deadline() -> None:
+    with hanging_server() as url:
+        mailer = ResendMailer("re_test", url, timeout=0.3, rate_per_second=1000)
+        started = time.monotonic()
+        with pytest.raises(MailError):
+            send(mailer)
+    # Three attempts of 0.3 s plus backoff: seconds, not the SDK's default 30 s per attempt.
+    assert time.monotonic() - started < 10
