@@ -47,7 +47,8 @@ class ImageError(RuntimeError):
 
 @dataclass(frozen=True)
 class Engine:
-    """A container engine: `command` prefixes every call; `run_options` go with build and run."""
+    """A container engine: `command` prefixes every call; `run_options` go with every `run`
+    (the host's network, so that containers reach loopback services; podman: limits too)."""
 
     name: str
     command: tuple[str, ...]
@@ -113,7 +114,7 @@ def engine(*, install: bool = True) -> Engine:
     """Docker when its daemon answers, else podman (installed from Debian when missing)."""
     wanted = os.environ.get("IMAGE_ENGINE", "")
     if wanted == "docker" or (not wanted and docker_daemon()):
-        return Engine("docker", ("docker",))
+        return Engine("docker", ("docker",), ("--network=host",))
     if install:
         ensure_packages({"podman": "podman", "runc": "runc"})
     podman, runc = _which("podman"), _which("runc")

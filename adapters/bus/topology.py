@@ -2,6 +2,8 @@
 
 Production provisions the same shape in `cloudbuild.yaml`: one topic, one push subscription
 per subscriber named `<topic>-<subscriber>`, retries with backoff, then a dead-letter topic.
+tests/deploy/topology.py reads cloudbuild.yaml's setup, builds it on the emulator with this
+module and compares; `PushPolicy()`'s defaults are checked against it.
 """
 
 from __future__ import annotations
