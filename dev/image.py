@@ -181,9 +181,8 @@ def _debootstrap(tarball: Path) -> None:
         if result.returncode != 0:
             raise ImageError(f"debootstrap failed:\n{(result.stdout + result.stderr)[-3000:]}")
         shutil.copyfile(ca_bundle(), rootfs / STANDIN_CA.lstrip("/"))
-        for cache in ("var/cache/apt/archives", "var/lib/apt/lists"):
-            for item in (rootfs / cache).glob("*.deb"):
-                item.unlink()
+        for package in (rootfs / "var/cache/apt/archives").glob("*.deb"):
+            package.unlink()  # what debootstrap downloaded: not needed in the image
         partial = tarball.with_suffix(".partial")
         subprocess.run(["tar", "-C", str(rootfs), "-cf", str(partial), "."], check=True)
         partial.replace(tarball)  # a cut-short run never leaves a truncated cache behind
