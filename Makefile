@@ -4,7 +4,7 @@ SHELL := /bin/bash
 UV_VERSION := 0.13.9
 UV := $(shell uv --version >/dev/null 2>&1 && echo uv || echo python3 -m uv)
 
-.PHONY: run test lint format install uv emails-preview bench
+.PHONY: run test lint format install uv emails-preview bench image
 
 uv:
 	@$(UV) --version >/dev/null 2>&1 || python3 -m pip install --quiet "uv==$(UV_VERSION)"
@@ -31,3 +31,8 @@ emails-preview: install
 format: install
 	$(UV) run --frozen ruff format .
 	$(UV) run --frozen ruff check --fix .
+
+# The Dockerfile's image (saas-backend:local): Docker where a daemon runs, else podman on a local
+# stand-in for python:3.11-slim, both installed from Debian when missing (dev/image.py).
+image:
+	@python3 dev/image.py

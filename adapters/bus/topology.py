@@ -2,6 +2,8 @@
 
 Production provisions the same shape in `cloudbuild.yaml`: one topic, one push subscription
 per subscriber named `<topic>-<subscriber>`, retries with backoff, then a dead-letter topic.
+tests/deploy/topology.py reads cloudbuild.yaml's setup, builds it on the emulator with this
+module and compares; `PushPolicy()`'s defaults are checked against it.
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ class PushPolicy:
     min_backoff: float = 10.0
     max_backoff: float = 600.0
     max_delivery_attempts: int = 10
+    # Acked messages are kept this long too, so that `subscriptions seek` can replay them.
+    retention: float = 7 * 24 * 3600
 
 
 def subscription_name(topic: str, subscriber: str) -> str:
@@ -41,6 +45,7 @@ def ensure_topology(
     push_endpoints: Mapping[str, str],
     dead_letter_topic: str | None = None,
     policy: PushPolicy = PushPolicy(),
+    push_service_account: str | None = None,
     emulator_host: str | None = None,
 ) -> list[str]:
     """Create the topic and one push subscription per subscriber; returns their paths.
@@ -52,22 +57,40 @@ def ensure_topology(
         topic_path = _ensure_topic(publisher, f"projects/{project}/topics/{topic}")
         dead_path = _ensure_topic(publisher, f"projects/{project}/topics/{dead_letter}")
         # Messages published to a topic without subscriptions vanish: keep the dead letters.
-        _ensure_subscription(
-            subscriber, {"name": f"projects/{project}/subscriptions/{dead_letter}"}, dead_path
-        )
+        dead_fields = {
+            "name": f"projects/{project}/subscriptions/{dead_letter}",
+            **_kept(policy, retain_acked=False),
+        }
+        _ensure_subscription(subscriber, dead_fields, dead_path)
         paths = []
         for name, endpoint in push_endpoints.items():
             path = f"projects/{project}/subscriptions/{subscription_name(topic, name)}"
-            _ensure_subscription(subscriber, _push(path, endpoint, dead_path, policy), topic_path)
+            fields = _push(path, endpoint, dead_path, policy, push_service_account)
+            _ensure_subscription(subscriber, fields, topic_path)
             paths.append(path)
         return paths
 
 
-def _push(path: str, endpoint: str, dead_letter: str, policy: PushPolicy) -> dict[str, object]:
+def _kept(policy: PushPolicy, *, retain_acked: bool) -> dict[str, object]:
+    """Never expires; keeps messages (acked ones too when asked) for the policy's retention."""
+    return {
+        "ack_deadline_seconds": policy.ack_deadline,
+        "expiration_policy": {},  # no ttl: never
+        "retain_acked_messages": retain_acked,
+        "message_retention_duration": _duration(policy.retention),
+    }
+
+
+def _push(
+    path: str, endpoint: str, dead_letter: str, policy: PushPolicy, service_account: str | None
+) -> dict[str, object]:
+    push_config: dict[str, object] = {"push_endpoint": endpoint}
+    if service_account:  # Pub/Sub signs each push with an OIDC token of this account
+        push_config["oidc_token"] = {"service_account_email": service_account}
     return {
         "name": path,
-        "push_config": {"push_endpoint": endpoint},
-        "ack_deadline_seconds": policy.ack_deadline,
+        "push_config": push_config,
+        **_kept(policy, retain_acked=True),
         "retry_policy": {
             "minimum_backoff": _duration(policy.min_backoff),
             "maximum_backoff": _duration(policy.max_backoff),
@@ -91,7 +114,10 @@ def _ensure_subscription(
     try:
         subscriber.create_subscription(request={**fields, "topic": topic})
     except exceptions.AlreadyExists:
-        changed = [name for name in fields if name != "name"]
+        # Only what differs: the emulator refuses to update some fields (expiration_policy).
+        existing = subscriber.get_subscription(subscription=str(fields["name"]))._pb
+        wanted = pubsub_v1.types.Subscription(**fields)._pb
+        changed = [n for n in fields if n != "name" and getattr(existing, n) != getattr(wanted, n)]
         if changed:
             mask = field_mask_pb2.FieldMask(paths=changed)
             subscriber.update_subscription(request={"subscription": fields, "update_mask": mask})

@@ -1,0 +1,270 @@
+"""The Pub/Sub setup cloudbuild.yaml gives production, read from cloudbuild.yaml itself.
+
+cloudbuild.yaml is the one definition: its `provision` and `subscriptions` scripts are run by
+bash in a dry run, where `gcloud` is a shell function that records its arguments (and answers
+`run services describe` with a placeholder URL per service). The recorded `gcloud pubsub` calls
+are read into a `Topology`; a flag this reader does not know fails the test, so the emulator
+setup cannot silently fall behind what production gets. The container test builds the
+topology on the emulator with `ensure_topology`, then reads it back and compares.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import tempfile
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import yaml
+from google.pubsub_v1.types import Subscription as SubscriptionProto
+
+from adapters.pubsub_admin import PushPolicy, subscription_name
+
+ROOT = Path(__file__).resolve().parents[2]
+CLOUDBUILD = ROOT / "cloudbuild.yaml"
+PROJECT_NUMBER = "123456789012"
+SERVICE_URL = "https://run.invalid/"  # what `gcloud run services describe` answers, + service
+_DOLLAR = re.compile(r"\$(?:(?P<escaped>\$)|\{(?P<braced>[^}]*)\}|(?P<bare>\w+))")
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+# `gcloud`, recorded: each call's arguments separated by \x1f, calls by \x1e.
+_RECORDER = r"""
+gcloud() {
+  printf '%s\x1f' "$@" >> "$GCLOUD_CALLS"; printf '\x1e' >> "$GCLOUD_CALLS"
+  case "$1 $2 $3" in
+    "pubsub topics describe" | "pubsub subscriptions describe") return 1 ;;  # nothing exists
+    "run services describe") echo "__SERVICE_URL__$4" ;;
+  esac
+  return 0
+}
+"""
+
+
+@dataclass(frozen=True)
+class Subscription:
+    """One subscription's settings, as gcloud's flags state them."""
+
+    name: str
+    topic: str
+    push_endpoint: str | None = None
+    push_service_account: str | None = None
+    ack_deadline: int = 10
+    min_retry_delay: float | None = None
+    max_retry_delay: float | None = None
+    dead_letter_topic: str | None = None
+    max_delivery_attempts: int | None = None
+    never_expires: bool = False
+    retain_acked_messages: bool = False
+    retention: float | None = None
+
+    def flag(self, name: str, value: str | None) -> Subscription:
+        """This subscription with one more `gcloud pubsub subscriptions create/update` flag."""
+        text = value or ""
+        match name:
+            case "--topic":
+                return replace(self, topic=text)
+            case "--push-endpoint":
+                return replace(self, push_endpoint=text)
+            case "--push-auth-service-account":
+                return replace(self, push_service_account=text)
+            case "--ack-deadline":
+                return replace(self, ack_deadline=int(text))
+            case "--min-retry-delay":
+                return replace(self, min_retry_delay=seconds(text))
+            case "--max-retry-delay":
+                return replace(self, max_retry_delay=seconds(text))
+            case "--dead-letter-topic":
+                return replace(self, dead_letter_topic=text)
+            case "--max-delivery-attempts":
+                return replace(self, max_delivery_attempts=int(text))
+            case "--expiration-period" if text == "never":
+                return replace(self, never_expires=True)
+            case "--retain-acked-messages" if value is None:
+                return replace(self, retain_acked_messages=True)
+            case "--message-retention-duration":
+                return replace(self, retention=seconds(text))
+        raise ValueError(
+            f"cloudbuild.yaml sets {name}={value} on subscription {self.name}; teach"
+            " tests/deploy/topology.py and adapters/pubsub_admin.py to reproduce it"
+        )
+
+    @classmethod
+    def from_proto(cls, sub: SubscriptionProto) -> Subscription:
+        """What the emulator (or Pub/Sub) holds, in the same terms."""
+        pb = sub._pb
+        retry, dead = pb.retry_policy, pb.dead_letter_policy
+        has_retry = pb.HasField("retry_policy")
+        return cls(
+            name=pb.name.rsplit("/", 1)[-1],
+            topic=pb.topic.rsplit("/", 1)[-1],
+            push_endpoint=pb.push_config.push_endpoint or None,
+            push_service_account=pb.push_config.oidc_token.service_account_email or None,
+            ack_deadline=pb.ack_deadline_seconds,
+            min_retry_delay=retry.minimum_backoff.ToTimedelta().total_seconds()
+            if has_retry
+            else None,
+            max_retry_delay=retry.maximum_backoff.ToTimedelta().total_seconds()
+            if has_retry
+            else None,
+            dead_letter_topic=dead.dead_letter_topic.rsplit("/", 1)[-1] or None,
+            max_delivery_attempts=dead.max_delivery_attempts or None,
+            never_expires=pb.HasField("expiration_policy")
+            and not pb.expiration_policy.HasField("ttl"),
+            retain_acked_messages=pb.retain_acked_messages,
+            retention=pb.message_retention_duration.ToTimedelta().total_seconds()
+            if pb.HasField("message_retention_duration")
+            else None,
+        )
+
+
+@dataclass(frozen=True)
+class Topology:
+    """Topics, and subscriptions by name; `services` maps a push endpoint to its target."""
+
+    topics: frozenset[str]
+    subscriptions: dict[str, Subscription]
+    services: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def push(self) -> dict[str, Subscription]:
+        """The push subscriptions, by the subscriber (target) they feed."""
+        return {
+            self.services[sub.push_endpoint]: sub
+            for sub in self.subscriptions.values()
+            if sub.push_endpoint
+        }
+
+    @property
+    def topic(self) -> str:
+        [topic] = {sub.topic for sub in self.push.values()}
+        return topic
+
+    @property
+    def dead_letter_topic(self) -> str:
+        [dead] = {sub.dead_letter_topic for sub in self.push.values()}
+        assert dead is not None, "push subscriptions dead-letter"
+        return dead
+
+    @property
+    def push_service_account(self) -> str | None:
+        [account] = {sub.push_service_account for sub in self.push.values()}
+        return account
+
+    def policy(self) -> PushPolicy:
+        """The retry and retention settings, the same for every push subscription."""
+        policies = {
+            PushPolicy(
+                ack_deadline=sub.ack_deadline,
+                min_backoff=sub.min_retry_delay or 0,
+                max_backoff=sub.max_retry_delay or 0,
+                max_delivery_attempts=sub.max_delivery_attempts or 0,
+                retention=sub.retention or 0,
+            )
+            for sub in self.push.values()
+        }
+        [policy] = policies
+        return policy
+
+    def with_endpoints(self, urls: dict[str, str]) -> Topology:
+        """The same topology with each target's push endpoint replaced by `urls[target]`."""
+        endpoint_of = {target: sub.push_endpoint for target, sub in self.push.items()}
+        subscriptions = dict(self.subscriptions)
+        for target, url in urls.items():
+            sub = self.push[target]
+            subscriptions[sub.name] = replace(sub, push_endpoint=url)
+        services = {url: target for target, url in urls.items()}
+        services |= {e: t for t, e in endpoint_of.items() if t not in urls and e}
+        return Topology(self.topics, subscriptions, services)
+
+
+def seconds(text: str) -> float:
+    """A gcloud duration (`10s`, `600s`, `7d`) in seconds."""
+    match = re.fullmatch(r"(\d+)([smhd])", text)
+    if match is None:
+        raise ValueError(f"unsupported duration {text!r}")
+    return float(int(match[1]) * _UNITS[match[2]])
+
+
+def cloudbuild(project: str) -> Topology:
+    """The topology cloudbuild.yaml's scripts create in `project` (a dry run, no network)."""
+    config: dict[str, Any] = yaml.safe_load(CLOUDBUILD.read_text())
+    values = {
+        **{name: str(value) for name, value in config["substitutions"].items()},
+        "PROJECT_ID": project,
+        "PROJECT_NUMBER": PROJECT_NUMBER,
+        "BUILD_ID": "dry-run",
+    }
+    scripts = {
+        step["id"]: step["args"][1]
+        for step in config["steps"]
+        if step.get("entrypoint") == "bash" and step["args"][0] == "-c"
+    }
+    calls = []
+    for step_id in ("provision", "subscriptions"):
+        calls += _dry_run(_render(scripts[step_id], values))
+    return _read(calls, prefix=_render(values["_SERVICE_PREFIX"], values))
+
+
+def _render(text: str, values: dict[str, str]) -> str:
+    """Cloud Build's substitutions, applied as Cloud Build applies them (recursively)."""
+
+    def one(match: re.Match[str]) -> str:
+        if match["escaped"]:
+            return "$"
+        return _render(values[match["braced"] or match["bare"]], values)
+
+    return _DOLLAR.sub(one, text)
+
+
+def _dry_run(script: str) -> list[list[str]]:
+    with tempfile.TemporaryDirectory(prefix="cloudbuild-") as scratch:
+        calls = Path(scratch) / "calls"
+        calls.touch()
+        recorder = _RECORDER.replace("__SERVICE_URL__", SERVICE_URL)
+        # Steps share /workspace in Cloud Build; here, a scratch folder.
+        body = script.replace("/workspace/", f"{scratch}/")
+        result = subprocess.run(
+            ["bash", "-c", recorder + body],
+            env={"GCLOUD_CALLS": str(calls), "PATH": "/usr/bin:/bin"},
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        if result.returncode != 0:
+            raise AssertionError(f"dry run of cloudbuild.yaml failed:\n{result.stderr}")
+        records = calls.read_text().split("\x1e")
+    return [record.split("\x1f")[:-1] for record in records if record]
+
+
+def _read(calls: list[list[str]], *, prefix: str) -> Topology:
+    topics: set[str] = set()
+    subscriptions: dict[str, Subscription] = {}
+    for call in calls:
+        if call[:1] != ["pubsub"] or call[2:3] in (["describe"], ["add-iam-policy-binding"]):
+            continue
+        group, verb, name, *flags = call[1:]
+        if (group, verb) == ("topics", "create"):
+            topics.add(name)
+            continue
+        if group != "subscriptions" or verb not in ("create", "update"):
+            raise ValueError(f"cloudbuild.yaml runs `gcloud pubsub {group} {verb}`: read it here")
+        sub = subscriptions.get(name, Subscription(name=name, topic=""))
+        for flag in flags:
+            key, _, value = flag.partition("=")
+            sub = sub.flag(key, value if "=" in flag else None)
+        subscriptions[name] = sub
+    services = {
+        f"{SERVICE_URL}{prefix}-{target}": target
+        for target in ("api", "access", "emails")  # the image's targets (bin/serve)
+    }
+    return Topology(frozenset(topics), subscriptions, services)
+
+
+def check_names(topology: Topology) -> None:
+    """Production's names are the ones `ensure_topology` gives (topic-subscriber, -dead-letter)."""
+    for target, sub in topology.push.items():
+        assert sub.name == subscription_name(topology.topic, target)
+    assert topology.dead_letter_topic == f"{topology.topic}-dead-letter"
