@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from adapters.pubsub_admin import PushPolicy
+from adapters.bus.topology import PushPolicy
 from tests.deploy import topology
 
 

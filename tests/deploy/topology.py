@@ -20,7 +20,7 @@ from typing import Any
 import yaml
 from google.pubsub_v1.types import Subscription as SubscriptionProto
 
-from adapters.pubsub_admin import PushPolicy, subscription_name
+from adapters.bus.topology import PushPolicy, subscription_name
 
 ROOT = Path(__file__).resolve().parents[2]
 CLOUDBUILD = ROOT / "cloudbuild.yaml"
@@ -87,7 +87,7 @@ class Subscription:
                 return replace(self, retention=seconds(text))
         raise ValueError(
             f"cloudbuild.yaml sets {name}={value} on subscription {self.name}; teach"
-            " tests/deploy/topology.py and adapters/pubsub_admin.py to reproduce it"
+            " tests/deploy/topology.py and adapters/bus/topology.py to reproduce it"
         )
 
     @classmethod
