@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Annotated, Any
 
 from flask import Blueprint, jsonify
 from flask.typing import ResponseReturnValue
-from pydantic import field_validator
+from pydantic import ConfigDict, WithJsonSchema, field_validator
 
 from handlers.deps import caller, container
 from handlers.fields import required_text
@@ -22,7 +22,9 @@ USERNAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9]|-(?=[A-Za-z0-9])){0,38}")
 
 
 class AccessRequest(RequestModel):
-    username: Any = None
+    model_config = ConfigDict(json_schema_extra={"required": ["username"]})
+
+    username: Annotated[Any, WithJsonSchema({"type": "string", "maxLength": 40})] = None
 
     @field_validator("username", mode="before")
     @classmethod

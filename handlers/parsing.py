@@ -14,6 +14,10 @@ from services.errors import InvalidRequest
 Model = TypeVar("Model", bound=BaseModel)
 
 
+# How an e-mail field looks in the OpenAPI document (its rule: core.addresses.email_address).
+EMAIL_SCHEMA = {"type": "string", "format": "email", "maxLength": 254}
+
+
 class RequestModel(BaseModel):
     """A request body or query: the contract is small, so an unknown field is refused."""
 

@@ -3,24 +3,24 @@ production), so strangers cannot use the service to send mail."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from flask import Blueprint, jsonify, request
 from flask.typing import ResponseReturnValue
-from pydantic import field_validator
+from pydantic import WithJsonSchema, field_validator
 
 from core.addresses import email_address
 from core.email.props import KINDS
 from handlers.deps import container
-from handlers.parsing import RequestModel, validate
+from handlers.parsing import EMAIL_SCHEMA, RequestModel, validate
 from services.sample_emails import send_samples
 
 bp = Blueprint("sample_emails", __name__)
 
 
 class SampleEmailQuery(RequestModel):
-    type: str = "all"
-    email: str | None = None
+    type: Annotated[str, WithJsonSchema({"type": "string", "enum": [*KINDS, "all"]})] = "all"
+    email: Annotated[str | None, WithJsonSchema(EMAIL_SCHEMA)] = None
 
     @field_validator("type")
     @classmethod

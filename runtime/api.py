@@ -11,6 +11,7 @@ from handlers import (
     github,
     health,
     leads,
+    openapi,
     payments,
     products,
     sample_emails,
@@ -41,6 +42,7 @@ def build_api(container: Container) -> Flask:
         webhook.bp,
         products.bp,
         github.bp,
+        openapi.bp,
     ):
         app.register_blueprint(blueprint)
     if container.settings.test_email_enabled:

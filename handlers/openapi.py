@@ -1,0 +1,186 @@
+"""GET /api/openapi.json: the OpenAPI 3.1 document of the public routes, from the pydantic
+models the handlers validate with (requests) and answer with (responses)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from flask import Blueprint, current_app, jsonify
+from flask.typing import ResponseReturnValue
+from pydantic import BaseModel, ConfigDict
+from pydantic.json_schema import models_json_schema
+
+from handlers.github import AccessRequest
+from handlers.leads import LeadRequest
+from handlers.payments import CheckoutRequest, PortalRequest
+from handlers.sample_emails import SampleEmailQuery
+
+bp = Blueprint("openapi", __name__)
+
+
+class Answer(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ErrorAnswer(Answer):
+    error: str
+
+
+class SuccessAnswer(Answer):
+    success: bool
+
+
+class UrlAnswer(Answer):
+    url: str | None
+
+
+class EmptyAnswer(Answer):
+    pass
+
+
+class HealthAnswer(Answer):
+    status: str
+
+
+class PublicProduct(Answer):
+    id: str
+    name: str
+    description: str
+    price: float
+    priceId: str
+    type: str
+    billingType: str
+    billingInterval: str | None
+    isFeatured: bool
+
+
+class ProductsAnswer(Answer):
+    products: list[PublicProduct]
+
+
+class RepositoriesAnswer(Answer):
+    success: bool
+    repositories: list[str]
+
+
+class SampleResult(Answer):
+    type: str
+    status: str
+
+
+class SampleEmailsAnswer(Answer):
+    success: bool
+    message: str
+    emailType: str
+    results: list[SampleResult]
+
+
+@dataclass(frozen=True)
+class Operation:
+    method: str
+    path: str
+    summary: str
+    answers: dict[int, type[BaseModel] | None]
+    body: type[BaseModel] | None = None
+    query: type[BaseModel] | None = None
+    signed_in: bool = False
+    only_when: str | None = None  # a blueprint that must be registered for the route to exist
+    headers: tuple[str, ...] = field(default=())
+
+
+# Statuses every route may answer: refused input, a body too large, a dependency down.
+COMMON = {400: ErrorAnswer, 413: ErrorAnswer, 415: ErrorAnswer, 503: ErrorAnswer}
+OPERATIONS = (
+    Operation("get", "/api/auth/callback", "Complete sign-in: code -> session cookies -> 302",
+              {302: None}, query=None),
+    Operation("post", "/api/lead", "Store a lead", {200: SuccessAnswer, **COMMON}, LeadRequest),
+    Operation("post", "/api/payments/create-checkout", "A Stripe Checkout URL",
+              {200: UrlAnswer, 401: ErrorAnswer, **COMMON}, CheckoutRequest, signed_in=True),
+    Operation("post", "/api/payments/create-portal", "A Stripe customer portal URL",
+              {200: UrlAnswer, 401: ErrorAnswer, **COMMON}, PortalRequest, signed_in=True),
+    Operation("post", "/api/webhook/payments", "Stripe's signed events",
+              {200: EmptyAnswer, **COMMON}, headers=("Stripe-Signature",)),
+    Operation("post", "/api/github/access", "Invite the buyer's GitHub account",
+              {200: RepositoriesAnswer, 401: ErrorAnswer, 403: ErrorAnswer, 409: ErrorAnswer,
+               **COMMON}, AccessRequest, signed_in=True),
+    Operation("get", "/api/products/public", "Active products, featured first",
+              {200: ProductsAnswer, 503: ErrorAnswer}),
+    Operation("get", "/api/test-email", "Send sample e-mails (not in production by default)",
+              {200: SampleEmailsAnswer, 400: ErrorAnswer, 401: ErrorAnswer, 403: ErrorAnswer},
+              query=SampleEmailQuery, only_when="sample_emails"),
+    Operation("get", "/healthz", "Liveness", {200: HealthAnswer}),
+    Operation("get", "/api/health", "Liveness (a path Cloud Run's front end never reserves)",
+              {200: HealthAnswer}),
+)  # fmt: skip
+
+
+def document(*, registered: set[str]) -> dict[str, Any]:
+    """The OpenAPI 3.1 document of the routes whose blueprints are registered."""
+    operations = [op for op in OPERATIONS if op.only_when is None or op.only_when in registered]
+    models = {m for op in operations for m in _models(op)}
+    keyed, schemas = models_json_schema(
+        [(m, "validation") for m in sorted(models, key=lambda m: m.__name__)],
+        ref_template="#/components/schemas/{model}",
+    )
+    refs = {model: keyed[(model, "validation")] for model in models}
+    paths: dict[str, dict[str, Any]] = {}
+    for op in operations:
+        paths.setdefault(op.path, {})[op.method] = _operation(op, refs, schemas.get("$defs", {}))
+    return {
+        "openapi": "3.1.0",
+        "info": {"title": "SaaS starter backend", "version": "1"},
+        "paths": paths,
+        "components": {
+            "schemas": schemas.get("$defs", {}),
+            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+        },
+    }
+
+
+def _models(op: Operation) -> list[type[BaseModel]]:
+    found = [m for m in op.answers.values() if m is not None]
+    return found + [m for m in (op.body, op.query) if m is not None]
+
+
+def _operation(
+    op: Operation, refs: dict[type[BaseModel], Any], defs: dict[str, Any]
+) -> dict[str, Any]:
+    spec: dict[str, Any] = {"summary": op.summary, "responses": {}}
+    for status, model in op.answers.items():
+        answer: dict[str, Any] = {"description": str(status)}
+        if model is not None:
+            answer["content"] = {"application/json": {"schema": refs[model]}}
+        spec["responses"][str(status)] = answer
+    if op.body is not None:
+        spec["requestBody"] = {
+            "required": True,
+            "content": {"application/json": {"schema": refs[op.body]}},
+        }
+    parameters = [_header(name) for name in op.headers]
+    if op.query is not None:
+        parameters += _query_parameters(defs[op.query.__name__])
+    if op.path == "/api/auth/callback":
+        parameters.append({"name": "code", "in": "query", "schema": {"type": "string"}})
+    if parameters:
+        spec["parameters"] = parameters
+    if op.signed_in:
+        spec["security"] = [{"bearer": []}, {}]
+    return spec
+
+
+def _header(name: str) -> dict[str, Any]:
+    return {"name": name, "in": "header", "required": True, "schema": {"type": "string"}}
+
+
+def _query_parameters(schema: dict[str, Any]) -> list[dict[str, Any]]:
+    required = set(schema.get("required", []))
+    return [
+        {"name": name, "in": "query", "required": name in required, "schema": prop}
+        for name, prop in schema.get("properties", {}).items()
+    ]
+
+
+@bp.get("/api/openapi.json")
+def openapi_document() -> ResponseReturnValue:
+    return jsonify(document(registered=set(current_app.blueprints)))
