@@ -8,7 +8,7 @@ from typing import Protocol
 
 import httpx
 from supabase_auth import SyncGoTrueAdminAPI
-from supabase_auth.errors import AuthApiError
+from supabase_auth.errors import AuthApiError, AuthError
 
 from adapters.db.pool import Database
 
@@ -49,6 +49,8 @@ class SupabaseAccounts:
             if exc.code == "email_exists" or exc.status == 422:
                 return  # created meanwhile (another delivery, or the buyer signed up)
             raise AccountError(f"Supabase refused to invite a buyer: {exc.message}") from exc
+        except (AuthError, httpx.HTTPError) as exc:  # AuthRetryableError: timed out, unreachable
+            raise AccountError(f"Supabase Auth unreachable: {type(exc).__name__}") from exc
         finally:
             http.close()
         log.info("invited a guest buyer to create their account")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 
+import requests
 from github import Auth, Github, GithubException
 
 log = logging.getLogger(__name__)
@@ -11,6 +12,10 @@ log = logging.getLogger(__name__)
 
 class GitHubNotConfigured(RuntimeError):
     """GITHUB_TOKEN is not set."""
+
+
+class GitHubUnavailable(RuntimeError):
+    """GitHub could not be reached, timed out or failed on its side: try again later."""
 
 
 class UnknownGitHubAccount(ValueError):
@@ -44,7 +49,11 @@ class GitHubGateway:
         except GithubException as exc:
             if exc.status in (404, 422):
                 raise UnknownGitHubAccount(f"GitHub has no user '{username}'") from exc
+            if exc.status == 429 or exc.status >= 500:
+                raise GitHubUnavailable(f"GitHub answered {exc.status}") from exc
             raise
+        except requests.RequestException as exc:
+            raise GitHubUnavailable(f"GitHub unreachable: {type(exc).__name__}") from exc
         finally:
             client.close()
         return invitation is not None

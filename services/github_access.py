@@ -8,7 +8,12 @@ from adapters.bus import EventBus, PublishError
 from adapters.db import profiles, purchases
 from adapters.db.pool import Database
 from adapters.db.purchases import RepositoryPurchase
-from adapters.github_api import GitHubGateway, GitHubNotConfigured, UnknownGitHubAccount
+from adapters.github_api import (
+    GitHubGateway,
+    GitHubNotConfigured,
+    GitHubUnavailable,
+    UnknownGitHubAccount,
+)
 from adapters.tokens import User
 from core.email.plan import GITHUB_ACCESS_GRANTED
 from core.events import app_event
@@ -42,6 +47,8 @@ def _deliver(
         raise NotConfigured(str(exc)) from exc
     except UnknownGitHubAccount as exc:
         raise InvalidRequest(str(exc)) from exc
+    except GitHubUnavailable as exc:
+        raise Unavailable("GitHub is unavailable right now; please try again shortly") from exc
     purchases.mark_delivered(db, purchase.id, username)
     _announce(purchase, user=user, username=username, db=db, bus=bus)
 
