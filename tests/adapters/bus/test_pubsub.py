@@ -4,8 +4,6 @@ publishes, the emulator pushes, the access target under functions-framework writ
 from __future__ import annotations
 
 import json
-import re
-import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -249,28 +247,3 @@ def test_a_failed_database_write_is_retried_by_pubsub_and_lands_once(
     wait_for(lambda: has_access(pipeline.db, buyer))
     assert outcomes(pipeline.db) == ["granted"]
     assert len(pipeline.db.fetch_all("select id from public.purchases")) == 1
-
-
-def test_make_run_with_pubsub_serves_the_whole_pipeline_and_stops_the_emulator(
-    service_env: dict[str, str], db: Database, buyer: str, tmp_path: Path
-) -> None:
-    port = pubsub_emulator.free_port()
-    env = {k: v for k, v in service_env.items() if k != "PUBSUB_EMULATOR_HOST"}
-    env |= {"PORT": str(port), "EVENT_BUS": "pubsub"}
-    server = spawn(
-        [sys.executable, "-m", "dev.server"], env=env, port=port, log=tmp_path / "dev.log"
-    )
-    try:
-        found = re.search(r"Pub/Sub emulator on 127\.0\.0\.1:(\d+)", server.output())
-        assert found, server.output()
-        emulator_port = int(found.group(1))
-        response = post_event(
-            server.url, stripe_event("checkout.session.completed", completed(buyer))
-        )
-        assert response.status_code == 200
-        wait_for(lambda: has_access(db, buyer))
-    finally:
-        server.stop()  # SIGTERM: the development server stops the emulator it started
-    assert server.process.returncode == 0, server.output()[-2000:]
-    assert not pubsub_emulator.answers(f"127.0.0.1:{emulator_port}")
-    assert emulator_processes(emulator_port) == []

@@ -1,0 +1,58 @@
+"""`make run` (dev/server.py): the whole pipeline locally, and nothing left running after."""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+from adapters.db.pool import Database
+from adapters.db.products import seed_demo_products
+from dev import pubsub_emulator
+from tests.adapters.bus.test_pubsub import (  # fixtures: pytest finds them by name
+    completed,
+    emulator_processes,
+    has_access,
+)
+from tests.helpers import create_user, stripe_event, wait_for
+from tests.pubsub_fixtures import (  # noqa: F401
+    access_target_fixture,
+    api_server_fixture,
+    post_event,
+    pubsub_fixture,
+    service_env_fixture,
+    spawn,
+)
+
+
+@pytest.fixture
+def shopper(db: Database) -> str:
+    seed_demo_products(db)
+    return create_user(db, "dev-server@example.com")
+
+
+def test_make_run_with_pubsub_serves_the_whole_pipeline_and_stops_the_emulator(
+    service_env: dict[str, str], db: Database, shopper: str, tmp_path: Path
+) -> None:
+    port = pubsub_emulator.free_port()
+    env = {k: v for k, v in service_env.items() if k != "PUBSUB_EMULATOR_HOST"}
+    env |= {"PORT": str(port), "EVENT_BUS": "pubsub"}
+    server = spawn(
+        [sys.executable, "-m", "dev.server"], env=env, port=port, log=tmp_path / "dev.log"
+    )
+    try:
+        found = re.search(r"Pub/Sub emulator on 127\.0\.0\.1:(\d+)", server.output())
+        assert found, server.output()
+        emulator_port = int(found.group(1))
+        response = post_event(
+            server.url, stripe_event("checkout.session.completed", completed(shopper))
+        )
+        assert response.status_code == 200
+        wait_for(lambda: has_access(db, shopper))
+    finally:
+        server.stop()  # SIGTERM: the development server stops the emulator it started
+    assert server.process.returncode == 0, server.output()[-2000:]
+    assert not pubsub_emulator.answers(f"127.0.0.1:{emulator_port}")
+    assert emulator_processes(emulator_port) == []
