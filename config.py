@@ -13,6 +13,9 @@ from subscribers import TARGETS
 
 # A fixed, public value so local runs and tests can sign webhooks without an account.
 DEV_WEBHOOK_SECRET = "whsec_local_development_secret_do_not_use_in_production"  # noqa: S105
+# Likewise for access tokens: `flask --app main users token` signs with it when no Supabase
+# project is configured, so every authenticated route can be called locally.
+DEV_JWT_SECRET = "local-development-jwt-secret-do-not-use-in-production"  # noqa: S105
 
 # Secrets production cannot run without: the service would fail open or silently otherwise.
 PRODUCTION_REQUIRED = (
@@ -108,6 +111,8 @@ class Settings(BaseSettings):
         missing = [name.upper() for name in PRODUCTION_REQUIRED if getattr(self, name) is None]
         if self.stripe_webhook_secret and self.webhook_secret == DEV_WEBHOOK_SECRET:
             missing.append("STRIPE_WEBHOOK_SECRET (the development value is public)")
+        if secret(self.supabase_jwt_secret) == DEV_JWT_SECRET:
+            missing.append("SUPABASE_JWT_SECRET (the development value is public)")
         if missing:
             raise MissingSecretsError(
                 "APP_ENV=production refuses to start; missing: " + ", ".join(missing)
@@ -130,6 +135,16 @@ class Settings(BaseSettings):
     def webhook_secret(self) -> str:
         secret = self.stripe_webhook_secret
         return secret.get_secret_value() if secret else DEV_WEBHOOK_SECRET
+
+    @property
+    def jwt_secret(self) -> str | None:
+        """The HS256 secret of access tokens: SUPABASE_JWT_SECRET, else (locally, without a
+        Supabase project, whose tokens are then checked against its JWKS) the public dev value."""
+        if self.supabase_jwt_secret is not None:
+            return self.supabase_jwt_secret.get_secret_value()
+        if self.is_production or self.supabase_url is not None:
+            return None
+        return DEV_JWT_SECRET
 
     @property
     def site_origin(self) -> str | None:

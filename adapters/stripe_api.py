@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import logging
 import threading
 from collections.abc import Iterator
@@ -115,3 +117,9 @@ def verify_signature(
         raise SignatureError("Webhook body is not UTF-8") from exc
     except stripe.SignatureVerificationError as exc:
         raise SignatureError(str(exc.user_message or exc)) from exc
+
+
+def sign(payload: bytes, *, secret: str, timestamp: int) -> str:
+    """The `Stripe-Signature` header Stripe would send with `payload` (for local sample events)."""
+    mac = hmac.new(secret.encode(), f"{timestamp}.".encode() + payload, hashlib.sha256)
+    return f"t={timestamp},v1={mac.hexdigest()}"

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import time
+import uuid
 from dataclasses import dataclass
 from typing import Any
 
 import jwt
 
 AUDIENCE = "authenticated"
+# Where a local token says it comes from when no Supabase project is configured: the address
+# of the Supabase CLI's local stack, whose tokens look the same.
+LOCAL_SUPABASE_URL = "http://127.0.0.1:54321"
 
 
 class InvalidToken(Exception):
@@ -59,3 +64,32 @@ class TokenVerifier:
         return jwt.decode(
             token, key, algorithms=["ES256", "RS256"], audience=AUDIENCE, options=options
         )
+
+
+def issuer(supabase_url: str | None) -> str:
+    """The `iss` Supabase Auth writes into its access tokens: the project URL + `/auth/v1`."""
+    return (supabase_url or LOCAL_SUPABASE_URL).rstrip("/") + "/auth/v1"
+
+
+def issue_token(
+    *, secret: str, user_id: str, email: str, supabase_url: str | None, ttl: int = 3600
+) -> str:
+    """An HS256 access token with the claims Supabase Auth writes (for local development)."""
+    now = int(time.time())
+    claims = {
+        "iss": issuer(supabase_url),
+        "sub": user_id,
+        "aud": AUDIENCE,
+        "exp": now + ttl,
+        "iat": now,
+        "email": email,
+        "phone": "",
+        "app_metadata": {"provider": "email", "providers": ["email"]},
+        "user_metadata": {},
+        "role": "authenticated",
+        "aal": "aal1",
+        "amr": [{"method": "password", "timestamp": now}],
+        "session_id": str(uuid.uuid4()),
+        "is_anonymous": False,
+    }
+    return jwt.encode(claims, secret, algorithm="HS256")

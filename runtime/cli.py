@@ -1,4 +1,4 @@
-"""Flask CLI commands: `flask --app main migrate`, `seed`."""
+"""Flask CLI commands: `flask --app main migrate`, `seed`, and the groups in `commands/`."""
 
 from __future__ import annotations
 
@@ -6,6 +6,8 @@ import click
 from flask import Flask, current_app
 
 from adapters.db import migrations, products
+from runtime.commands.events import events
+from runtime.commands.users import users
 from runtime.container import Container
 
 
@@ -33,5 +35,5 @@ def seed_command() -> None:
 
 def register(app: Flask) -> None:
     """Add the commands to the app's CLI."""
-    for command in (migrate_command, seed_command):
+    for command in (migrate_command, seed_command, events, users):
         app.cli.add_command(command)

@@ -85,7 +85,7 @@ class Container:
 
         s = self.settings
         return TokenVerifier(
-            jwt_secret=secret(s.supabase_jwt_secret),
+            jwt_secret=s.jwt_secret,
             supabase_url=str(s.supabase_url) if s.supabase_url else None,
             timeout=s.outbound_timeout_seconds,
         )

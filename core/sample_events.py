@@ -1,0 +1,186 @@
+"""Stripe-shaped sample events (API version 2023-08-16) for local runs: one per subscribed type.
+
+Only the fields Stripe sends that this service reads, plus the ones that make an object
+recognisable (`object`, `livemode`, `created`); ids follow Stripe's prefixes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+API_VERSION = "2023-08-16"
+DEFAULT_EMAIL = "buyer@example.com"
+DEFAULT_PRICE = "price_demo_team_monthly"  # the monthly demo product `make run` seeds
+PERIOD = 30 * 24 * 3600
+
+
+@dataclass(frozen=True)
+class Facts:
+    """Who bought what: the same e-mail gives the same customer and subscription ids."""
+
+    email: str = DEFAULT_EMAIL
+    customer: str | None = None
+    price: str = DEFAULT_PRICE
+    user_id: str | None = None
+    session: str | None = None
+    amount: int = 1900
+    currency: str = "usd"
+
+    @property
+    def customer_id(self) -> str:
+        return self.customer or "cus_" + _digest("customer", self.email)
+
+    @property
+    def subscription_id(self) -> str:
+        return "sub_" + _digest("subscription", self.customer_id)
+
+
+def sample_event(event_type: str, facts: Facts, *, created: int) -> dict[str, Any]:
+    """A whole Stripe event body of `event_type` about `facts`, created at `created`."""
+    if event_type not in _OBJECTS:
+        raise ValueError(f"no sample for {event_type!r}; one of {', '.join(sorted(_OBJECTS))}")
+    return {
+        "id": "evt_" + secrets.token_hex(12),
+        "object": "event",
+        "api_version": API_VERSION,
+        "created": created,
+        "data": {"object": _OBJECTS[event_type](facts, created)},
+        "livemode": False,
+        "pending_webhooks": 1,
+        "request": {"id": None, "idempotency_key": None},
+        "type": event_type,
+    }
+
+
+def _session(facts: Facts, created: int, *, status: str, paid: str) -> dict[str, Any]:
+    session_id = facts.session or "cs_test_" + secrets.token_hex(12)
+    metadata = {"price_id": facts.price} | ({"user_id": facts.user_id} if facts.user_id else {})
+    return {
+        "id": session_id,
+        "object": "checkout.session",
+        "amount_subtotal": facts.amount,
+        "amount_total": facts.amount,
+        "client_reference_id": facts.user_id,
+        "created": created,
+        "currency": facts.currency,
+        "customer": facts.customer_id,
+        "customer_details": {"email": facts.email, "name": None, "tax_exempt": "none"},
+        "customer_email": facts.email,
+        "expires_at": created + 24 * 3600,
+        "livemode": False,
+        "metadata": metadata,
+        "mode": "subscription",
+        "payment_status": paid,
+        "status": status,
+        "subscription": facts.subscription_id,
+        "url": None,
+    }
+
+
+def _completed(facts: Facts, created: int) -> dict[str, Any]:
+    return _session(facts, created, status="complete", paid="paid")
+
+
+def _expired(facts: Facts, created: int) -> dict[str, Any]:
+    session = _session(facts, created, status="expired", paid="unpaid")
+    return session | {"customer": None, "subscription": None, "after_expiration": None}
+
+
+def _invoice(facts: Facts, created: int, *, paid: bool) -> dict[str, Any]:
+    number = _digest("invoice", f"{facts.customer_id}{created}")[:8].upper()
+    return {
+        "id": "in_" + secrets.token_hex(12),
+        "object": "invoice",
+        "amount_due": facts.amount,
+        "amount_paid": facts.amount if paid else 0,
+        "attempt_count": 1,
+        "billing_reason": "subscription_cycle",
+        "created": created,
+        "currency": facts.currency,
+        "customer": facts.customer_id,
+        "customer_email": facts.email,
+        "customer_name": None,
+        "hosted_invoice_url": None,
+        "lines": {
+            "object": "list",
+            "data": [_line(facts, created)],
+            "has_more": False,
+            "url": "/v1/invoices/upcoming/lines",
+        },
+        "livemode": False,
+        "next_payment_attempt": None if paid else created + 3 * 24 * 3600,
+        "number": f"{number}-0001",
+        "paid": paid,
+        "status": "paid" if paid else "open",
+        "status_transitions": {"paid_at": created if paid else None},
+        "subscription": facts.subscription_id,
+    }
+
+
+def _line(facts: Facts, created: int) -> dict[str, Any]:
+    return {
+        "id": "il_" + secrets.token_hex(12),
+        "object": "line_item",
+        "amount": facts.amount,
+        "currency": facts.currency,
+        "period": {"start": created, "end": created + PERIOD},
+        "price": _price(facts),
+        "quantity": 1,
+        "type": "subscription",
+    }
+
+
+def _price(facts: Facts) -> dict[str, Any]:
+    return {
+        "id": facts.price,
+        "object": "price",
+        "currency": facts.currency,
+        "recurring": {"interval": "month", "interval_count": 1},
+        "type": "recurring",
+        "unit_amount": facts.amount,
+    }
+
+
+def _subscription(facts: Facts, created: int, *, status: str) -> dict[str, Any]:
+    ended = status == "canceled"
+    item = {"id": "si_" + _digest("item", facts.subscription_id), "object": "subscription_item"}
+    return {
+        "id": facts.subscription_id,
+        "object": "subscription",
+        "cancel_at_period_end": False,
+        "canceled_at": created if ended else None,
+        "created": created - PERIOD,
+        "current_period_end": created,
+        "current_period_start": created - PERIOD,
+        "customer": facts.customer_id,
+        "ended_at": created if ended else None,
+        "items": {
+            "object": "list",
+            "data": [item | {"price": _price(facts), "quantity": 1}],
+            "has_more": False,
+            "url": f"/v1/subscription_items?subscription={facts.subscription_id}",
+        },
+        "livemode": False,
+        "metadata": {},
+        "status": status,
+    }
+
+
+_OBJECTS: dict[str, Callable[[Facts, int], dict[str, Any]]] = {
+    "checkout.session.completed": _completed,
+    "checkout.session.async_payment_succeeded": _completed,
+    "checkout.session.expired": _expired,
+    "invoice.paid": lambda f, t: _invoice(f, t, paid=True),
+    "invoice.payment_failed": lambda f, t: _invoice(f, t, paid=False),
+    "customer.subscription.updated": lambda f, t: _subscription(f, t, status="active"),
+    "customer.subscription.deleted": lambda f, t: _subscription(f, t, status="canceled"),
+}
+SAMPLE_TYPES = tuple(sorted(_OBJECTS))
+
+
+def _digest(kind: str, value: str) -> str:
+    return hashlib.sha256(f"{kind}:{value.lower()}".encode()).hexdigest()[:14]

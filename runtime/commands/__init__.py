@@ -1,0 +1,1 @@
+"""Flask CLI command groups (`flask --app main GROUP ...`), one module per group."""

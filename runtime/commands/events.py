@@ -1,0 +1,64 @@
+"""`flask --app main events ...`: Stripe events. `send` posts a signed sample to a webhook."""
+
+from __future__ import annotations
+
+import time
+
+import click
+from flask import current_app
+
+from core.sample_events import DEFAULT_EMAIL, DEFAULT_PRICE, SAMPLE_TYPES, Facts
+from runtime.container import Container
+from services import sample_events
+
+
+@click.group("events")
+def events() -> None:
+    """Stripe events: signed samples for local runs."""
+
+
+@events.command("send")
+@click.argument("event_type", metavar="TYPE", type=click.Choice(SAMPLE_TYPES))
+@click.option("--email", default=DEFAULT_EMAIL, show_default=True, help="The buyer's e-mail.")
+@click.option(
+    "--customer",
+    default=None,
+    help="Stripe customer id [default: derived from --email, so that later events for the"
+    " same e-mail name the customer its checkout linked].",
+)
+@click.option("--price", default=DEFAULT_PRICE, show_default=True, help="Stripe price id.")
+@click.option("--user", "user_id", default=None, help="User id for client_reference_id.")
+@click.option("--session", default=None, help="Checkout session id [default: a new one].")
+@click.option("--created", type=int, default=None, help="The event's Unix time [default: now].")
+@click.option(
+    "--url",
+    default=None,
+    help="The webhook [default: http://localhost:$PORT/api/webhook/payments].",
+)
+def send_command(
+    event_type: str,
+    email: str,
+    customer: str | None,
+    price: str,
+    user_id: str | None,
+    session: str | None,
+    created: int | None,
+    url: str | None,
+) -> None:
+    """Send a Stripe-shaped TYPE event (API 2023-08-16), signed with the webhook secret."""
+    settings = _container().settings
+    delivery = sample_events.send(
+        event_type=event_type,
+        facts=Facts(email=email, customer=customer, price=price, user_id=user_id, session=session),
+        created=created if created is not None else int(time.time()),
+        url=url or f"http://localhost:{settings.port}/api/webhook/payments",
+        secret=settings.webhook_secret,
+    )
+    click.echo(f"{delivery.event_type} {delivery.event_id} -> {delivery.status} {delivery.body}")
+    if not delivery.ok:
+        raise click.ClickException(f"the webhook answered {delivery.status}")
+
+
+def _container() -> Container:
+    found: Container = current_app.extensions["container"]
+    return found

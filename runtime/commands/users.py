@@ -1,0 +1,69 @@
+"""`flask --app main users create|token|show EMAIL`: local users and development tokens."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import click
+from flask import current_app
+
+from runtime.container import Container
+from services import local_users
+from services.errors import ServiceError
+
+
+@click.group("users")
+def users() -> None:
+    """Local users and development access tokens (refused with APP_ENV=production)."""
+
+
+@users.command("create")
+@click.argument("email")
+@click.option("--name", default=None, help="Full name, as sign-up would store it.")
+def create_command(email: str, name: str | None) -> None:
+    """Create a user (auth user and profile) with EMAIL; an existing one is kept."""
+    with _refusals() as c:
+        profile, created = local_users.create(email=email, name=name, db=c.db, settings=c.settings)
+    click.echo(f"{'created' if created else 'exists:'} {profile.email} (id {profile.id})")
+
+
+@users.command("token")
+@click.argument("email")
+@click.option("--ttl", default=3600, show_default=True, help="Seconds until it expires.")
+def token_command(email: str, ttl: int) -> None:
+    """Print an access token for EMAIL: `curl -H "Authorization: Bearer $(...)"`."""
+    with _refusals() as c:
+        click.echo(local_users.token(email=email, ttl=ttl, db=c.db, settings=c.settings))
+
+
+@users.command("show")
+@click.argument("email")
+def show_command(email: str) -> None:
+    """Profile, access, purchases and e-mails sent for EMAIL."""
+    with _refusals() as c:
+        found = local_users.summary(email=email, db=c.db, settings=c.settings)
+    p = found.profile
+    click.echo(f"user        {p.email} (id {p.id}){' admin' if p.is_admin else ''}")
+    click.echo(f"has_access  {str(p.has_access).lower()}")
+    click.echo(f"customer    {p.customer_id or '-'}  price {p.price_id or '-'}")
+    _rows("purchases", found.purchases, lambda r: f"{r['product']} {r['session']}")
+    _rows("e-mails", found.emails, lambda r: f"{r['kind']} for {r['event_id']}")
+
+
+def _rows(title: str, rows: list[dict[str, Any]], line: Callable[[dict[str, Any]], str]) -> None:
+    click.echo(f"{title:<11} {len(rows)}")
+    for row in rows:
+        when = next(v for k, v in row.items() if k.endswith("_at"))
+        click.echo(f"  {when:%Y-%m-%d %H:%M:%S}  {line(row)}")
+
+
+@contextmanager
+def _refusals() -> Iterator[Container]:
+    """The app's container; a refusal becomes a one-line error and exit status 1."""
+    container: Container = current_app.extensions["container"]
+    try:
+        yield container
+    except ServiceError as exc:
+        raise click.ClickException(exc.message) from exc

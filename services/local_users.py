@@ -1,0 +1,99 @@
+"""Local users for development: an account in the `auth.users` stand-in, and what it holds."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from adapters.db import profiles
+from adapters.db.pool import Database
+from adapters.db.profiles import Profile
+from adapters.tokens import issue_token
+from config import Settings
+from core.addresses import email_address
+from services.errors import Forbidden, InvalidRequest, NotConfigured
+
+
+@dataclass(frozen=True)
+class UserSummary:
+    """A profile with its purchases and the e-mails sent to its address."""
+
+    profile: Profile
+    purchases: list[dict[str, Any]]
+    emails: list[dict[str, Any]]
+
+
+def ensure_local(settings: Settings) -> None:
+    """Refuse in production: accounts there belong to Supabase Auth alone."""
+    if settings.is_production:
+        raise Forbidden("local users are for development: refused with APP_ENV=production")
+
+
+def create(*, email: str, name: str | None, db: Database, settings: Settings) -> tuple[Profile, bool]:
+    """The profile for `email`, created (with its auth user) when missing; True if new."""
+    ensure_local(settings)
+    address = _address(email)
+    with db.transaction() as conn:
+        row = conn.execute(
+            "insert into auth.users (id, email, raw_user_meta_data)"
+            " values (gen_random_uuid(), %s, jsonb_build_object('full_name', %s::text))"
+            " on conflict ((lower(email))) do nothing returning id",
+            (address, name),
+        ).fetchone()
+    found = profiles.by_email(db, address)
+    if found is None:
+        raise NotConfigured("no profile was created: are the migrations applied?")
+    return found, row is not None
+
+
+def token(*, email: str, ttl: int, db: Database, settings: Settings) -> str:
+    """An access token for the user with `email`, accepted by this API in development."""
+    ensure_local(settings)
+    secret = settings.jwt_secret
+    if secret is None:
+        raise NotConfigured(
+            "tokens of this Supabase project come from Supabase Auth (JWKS):"
+            " set SUPABASE_JWT_SECRET to sign local ones, or sign in through the frontend"
+        )
+    profile = _existing(db, email)
+    supabase_url = str(settings.supabase_url) if settings.supabase_url else None
+    return issue_token(
+        secret=secret,
+        user_id=profile.id,
+        email=profile.email or email,
+        supabase_url=supabase_url,
+        ttl=ttl,
+    )
+
+
+def summary(*, email: str, db: Database, settings: Settings) -> UserSummary:
+    """Profile, purchases and e-mails sent, for `users show`."""
+    ensure_local(settings)
+    profile = _existing(db, email)
+    purchases = db.fetch_all(
+        "select p.stripe_checkout_session_id as session, pr.name as product, p.amount_total,"
+        " p.currency, p.created_at from public.purchases p"
+        " left join public.products pr on pr.id = p.product_id"
+        " where p.user_id = %s::uuid order by p.created_at",
+        (profile.id,),
+    )
+    emails = db.fetch_all(
+        "select kind, event_id, provider_id, sent_at from public.sent_emails"
+        " where lower(recipient) = lower(%s) order by sent_at",
+        (profile.email or email,),
+    )
+    return UserSummary(profile=profile, purchases=purchases, emails=emails)
+
+
+def _existing(db: Database, email: str) -> Profile:
+    found = profiles.by_email(db, _address(email))
+    if found is None:
+        raise InvalidRequest(f"no user with e-mail {email}: create it with `users create`")
+    return found
+
+
+def _address(email: str) -> str:
+    try:
+        return email_address(email)
+    except ValueError as exc:
+        raise InvalidRequest(f"not an e-mail address: {email}") from exc

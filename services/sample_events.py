@@ -1,0 +1,63 @@
+"""Send a signed Stripe-shaped sample event to a webhook, as Stripe would deliver it."""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+from adapters.stripe_api import sign
+from core.sample_events import Facts, sample_event
+
+LOOPBACK = frozenset({"localhost", "127.0.0.1", "::1"})
+# A proxy from the environment must not see requests to this machine.
+_DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+
+@dataclass(frozen=True)
+class Delivery:
+    """What the webhook answered to one event."""
+
+    event_id: str
+    event_type: str
+    status: int
+    body: str
+    object: dict[str, object]
+
+    @property
+    def ok(self) -> bool:
+        return 200 <= self.status < 300
+
+
+def send(
+    *, event_type: str, facts: Facts, created: int, url: str, secret: str, timeout: float = 10
+) -> Delivery:
+    """Build the sample (created at `created`), sign it with `secret` now, POST it to `url`."""
+    event = sample_event(event_type, facts, created=created)
+    payload = json.dumps(event).encode()
+    request = urllib.request.Request(  # noqa: S310 - the URL is the operator's own
+        url,
+        data=payload,
+        method="POST",
+        headers={
+            "Content-Type": "application/json; charset=utf-8",
+            "Stripe-Signature": sign(payload, secret=secret, timestamp=int(time.time())),
+            "User-Agent": "Stripe/1.0 (+https://stripe.com/docs/webhooks)",
+        },
+    )
+    opener = _DIRECT if urlsplit(url).hostname in LOOPBACK else urllib.request.build_opener()
+    try:
+        with opener.open(request, timeout=timeout) as response:
+            status, body = response.status, response.read().decode(errors="replace")
+    except urllib.error.HTTPError as exc:
+        status, body = exc.code, exc.read().decode(errors="replace")
+    return Delivery(
+        event_id=event["id"],
+        event_type=event_type,
+        status=status,
+        body=body.strip(),
+        object=event["data"]["object"],
+    )
