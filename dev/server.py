@@ -1,75 +1,22 @@
-"""`make run`: the API on $PORT with everything it needs locally, in the foreground.
+"""`make run`: the API on $PORT with everything it needs locally (dev/stack.py), in the foreground.
 
-Without DATABASE_URL an embedded Postgres runs under `.data/postgres`. With EVENT_BUS=pubsub
-the whole pipeline runs as in production: the Pub/Sub emulator (started here unless
-PUBSUB_EMULATOR_HOST names one), and the `access` and `emails` targets as processes of their
-own (`bin/serve`), fed by push subscriptions.
+Once it listens it prints where things are (database, outbox, webhook secret) and the next
+commands to try, and writes them to `.data/run.env` so another terminal can
+`source .data/run.env` and use the Flask CLI against this very stack.
 """
 
 from __future__ import annotations
 
 import contextlib
-import logging
+import shlex
 import signal
+from pathlib import Path
 
-from werkzeug.serving import run_simple
+from config import DEV_WEBHOOK_SECRET, Settings
+from dev import stack as local_stack
+from runtime import logs
 
-from adapters.bus.topology import PushPolicy, ensure_topology
-from adapters.db import migrations, products
-from config import Settings
-from dev import local_postgres, pubsub_emulator
-from dev.processes import start_target
-from main import create_app
-from runtime import lifecycle, logs
-from runtime.container import Container
-from subscribers import TARGETS
-
-log = logging.getLogger("devserver")
-
-
-def local_settings(settings: Settings, stack: contextlib.ExitStack) -> Settings:
-    """`settings` with a database and, for the Pub/Sub bus, an emulator started if missing."""
-    overrides: dict[str, object] = {}
-    if settings.database_url is None:
-        server = local_postgres.start(settings.data_dir.resolve() / "postgres")
-        stack.callback(server.cleanup)
-        overrides["database_url"] = local_postgres.url(server)
-    if settings.event_bus == "pubsub" and not settings.pubsub_emulator_host:
-        emulator = stack.enter_context(
-            pubsub_emulator.running(project=settings.google_cloud_project)
-        )
-        overrides["pubsub_emulator_host"] = emulator.host
-        print(f"Pub/Sub emulator on {emulator.host} (stopped with the server)", flush=True)
-    return Settings(**overrides) if overrides else settings  # type: ignore[arg-type]
-
-
-def prepare(container: Container) -> None:
-    """Database migrated; demo products in development."""
-    settings = container.settings
-    applied = migrations.apply_all(
-        container.database_url(), allow_auth_stand_in=not settings.is_production
-    )
-    log.info("migrations applied now: %s", applied or "none needed")
-    if settings.app_env == "development":
-        log.info("demo products seeded: %d", products.seed_demo_products(container.db))
-
-
-def start_subscribers(settings: Settings, stack: contextlib.ExitStack) -> None:
-    """Each subscriber target in a process of its own, fed by a push subscription."""
-    endpoints = {}
-    for name in TARGETS:
-        target = start_target(name, settings, log=settings.data_dir / f"{name}.log")
-        stack.callback(target.stop)
-        endpoints[name] = target.url + "/"
-        print(f"{name} target on {target.url} (log: {target.log})", flush=True)
-    ensure_topology(
-        project=settings.google_cloud_project,
-        topic=settings.pubsub_topic,
-        push_endpoints=endpoints,
-        # Production's policy, except the first retry comes after 1 s rather than 10 s.
-        policy=PushPolicy(min_backoff=1.0),
-        emulator_host=settings.pubsub_emulator_host,
-    )
+EXAMPLE_USER = "ada@example.com"
 
 
 def stop_once(signum: int, frame: object) -> None:
@@ -79,30 +26,72 @@ def stop_once(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
 
+def cli_environment(settings: Settings) -> dict[str, str]:
+    """What the Flask CLI in another terminal needs to reach this stack."""
+    env = {"PORT": str(settings.port)}
+    if settings.database_url is not None:
+        env["DATABASE_URL"] = settings.database_url.get_secret_value()
+    if settings.event_bus == "pubsub":
+        env["EVENT_BUS"] = "pubsub"
+        env["PUBSUB_EMULATOR_HOST"] = settings.pubsub_emulator_host or ""
+    return env
+
+
+def write_run_env(settings: Settings, stack: contextlib.ExitStack) -> Path:
+    """`.data/run.env`: `export` lines for the CLI, removed when the server stops."""
+    path = settings.data_dir / "run.env"
+    lines = [f"export {k}={shlex.quote(v)}" for k, v in cli_environment(settings).items()]
+    path.write_text(
+        "# Written by `make run` while it runs; `source` it in another terminal.\n"
+        + "\n".join(lines)
+        + "\n"
+    )
+    stack.callback(path.unlink, missing_ok=True)
+    return path
+
+
+def banner(settings: Settings, run_env: Path) -> str:
+    """Where things are and what to try next."""
+    secret = settings.webhook_secret
+    whose = (
+        "the public development value" if secret == DEV_WEBHOOK_SECRET else "STRIPE_WEBHOOK_SECRET"
+    )
+    database = settings.database_url.get_secret_value() if settings.database_url else "-"
+    flask = "uv run flask --app main"
+    base = f"http://localhost:{settings.port}"
+    return "\n".join(
+        [
+            f"API        {base} (Ctrl-C to stop)",
+            f"Database   {database}",
+            f"Outbox     {settings.email_outbox_dir.resolve()} (each e-mail a .eml file)",
+            f"Webhook    {base}/api/webhook/payments, secret {secret} ({whose})",
+            "",
+            "Next, in another terminal:",
+            f"  source {run_env}        # DATABASE_URL and PORT of this stack, for the CLI",
+            f"  {flask} users create {EXAMPLE_USER}",
+            f"  {flask} events send checkout.session.completed --email {EXAMPLE_USER}",
+            f"  {flask} users show {EXAMPLE_USER}",
+            f"  TOKEN=$({flask} users token {EXAMPLE_USER})",
+            '  curl -H "Authorization: Bearer $TOKEN" -H "Content-Type: application/json" \\',
+            f'       -d \'{{"returnUrl": "{base}/"}}\' {base}/api/payments/create-portal',
+            "  make demo                # the whole loop, on its own, in under 30 s",
+        ]
+    )
+
+
 def serve() -> None:
     """Prepare, then serve until interrupted (Ctrl-C or SIGTERM); stop what was started."""
     signal.signal(signal.SIGINT, stop_once)
     signal.signal(signal.SIGTERM, stop_once)
-    settings = Settings()
     logs.configure(json_output=False)
     with contextlib.ExitStack() as stack:
-        settings = local_settings(settings, stack)
-        settings.data_dir.mkdir(parents=True, exist_ok=True)
-        container = Container(settings)
-        stack.callback(container.close)
-        stack.callback(lifecycle.shutdown)
-        prepare(container)
-        if settings.event_bus == "pubsub":
-            start_subscribers(settings, stack)
-        print(f"API listening on http://localhost:{settings.port} (Ctrl-C to stop)", flush=True)
+        container = local_stack.start(Settings(), stack)
+        settings = container.settings
+        server = local_stack.api_server(container, host="0.0.0.0", port=settings.port)  # noqa: S104
+        stack.callback(server.server_close)
+        print(banner(settings, write_run_env(settings, stack)), flush=True)
         with contextlib.suppress(KeyboardInterrupt):
-            run_simple(
-                "0.0.0.0",  # noqa: S104
-                settings.port,
-                create_app(container=container),
-                threaded=True,
-                use_reloader=False,
-            )
+            server.serve_forever()
 
 
 if __name__ == "__main__":

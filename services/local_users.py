@@ -29,7 +29,9 @@ def ensure_local(settings: Settings) -> None:
         raise Forbidden("local users are for development: refused with APP_ENV=production")
 
 
-def create(*, email: str, name: str | None, db: Database, settings: Settings) -> tuple[Profile, bool]:
+def create(
+    *, email: str, name: str | None, db: Database, settings: Settings
+) -> tuple[Profile, bool]:
     """The profile for `email`, created (with its auth user) when missing; True if new."""
     ensure_local(settings)
     address = _address(email)

@@ -29,7 +29,7 @@ class OutboxMailer:
         """Write one .eml atomically; a repeated idempotency key returns the first result."""
         key = checked_key(idempotency_key)
         self.directory.mkdir(parents=True, exist_ok=True)
-        tag = hashlib.sha256(key.encode()).hexdigest()[:16] if key else secrets.token_hex(8)
+        tag = _tag(key) if key else secrets.token_hex(8)
         # One small marker per key: finding an earlier send stays O(1) as the outbox grows.
         marker = self.directory / ".keys" / tag
         with self._locked():
@@ -43,6 +43,14 @@ class OutboxMailer:
                 marker.parent.mkdir(exist_ok=True)
                 _write_atomically(marker, path.name.encode())
         return {"id": _bare_id(message["Message-ID"]), "path": str(path)}
+
+    def find(self, idempotency_key: str) -> Path | None:
+        """The .eml written for `idempotency_key` (`<event id>/<kind>`), if any."""
+        marker = self.directory / ".keys" / _tag(idempotency_key)
+        try:
+            return self.directory / marker.read_text()
+        except FileNotFoundError:
+            return None
 
     def messages(self) -> list[Path]:
         """The written .eml files, oldest first."""
@@ -58,6 +66,10 @@ class OutboxMailer:
                 yield
             finally:
                 fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _tag(key: str) -> str:
+    return hashlib.sha256(key.encode()).hexdigest()[:16]
 
 
 def _mime(email: OutgoingEmail, key: str | None) -> EmailMessage:
