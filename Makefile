@@ -4,7 +4,8 @@ SHELL := /bin/bash
 UV_VERSION := 0.13.9
 UV := $(shell uv --version >/dev/null 2>&1 && echo uv || echo python3 -m uv)
 
-.PHONY: run test lint format install uv emails-preview bench image
+# `make demo`: the whole loop offline (user, checkout, events, access, e-mails); exits 0.
+.PHONY: run demo test lint format install uv emails-preview bench image
 
 uv:
 	@$(UV) --version >/dev/null 2>&1 || python3 -m pip install --quiet "uv==$(UV_VERSION)"
@@ -14,6 +15,9 @@ install: uv
 
 run: install
 	@set -a; [ -f .env ] && . ./.env; set +a; exec $(UV) run --frozen python -m dev.server
+
+demo: install
+	@set -a; [ -f .env ] && . ./.env; set +a; exec $(UV) run --frozen python -m dev.demo
 
 test: install
 	@$(UV) run --frozen pytest

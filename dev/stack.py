@@ -12,7 +12,7 @@ import contextlib
 import logging
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 
 from werkzeug.serving import BaseWSGIServer, make_server
 
@@ -65,7 +65,7 @@ def local_settings(settings: Settings, stack: contextlib.ExitStack) -> Settings:
         )
     if not overrides:
         return settings
-    return Settings(**{**_given(settings), **overrides})  # type: ignore[arg-type]
+    return with_overrides(settings, overrides)
 
 
 def prepare(container: Container) -> None:
@@ -125,6 +125,7 @@ def serve_in_background(server: BaseWSGIServer, stack: contextlib.ExitStack) -> 
     return f"http://127.0.0.1:{server.server_port}"
 
 
-def _given(settings: Settings) -> dict[str, object]:
-    """The fields of `settings`, to build a copy with overrides (validators run again)."""
-    return {name: getattr(settings, name) for name in Settings.model_fields}
+def with_overrides(settings: Settings, overrides: Mapping[str, object]) -> Settings:
+    """A copy of `settings` with `overrides`, validated again."""
+    fields = {name: getattr(settings, name) for name in Settings.model_fields}
+    return Settings(**{**fields, **overrides})

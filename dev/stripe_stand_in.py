@@ -30,6 +30,7 @@ _ROUTES = Map(
         Rule("/v1/billing_portal/sessions", methods=["POST"], endpoint="create_portal"),
         Rule("/v1/subscriptions/<sid>", methods=["GET"], endpoint="get_subscription"),
         Rule("/pay/<sid>", methods=["GET"], endpoint="pay_page"),
+        Rule("/portal", methods=["GET"], endpoint="portal_page"),
     ]
 )
 
@@ -96,7 +97,7 @@ class StripeStandIn:
                 "object": "billing_portal.session",
                 "customer": form.get("customer"),
                 "return_url": form.get("return_url"),
-                "url": f"{self.url}/pay/portal",
+                "url": f"{self.url}/portal",
             }
         )
 
@@ -109,6 +110,15 @@ class StripeStandIn:
             "Send the event Stripe would send instead:\n"
             "  uv run flask --app main events send checkout.session.completed"
             f" --session {sid} --email YOU@example.com\n"
+        )
+        return Response(text, content_type="text/plain; charset=utf-8")
+
+    def portal_page(self, request: Request) -> Response:
+        text = (
+            "This is the local Stripe stand-in: there is no customer portal here.\n"
+            "Send the events a change in the portal would cause instead, for example:\n"
+            "  uv run flask --app main events send customer.subscription.deleted"
+            " --email YOU@example.com\n"
         )
         return Response(text, content_type="text/plain; charset=utf-8")
 

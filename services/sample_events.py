@@ -14,7 +14,7 @@ from core.sample_events import Facts, sample_event
 
 LOOPBACK = frozenset({"localhost", "127.0.0.1", "::1"})
 # A proxy from the environment must not see requests to this machine.
-_DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 
 @dataclass(frozen=True)
@@ -48,7 +48,7 @@ def send(
             "User-Agent": "Stripe/1.0 (+https://stripe.com/docs/webhooks)",
         },
     )
-    opener = _DIRECT if urlsplit(url).hostname in LOOPBACK else urllib.request.build_opener()
+    opener = DIRECT if urlsplit(url).hostname in LOOPBACK else urllib.request.build_opener()
     try:
         with opener.open(request, timeout=timeout) as response:
             status, body = response.status, response.read().decode(errors="replace")
