@@ -10,14 +10,20 @@ UV := $(shell uv --version >/dev/null 2>&1 && echo uv || echo python3 -m uv)
 uv:
 	@$(UV) --version >/dev/null 2>&1 || python3 -m pip install --quiet "uv==$(UV_VERSION)"
 
+# The first install takes a while (Postgres binaries, gRPC): say so, then how long it took.
 install: uv
-	@$(UV) sync --frozen --quiet
+	@if [ -d .venv ]; then $(UV) sync --frozen --quiet; else \
+	  echo "Installing the locked dependencies into .venv (first time only)..."; \
+	  start=$$(date +%s); $(UV) sync --frozen --quiet && \
+	  echo "  done in $$(( $$(date +%s) - start )) s"; fi
 
 run: install
-	@set -a; [ -f .env ] && . ./.env; set +a; exec $(UV) run --frozen python -m dev.server
+	@set -a; if [ -f .env ]; then . ./.env || exit 1; fi; set +a; \
+	  exec $(UV) run --frozen python -m dev.server
 
 demo: install
-	@set -a; [ -f .env ] && . ./.env; set +a; exec $(UV) run --frozen python -m dev.demo
+	@set -a; if [ -f .env ]; then . ./.env || exit 1; fi; set +a; \
+	  exec $(UV) run --frozen python -m dev.demo
 
 test: install
 	@$(UV) run --frozen pytest

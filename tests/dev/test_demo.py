@@ -1,0 +1,69 @@
+"""`make demo` end to end: its driver in a process of its own, as `make demo` runs it, on a
+fresh embedded Postgres; the whole loop must hold and leave what it printed behind."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from email import policy
+from email.parser import BytesParser
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import SETTINGS_VARIABLES
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def run_demo(tmp_path: Path, **settings: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k not in SETTINGS_VARIABLES}
+    env |= {"DATA_DIR": str(tmp_path / "data"), "EMAIL_OUTBOX_DIR": str(tmp_path / "outbox")}
+    env |= settings
+    return subprocess.run(
+        [sys.executable, "-m", "dev.demo"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=90,
+        check=False,
+    )
+
+
+def subjects(outbox: Path) -> dict[str, str]:
+    found = {}
+    for path in sorted(outbox.glob("*.eml")):
+        with path.open("rb") as file:
+            found[str(path)] = str(BytesParser(policy=policy.default).parse(file)["Subject"])
+    return found
+
+
+@pytest.mark.parametrize("bus", ["inline", "pubsub"])
+def test_make_demo_runs_the_whole_loop_and_exits_0(tmp_path: Path, bus: str) -> None:
+    # Even with secrets of real accounts in the environment, the demo stays offline.
+    done = run_demo(tmp_path, EVENT_BUS=bus, RESEND_API_KEY="re_must_not_be_used")
+    out = done.stdout
+    assert done.returncode == 0, out + done.stderr[-3000:]
+    assert re.search(r"Starting the embedded Postgres in .*\n  done in \d+\.\d s", out)
+    steps = re.findall(r"^\[(\d)/5\] ", out, re.MULTILINE)
+    assert steps == ["1", "2", "3", "4", "5"]
+    assert re.findall(r"has_access  (true|false)", out) == ["true", "true", "false"]
+    assert len(re.findall(r"event       evt_[0-9a-f]{24}", out)) == 3
+    assert re.findall(r"webhook     (\d+)", out) == ["200", "200", "200"]
+    printed = re.findall(r"^\s+(/\S+\.eml)$", out, re.MULTILINE)
+    written = subjects(tmp_path / "outbox")
+    assert sorted(printed) == sorted(written)
+    assert sorted(written.values()) == [
+        "Order confirmed: Team Monthly",
+        "Receipt: $19.00 for Team Monthly",
+        "Subscription cancelled: Team Monthly",
+    ]
+    assert re.search(r"Demo passed in \d+\.\d s", out)
+    email = re.search(r"users show (demo-\S+@example\.com)", out)
+    assert email, out
+    if bus == "pubsub":
+        assert "Pub/Sub emulator on 127.0.0.1:" in out
+
