@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from config import DEV_WEBHOOK_SECRET, PRODUCTION_REQUIRED, Settings
+from config import DEV_JWT_SECRET, DEV_WEBHOOK_SECRET, PRODUCTION_REQUIRED, Settings
 
 PRODUCTION = {
     "APP_ENV": "production",
@@ -64,6 +64,27 @@ def test_production_refuses_the_public_dev_webhook_secret(monkeypatch: pytest.Mo
     for name, value in {**PRODUCTION, "STRIPE_WEBHOOK_SECRET": DEV_WEBHOOK_SECRET}.items():
         monkeypatch.setenv(name, value)
     with pytest.raises(ValidationError, match="development value is public"):
+        Settings()
+
+
+def test_production_refuses_the_public_dev_jwt_secret(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name, value in {**PRODUCTION, "SUPABASE_JWT_SECRET": DEV_JWT_SECRET}.items():
+        monkeypatch.setenv(name, value)
+    with pytest.raises(ValidationError, match=r"SUPABASE_JWT_SECRET \(the development value"):
+        Settings()
+
+
+def test_the_dev_jwt_secret_signs_only_locally_without_a_supabase_project(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    assert Settings().jwt_secret == DEV_JWT_SECRET
+    assert Settings(supabase_url="https://proj.supabase.co").jwt_secret is None  # its JWKS
+    assert Settings(supabase_jwt_secret="s" * 40).jwt_secret == "s" * 40
+    for name, value in PRODUCTION.items():
+        monkeypatch.setenv(name, value)
+    assert Settings().jwt_secret is None
+    monkeypatch.delenv("SUPABASE_URL")
+    with pytest.raises(ValidationError, match="SUPABASE_URL"):
         Settings()
 
 

@@ -6,13 +6,14 @@ import time
 
 import click
 from flask import current_app
+from flask.cli import AppGroup
 
 from core.sample_events import DEFAULT_EMAIL, DEFAULT_PRICE, SAMPLE_TYPES, Facts
 from runtime.container import Container
 from services import sample_events
 
 
-@click.group("events")
+@click.group("events", cls=AppGroup)
 def events() -> None:
     """Stripe events: signed samples for local runs."""
 

@@ -8,13 +8,14 @@ from typing import Any
 
 import click
 from flask import current_app
+from flask.cli import AppGroup
 
 from runtime.container import Container
 from services import local_users
 from services.errors import ServiceError
 
 
-@click.group("users")
+@click.group("users", cls=AppGroup)
 def users() -> None:
     """Local users and development access tokens (refused with APP_ENV=production)."""
 

@@ -66,4 +66,3 @@ def test_make_demo_runs_the_whole_loop_and_exits_0(tmp_path: Path, bus: str) -> 
     assert email, out
     if bus == "pubsub":
         assert "Pub/Sub emulator on 127.0.0.1:" in out
-

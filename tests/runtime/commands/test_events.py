@@ -1,0 +1,111 @@
+"""`flask --app main events send TYPE`: signed Stripe-shaped samples the webhook accepts and
+the subscribers apply, for every subscribed type."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from click.testing import Result
+
+from adapters.db.pool import Database
+from adapters.db.products import seed_demo_products
+from config import Settings
+from core.events import SUBSCRIBED_TYPES
+from core.sample_events import SAMPLE_TYPES
+from main import create_app
+from tests.conftest import Api
+from tests.helpers import create_user, wait_for
+
+# Each type after the checkout: has_access afterwards (None: the access subscriber ignores it)
+# and the e-mail it sends.
+FOLLOW_UPS = {
+    "invoice.paid": (True, "invoice-paid"),
+    "invoice.payment_failed": (None, "payment-failed"),
+    "customer.subscription.updated": (True, None),
+    "checkout.session.expired": (None, "checkout-expired"),
+    "customer.subscription.deleted": (False, "subscription-cancelled"),
+    "checkout.session.async_payment_succeeded": (True, "purchase-confirmation"),
+}
+
+
+def send(settings: Settings, api: Api, *args: str) -> Result:
+    runner = create_app(settings).test_cli_runner()
+    url = api.url + "/api/webhook/payments"
+    return runner.invoke(args=["events", "send", *args, "--url", url])
+
+
+def state(db: Database, user_id: str) -> dict[str, Any]:
+    [row] = db.fetch_all(
+        "select customer_id, price_id, has_access from public.profiles where id = %s", (user_id,)
+    )
+    return row
+
+
+def emails(db: Database) -> list[str]:
+    return [r["kind"] for r in db.fetch_all("select kind from public.sent_emails order by sent_at")]
+
+
+def test_there_is_a_sample_for_every_subscribed_type() -> None:
+    assert set(SAMPLE_TYPES) == SUBSCRIBED_TYPES
+
+
+def test_every_sample_is_accepted_and_applied_in_turn(
+    api: Api, db: Database, settings_factory: Callable[..., Settings]
+) -> None:
+    seed_demo_products(db)
+    user = create_user(db, "ada@example.com")
+    settings = settings_factory()
+    created = 1_800_000_000
+    done = send(
+        settings,
+        api,
+        "checkout.session.completed",
+        "--email",
+        "ada@example.com",
+        "--created",
+        str(created),
+    )
+    assert done.exit_code == 0, done.output
+    assert done.output.startswith("checkout.session.completed evt_")
+    assert done.output.endswith(" -> 200 {}\n")
+    wait_for(lambda: state(db, user)["has_access"])
+    assert state(db, user)["price_id"] == "price_demo_team_monthly"
+    wait_for(lambda: emails(db) == ["purchase-confirmation"])
+    for offset, (event_type, (access, kind)) in enumerate(FOLLOW_UPS.items(), start=1):
+        before = emails(db)
+        result = send(
+            settings,
+            api,
+            event_type,
+            "--email",
+            "ada@example.com",
+            "--created",
+            str(created + offset),
+        )
+        assert result.exit_code == 0, result.output
+        event_id = result.output.split()[1]
+        if access is not None:
+            wait_for(lambda: applied(db, event_id))  # noqa: B023
+            assert state(db, user)["has_access"] is access, event_type
+        if kind is not None:
+            wait_for(lambda: emails(db) == [*before, kind])  # noqa: B023
+
+
+def applied(db: Database, event_id: str) -> bool:
+    rows = db.fetch_all(
+        "select 1 from public.processed_events where consumer = 'access' and event_id = %s"
+        " and outcome <> 'pending'",
+        (event_id,),
+    )
+    return bool(rows)
+
+
+def test_a_wrong_secret_is_refused_by_the_webhook_and_exits_non_zero(
+    api: Api, db: Database, settings_factory: Callable[..., Settings]
+) -> None:
+    done = send(settings_factory(stripe_webhook_secret="whsec_other"), api, "invoice.paid")
+    assert done.exit_code == 1
+    assert "-> 400" in done.output
+    assert "the webhook answered 400" in done.output
+    assert db.fetch_all("select 1 from public.processed_events") == []
