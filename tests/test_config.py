@@ -78,8 +78,11 @@ def test_the_dev_jwt_secret_signs_only_locally_without_a_supabase_project(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     assert Settings().jwt_secret == DEV_JWT_SECRET
-    assert Settings(supabase_url="https://proj.supabase.co").jwt_secret is None  # its JWKS
-    assert Settings(supabase_jwt_secret="s" * 40).jwt_secret == "s" * 40
+    monkeypatch.setenv("SUPABASE_JWT_SECRET", "s" * 40)
+    assert Settings().jwt_secret == "s" * 40
+    monkeypatch.delenv("SUPABASE_JWT_SECRET")
+    monkeypatch.setenv("SUPABASE_URL", "https://proj.supabase.co")
+    assert Settings().jwt_secret is None  # tokens are checked against the project's JWKS
     for name, value in PRODUCTION.items():
         monkeypatch.setenv(name, value)
     assert Settings().jwt_secret is None
