@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from datetime import datetime
 
 import click
 from flask import current_app
@@ -49,15 +49,16 @@ def show_command(email: str) -> None:
     click.echo(f"user        {p.email} (id {p.id}){' admin' if p.is_admin else ''}")
     click.echo(f"has_access  {str(p.has_access).lower()}")
     click.echo(f"customer    {p.customer_id or '-'}  price {p.price_id or '-'}")
-    _rows("purchases", found.purchases, lambda r: f"{r['product']} {r['session']}")
-    _rows("e-mails", found.emails, lambda r: f"{r['kind']} for {r['event_id']}")
+    _rows(
+        "purchases", [(r["created_at"], f"{r['product']} {r['session']}") for r in found.purchases]
+    )
+    _rows("e-mails", [(r["sent_at"], f"{r['kind']} for {r['event_id']}") for r in found.emails])
 
 
-def _rows(title: str, rows: list[dict[str, Any]], line: Callable[[dict[str, Any]], str]) -> None:
+def _rows(title: str, rows: list[tuple[datetime, str]]) -> None:
     click.echo(f"{title:<11} {len(rows)}")
-    for row in rows:
-        when = next(v for k, v in row.items() if k.endswith("_at"))
-        click.echo(f"  {when:%Y-%m-%d %H:%M:%S}  {line(row)}")
+    for when, line in rows:
+        click.echo(f"  {when:%Y-%m-%d %H:%M:%S}  {line}")
 
 
 @contextmanager

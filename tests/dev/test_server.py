@@ -2,20 +2,25 @@
 
 from __future__ import annotations
 
+import os
 import re
+import shlex
 import sys
 from pathlib import Path
 
+import psycopg
 import pytest
 
 from adapters.db.pool import Database
 from adapters.db.products import seed_demo_products
+from config import DEV_WEBHOOK_SECRET
 from dev import pubsub_emulator
 from tests.adapters.bus.test_pubsub import (  # fixtures: pytest finds them by name
     completed,
     emulator_processes,
     has_access,
 )
+from tests.conftest import SETTINGS_VARIABLES
 from tests.helpers import create_user, stripe_event, wait_for
 from tests.pubsub_fixtures import (  # noqa: F401
     access_target_fixture,
@@ -56,3 +61,36 @@ def test_make_run_with_pubsub_serves_the_whole_pipeline_and_stops_the_emulator(
     assert server.process.returncode == 0, server.output()[-2000:]
     assert not pubsub_emulator.answers(f"127.0.0.1:{emulator_port}")
     assert emulator_processes(emulator_port) == []
+
+
+def test_make_run_prints_the_next_steps_and_writes_run_env_for_the_cli(
+    database_url: str, tmp_path: Path
+) -> None:
+    port = pubsub_emulator.free_port()
+    env = {k: v for k, v in os.environ.items() if k not in SETTINGS_VARIABLES}
+    env |= {"PORT": str(port), "DATABASE_URL": database_url, "DATA_DIR": str(tmp_path / "data")}
+    server = spawn(
+        [sys.executable, "-m", "dev.server"], env=env, port=port, log=tmp_path / "run.log"
+    )
+    run_env = tmp_path / "data" / "run.env"
+    try:
+        out = server.output()
+        assert f"Database   {database_url}" in out
+        webhook = f"http://localhost:{port}/api/webhook/payments, secret {DEV_WEBHOOK_SECRET}"
+        assert f"Webhook    {webhook}" in out
+        assert "Outbox     " in out
+        assert f"source {run_env}" in out
+        assert "flask --app main users token ada@example.com" in out
+        exported = dict(
+            line.removeprefix("export ").split("=", 1)
+            for line in run_env.read_text().splitlines()
+            if line.startswith("export ")
+        )
+        [url] = shlex.split(exported["DATABASE_URL"])
+        assert url == database_url
+        with psycopg.connect(url) as conn:
+            assert conn.execute("select count(*) from public.products").fetchone()
+    finally:
+        server.stop()
+    assert server.process.returncode == 0, server.output()[-2000:]
+    assert not run_env.exists()
