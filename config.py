@@ -3,10 +3,18 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 from urllib.parse import urlsplit
 
-from pydantic import AnyHttpUrl, Field, SecretStr, field_validator, model_validator
+from pydantic import (
+    AnyHttpUrl,
+    Field,
+    SecretStr,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+from limits import parse_many
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from subscribers import TARGETS
@@ -16,6 +24,23 @@ DEV_WEBHOOK_SECRET = "whsec_local_development_secret_do_not_use_in_production"  
 # Likewise for access tokens: `flask --app main users token` signs with it when no Supabase
 # project is configured, so every authenticated route can be called locally.
 DEV_JWT_SECRET = "local-development-jwt-secret-do-not-use-in-production"  # noqa: S105
+# The JWT secret every local Supabase stack (`supabase start`) signs with: public too.
+SUPABASE_LOCAL_JWT_SECRET = "super-secret-jwt-token-with-at-least-32-characters-long"  # noqa: S105
+# Values published in this repository (.env.example, the docs) or by Supabase's local stack:
+# anyone can read them, so production treats them as unset.
+PUBLIC_VALUES = frozenset(
+    {
+        DEV_WEBHOOK_SECRET,
+        DEV_JWT_SECRET,
+        SUPABASE_LOCAL_JWT_SECRET,
+        "postgresql://postgres.ref:password@aws-0-eu-west-1.pooler.supabase.com:5432/postgres",
+        "postgresql://postgres:postgres@127.0.0.1:54322/postgres",
+        "https://app.example.com",
+        "https://abcdefghijklmnop.supabase.co",
+        "http://127.0.0.1:54321",
+        "http://localhost:54321",
+    }
+)
 
 # Secrets production cannot run without: the service would fail open or silently otherwise.
 PRODUCTION_REQUIRED = (
@@ -31,8 +56,26 @@ PRODUCTION_REQUIRED = (
 )
 
 
+# Optional secrets: production does without them, but refuses a public value when one is set.
+PRODUCTION_OPTIONAL = ("supabase_jwt_secret", "github_token")
+
+
 class MissingSecretsError(ValueError):
     """Production settings lack required secrets."""
+
+
+def unsafe_reason(value: object) -> str | None:
+    """Why a configured secret cannot be trusted in production, or None when it can."""
+    if value is None:
+        return "missing"
+    text = value.get_secret_value() if isinstance(value, SecretStr) else str(value)
+    text = text.strip().rstrip("/")
+    if not text:
+        return "empty"
+    # `sk_test_...` and the like: a placeholder copied from an example, not a key.
+    if text in PUBLIC_VALUES or text.endswith("..."):
+        return "a public example or development value"
+    return None
 
 
 class Settings(BaseSettings):
@@ -82,19 +125,70 @@ class Settings(BaseSettings):
     # Resend's account rate (2 requests per second by default); sends are paced to it.
     resend_rate_per_second: float = Field(default=2.0, gt=0, le=1000)
 
+    # Per-client request limits ("N/second|minute|hour|day", `;` between several), per instance.
+    rate_limit_lead: str = "10/minute;100/hour"
+    rate_limit_sign_in: str = "20/minute"
+    rate_limit_checkout: str = "10/minute;60/hour"
+    rate_limit_portal: str = "10/minute"
+    rate_limit_github_access: str = "5/minute;20/hour"
+    rate_limit_test_email: str = "3/minute;20/hour"
+    # Proxies that append to X-Forwarded-For in front of the app (Cloud Run: 1; with an
+    # external load balancer in front of Cloud Run: 2); the client is the entry before them.
+    trusted_proxy_hops: int = Field(default=1, ge=0, le=5)
+
+    # Pub/Sub push authentication on the subscriber targets (off while PUSH_AUDIENCE is unset).
+    push_audience: str | None = None
+    push_service_account: str | None = None
+    push_certs_url: AnyHttpUrl = AnyHttpUrl("https://www.googleapis.com/oauth2/v1/certs")
+
+    # Interface `make run` listens on: loopback unless told otherwise.
+    dev_host: str = "127.0.0.1"
+
     # How `bin/serve` runs: which target, and gunicorn's processes and threads per instance.
     function_target: str = "api"
     web_concurrency: int = Field(default=2, ge=1, le=64)
     gunicorn_threads: int = Field(default=8, ge=1, le=256)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _blank_is_unset(cls, value: Any, info: ValidationInfo) -> Any:
+        # `NAME=` in an env file or a deploy sets an empty string: it means "not set", never "".
+        field = cls.model_fields[info.field_name] if info.field_name else None
+        blank = isinstance(value, str) and not value.strip()
+        return None if blank and field is not None and field.default is None else value
 
     @field_validator("auth_callback_url")
     @classmethod
     def _path_only(cls, value: str) -> str:
         # A full URL here would turn the sign-in callback into an open redirect.
         parts = urlsplit(value)
-        if parts.scheme or parts.netloc or not value.startswith("/") or value.startswith("//"):
+        # Browsers read `/\host` as `//host`, another origin.
+        starts_foreign = value.startswith(("//", "/\\"))
+        if parts.scheme or parts.netloc or not value.startswith("/") or starts_foreign:
             raise ValueError("AUTH_CALLBACK_URL must be a path starting with '/'")
         return value
+
+    @field_validator(
+        "rate_limit_lead",
+        "rate_limit_sign_in",
+        "rate_limit_checkout",
+        "rate_limit_portal",
+        "rate_limit_github_access",
+        "rate_limit_test_email",
+    )
+    @classmethod
+    def _rate_limit(cls, value: str) -> str:
+        try:
+            parse_many(value)
+        except ValueError as exc:
+            raise ValueError(f"not a rate limit like '10/minute': {value!r}") from exc
+        return value
+
+    @model_validator(mode="after")
+    def _push_pair(self) -> Settings:
+        if (self.push_audience is None) != (self.push_service_account is None):
+            raise ValueError("PUSH_AUDIENCE and PUSH_SERVICE_ACCOUNT are set together or not at all")
+        return self
 
     @field_validator("function_target")
     @classmethod
@@ -109,13 +203,18 @@ class Settings(BaseSettings):
         if self.app_env != "production":
             return self
         missing = [name.upper() for name in PRODUCTION_REQUIRED if getattr(self, name) is None]
-        if self.stripe_webhook_secret and self.webhook_secret == DEV_WEBHOOK_SECRET:
-            missing.append("STRIPE_WEBHOOK_SECRET (the development value is public)")
-        if secret(self.supabase_jwt_secret) == DEV_JWT_SECRET:
-            missing.append("SUPABASE_JWT_SECRET (the development value is public)")
         if missing:
             raise MissingSecretsError(
                 "APP_ENV=production refuses to start; missing: " + ", ".join(missing)
+            )
+        unsafe = [
+            f"{name.upper()} ({reason})"
+            for name in (*PRODUCTION_REQUIRED, *PRODUCTION_OPTIONAL)
+            if getattr(self, name) is not None and (reason := unsafe_reason(getattr(self, name)))
+        ]
+        if unsafe:
+            raise MissingSecretsError(
+                "APP_ENV=production refuses to start; unsafe: " + ", ".join(unsafe)
             )
         if self.event_bus != "pubsub":
             raise MissingSecretsError("APP_ENV=production requires EVENT_BUS=pubsub")
@@ -130,6 +229,21 @@ class Settings(BaseSettings):
         if self.enable_test_email is None:
             return not self.is_production
         return self.enable_test_email
+
+    @property
+    def auth_issuer(self) -> str | None:
+        """The `iss` of the project's access tokens."""
+        return f"{str(self.supabase_url).rstrip('/')}/auth/v1" if self.supabase_url else None
+
+    @property
+    def stripe_livemode(self) -> bool | None:
+        """Whether the Stripe key is live (`sk_live_`, `rk_live_`), test, or unknown (None)."""
+        key = secret(self.stripe_secret_key) or ""
+        if key.startswith(("sk_live_", "rk_live_")):
+            return True
+        if key.startswith(("sk_test_", "rk_test_")):
+            return False
+        return None
 
     @property
     def webhook_secret(self) -> str:

@@ -5,13 +5,21 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from config import DEV_JWT_SECRET, DEV_WEBHOOK_SECRET, PRODUCTION_REQUIRED, Settings
+from config import (
+    DEV_JWT_SECRET,
+    DEV_WEBHOOK_SECRET,
+    PRODUCTION_OPTIONAL,
+    PRODUCTION_REQUIRED,
+    SUPABASE_LOCAL_JWT_SECRET,
+    Settings,
+)
+from tests.test_env_example import ENV_EXAMPLE
 
 PRODUCTION = {
     "APP_ENV": "production",
     "EVENT_BUS": "pubsub",
     "DATABASE_URL": "postgresql://u:p@db.example.com/postgres",
-    "SITE_URL": "https://app.example.com",
+    "SITE_URL": "https://shop.acme.dev",
     "SUPABASE_URL": "https://proj.supabase.co",
     "SUPABASE_ANON_KEY": "anon",
     "SUPABASE_SERVICE_ROLE_KEY": "service",
@@ -56,21 +64,30 @@ def test_production_names_each_missing_secret(
     for name, value in PRODUCTION.items():
         if name != missing:
             monkeypatch.setenv(name, value)
-    with pytest.raises(ValidationError, match=f"missing: {missing}"):
+    with pytest.raises(ValidationError, match=f"missing or empty: {missing} "):
         Settings()
 
 
-def test_production_refuses_the_public_dev_webhook_secret(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name, value in {**PRODUCTION, "STRIPE_WEBHOOK_SECRET": DEV_WEBHOOK_SECRET}.items():
+def production_with(monkeypatch: pytest.MonkeyPatch, **changes: str) -> None:
+    for name, value in {**PRODUCTION, **changes}.items():
         monkeypatch.setenv(name, value)
-    with pytest.raises(ValidationError, match="development value is public"):
+
+
+@pytest.mark.parametrize("name", [name.upper() for name in PRODUCTION_REQUIRED])
+@pytest.mark.parametrize("value", ["", "   ", "\t"])
+def test_production_names_each_empty_secret(
+    monkeypatch: pytest.MonkeyPatch, name: str, value: str
+) -> None:
+    # `STRIPE_WEBHOOK_SECRET=` once made production verify with the public development secret.
+    production_with(monkeypatch, **{name: value})
+    with pytest.raises(ValidationError, match=f"missing or empty: {name} "):
         Settings()
 
 
 def test_production_refuses_the_public_dev_jwt_secret(monkeypatch: pytest.MonkeyPatch) -> None:
     for name, value in {**PRODUCTION, "SUPABASE_JWT_SECRET": DEV_JWT_SECRET}.items():
         monkeypatch.setenv(name, value)
-    with pytest.raises(ValidationError, match=r"SUPABASE_JWT_SECRET \(the development value"):
+    with pytest.raises(ValidationError, match=r"SUPABASE_JWT_SECRET \(a public example or development value"):
         Settings()
 
 
@@ -89,6 +106,48 @@ def test_the_dev_jwt_secret_signs_only_locally_without_a_supabase_project(
     monkeypatch.delenv("SUPABASE_URL")
     with pytest.raises(ValidationError, match="SUPABASE_URL"):
         Settings()
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("STRIPE_WEBHOOK_SECRET", DEV_WEBHOOK_SECRET),
+        ("STRIPE_WEBHOOK_SECRET", f"  {DEV_WEBHOOK_SECRET} "),
+        ("SUPABASE_JWT_SECRET", SUPABASE_LOCAL_JWT_SECRET),
+        ("GITHUB_TOKEN", "ghp_..."),
+    ],
+)
+def test_production_refuses_public_values(
+    monkeypatch: pytest.MonkeyPatch, name: str, value: str
+) -> None:
+    production_with(monkeypatch, **{name: value})
+    with pytest.raises(ValidationError, match=f"unsafe: {name} \\(a public"):
+        Settings()
+
+
+def example_values() -> list[tuple[str, str]]:
+    """Every `# NAME=value` of .env.example whose NAME production requires or checks."""
+    checked = {name.upper() for name in (*PRODUCTION_REQUIRED, *PRODUCTION_OPTIONAL)}
+    found = []
+    for line in ENV_EXAMPLE.read_text().splitlines():
+        name, _, value = line.removeprefix("# ").partition("=")
+        if name in checked and value:
+            found.append((name, value))
+    return found
+
+
+@pytest.mark.parametrize(("name", "value"), example_values())
+def test_production_refuses_every_example_value(
+    monkeypatch: pytest.MonkeyPatch, name: str, value: str
+) -> None:
+    production_with(monkeypatch, **{name: value})
+    with pytest.raises(ValidationError, match=f"unsafe: {name} "):
+        Settings()
+
+
+def test_the_examples_cover_each_required_secret() -> None:
+    named = {name for name, _ in example_values()}
+    assert {"STRIPE_WEBHOOK_SECRET", "STRIPE_SECRET_KEY", "DATABASE_URL", "SITE_URL"} <= named
 
 
 def test_production_refuses_the_in_process_bus(monkeypatch: pytest.MonkeyPatch) -> None:

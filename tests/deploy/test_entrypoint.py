@@ -179,7 +179,7 @@ lifecycle.on_shutdown(shutdown)
 PRODUCTION = {name.upper(): f"stand-in-{name}" for name in PRODUCTION_REQUIRED} | {
     "APP_ENV": "production",
     "EVENT_BUS": "pubsub",
-    "SITE_URL": "https://app.example.com",
+    "SITE_URL": "https://shop.acme.dev",
     "SUPABASE_URL": "https://ref.supabase.co",
     "DATABASE_URL": "postgresql://u:p@127.0.0.1:1/db",
 }
