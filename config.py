@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
+from limits import parse_many
 from pydantic import (
     AnyHttpUrl,
     Field,
@@ -14,7 +15,6 @@ from pydantic import (
     field_validator,
     model_validator,
 )
-from limits import parse_many
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from subscribers import TARGETS
@@ -187,7 +187,7 @@ class Settings(BaseSettings):
     @model_validator(mode="after")
     def _push_pair(self) -> Settings:
         if (self.push_audience is None) != (self.push_service_account is None):
-            raise ValueError("PUSH_AUDIENCE and PUSH_SERVICE_ACCOUNT are set together or not at all")
+            raise ValueError("set PUSH_AUDIENCE and PUSH_SERVICE_ACCOUNT together, or neither")
         return self
 
     @field_validator("function_target")

@@ -13,6 +13,11 @@ AUDIENCE = "authenticated"
 # Where a local token says it comes from when no Supabase project is configured: the address
 # of the Supabase CLI's local stack, whose tokens look the same.
 LOCAL_SUPABASE_URL = "http://127.0.0.1:54321"
+# Clocks drift a little between Supabase Auth and Cloud Run; a minute's grace would be lax.
+LEEWAY_SECONDS = 10
+# Only what Supabase signs with: never `none`, and no HMAC with a public key as its secret.
+HMAC_ALGORITHMS = ["HS256"]
+KEY_ALGORITHMS = ["ES256", "RS256"]
 
 
 class InvalidToken(Exception):
@@ -28,9 +33,17 @@ class User:
 class TokenVerifier:
     """Verifies access tokens; the JWKS client is created on first use and caches keys."""
 
-    def __init__(self, *, jwt_secret: str | None, supabase_url: str | None, timeout: float) -> None:
+    def __init__(
+        self,
+        *,
+        jwt_secret: str | None,
+        supabase_url: str | None,
+        timeout: float,
+    ) -> None:
         self._timeout = timeout
         self._secret = jwt_secret
+        # Locally, without a project, the tokens `users token` issues name the CLI's local stack.
+        self._issuer = issuer(supabase_url)
         self._jwks_url = (
             f"{supabase_url.rstrip('/')}/auth/v1/.well-known/jwks.json" if supabase_url else None
         )
@@ -42,18 +55,15 @@ class TokenVerifier:
             claims = self._decode(token)
         except jwt.PyJWTError as exc:
             raise InvalidToken(str(exc)) from exc
-        sub = claims.get("sub")
-        if not isinstance(sub, str) or not sub:
-            raise InvalidToken("token has no subject")
         email = claims.get("email")
-        return User(id=sub, email=email if isinstance(email, str) and email else None)
+        return User(
+            id=_user_id(claims.get("sub")),
+            email=email if isinstance(email, str) and email else None,
+        )
 
     def _decode(self, token: str) -> dict[str, Any]:
-        options: Any = {"require": ["exp", "sub"]}
         if self._secret:
-            return jwt.decode(
-                token, self._secret, algorithms=["HS256"], audience=AUDIENCE, options=options
-            )
+            return self._checked(token, self._secret, HMAC_ALGORITHMS)
         if self._jwks_url is None:
             raise InvalidToken("no SUPABASE_JWT_SECRET or SUPABASE_URL to verify tokens with")
         if self._jwks is None:
@@ -61,9 +71,21 @@ class TokenVerifier:
                 self._jwks_url, cache_keys=True, lifespan=600, timeout=self._timeout
             )
         key = self._jwks.get_signing_key_from_jwt(token)
-        return jwt.decode(
-            token, key, algorithms=["ES256", "RS256"], audience=AUDIENCE, options=options
+        return self._checked(token, key, KEY_ALGORITHMS)
+
+    def _checked(self, token: str, key: Any, algorithms: list[str]) -> dict[str, Any]:
+        """Signature, then `exp`, `aud` and `iss`."""
+        required = ["exp", "sub", "aud", "iss"]
+        claims: dict[str, Any] = jwt.decode(
+            token,
+            key,
+            algorithms=algorithms,
+            audience=AUDIENCE,
+            issuer=self._issuer,
+            leeway=LEEWAY_SECONDS,
+            options={"require": required},
         )
+        return claims
 
 
 def issuer(supabase_url: str | None) -> str:
@@ -93,3 +115,11 @@ def issue_token(
         "is_anonymous": False,
     }
     return jwt.encode(claims, secret, algorithm="HS256")
+
+
+def _user_id(sub: Any) -> str:
+    """Supabase's subjects are user UUIDs; anything else would reach the database as a 500."""
+    try:
+        return str(uuid.UUID(str(sub)))
+    except ValueError as exc:
+        raise InvalidToken("token subject is not a user id") from exc

@@ -19,7 +19,7 @@ from main import create_app
 from runtime.container import Container
 from tests.fakes.http import FakeServer, serve
 from tests.fakes.stripe import FakeStripe
-from tests.fakes.supabase import JWT_SECRET, FakeSupabaseAuth
+from tests.fakes.supabase import JWT_SECRET, FakeSupabaseAuth, hs256_token
 from tests.helpers import empty_database, stripe_signature
 
 # Read before any test strips the environment: a CI may point the suite at its own Postgres.
@@ -136,6 +136,10 @@ class Api:
 
     def get(self, path: str, **kwargs: Any) -> requests.Response:
         return requests.get(self.url + path, timeout=10, allow_redirects=False, **kwargs)
+
+    def token(self, **claims: Any) -> str:
+        """An HS256 access token as the project this app trusts issues it; override any part."""
+        return hs256_token(**{"issuer": str(self.container.settings.auth_issuer), **claims})
 
 
 @pytest.fixture

@@ -54,8 +54,13 @@ class FakeSupabaseAuth:
         self.codes[code] = (verifier, user)
         return code
 
+    @property
+    def issuer(self) -> str:
+        """The `iss` Supabase Auth writes: the project URL + /auth/v1."""
+        return f"{self.server.url}/auth/v1"
+
     def es256_token(self, *, sub: str, email: str, exp_in: int = 3600) -> str:
-        claims = _claims(sub, email, exp_in)
+        claims = _claims(sub, email, exp_in, self.issuer)
         return jwt.encode(claims, self.signing_key, algorithm="ES256", headers={"kid": self.kid})
 
     def _token(self, request: Request) -> Response:
@@ -77,7 +82,9 @@ class FakeSupabaseAuth:
         user = found[1]
         return json_response(
             {
-                "access_token": hs256_token(sub=user["id"], email=user["email"]),
+                "access_token": hs256_token(
+                    sub=user["id"], email=user["email"], issuer=self.issuer
+                ),
                 "token_type": "bearer",
                 "expires_in": 3600,
                 "expires_at": int(time.time()) + 3600,
@@ -133,9 +140,10 @@ class FakeSupabaseAuth:
         return json_response({"keys": [{**jwk, "kid": self.kid, "alg": "ES256", "use": "sig"}]})
 
 
-def _claims(sub: str, email: str, exp_in: int) -> dict[str, Any]:
+def _claims(sub: str, email: str, exp_in: int, issuer: str) -> dict[str, Any]:
     now = int(time.time())
     return {
+        "iss": issuer,
         "sub": sub,
         "email": email,
         "aud": "authenticated",
@@ -145,6 +153,8 @@ def _claims(sub: str, email: str, exp_in: int) -> dict[str, Any]:
     }
 
 
-def hs256_token(*, sub: str, email: str, exp_in: int = 3600, secret: str = JWT_SECRET) -> str:
+def hs256_token(
+    *, sub: str, email: str, issuer: str, exp_in: int = 3600, secret: str = JWT_SECRET
+) -> str:
     """An access token as Supabase signs it with the legacy JWT secret."""
-    return jwt.encode(_claims(sub, email, exp_in), secret, algorithm="HS256")
+    return jwt.encode(_claims(sub, email, exp_in, issuer), secret, algorithm="HS256")

@@ -12,7 +12,6 @@ from adapters.db.pool import Database
 from adapters.db.products import seed_demo_products
 from tests.conftest import Api, serving
 from tests.fakes.github import FakeGitHub
-from tests.fakes.supabase import hs256_token
 from tests.helpers import create_user
 
 REPO = "example-org/saas-starter-pro"
@@ -42,9 +41,7 @@ def buyer(db: Database, *, product: str = "price_demo_pro_github") -> str:
 
 def request_access(api: Api, user: str | None, username: Any) -> Any:
     headers = (
-        {"Authorization": f"Bearer {hs256_token(sub=user, email='ada@example.com')}"}
-        if user
-        else {}
+        {"Authorization": f"Bearer {api.token(sub=user, email='ada@example.com')}"} if user else {}
     )
     return api.post("/api/github/access", json={"username": username}, headers=headers)
 

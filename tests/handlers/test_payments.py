@@ -11,7 +11,7 @@ from adapters.db.products import seed_demo_products
 from adapters.supabase_auth import encode_value, storage_key
 from tests.conftest import Api
 from tests.fakes.stripe import FakeStripe
-from tests.fakes.supabase import FakeSupabaseAuth, hs256_token
+from tests.fakes.supabase import FakeSupabaseAuth
 from tests.helpers import create_user
 
 ONE_TIME = "price_demo_starter_one_time"
@@ -31,7 +31,7 @@ def checkout(api: Api, body: dict[str, Any], token: str | None = None) -> Any:
 
 
 def signed_in(
-    db: Database, email: str = "buyer@example.com", customer: str | None = None
+    api: Api, db: Database, email: str = "buyer@example.com", customer: str | None = None
 ) -> tuple[str, str]:
     user_id = create_user(db, email)
     if customer:
@@ -39,7 +39,7 @@ def signed_in(
             conn.execute(
                 "update public.profiles set customer_id = %s where id = %s", (customer, user_id)
             )
-    return user_id, hs256_token(sub=user_id, email=email)
+    return user_id, api.token(sub=user_id, email=email)
 
 
 @pytest.mark.parametrize(
@@ -135,7 +135,7 @@ def test_guest_one_time_checkout(api: Api, stripe: FakeStripe) -> None:
 
 
 def test_signed_in_new_customer_payment(api: Api, stripe: FakeStripe, db: Database) -> None:
-    user_id, token = signed_in(db)
+    user_id, token = signed_in(api, db)
     assert checkout(api, {"priceId": ONE_TIME, "mode": "payment", **URLS}, token).status_code == 200
     [sent] = stripe.checkout_params()
     assert sent["client_reference_id"] == user_id
@@ -148,7 +148,7 @@ def test_signed_in_new_customer_payment(api: Api, stripe: FakeStripe, db: Databa
 
 
 def test_signed_in_new_customer_subscription(api: Api, stripe: FakeStripe, db: Database) -> None:
-    user_id, token = signed_in(db)
+    user_id, token = signed_in(api, db)
     assert (
         checkout(api, {"priceId": MONTHLY, "mode": "subscription", **URLS}, token).status_code
         == 200
@@ -168,7 +168,7 @@ def test_signed_in_new_customer_subscription(api: Api, stripe: FakeStripe, db: D
 def test_existing_customer_is_reused_and_nothing_else_added(
     api: Api, stripe: FakeStripe, db: Database, price: str, mode: str
 ) -> None:
-    user_id, token = signed_in(db, customer="cus_existing")
+    user_id, token = signed_in(api, db, customer="cus_existing")
     assert checkout(api, {"priceId": price, "mode": mode, **URLS}, token).status_code == 200
     [sent] = stripe.checkout_params()
     assert sent == {
@@ -194,7 +194,7 @@ def test_guest_subscription_has_no_customer_email(api: Api, stripe: FakeStripe) 
 def test_session_cookie_identifies_the_user(
     api: Api, stripe: FakeStripe, db: Database, fakes: tuple[FakeStripe, FakeSupabaseAuth]
 ) -> None:
-    user_id, token = signed_in(db)
+    user_id, token = signed_in(api, db)
     cookie = {storage_key(fakes[1].server.url): encode_value({"access_token": token})}
     response = api.post(
         "/api/payments/create-checkout",
@@ -205,15 +205,25 @@ def test_session_cookie_identifies_the_user(
     assert stripe.checkout_params()[0]["client_reference_id"] == user_id
 
 
+USER = "5f0c7f2e-8a51-4f8e-9d7e-2b0b8e3f4a10"
+
+
 @pytest.mark.parametrize(
-    "token",
+    "claims",
     [
-        "garbage",
-        hs256_token(sub="x", email="a@b.c", exp_in=-60),
-        hs256_token(sub="x", email="a@b.c", secret="another-secret-of-32-characters!!"),
+        None,
+        {"exp_in": -60},
+        {"exp_in": -15},
+        {"secret": "another-secret-of-32-characters!!"},
+        {"issuer": "https://another-project.supabase.co/auth/v1"},
+        {"sub": "not-a-uuid"},
+        {"sub": "1 or 1=1"},
     ],
 )
-def test_bad_or_expired_token_is_401(api: Api, stripe: FakeStripe, token: str) -> None:
+def test_bad_or_expired_token_is_401(
+    api: Api, stripe: FakeStripe, claims: dict[str, Any] | None
+) -> None:
+    token = "garbage" if claims is None else api.token(**{"sub": USER, "email": "a@b.c", **claims})
     response = checkout(api, {"priceId": ONE_TIME, "mode": "payment", **URLS}, token)
     assert response.status_code == 401
     assert response.json()["error"].startswith("Invalid or expired access token")
@@ -232,7 +242,7 @@ def test_tokens_are_checked_against_jwks_without_a_jwt_secret(
         checkout(
             api,
             {"priceId": ONE_TIME, "mode": "payment", **URLS},
-            hs256_token(sub=user_id, email="x@y.z"),
+            api.token(sub=user_id, email="x@y.z"),
         ).status_code
         == 401
     )
@@ -252,7 +262,7 @@ def test_portal_needs_a_signed_in_customer(api: Api, stripe: FakeStripe, db: Dat
         "error": "Return URL is required"
     }
     assert api.post("/api/payments/create-portal", json=body).status_code == 401
-    _, token = signed_in(db, email="nocustomer@example.com")
+    _, token = signed_in(api, db, email="nocustomer@example.com")
     response = api.post(
         "/api/payments/create-portal", json=body, headers={"Authorization": f"Bearer {token}"}
     )
@@ -261,7 +271,7 @@ def test_portal_needs_a_signed_in_customer(api: Api, stripe: FakeStripe, db: Dat
 
 
 def test_portal_url_for_a_customer(api: Api, stripe: FakeStripe, db: Database) -> None:
-    _, token = signed_in(db, customer="cus_portal")
+    _, token = signed_in(api, db, customer="cus_portal")
     response = api.post(
         "/api/payments/create-portal",
         json={"returnUrl": "https://app.example.com/dashboard"},
