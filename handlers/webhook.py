@@ -24,6 +24,7 @@ def payments_webhook() -> ResponseReturnValue:
         signature=request.headers.get("Stripe-Signature")
         or request.headers.get("payments-signature"),
         secret=c.settings.webhook_secret,
+        livemode=c.settings.stripe_livemode,
         bus=c.bus,
     )
     return jsonify({})

@@ -15,8 +15,14 @@ log = logging.getLogger(__name__)
 TOLERANCE_SECONDS = 300
 
 
-def receive(*, payload: bytes, signature: str | None, secret: str, bus: EventBus) -> str:
-    """Accept one signed Stripe event; returns what became of it."""
+def receive(
+    *, payload: bytes, signature: str | None, secret: str, livemode: bool | None, bus: EventBus
+) -> str:
+    """Accept one signed Stripe event; returns what became of it.
+
+    `livemode` is the mode of the configured Stripe key (None when it cannot be told): a test
+    event must never grant access in a live deployment, nor the reverse.
+    """
     try:
         verify_signature(payload, signature, secret=secret, tolerance=TOLERANCE_SECONDS)
     except SignatureError as exc:
@@ -25,6 +31,15 @@ def receive(*, payload: bytes, signature: str | None, secret: str, bus: EventBus
         event = parse_event(json.loads(payload))
     except (ValueError, RecursionError, InvalidEvent) as exc:
         raise InvalidRequest(f"Invalid event payload: {exc}") from exc
+    if livemode is not None and event.livemode != livemode:
+        log.error(
+            "webhook: refusing %s %s: livemode=%s, but STRIPE_SECRET_KEY is a %s key",
+            event.type,
+            event.id,
+            event.livemode,
+            "live" if livemode else "test",
+        )
+        raise InvalidRequest("Event mode (live or test) does not match this service's Stripe key")
     if not is_subscribed(event.type):
         log.info("webhook: ignoring %s %s (no subscriber)", event.type, event.id)
         return "ignored"

@@ -41,7 +41,12 @@ def stripe_signature(
 
 
 def stripe_event(
-    event_type: str, obj: dict[str, Any], *, created: int | None = None, event_id: str | None = None
+    event_type: str,
+    obj: dict[str, Any],
+    *,
+    created: int | None = None,
+    event_id: str | None = None,
+    livemode: bool = False,
 ) -> bytes:
     """A Stripe event body as the webhook receives it."""
     return json.dumps(
@@ -50,7 +55,7 @@ def stripe_event(
             "object": "event",
             "api_version": "2023-08-16",
             "created": int(time.time()) if created is None else created,
-            "livemode": False,
+            "livemode": livemode,
             "pending_webhooks": 1,
             "request": {"id": None, "idempotency_key": None},
             "type": event_type,
