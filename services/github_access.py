@@ -1,11 +1,13 @@
-"""Repository access: a buyer of a `github` product names a GitHub account and is invited."""
+"""Repository access: a paying buyer of a `github` product names one GitHub account, is invited."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 
 from adapters.bus import EventBus, PublishError
-from adapters.db import profiles, purchases
+from adapters.db import github_grants, profiles, purchases
 from adapters.db.pool import Database
 from adapters.db.purchases import RepositoryPurchase
 from adapters.github_api import (
@@ -17,19 +19,30 @@ from adapters.github_api import (
 from adapters.tokens import User
 from core.email.plan import GITHUB_ACCESS_GRANTED
 from core.events import app_event
-from services.errors import Forbidden, InvalidRequest, NotConfigured, Unavailable
+from services.errors import Conflict, Forbidden, InvalidRequest, NotConfigured, Unavailable
 
 
 def grant_repository_access(
     *, user: User, username: str, db: Database, github: GitHubGateway, bus: EventBus
 ) -> list[str]:
-    """Invite `username` to every repository the user bought; returns the repositories."""
+    """Invite `username` to every repository the user paid for; returns the repositories.
+
+    One purchase entitles one GitHub account: asking again for the same account is harmless
+    (the invitation is renewed), another account is refused and told which one holds it.
+    """
     bought = purchases.repository_purchases(db, user.id)
     if not bought:
-        raise Forbidden("No repository purchase found for this account")
+        raise Forbidden("No paid repository purchase found for this account")
+    for purchase in bought:
+        _refuse_another_account(github_grants.granted_to(db, purchase.id), username)
     for purchase in bought:
         _deliver(purchase, user=user, username=username, db=db, github=github, bus=bus)
     return sorted({p.repository for p in bought})
+
+
+def _refuse_another_account(holder: str | None, username: str) -> None:
+    if holder is not None and holder.lower() != username.lower():
+        raise Conflict(f"Repository access for this purchase was granted to GitHub user '{holder}'")
 
 
 def _deliver(
@@ -41,16 +54,31 @@ def _deliver(
     github: GitHubGateway,
     bus: EventBus,
 ) -> None:
+    holder, claimed = github_grants.claim(
+        db, purchase_id=purchase.id, user_id=user.id, username=username
+    )
+    _refuse_another_account(holder, username)
+    with _released_on_failure(db, purchase.id, claimed):
+        try:
+            github.invite(repository=purchase.repository, username=username)
+        except GitHubNotConfigured as exc:
+            raise NotConfigured(str(exc)) from exc
+        except UnknownGitHubAccount as exc:
+            raise InvalidRequest(str(exc)) from exc
+        except GitHubUnavailable as exc:
+            raise Unavailable("GitHub is unavailable right now; please try again shortly") from exc
+    _announce(purchase, user=user, username=holder, db=db, bus=bus)
+
+
+@contextmanager
+def _released_on_failure(db: Database, purchase_id: str, claimed: bool) -> Iterator[None]:
+    """A grant this request made stands only if the invitation went out."""
     try:
-        github.invite(repository=purchase.repository, username=username)
-    except GitHubNotConfigured as exc:
-        raise NotConfigured(str(exc)) from exc
-    except UnknownGitHubAccount as exc:
-        raise InvalidRequest(str(exc)) from exc
-    except GitHubUnavailable as exc:
-        raise Unavailable("GitHub is unavailable right now; please try again shortly") from exc
-    purchases.mark_delivered(db, purchase.id, username)
-    _announce(purchase, user=user, username=username, db=db, bus=bus)
+        yield
+    except BaseException:
+        if claimed:
+            github_grants.release(db, purchase_id)
+        raise
 
 
 def _announce(

@@ -11,12 +11,14 @@ from core.access import Checkout
 def record(
     conn: Connection, checkout: Checkout, *, user_id: str | None, product_id: str | None
 ) -> bool:
-    """Record a completed checkout once; True when it is new."""
+    """Record a completed checkout once, and its payment when it comes; True when it is new."""
     row = conn.execute(
         "insert into public.purchases (user_id, product_id, stripe_checkout_session_id,"
-        " stripe_customer_id, customer_email, amount_total, currency)"
-        " values (%s, %s, %s, %s, %s, %s, %s)"
-        " on conflict (stripe_checkout_session_id) do nothing returning id",
+        " stripe_customer_id, customer_email, amount_total, currency, paid)"
+        " values (%s, %s, %s, %s, %s, %s, %s, %s)"
+        " on conflict (stripe_checkout_session_id) do update set paid = true"
+        " where excluded.paid and not public.purchases.paid"
+        " returning (xmax = 0) as inserted",
         (
             user_id,
             product_id,
@@ -25,9 +27,10 @@ def record(
             checkout.email,
             checkout.amount_total,
             checkout.currency,
+            checkout.paid,
         ),
     ).fetchone()
-    return row is not None
+    return bool(row and row["inserted"])
 
 
 @dataclass(frozen=True)
@@ -36,27 +39,17 @@ class RepositoryPurchase:
     product_id: str
     product_name: str
     repository: str
-    github_username: str | None
 
 
 def repository_purchases(db: Database, user_id: str) -> list[RepositoryPurchase]:
-    """The user's purchases of `github` products, oldest first."""
+    """The user's paid, unrefunded purchases of `github` products, oldest first."""
     rows = db.fetch_all(
         "select pu.id::text, pr.id::text as product_id, pr.name as product_name,"
-        " pr.github_repo as repository, pu.github_username"
+        " pr.github_repo as repository"
         " from public.purchases pu join public.products pr on pr.id = pu.product_id"
-        " where pu.user_id = %s and pr.type = 'github' and pr.github_repo is not null"
+        " where pu.user_id = %s and pu.paid and pu.refunded_at is null"
+        " and pr.type = 'github' and pr.github_repo is not null"
         " order by pu.created_at",
         (user_id,),
     )
     return [RepositoryPurchase(**row) for row in rows]
-
-
-def mark_delivered(db: Database, purchase_id: str, username: str) -> None:
-    """Remember which GitHub account a purchase was delivered to."""
-    with db.transaction() as conn:
-        conn.execute(
-            "update public.purchases set github_username = %s, github_invited_at = now()"
-            " where id = %s",
-            (username, purchase_id),
-        )

@@ -21,7 +21,8 @@ class FakeGitHub:
         )
 
     def _add_collaborator(self, request: Request, owner: str, repo: str, username: str) -> Response:
-        if username not in self.known_users:
+        # GitHub logins ignore case.
+        if username.lower() not in {u.lower() for u in self.known_users}:
             return json_response(
                 {"message": "Not Found", "documentation_url": "https://docs.github.com/rest"}, 404
             )

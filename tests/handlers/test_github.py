@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -27,16 +28,30 @@ def gh_api(api_factory: Callable[..., Api], github: FakeGitHub) -> Api:
     return api_factory(github_token="ghp_test", github_api_url=github.server.url)
 
 
-def buyer(db: Database, *, product: str = "price_demo_pro_github") -> str:
+def buyer(
+    db: Database,
+    *,
+    product: str = "price_demo_pro_github",
+    paid: bool = True,
+    refunded: bool = False,
+    email: str = "ada@example.com",
+) -> str:
     seed_demo_products(db)
-    user = create_user(db, "ada@example.com", name="Ada Lovelace")
+    user = create_user(db, email, name="Ada Lovelace")
     with db.transaction() as conn:
         conn.execute(
-            "insert into public.purchases (user_id, product_id, stripe_checkout_session_id)"
-            " select %s, id, 'cs_gh' from public.products where stripe_price_id = %s",
-            (user, product),
+            "insert into public.purchases"
+            " (user_id, product_id, stripe_checkout_session_id, paid, refunded_at)"
+            " select %s, id, %s, %s, case when %s then now() end"
+            " from public.products where stripe_price_id = %s",
+            (user, f"cs_{user}", paid, refunded, product),
         )
     return user
+
+
+def grants(db: Database) -> list[tuple[str, str]]:
+    rows = db.fetch_all("select user_id::text, github_username from public.github_grants")
+    return [(r["user_id"], r["github_username"]) for r in rows]
 
 
 def request_access(api: Api, user: str | None, username: Any) -> Any:
@@ -58,9 +73,7 @@ def test_a_buyer_is_invited_once_and_told_once(
     assert calls[0].json() == {"permission": "pull"}
     assert calls[0].headers["Authorization"] == "token ghp_test"
     assert (REPO, "octocat") in github.collaborators
-    assert db.fetch_all("select github_username from public.purchases") == [
-        {"github_username": "octocat"}
-    ]
+    assert grants(db) == [(user, "octocat")]
     assert gh_api.container.bus.wait_idle()  # type: ignore[attr-defined]
     mails = list(Path(gh_api.container.settings.email_outbox_dir).glob("*.eml"))
     assert len(mails) == 1
@@ -103,9 +116,58 @@ def test_an_unknown_github_account_is_400(gh_api: Api, db: Database) -> None:
     response = request_access(gh_api, buyer(db), "nobody-here")
     assert response.status_code == 400
     assert response.json() == {"error": "GitHub has no user 'nobody-here'"}
-    assert db.fetch_all("select github_username from public.purchases") == [
-        {"github_username": None}
+    assert grants(db) == []
+
+
+@pytest.mark.parametrize(
+    "purchase", [{"paid": False}, {"refunded": True}, {"product": "price_demo_starter_one_time"}]
+)
+def test_only_a_paid_unrefunded_repository_purchase_entitles(
+    gh_api: Api, github: FakeGitHub, db: Database, purchase: dict[str, Any]
+) -> None:
+    # An `unpaid` checkout (a bank debit that may never arrive) once sufficed.
+    response = request_access(gh_api, buyer(db, **purchase), "octocat")
+    assert response.status_code == 403
+    assert response.json() == {"error": "No paid repository purchase found for this account"}
+    assert github.server.requests == []
+    assert grants(db) == []
+
+
+def test_one_purchase_one_github_account(gh_api: Api, github: FakeGitHub, db: Database) -> None:
+    user = buyer(db)
+    assert request_access(gh_api, user, "octocat").status_code == 200
+    for other in ("hubot", "mallory"):
+        response = request_access(gh_api, user, other)
+        assert response.status_code == 409
+        assert response.json() == {
+            "error": "Repository access for this purchase was granted to GitHub user 'octocat'"
+        }
+    assert request_access(gh_api, user, "OctoCat").status_code == 200
+    invited = {r.path.rsplit("/", 1)[-1] for r in github.server.requests if r.method == "PUT"}
+    assert invited == {"octocat", "OctoCat"}
+    assert grants(db) == [(user, "octocat")]
+
+
+def test_racing_requests_for_two_accounts_grant_one(
+    gh_api: Api, github: FakeGitHub, db: Database
+) -> None:
+    user = buyer(db)
+    names = [f"user{n}" for n in range(8)]
+    github.known_users |= set(names)
+    with ThreadPoolExecutor(8) as pool:
+        codes = list(pool.map(lambda name: request_access(gh_api, user, name).status_code, names))
+    assert sorted(codes) == [200] + [409] * 7
+    [(_, winner)] = grants(db)
+    assert [r.path for r in github.server.requests if r.method == "PUT"] == [
+        f"/repos/{REPO}/collaborators/{winner}"
     ]
+
+
+def test_a_failed_invitation_leaves_the_purchase_free(gh_api: Api, db: Database) -> None:
+    user = buyer(db)
+    assert request_access(gh_api, user, "nobody-here").status_code == 400
+    assert request_access(gh_api, user, "octocat").status_code == 200
+    assert grants(db) == [(user, "octocat")]
 
 
 def test_without_a_github_token_is_503(api: Api, db: Database) -> None:

@@ -182,6 +182,7 @@ def test_unpaid_checkout_links_but_does_not_grant(api: Api, db: Database, buyer:
     post_event(api, stripe_event("checkout.session.completed", completed(buyer, paid="unpaid")))
     wait_for(lambda: processed(db))
     assert profile(db, buyer) == {"customer_id": "cus_1", "price_id": PRICE, "has_access": False}
+    assert purchases_paid(db) == [False]
     post_event(
         api,
         stripe_event(
@@ -191,6 +192,12 @@ def test_unpaid_checkout_links_but_does_not_grant(api: Api, db: Database, buyer:
         ),
     )
     wait_for(lambda: profile(db, buyer)["has_access"])
+    assert purchases_paid(db) == [True]
+
+
+def purchases_paid(db: Database) -> list[bool]:
+    """Whether each purchase is paid: what repository access depends on."""
+    return [r["paid"] for r in db.fetch_all("select paid from public.purchases")]
 
 
 def test_guest_checkout_links_the_profile_with_that_email(

@@ -91,6 +91,26 @@ def test_purchases_are_private_to_their_buyer(db: Database) -> None:
         assert [r["s"] for r in rows] == ["cs_a"]
 
 
+def test_github_grants_are_private_to_their_user(db: Database) -> None:
+    alice, bob = create_user(db, "alice@example.com"), create_user(db, "bob@example.com")
+    with db.transaction() as conn:
+        for user, login in ((alice, "alice-gh"), (bob, "bob-gh")):
+            conn.execute(
+                "with p as (insert into public.purchases (user_id, stripe_checkout_session_id,"
+                " paid) values (%s, %s, true) returning id)"
+                " insert into public.github_grants (purchase_id, user_id, github_username)"
+                " select id, %s, %s from p",
+                (user, f"cs_{login}", user, login),
+            )
+    with as_role(db, "authenticated", alice) as conn:
+        rows = conn.execute("select github_username from public.github_grants").fetchall()
+        assert [r["github_username"] for r in rows] == ["alice-gh"]
+        changed = conn.execute("update public.github_grants set github_username = 'x'")
+        assert changed.rowcount == 0
+    with as_role(db, "anon") as conn:
+        assert ids(conn, "github_grants") == set()
+
+
 def test_everyone_reads_active_products_only(db: Database) -> None:
     seed_demo_products(db)
     with db.transaction() as conn:
