@@ -17,7 +17,7 @@ from handlers import (
     sample_emails,
     webhook,
 )
-from runtime import cli, logs
+from runtime import cli, limits, logs
 from runtime.container import Container
 
 # Every route's JSON is a few fields: a small default limit; the webhook opts into Stripe's size.
@@ -30,8 +30,12 @@ def build_api(container: Container) -> Flask:
     app.config["MAX_CONTENT_LENGTH"] = MAX_BODY_BYTES
     app.json.sort_keys = False  # type: ignore[attr-defined]
     app.extensions["container"] = container
-    # Cloud Run terminates TLS in front of us: trust X-Forwarded-Proto for redirects and cookies.
-    app.wsgi_app = ProxyFix(app.wsgi_app, x_proto=1)  # type: ignore[method-assign]
+    # Cloud Run terminates TLS in front of us and appends the client's address to
+    # X-Forwarded-For: trust that many hops from the right, so a client's own header changes
+    # nothing (the rate limits key on the address).
+    app.wsgi_app = ProxyFix(  # type: ignore[method-assign]
+        app.wsgi_app, x_for=container.settings.trusted_proxy_hops, x_proto=1
+    )
     logs.init_app(app, project_id=container.settings.google_cloud_project)
     errors.register(app)
     for blueprint in (
@@ -47,5 +51,6 @@ def build_api(container: Container) -> Flask:
         app.register_blueprint(blueprint)
     if container.settings.test_email_enabled:
         app.register_blueprint(sample_emails.bp)
+    limits.install(app, container.settings)
     cli.register(app)
     return app

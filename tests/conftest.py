@@ -17,6 +17,7 @@ from config import Settings
 from dev import local_postgres
 from main import create_app
 from runtime.container import Container
+from runtime.limits import ROUTE_LIMITS
 from tests.fakes.http import FakeServer, serve
 from tests.fakes.stripe import FakeStripe
 from tests.fakes.supabase import JWT_SECRET, FakeSupabaseAuth, hs256_token
@@ -120,6 +121,9 @@ def settings_factory(
             "supabase_jwt_secret": JWT_SECRET,
             "email_outbox_dir": tmp_path / "outbox",
             "data_dir": tmp_path / "data",
+            # Limits are tested on their own (tests/runtime/test_limits.py); here they stay out
+            # of the way of tests that send many requests from one address.
+            **{setting: "10000/minute" for setting in ROUTE_LIMITS.values()},
         }
         return Settings(**{**values, **overrides})
 

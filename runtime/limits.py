@@ -1,0 +1,55 @@
+"""Per-client request limits on the routes a stranger could abuse (Flask-Limiter, in memory).
+
+Each instance counts on its own: a client spread over N instances gets up to N times the limit.
+That is the price of needing no shared store; Cloud Armor in front of the service is the global
+layer (README, "Security model").
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+from flask import Flask, request
+from flask.typing import ResponseReturnValue
+from flask_limiter import Limiter
+from flask_limiter.errors import RateLimitExceeded
+
+from config import Settings
+from handlers.errors import error
+
+# Endpoint -> the setting that holds its limit.
+ROUTE_LIMITS = {
+    "leads.create_lead": "rate_limit_lead",
+    "auth.callback": "rate_limit_sign_in",
+    "payments.create_checkout": "rate_limit_checkout",
+    "payments.create_portal": "rate_limit_portal",
+    "github.github_access": "rate_limit_github_access",
+    "sample_emails.send_sample_emails": "rate_limit_test_email",
+}
+
+
+def client_address() -> str:
+    """The client as the trusted proxies saw it (ProxyFix has applied TRUSTED_PROXY_HOPS)."""
+    return request.remote_addr or "unknown"
+
+
+def install(app: Flask, settings: Settings) -> Limiter:
+    """Wrap each limited route of `app` (call after its blueprints are registered)."""
+    limiter = Limiter(
+        key_func=client_address, app=app, storage_uri="memory://", strategy="moving-window"
+    )
+    for endpoint, setting in ROUTE_LIMITS.items():
+        view = app.view_functions.get(endpoint)
+        if view is not None:  # the test-email route exists only where it is enabled
+            app.view_functions[endpoint] = limiter.limit(getattr(settings, setting))(view)
+
+    def too_many(exc: RateLimitExceeded) -> ResponseReturnValue:
+        current = limiter.current_limit
+        wait = math.ceil(current.window.reset_time - time.time()) if current else 60
+        response = error("Too many requests; try again later", 429)
+        response.headers["Retry-After"] = str(max(1, wait))
+        return response
+
+    app.register_error_handler(RateLimitExceeded, too_many)
+    return limiter

@@ -1,0 +1,86 @@
+"""Per-client limits: 429 with Retry-After and a JSON error, keyed by the address Cloud Run saw."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from adapters.db.pool import Database
+from runtime.limits import ROUTE_LIMITS
+from tests.conftest import Api
+
+# One request to each limited route; what it answers below the limit does not matter here.
+REQUESTS = {
+    "rate_limit_lead": ("POST", "/api/lead", {"json": {"email": "x@example.com"}}),
+    "rate_limit_sign_in": ("GET", "/api/auth/callback", {}),
+    "rate_limit_checkout": ("POST", "/api/payments/create-checkout", {"json": {}}),
+    "rate_limit_portal": ("POST", "/api/payments/create-portal", {"json": {}}),
+    "rate_limit_github_access": ("POST", "/api/github/access", {"json": {}}),
+    "rate_limit_test_email": ("GET", "/api/test-email", {"params": {"type": "nope"}}),
+}
+
+
+def send(api: Api, setting: str, **kwargs: Any) -> Any:
+    method, path, extra = REQUESTS[setting]
+    call = api.post if method == "POST" else api.get
+    return call(path, **extra, **kwargs)
+
+
+def assert_limited(response: Any) -> None:
+    assert response.status_code == 429
+    assert response.json() == {"error": "Too many requests; try again later"}
+    assert 1 <= int(response.headers["Retry-After"]) <= 60
+
+
+def test_every_abusable_route_is_covered() -> None:
+    assert set(REQUESTS) == set(ROUTE_LIMITS.values())
+
+
+@pytest.mark.parametrize("setting", sorted(REQUESTS))
+def test_each_route_answers_429_past_its_limit(
+    api_factory: Callable[..., Api], setting: str
+) -> None:
+    api = api_factory(**{setting: "2/minute"})
+    for _ in range(2):
+        assert send(api, setting).status_code != 429
+    assert_limited(send(api, setting))
+    # Other routes keep their own count.
+    other = next(s for s in sorted(REQUESTS) if s != setting)
+    assert send(api, other).status_code != 429
+
+
+def test_limited_leads_are_not_stored(api_factory: Callable[..., Api], db: Database) -> None:
+    # 500 leads once went in within 1.3 s.
+    api = api_factory(rate_limit_lead="3/minute")
+    codes = [
+        api.post("/api/lead", json={"email": f"lead{n}@example.com"}).status_code for n in range(10)
+    ]
+    assert codes == [200] * 3 + [429] * 7
+    assert len(db.fetch_all("select 1 from public.leads")) == 3
+
+
+def forwarded(chain: str) -> dict[str, str]:
+    return {"X-Forwarded-For": chain}
+
+
+def test_the_client_is_the_address_cloud_run_appended(api_factory: Callable[..., Api]) -> None:
+    api = api_factory(rate_limit_lead="2/minute", trusted_proxy_hops=1)
+    lead = {"email": "x@example.com"}
+    # Whatever the client writes first, Cloud Run appends the address it saw last.
+    for spoof in ("198.51.100.1", "198.51.100.2"):
+        headers = forwarded(f"{spoof}, 203.0.113.7")
+        assert api.post("/api/lead", json=lead, headers=headers).status_code == 200
+    assert_limited(api.post("/api/lead", json=lead, headers=forwarded("1.1.1.1, 203.0.113.7")))
+    assert_limited(api.post("/api/lead", json=lead, headers=forwarded("203.0.113.7")))
+    # Another client, and the direct connection, have counts of their own.
+    assert api.post("/api/lead", json=lead, headers=forwarded("203.0.113.8")).status_code == 200
+    assert api.post("/api/lead", json=lead).status_code == 200
+
+
+def test_without_trusted_hops_the_header_is_ignored(api_factory: Callable[..., Api]) -> None:
+    api = api_factory(rate_limit_lead="1/minute", trusted_proxy_hops=0)
+    lead = {"email": "x@example.com"}
+    assert api.post("/api/lead", json=lead, headers=forwarded("203.0.113.1")).status_code == 200
+    assert_limited(api.post("/api/lead", json=lead, headers=forwarded("203.0.113.2")))
