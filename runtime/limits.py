@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import time
+from typing import Any
 
 from flask import Flask, request
 from flask.typing import ResponseReturnValue
@@ -42,7 +43,8 @@ def install(app: Flask, settings: Settings) -> Limiter:
     for endpoint, setting in ROUTE_LIMITS.items():
         view = app.view_functions.get(endpoint)
         if view is not None:  # the test-email route exists only where it is enabled
-            app.view_functions[endpoint] = limiter.limit(getattr(settings, setting))(view)
+            limited: Any = limiter.limit(getattr(settings, setting))(view)
+            app.view_functions[endpoint] = limited
 
     def too_many(exc: RateLimitExceeded) -> ResponseReturnValue:
         current = limiter.current_limit

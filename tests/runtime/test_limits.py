@@ -12,7 +12,7 @@ from runtime.limits import ROUTE_LIMITS
 from tests.conftest import Api
 
 # One request to each limited route; what it answers below the limit does not matter here.
-REQUESTS = {
+REQUESTS: dict[str, tuple[str, str, dict[str, Any]]] = {
     "rate_limit_lead": ("POST", "/api/lead", {"json": {"email": "x@example.com"}}),
     "rate_limit_sign_in": ("GET", "/api/auth/callback", {}),
     "rate_limit_checkout": ("POST", "/api/payments/create-checkout", {"json": {}}),
