@@ -1,5 +1,6 @@
 """GET /api/test-email: registered only when ENABLE_TEST_EMAIL is on (never by default in
-production), so strangers cannot use the service to send mail."""
+production); in production, only an admin may call it, and only for their own inbox or the
+support inbox, so strangers cannot use the service to send mail."""
 
 from __future__ import annotations
 
@@ -11,9 +12,9 @@ from pydantic import WithJsonSchema, field_validator
 
 from core.addresses import email_address
 from core.email.props import KINDS
-from handlers.deps import container
+from handlers.deps import caller, container
 from handlers.parsing import EMAIL_SCHEMA, RequestModel, validate
-from services.sample_emails import send_samples
+from services.sample_emails import recipient, send_samples
 
 bp = Blueprint("sample_emails", __name__)
 
@@ -39,8 +40,14 @@ class SampleEmailQuery(RequestModel):
 def send_sample_emails() -> ResponseReturnValue:
     c = container()
     query = validate(SampleEmailQuery, request.args.to_dict())
-    # Without `email`, samples go to the team's own support inbox, never to a third party.
-    to = query.email or c.settings.support_email
+    production = c.settings.is_production
+    to = recipient(
+        requested=query.email,
+        support_email=c.settings.support_email,
+        admin_only=production,
+        user=caller() if production else None,
+        db=c.db,
+    )
     kinds = KINDS if query.type == "all" else (query.type,)
     results = send_samples(
         kinds=kinds,

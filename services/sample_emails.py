@@ -5,9 +5,14 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
+from adapters.db import profiles
+from adapters.db.pool import Database
 from adapters.mail.message import Mailer, MailError, send_email
+from adapters.tokens import User
 from core.email.render import Brand, render
 from core.email.samples import sample_props
+from services.errors import Forbidden
+from services.identity import require_user
 
 log = logging.getLogger(__name__)
 
@@ -16,6 +21,28 @@ log = logging.getLogger(__name__)
 class Result:
     type: str
     status: str
+
+
+def recipient(
+    *,
+    requested: str | None,
+    support_email: str,
+    admin_only: bool,
+    user: User | None,
+    db: Database,
+) -> str:
+    """Where samples may go: by default the support inbox; in production, for an admin only,
+    and only to that admin or the support inbox, so the route cannot mail strangers."""
+    to = requested or support_email
+    if not admin_only:
+        return to
+    profile = profiles.by_id(db, require_user(user).id)
+    if profile is None or not profile.is_admin:
+        raise Forbidden("Test e-mails are for admins")
+    allowed = {support_email.lower(), (profile.email or support_email).lower()}
+    if to.lower() not in allowed:
+        raise Forbidden("Test e-mails go only to your own address or SUPPORT_EMAIL")
+    return to
 
 
 def send_samples(

@@ -19,6 +19,7 @@ from main import create_app
 from runtime.container import Container
 from runtime.limits import ROUTE_LIMITS
 from tests.fakes.http import FakeServer, serve
+from tests.fakes.resend import FakeResend
 from tests.fakes.stripe import FakeStripe
 from tests.fakes.supabase import JWT_SECRET, FakeSupabaseAuth, hs256_token
 from tests.helpers import empty_database, stripe_signature
@@ -104,6 +105,11 @@ def fakes(
 
 
 @pytest.fixture
+def resend() -> Iterator[FakeResend]:
+    yield from serving(FakeResend())
+
+
+@pytest.fixture
 def settings_factory(
     database_url: str, fakes: tuple[FakeStripe, FakeSupabaseAuth], tmp_path: Path
 ) -> Callable[..., Settings]:
@@ -143,7 +149,11 @@ class Api:
 
     def token(self, **claims: Any) -> str:
         """An HS256 access token as the project this app trusts issues it; override any part."""
-        return hs256_token(**{"issuer": str(self.container.settings.auth_issuer), **claims})
+        settings = self.container.settings
+        project = {"issuer": str(settings.auth_issuer)}
+        if settings.supabase_jwt_secret is not None:
+            project["secret"] = settings.supabase_jwt_secret.get_secret_value()
+        return hs256_token(**{**project, **claims})
 
 
 @pytest.fixture
@@ -168,6 +178,35 @@ def api_factory(
 @pytest.fixture
 def api(api_factory: Callable[..., Api]) -> Api:
     return api_factory()
+
+
+# Secrets a production deployment could have: none public, each one distinctive.
+PRODUCTION_SECRETS = {
+    "supabase_jwt_secret": "prod-jwt-secret-5a1f0c9e7b3d4e2f8a6b1c0d9e8f7a6b",
+    "supabase_service_role_key": "service-role-key",
+    "stripe_webhook_secret": "whsec_prod_4f9d2c7a1e8b6d3f0a5c9e2b7d4f1a8c",
+    "resend_api_key": "re_prod_8c1e4a7d2f9b6e3a0d5c8f1b4e7a2d9c",
+}
+
+
+@pytest.fixture
+def production_api(api_factory: Callable[..., Api], resend: FakeResend) -> Callable[..., Api]:
+    """The app with production's settings: Resend (faked), Pub/Sub (never reached unless a
+    route publishes), SITE_URL, no public secret; override any of them."""
+
+    def start(**overrides: Any) -> Api:
+        values: dict[str, Any] = {
+            "app_env": "production",
+            "event_bus": "pubsub",
+            "pubsub_emulator_host": "127.0.0.1:9",
+            "site_url": "https://shop.acme.dev",
+            "stripe_publishable_key": "pk_test_fake",
+            "resend_api_url": resend.server.url,
+            **PRODUCTION_SECRETS,
+        }
+        return api_factory(**{**values, **overrides})
+
+    return start
 
 
 @pytest.fixture

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from email import policy
 from email.message import EmailMessage
 from email.parser import BytesParser
@@ -16,7 +16,7 @@ import pytest
 from adapters.db.pool import Database
 from adapters.db.products import seed_demo_products
 from core.email.props import KINDS
-from tests.conftest import Api, serving
+from tests.conftest import Api
 from tests.fakes.resend import FakeResend
 from tests.helpers import create_user, stripe_event, stripe_signature, wait_for
 
@@ -183,11 +183,6 @@ def test_an_address_resend_would_refuse_is_dropped_at_once_not_retried(
     assert api.container.bus.dead_letters == []  # type: ignore[attr-defined]
     dropped = [r for r in caplog.records if "evt_utf8" in r.getMessage()]
     assert [r.levelname for r in dropped] == ["ERROR"], "logged once, at ERROR, never retried"
-
-
-@pytest.fixture
-def resend() -> Iterator[FakeResend]:
-    yield from serving(FakeResend())
 
 
 @pytest.fixture
