@@ -87,7 +87,7 @@ def serve() -> None:
     with contextlib.ExitStack() as stack:
         container = local_stack.start(Settings(), stack)
         settings = container.settings
-        server = local_stack.api_server(container, host="0.0.0.0", port=settings.port)  # noqa: S104
+        server = local_stack.api_server(container, host=settings.dev_host, port=settings.port)
         stack.callback(server.server_close)
         print(banner(settings, write_run_env(settings, stack)), flush=True)
         with contextlib.suppress(KeyboardInterrupt):

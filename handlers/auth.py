@@ -18,11 +18,7 @@ def callback() -> ResponseReturnValue:
     changes = complete_sign_in(
         code=request.args.get("code"), cookies=request.cookies, auth=c.supabase_auth, bus=c.bus
     )
-    target = redirect_target(
-        site_origin=c.settings.site_origin,
-        request_origin=request.host_url,
-        path=c.settings.auth_callback_url,
-    )
+    target = redirect_target(site_origin=c.settings.site_origin, path=c.settings.auth_callback_url)
     response = redirect(target, code=302)
     secure = request.scheme == "https"
     for cookie in changes.set:

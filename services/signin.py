@@ -89,6 +89,10 @@ def _verifier(value: str | None) -> str | None:
     return str(stored).partition("/")[0] if stored else None
 
 
-def redirect_target(*, site_origin: str | None, request_origin: str, path: str) -> str:
-    """Where sign-in lands: always our own origin plus the configured path."""
-    return (site_origin or request_origin).rstrip("/") + path
+def redirect_target(*, site_origin: str | None, path: str) -> str:
+    """Where sign-in lands: SITE_URL's origin plus the configured path, else the path alone.
+
+    A bare path resolves against the URL the browser asked for, so neither a forged `Host` nor
+    an `X-Forwarded-Proto` of `javascript` can send the user elsewhere.
+    """
+    return (site_origin or "").rstrip("/") + path

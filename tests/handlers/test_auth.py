@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+import pytest
+from pydantic import ValidationError
 
 from adapters.db.pool import Database
 from adapters.supabase_auth import (
@@ -27,8 +31,30 @@ def cookie_name(supabase: FakeSupabaseAuth) -> str:
 def test_without_code_redirects_to_the_callback_path(api: Api) -> None:
     response = api.get("/api/auth/callback")
     assert response.status_code == 302
-    assert response.headers["Location"] == api.url + "/dashboard"
+    assert response.headers["Location"] == "/dashboard"
     assert "Set-Cookie" not in response.headers
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {"Host": "evil.example"},
+        {"X-Forwarded-Proto": "javascript"},
+        {"X-Forwarded-Host": "evil.example", "X-Forwarded-Proto": "javascript"},
+    ],
+)
+def test_headers_cannot_redirect_elsewhere(api: Api, headers: dict[str, str]) -> None:
+    # Without SITE_URL the callback once built its target from the Host header.
+    response = api.get("/api/auth/callback", headers=headers)
+    assert response.status_code == 302
+    assert response.headers["Location"] == "/dashboard"
+
+
+def test_production_refuses_to_start_without_site_url(
+    production_api: Callable[..., Api],
+) -> None:
+    with pytest.raises(ValidationError, match="missing or empty: SITE_URL"):
+        production_api(site_url=None)
 
 
 def test_code_exchange_sets_the_session_cookie(api: Api, fakes: Any) -> None:
@@ -40,7 +66,7 @@ def test_code_exchange_sets_the_session_cookie(api: Api, fakes: Any) -> None:
         cookies={f"{key}-code-verifier": encode_value("verifier-123")},
     )
     assert response.status_code == 302
-    assert response.headers["Location"] == api.url + "/dashboard"
+    assert response.headers["Location"] == "/dashboard"
     jar = {c.name: c.value or "" for c in response.cookies}
     session = read_session(key, jar)
     assert session is not None
@@ -81,7 +107,7 @@ def test_failed_exchange_still_redirects_without_cookies(api: Api, fakes: Any) -
         f"/api/auth/callback?code={code}", cookies={f"{key}-code-verifier": encode_value("wrong")}
     )
     assert response.status_code == 302
-    assert response.headers["Location"] == api.url + "/dashboard"
+    assert response.headers["Location"] == "/dashboard"
     assert not [c for c in response.cookies if c.name.startswith(key) and c.value]
 
 
