@@ -8,6 +8,7 @@ closed on worker exit, JSON logs. `bin/serve` runs `gunicorn 'runtime.subscriber
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import flask
@@ -16,6 +17,8 @@ import functions_framework
 from config import Settings
 from runtime import logs
 from subscribers import TARGETS
+
+log = logging.getLogger(__name__)
 
 MAIN = Path(__file__).resolve().parents[1] / "main.py"
 
@@ -30,4 +33,28 @@ def create_app(target: str | None = None) -> flask.Flask:
     if not isinstance(app, flask.Flask):
         raise TypeError(f"{name} must be a synchronous CloudEvent function")
     logs.init_app(app, project_id=settings.google_cloud_project)
+    if settings.push_audience and settings.push_service_account:
+        require_push_token(app, settings.push_audience, settings.push_service_account, settings)
     return app
+
+
+def require_push_token(app: flask.Flask, audience: str, account: str, settings: Settings) -> None:
+    """Answer 401 to any request without Pub/Sub's OIDC token for this subscription.
+
+    Cloud Run's IAM check already keeps strangers out of a private service; this keeps the
+    subscriber safe also when that is misconfigured (public ingress, `allUsers` as invoker).
+    """
+    from adapters.push_auth import InvalidPushToken, PushVerifier
+
+    verifier = PushVerifier(
+        audience=audience, service_account=account, certs_url=str(settings.push_certs_url)
+    )
+
+    @app.before_request
+    def _authenticate() -> flask.typing.ResponseReturnValue | None:
+        try:
+            verifier.verify(flask.request.headers.get("Authorization"))
+        except InvalidPushToken as exc:
+            log.warning("push refused: %s", exc)
+            return flask.jsonify(error="Invalid or missing push token"), 401
+        return None
