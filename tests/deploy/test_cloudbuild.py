@@ -285,3 +285,18 @@ def test_call_parser_reads_continuations_and_substitutions() -> None:
         ["pubsub", "topics", "describe", "t"],
         ["pubsub", "topics", "create", "t"],
     ]
+
+
+def test_subscribers_check_the_push_token_they_are_sent(config: dict[str, Any]) -> None:
+    scripts = dict(_scripts(config))
+    deploy, subscriptions = scripts["deploy"], scripts["subscriptions"]
+    for name in ("PUSH_AUDIENCE", "PUSH_SERVICE_ACCOUNT"):
+        assert f'echo "{name}: ' in deploy
+    # The audience the services expect is the one the subscriptions put in the tokens.
+    expected = re.search(r'audience\(\) \{ echo "(.*?)"; \}', deploy)
+    sent = re.search(r'audience="(.*?)"', subscriptions)
+    assert expected and sent
+    assert expected[1].replace("$$1", "access") == sent[1].replace(
+        "$$service", "${_SERVICE_PREFIX}-access"
+    )
+    assert subscriptions.count('--push-auth-token-audience="$$audience"') == 2
