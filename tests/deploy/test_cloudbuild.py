@@ -295,7 +295,8 @@ def test_subscribers_check_the_push_token_they_are_sent(config: dict[str, Any]) 
     # The audience the services expect is the one the subscriptions put in the tokens.
     expected = re.search(r'audience\(\) \{ echo "(.*?)"; \}', deploy)
     sent = re.search(r'audience="(.*?)"', subscriptions)
-    assert expected and sent
+    assert expected
+    assert sent
     assert expected[1].replace("$$1", "access") == sent[1].replace(
         "$$service", "${_SERVICE_PREFIX}-access"
     )
