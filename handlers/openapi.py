@@ -91,23 +91,29 @@ class Operation:
 
 # Statuses every route may answer: refused input, a body too large, a dependency down.
 COMMON = {400: ErrorAnswer, 413: ErrorAnswer, 415: ErrorAnswer, 503: ErrorAnswer}
+# Routes under a per-client limit (runtime/limits.py) answer 429 past it.
+LIMITED = {429: ErrorAnswer}
 OPERATIONS = (
     Operation("get", "/api/auth/callback", "Complete sign-in: code -> session cookies -> 302",
-              {302: None}, query=None),
-    Operation("post", "/api/lead", "Store a lead", {200: SuccessAnswer, **COMMON}, LeadRequest),
+              {302: None, **LIMITED}, query=None),
+    Operation("post", "/api/lead", "Store a lead",
+              {200: SuccessAnswer, **COMMON, **LIMITED}, LeadRequest),
     Operation("post", "/api/payments/create-checkout", "A Stripe Checkout URL",
-              {200: UrlAnswer, 401: ErrorAnswer, **COMMON}, CheckoutRequest, signed_in=True),
+              {200: UrlAnswer, 401: ErrorAnswer, **COMMON, **LIMITED}, CheckoutRequest,
+              signed_in=True),
     Operation("post", "/api/payments/create-portal", "A Stripe customer portal URL",
-              {200: UrlAnswer, 401: ErrorAnswer, **COMMON}, PortalRequest, signed_in=True),
+              {200: UrlAnswer, 401: ErrorAnswer, **COMMON, **LIMITED}, PortalRequest,
+              signed_in=True),
     Operation("post", "/api/webhook/payments", "Stripe's signed events",
               {200: EmptyAnswer, **COMMON}, headers=("Stripe-Signature",)),
     Operation("post", "/api/github/access", "Invite the buyer's GitHub account",
               {200: RepositoriesAnswer, 401: ErrorAnswer, 403: ErrorAnswer, 409: ErrorAnswer,
-               **COMMON}, AccessRequest, signed_in=True),
+               **COMMON, **LIMITED}, AccessRequest, signed_in=True),
     Operation("get", "/api/products/public", "Active products, featured first",
               {200: ProductsAnswer, 503: ErrorAnswer}),
     Operation("get", "/api/test-email", "Send sample e-mails (not in production by default)",
-              {200: SampleEmailsAnswer, 400: ErrorAnswer, 401: ErrorAnswer, 403: ErrorAnswer},
+              {200: SampleEmailsAnswer, 400: ErrorAnswer, 401: ErrorAnswer, 403: ErrorAnswer,
+               **LIMITED},
               query=SampleEmailQuery, only_when="sample_emails"),
     Operation("get", "/healthz", "Liveness", {200: HealthAnswer}),
     Operation("get", "/api/health", "Liveness (a path Cloud Run's front end never reserves)",

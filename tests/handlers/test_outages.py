@@ -52,7 +52,7 @@ def test_stripe_failing_on_its_side_is_503_on_checkout_and_portal(
     api: Api, stripe: FakeStripe, db: Database
 ) -> None:
     stripe.outage = True
-    _, token = signed_in(db, customer="cus_outage")
+    _, token = signed_in(api, db, customer="cus_outage")
     assert_503(checkout(api, {"priceId": ONE_TIME, "mode": "payment", **URLS}))
     headers = {"Authorization": f"Bearer {token}"}
     assert_503(api.post("/api/payments/create-portal", json=PORTAL, headers=headers))
@@ -71,7 +71,7 @@ def test_a_portal_refusal_answers_null_url_like_checkout(
     api: Api, stripe: FakeStripe, db: Database
 ) -> None:
     stripe.refuse_portal = True
-    _, token = signed_in(db, customer="cus_no_portal")
+    _, token = signed_in(api, db, customer="cus_no_portal")
     response = api.post(
         "/api/payments/create-portal", json=PORTAL, headers={"Authorization": f"Bearer {token}"}
     )
