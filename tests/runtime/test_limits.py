@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from adapters.db.pool import Database
+from handlers.openapi import document
 from runtime.limits import ROUTE_LIMITS
 from tests.conftest import Api
 
@@ -84,3 +85,11 @@ def test_without_trusted_hops_the_header_is_ignored(api_factory: Callable[..., A
     lead = {"email": "x@example.com"}
     assert api.post("/api/lead", json=lead, headers=forwarded("203.0.113.1")).status_code == 200
     assert_limited(api.post("/api/lead", json=lead, headers=forwarded("203.0.113.2")))
+
+
+def test_the_document_names_429_on_each_limited_route() -> None:
+    paths = document(registered={"sample_emails"})["paths"]
+    limited = {
+        path for path, ops in paths.items() for op in ops.values() if "429" in op["responses"]
+    }
+    assert limited == {path for _, path, _ in REQUESTS.values()}
