@@ -46,6 +46,7 @@ def ensure_topology(
     dead_letter_topic: str | None = None,
     policy: PushPolicy = PushPolicy(),
     push_service_account: str | None = None,
+    push_audiences: Mapping[str, str] | None = None,
     emulator_host: str | None = None,
 ) -> list[str]:
     """Create the topic and one push subscription per subscriber; returns their paths.
@@ -65,7 +66,8 @@ def ensure_topology(
         paths = []
         for name, endpoint in push_endpoints.items():
             path = f"projects/{project}/subscriptions/{subscription_name(topic, name)}"
-            fields = _push(path, endpoint, dead_path, policy, push_service_account)
+            audience = (push_audiences or {}).get(name)
+            fields = _push(path, endpoint, dead_path, policy, push_service_account, audience)
             _ensure_subscription(subscriber, fields, topic_path)
             paths.append(path)
         return paths
@@ -82,11 +84,17 @@ def _kept(policy: PushPolicy, *, retain_acked: bool) -> dict[str, object]:
 
 
 def _push(
-    path: str, endpoint: str, dead_letter: str, policy: PushPolicy, service_account: str | None
+    path: str,
+    endpoint: str,
+    dead_letter: str,
+    policy: PushPolicy,
+    service_account: str | None,
+    audience: str | None,
 ) -> dict[str, object]:
     push_config: dict[str, object] = {"push_endpoint": endpoint}
     if service_account:  # Pub/Sub signs each push with an OIDC token of this account
-        push_config["oidc_token"] = {"service_account_email": service_account}
+        token = {"service_account_email": service_account}
+        push_config["oidc_token"] = token | ({"audience": audience} if audience else {})
     return {
         "name": path,
         "push_config": push_config,

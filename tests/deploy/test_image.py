@@ -287,6 +287,7 @@ def test_the_loop_runs_in_containers_with_production_settings(
         dead_letter_topic=production.dead_letter_topic,
         policy=production.policy(),
         push_service_account=production.push_service_account,
+        push_audiences=production.push_audiences,
         emulator_host=pubsub.host,
     )
     assert emulator_topology(pubsub.host) == wanted.subscriptions

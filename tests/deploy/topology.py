@@ -50,6 +50,7 @@ class Subscription:
     topic: str
     push_endpoint: str | None = None
     push_service_account: str | None = None
+    push_audience: str | None = None
     ack_deadline: int = 10
     min_retry_delay: float | None = None
     max_retry_delay: float | None = None
@@ -69,6 +70,8 @@ class Subscription:
                 return replace(self, push_endpoint=text)
             case "--push-auth-service-account":
                 return replace(self, push_service_account=text)
+            case "--push-auth-token-audience":
+                return replace(self, push_audience=text)
             case "--ack-deadline":
                 return replace(self, ack_deadline=int(text))
             case "--min-retry-delay":
@@ -101,6 +104,7 @@ class Subscription:
             topic=pb.topic.rsplit("/", 1)[-1],
             push_endpoint=pb.push_config.push_endpoint or None,
             push_service_account=pb.push_config.oidc_token.service_account_email or None,
+            push_audience=pb.push_config.oidc_token.audience or None,
             ack_deadline=pb.ack_deadline_seconds,
             min_retry_delay=retry.minimum_backoff.ToTimedelta().total_seconds()
             if has_retry
@@ -151,6 +155,11 @@ class Topology:
     def push_service_account(self) -> str | None:
         [account] = {sub.push_service_account for sub in self.push.values()}
         return account
+
+    @property
+    def push_audiences(self) -> dict[str, str]:
+        """The OIDC audience each target's push tokens carry (the subscriber checks it)."""
+        return {t: sub.push_audience for t, sub in self.push.items() if sub.push_audience}
 
     def policy(self) -> PushPolicy:
         """The retry and retention settings, the same for every push subscription."""

@@ -53,7 +53,7 @@ def test_headers_cannot_redirect_elsewhere(api: Api, headers: dict[str, str]) ->
 def test_production_refuses_to_start_without_site_url(
     production_api: Callable[..., Api],
 ) -> None:
-    with pytest.raises(ValidationError, match="missing or empty: SITE_URL"):
+    with pytest.raises(ValidationError, match="missing: SITE_URL"):
         production_api(site_url=None)
 
 
