@@ -174,7 +174,7 @@ def production_env(
         "PUBSUB_TOPIC": topic,
         "PUBSUB_EMULATOR_HOST": pubsub.host,
         "DATABASE_URL": database_url,
-        "SITE_URL": "https://app.example.com",
+        "SITE_URL": "https://shop.acme.dev",
         "SUPABASE_URL": supabase.server.url,
         "SUPABASE_ANON_KEY": "eyJhbGciOiJIUzI1NiJ9.anon." + uuid.uuid4().hex,
         "SUPABASE_SERVICE_ROLE_KEY": "eyJhbGciOiJIUzI1NiJ9.service." + uuid.uuid4().hex,
