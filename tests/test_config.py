@@ -87,7 +87,9 @@ def test_production_names_each_empty_secret(
 def test_production_refuses_the_public_dev_jwt_secret(monkeypatch: pytest.MonkeyPatch) -> None:
     for name, value in {**PRODUCTION, "SUPABASE_JWT_SECRET": DEV_JWT_SECRET}.items():
         monkeypatch.setenv(name, value)
-    with pytest.raises(ValidationError, match=r"SUPABASE_JWT_SECRET \(a public example or development value"):
+    with pytest.raises(
+        ValidationError, match=r"SUPABASE_JWT_SECRET \(a public example or development value"
+    ):
         Settings()
 
 

@@ -72,5 +72,7 @@ def test_supabase_admin_api(stuck: str) -> None:
 
 def test_supabase_jwks(stuck: str) -> None:
     tokens = TokenVerifier(jwt_secret=None, supabase_url=stuck, timeout=DEADLINE)
-    token = hs256_token(sub="00000000-0000-0000-0000-000000000001", email="a@example.com")
+    token = hs256_token(
+        sub="00000000-0000-0000-0000-000000000001", email="a@example.com", issuer=stuck + "/auth/v1"
+    )
     assert gives_up(lambda: tokens.verify(token), InvalidToken) < BOUND
