@@ -125,13 +125,13 @@ class Settings(BaseSettings):
     # Resend's account rate (2 requests per second by default); sends are paced to it.
     resend_rate_per_second: float = Field(default=2.0, gt=0, le=1000)
 
-    # Per-client request limits ("N/second|minute|hour|day", `;` between several), per instance.
-    rate_limit_lead: str = "10/minute;100/hour"
+    # Per-client request limits ("N/second|minute|hour|day", `,` between several), per instance.
+    rate_limit_lead: str = "10/minute,100/hour"
     rate_limit_sign_in: str = "20/minute"
-    rate_limit_checkout: str = "10/minute;60/hour"
+    rate_limit_checkout: str = "10/minute,60/hour"
     rate_limit_portal: str = "10/minute"
-    rate_limit_github_access: str = "5/minute;20/hour"
-    rate_limit_test_email: str = "3/minute;20/hour"
+    rate_limit_github_access: str = "5/minute,20/hour"
+    rate_limit_test_email: str = "3/minute,20/hour"
     # Proxies that append to X-Forwarded-For in front of the app (Cloud Run: 1; with an
     # external load balancer in front of Cloud Run: 2); the client is the entry before them.
     trusted_proxy_hops: int = Field(default=1, ge=0, le=5)

@@ -101,7 +101,10 @@ def test_the_shipped_values_are_the_defaults(tmp_path: Path) -> None:
 
 
 def same(setting: object, text: str) -> bool:
-    """Whether a parsed setting is what `text` says (a URL gains a trailing slash)."""
+    """Whether a parsed setting is what `text` says (a URL gains a trailing slash; a blank
+    optional setting is unset, config.py's `_blank_is_unset`)."""
+    if setting is None:
+        return not text.strip()
     if isinstance(setting, bool):
         return str(setting).lower() == text.lower()
     if isinstance(setting, int | float):

@@ -118,7 +118,8 @@ def test_users_are_refused_in_production(cli: Callable[..., Cli], db: Database) 
     users = cli(
         app_env="production",
         event_bus="pubsub",
-        site_url="https://app.example.com",
+        site_url="https://shop.acme.dev",
+        supabase_jwt_secret=None,  # the tests' is Supabase's public local one
         supabase_service_role_key="service",
         stripe_publishable_key="pk_test_x",
         stripe_webhook_secret="whsec_prod",
