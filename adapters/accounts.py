@@ -1,14 +1,22 @@
-"""Accounts for buyers who checked out as guests: invited through Supabase Auth's admin API."""
+"""Accounts for buyers who checked out as guests, through Supabase Auth's admin API.
+
+Supabase's own mailer (without custom SMTP) reaches only the project's team, a few mails an
+hour: the account is created confirmed and without any mail from Supabase, and the sign-in link
+comes from `generate_link` and travels in our own e-mail, through Resend.
+"""
 
 from __future__ import annotations
 
 import json
 import logging
-from typing import Protocol
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any, Protocol
 
 import httpx
 from supabase_auth import SyncGoTrueAdminAPI
 from supabase_auth.errors import AuthApiError, AuthError
+from supabase_auth.types import GenerateInviteOrMagiclinkParams
 
 from adapters.db.pool import Database
 
@@ -16,16 +24,19 @@ log = logging.getLogger(__name__)
 
 
 class AccountError(RuntimeError):
-    """The account could not be created; the event is retried."""
+    """The account or its link could not be made; the event is retried."""
 
 
 class Accounts(Protocol):
-    def invite(self, *, email: str, name: str | None) -> None:
+    def ensure(self, *, email: str, name: str | None) -> None:
         """Make sure a user with this e-mail exists (its profile follows by trigger)."""
+
+    def sign_in_link(self, *, email: str) -> str:
+        """A one-time link that signs the user in and lands on the site's callback page."""
 
 
 class SupabaseAccounts:
-    """Invites by e-mail: Supabase creates the user and mails the sign-in link."""
+    """Creates users and their magic links with the service-role key; Supabase sends nothing."""
 
     def __init__(
         self, *, url: str, service_role_key: str, redirect_to: str | None, timeout: float
@@ -35,34 +46,55 @@ class SupabaseAccounts:
         self._key = service_role_key
         self._redirect_to = redirect_to
 
-    def invite(self, *, email: str, name: str | None) -> None:
+    @contextmanager
+    def _admin(self) -> Iterator[SyncGoTrueAdminAPI]:
+        """The admin API over a client with a deadline; an outage becomes AccountError."""
         http = httpx.Client(timeout=self._timeout)
-        admin = SyncGoTrueAdminAPI(
-            url=self._url,
-            headers={"apikey": self._key, "Authorization": f"Bearer {self._key}"},
-            http_client=http,
-        )
-        options = {"data": {"full_name": name} if name else {}, "redirect_to": self._redirect_to}
+        headers = {"apikey": self._key, "Authorization": f"Bearer {self._key}"}
         try:
-            admin.invite_user_by_email(email, options)  # type: ignore[arg-type]
-        except AuthApiError as exc:
-            if exc.code == "email_exists" or exc.status == 422:
-                return  # created meanwhile (another delivery, or the buyer signed up)
-            raise AccountError(f"Supabase refused to invite a buyer: {exc.message}") from exc
+            yield SyncGoTrueAdminAPI(url=self._url, headers=headers, http_client=http)
+        except AuthApiError:
+            raise  # Supabase answered: the caller decides what its refusal means
         except (AuthError, httpx.HTTPError) as exc:  # AuthRetryableError: timed out, unreachable
             raise AccountError(f"Supabase Auth unreachable: {type(exc).__name__}") from exc
         finally:
             http.close()
-        log.info("invited a guest buyer to create their account")
+
+    def ensure(self, *, email: str, name: str | None) -> None:
+        attributes: dict[str, Any] = {
+            "email": email,
+            "email_confirm": True,  # paying with this address is proof enough; no mail asks
+            "user_metadata": {"full_name": name} if name else {},
+        }
+        try:
+            with self._admin() as admin:
+                admin.create_user(attributes)  # type: ignore[arg-type]
+        except AuthApiError as exc:
+            if exc.code == "email_exists" or exc.status == 422:
+                return  # created meanwhile (another delivery, or the buyer signed up)
+            raise AccountError(f"Supabase refused to create a buyer: {exc.message}") from exc
+        log.info("created an account for a guest buyer")
+
+    def sign_in_link(self, *, email: str) -> str:
+        params: GenerateInviteOrMagiclinkParams = {"type": "magiclink", "email": email}
+        if self._redirect_to:
+            params["options"] = {"redirect_to": self._redirect_to}
+        try:
+            with self._admin() as admin:
+                link = admin.generate_link(params)
+        except AuthApiError as exc:
+            raise AccountError(f"Supabase refused a sign-in link: {exc.message}") from exc
+        return link.properties.action_link
 
 
 class LocalAccounts:
     """Outside production without a service-role key: a row in the local `auth.users` stand-in."""
 
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, *, signin_url: str) -> None:
         self._db = db
+        self._signin_url = signin_url
 
-    def invite(self, *, email: str, name: str | None) -> None:
+    def ensure(self, *, email: str, name: str | None) -> None:
         meta = json.dumps({"full_name": name} if name else {})
         with self._db.transaction() as conn:
             conn.execute(
@@ -71,3 +103,7 @@ class LocalAccounts:
                 " on conflict ((lower(email))) do nothing",
                 (email, meta),
             )
+
+    def sign_in_link(self, *, email: str) -> str:
+        # No auth server runs locally: the site's sign-in page (`users token` makes a session).
+        return self._signin_url

@@ -30,11 +30,10 @@ class GitHubGateway:
         self._token = token
         self._api_url = api_url.rstrip("/")
 
-    def invite(self, *, repository: str, username: str) -> bool:
-        """Invite `username` to read `repository`; False if they already have access."""
+    def _client(self) -> Github:
         if not self._token:
             raise GitHubNotConfigured("Repository access is not configured: set GITHUB_TOKEN")
-        client = Github(
+        return Github(
             auth=Auth.Token(self._token),
             base_url=self._api_url,
             retry=2,
@@ -43,6 +42,10 @@ class GitHubGateway:
             lazy=True,
             timeout=max(1, round(self._timeout)),
         )
+
+    def invite(self, *, repository: str, username: str) -> bool:
+        """Invite `username` to read `repository`; False if they already have access."""
+        client = self._client()
         repo = client.get_repo(repository)
         try:
             invitation = repo.add_to_collaborators(username, permission="pull")
@@ -57,3 +60,19 @@ class GitHubGateway:
         finally:
             client.close()
         return invitation is not None
+
+    def remove(self, *, repository: str, username: str) -> None:
+        """Take `username` off `repository`: the collaborator, and an invitation still pending.
+
+        Idempotent: GitHub answers 204 for someone who is no collaborator.
+        """
+        client = self._client()
+        try:
+            repo = client.get_repo(repository)
+            repo.remove_from_collaborators(username)
+            for invitation in repo.get_pending_invitations():
+                if invitation.invitee and invitation.invitee.login.lower() == username.lower():
+                    repo.remove_invitation(invitation.id)
+        finally:
+            client.close()
+        log.info("removed %s from %s", username, repository)

@@ -9,6 +9,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 import stripe
@@ -26,6 +27,10 @@ class PaymentsUnavailable(RuntimeError):
 
 # Errors that say nothing about the request itself: the same call may succeed later.
 _OUTAGES = (stripe.APIConnectionError, stripe.RateLimitError, stripe.APIError)
+
+
+class StripeCallFailed(RuntimeError):
+    """Stripe refused or did not answer a call."""
 
 
 class StripeGateway:
@@ -77,13 +82,31 @@ class StripeGateway:
             ).url
         return None
 
-    def checkout_price_id(self, session_id: str) -> str | None:
-        """The price of the first line item of a checkout session."""
-        session = self.client.v1.checkout.sessions.retrieve(
-            session_id, params={"expand": ["line_items"]}
+    def checkout_facts(self, session_id: str) -> CheckoutFacts:
+        """The price and the hosted invoice or receipt of a checkout, in one call."""
+        try:
+            session = self.client.v1.checkout.sessions.retrieve(
+                session_id,
+                params={"expand": ["line_items", "invoice", "payment_intent.latest_charge"]},
+            ).to_dict()
+        except stripe.StripeError as exc:
+            raise StripeCallFailed(f"checkout session {session_id}: {exc}") from exc
+        return CheckoutFacts(price_id=_first_price(session), receipt_url=_receipt_url(session))
+
+    def has_checkout_for(self, payment_intent: str) -> bool:
+        """Whether a checkout session was paid with this payment intent."""
+        found = self.client.v1.checkout.sessions.list(
+            params={"payment_intent": payment_intent, "limit": 1}
         )
-        items = session.line_items.data if session.line_items else []
-        return items[0].price.id if items and items[0].price else None
+        return bool(found.data)
+
+    def events_since(self, *, created_gte: int, types: list[str]) -> Iterator[dict[str, Any]]:
+        """Stripe's events of these types created since then (it keeps 30 days), every page."""
+        pages = self.client.v1.events.list(
+            params={"created": {"gte": created_gte}, "types": types, "limit": 100}
+        )
+        for event in pages.auto_paging_iter():
+            yield event.to_dict(for_json=True)
 
     def subscription_status(self, subscription_id: str) -> str:
         """The current status of a subscription, as Stripe sees it now."""
@@ -100,6 +123,30 @@ def _refusal_as_none(what: str) -> Iterator[None]:
         raise PaymentsUnavailable(f"Stripe is unavailable: {type(exc).__name__}") from exc
     except stripe.StripeError as exc:
         log.error("stripe refused the %s: %s", what, exc.user_message or exc)
+
+
+@dataclass(frozen=True)
+class CheckoutFacts:
+    price_id: str | None
+    receipt_url: str | None
+
+
+def _first_price(session: dict[str, Any]) -> str | None:
+    items = (session.get("line_items") or {}).get("data") or []
+    price = items[0].get("price") if items else None
+    return price.get("id") if isinstance(price, dict) else price
+
+
+def _receipt_url(session: dict[str, Any]) -> str | None:
+    """The invoice's hosted page (subscriptions, or invoice creation on), else the receipt."""
+    invoice = session.get("invoice")
+    if isinstance(invoice, dict) and invoice.get("hosted_invoice_url"):
+        return str(invoice["hosted_invoice_url"])
+    intent = session.get("payment_intent")
+    charge = intent.get("latest_charge") if isinstance(intent, dict) else None
+    if isinstance(charge, dict) and charge.get("receipt_url"):
+        return str(charge["receipt_url"])
+    return None
 
 
 class SignatureError(ValueError):

@@ -18,6 +18,13 @@ ENDED_STATUSES = frozenset({"canceled", "unpaid", "incomplete_expired", "paused"
 # A checkout in these states has been paid for (or costs nothing).
 PAID_STATUSES = frozenset({"paid", "no_payment_required"})
 
+# What the access subscriber publishes once an access change is committed: the e-mails that
+# speak of access are sent from these, so none tells of a change that did not happen.
+ACCESS_GRANTED = "app.access.granted"
+ACCESS_REVOKED = "app.access.revoked"
+# A guest buyer's account exists and has access: they get a sign-in link by e-mail.
+ACCOUNT_INVITED = "app.account.invited"
+
 
 @dataclass(frozen=True)
 class Checkout:
@@ -33,6 +40,9 @@ class Checkout:
     amount_total: int | None
     currency: str | None
     paid: bool
+    payment_intent: str | None = None
+    invoice_id: str | None = None
+    created: int | None = None
 
 
 @dataclass(frozen=True)
@@ -42,6 +52,7 @@ class AccessChange:
     customer_id: str
     grant: bool
     subscription_id: str | None
+    price_id: str | None = None  # the plan the change puts the customer on, when it says
 
 
 class Ordering(enum.Enum):
@@ -68,6 +79,9 @@ def checkout_from(event: Event) -> Checkout | None:
         amount_total=session.get("amount_total"),
         currency=session.get("currency"),
         paid=session.get("payment_status") in PAID_STATUSES,
+        payment_intent=stripe_id(session.get("payment_intent")),
+        invoice_id=stripe_id(session.get("invoice")),
+        created=session.get("created") if isinstance(session.get("created"), int) else None,
     )
 
 
@@ -94,10 +108,18 @@ def _subscription_status_change(
     status = subscription.get("status")
     sub_id = stripe_id(subscription.get("id"))
     if status in ACTIVE_STATUSES:
-        return AccessChange(customer, grant=True, subscription_id=sub_id)
+        price = subscription_price(subscription)
+        return AccessChange(customer, grant=True, subscription_id=sub_id, price_id=price)
     if status in ENDED_STATUSES:
         return AccessChange(customer, grant=False, subscription_id=sub_id)
     return None
+
+
+def subscription_price(subscription: Mapping[str, Any]) -> str | None:
+    """The price of the subscription's current (first) item: the plan after an up- or downgrade."""
+    items = _mapping(subscription.get("items")).get("data")
+    first = items[0] if isinstance(items, list) and items else None
+    return stripe_id(_mapping(first).get("price"))
 
 
 def ordering(event_created: datetime, last_applied: datetime | None) -> Ordering:

@@ -19,6 +19,8 @@ SUBSCRIBED_TYPES = frozenset(
         "customer.subscription.deleted",
         "invoice.paid",
         "invoice.payment_failed",
+        "charge.refunded",
+        "charge.dispute.created",
     }
 )
 
@@ -39,6 +41,8 @@ class Event:
     created: datetime
     livemode: bool
     object: Mapping[str, Any] = field(repr=False)
+    # `data.previous_attributes` of an `*.updated` event: the fields that changed, as they were.
+    previous: Mapping[str, Any] = field(default_factory=dict, repr=False)
 
     @property
     def attributes(self) -> dict[str, str]:
@@ -74,7 +78,18 @@ def parse_event(payload: Any) -> Event:
         created=datetime.fromtimestamp(created, tz=UTC),
         livemode=bool(payload.get("livemode", False)),
         object=obj,
+        previous=_previous(payload["data"]),
     )
+
+
+def _previous(data: Mapping[str, Any]) -> Mapping[str, Any]:
+    found = data.get("previous_attributes")
+    return found if isinstance(found, Mapping) else {}
+
+
+def is_app_event(event_type: str) -> bool:
+    """Whether the type is one of the application's own events."""
+    return event_type.startswith(APP_EVENT_PREFIX)
 
 
 def stripe_id(value: Any) -> str | None:

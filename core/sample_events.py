@@ -170,6 +170,41 @@ def _subscription(facts: Facts, created: int, *, status: str) -> dict[str, Any]:
     }
 
 
+def _charge(facts: Facts, created: int) -> dict[str, Any]:
+    """A renewal's charge refunded in full: the samples' checkouts are subscriptions."""
+    return {
+        "id": "ch_" + _digest("charge", facts.customer_id),
+        "object": "charge",
+        "amount": facts.amount,
+        "amount_refunded": facts.amount,
+        "created": created,
+        "currency": facts.currency,
+        "customer": facts.customer_id,
+        "invoice": "in_" + _digest("invoice", facts.customer_id),
+        "livemode": False,
+        "paid": True,
+        "payment_intent": "pi_" + _digest("intent", facts.customer_id),
+        "refunded": True,
+        "status": "succeeded",
+    }
+
+
+def _dispute(facts: Facts, created: int) -> dict[str, Any]:
+    return {
+        "id": "dp_" + secrets.token_hex(12),
+        "object": "dispute",
+        "amount": facts.amount,
+        "charge": "ch_" + _digest("charge", facts.customer_id),
+        "created": created,
+        "currency": facts.currency,
+        "evidence_details": {"due_by": created + 7 * 24 * 3600, "has_evidence": False},
+        "livemode": False,
+        "payment_intent": "pi_" + _digest("intent", facts.customer_id),
+        "reason": "fraudulent",
+        "status": "needs_response",
+    }
+
+
 _OBJECTS: dict[str, Callable[[Facts, int], dict[str, Any]]] = {
     "checkout.session.completed": _completed,
     "checkout.session.async_payment_succeeded": _completed,
@@ -178,6 +213,8 @@ _OBJECTS: dict[str, Callable[[Facts, int], dict[str, Any]]] = {
     "invoice.payment_failed": lambda f, t: _invoice(f, t, paid=False),
     "customer.subscription.updated": lambda f, t: _subscription(f, t, status="active"),
     "customer.subscription.deleted": lambda f, t: _subscription(f, t, status="canceled"),
+    "charge.refunded": _charge,
+    "charge.dispute.created": _dispute,
 }
 SAMPLE_TYPES = tuple(sorted(_OBJECTS))
 

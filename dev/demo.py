@@ -24,6 +24,7 @@ from typing import Any, TypeVar
 
 from adapters.mail.outbox import OutboxMailer
 from config import Settings
+from core.announcements import announced_ids
 from core.sample_events import DEFAULT_PRICE, Facts
 from dev import stack as local_stack
 from runtime import logs
@@ -161,11 +162,17 @@ def applied(c: Container, event_id: str, user_id: str) -> bool | None:
 def sent(c: Container, key: str) -> tuple[str, str] | None:
     """The .eml path and subject of the message sent under `key`, once it is recorded."""
     event_id, kind = key.split("/")
+    # Mails that speak of access follow the access subscriber's announcement, not the event.
     recorded = c.db.fetch_all(
-        "select 1 from public.sent_emails where event_id = %s and kind = %s", (event_id, kind)
+        "select event_id from public.sent_emails where event_id = any(%s) and kind = %s",
+        (list(announced_ids(event_id)), kind),
     )
     mailer = c.mailer
-    found = mailer.find(key) if recorded and isinstance(mailer, OutboxMailer) else None
+    found = (
+        mailer.find(f"{recorded[0]['event_id']}/{kind}")
+        if recorded and isinstance(mailer, OutboxMailer)
+        else None
+    )
     if found is None:
         return None
     with found.open("rb") as file:

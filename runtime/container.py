@@ -105,7 +105,7 @@ class Container:
             )
         if s.is_production:
             raise RuntimeError("SUPABASE_SERVICE_ROLE_KEY is required in production")
-        return LocalAccounts(self.db)
+        return LocalAccounts(self.db, signin_url=self.brand.url("/signin"))
 
     @once
     def github(self) -> GitHubGateway:
@@ -144,7 +144,18 @@ class Container:
     def access_subscriber(self) -> AccessSubscriber:
         from subscribers.access import AccessSubscriber
 
-        return AccessSubscriber(db=self.db, stripe=self.stripe, accounts=self.accounts)
+        return AccessSubscriber(
+            db=self.db,
+            stripe=self.stripe,
+            accounts=self.accounts,
+            github=self.github,
+            publish=self._publish,
+        )
+
+    def _publish(self, event: Event, data: bytes) -> None:
+        # The bus is resolved on first publish, not when the subscriber is built: the in-process
+        # bus is built from the subscribers, and the access subscriber publishes on it.
+        self.bus.publish(event, data)
 
     @once
     def email_subscriber(self) -> EmailSubscriber:
@@ -154,7 +165,9 @@ class Container:
             db=self.db,
             mailer=self.mailer,
             brand=self.brand,
+            accounts=self.accounts,
             sender=self.settings.email_from_admin,
+            noreply_sender=self.settings.email_from_noreply,
             reply_to=self.settings.support_email,
         )
 

@@ -1,29 +1,35 @@
-"""Grant or revoke access from payment events: idempotent, and safe against reordering."""
+"""Grant or revoke access from payment events: idempotent, safe against reordering, and
+announced on the bus only once committed (the e-mails that speak of access follow those)."""
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from adapters.accounts import Accounts
 from adapters.db import ledger, products, profiles, purchases
 from adapters.db.pool import Connection, Database
 from adapters.db.profiles import Profile
-from adapters.stripe_api import StripeGateway
-from core.access import (
-    AccessChange,
-    Checkout,
-    Ordering,
-    access_change,
-    checkout_from,
-    grant_at_tie,
-    ordering,
+from adapters.github_api import GitHubGateway
+from adapters.stripe_api import (
+    CheckoutFacts,
+    PaymentsNotConfigured,
+    StripeCallFailed,
+    StripeGateway,
 )
-from core.events import Event
+from core.access import AccessChange, Checkout, access_change, checkout_from, subscription_price
+from core.announcements import Person, access_granted, access_revoked, account_invited
+from core.events import Event, is_app_event
+from core.refunds import dispute_from, refund_from
+from subscribers.ordering import apply_access
+from subscribers.refunds import apply_refund, record_dispute
 
 log = logging.getLogger(__name__)
 
 CONSUMER = "access"
+
+Publish = Callable[[Event, bytes], None]
 
 
 class ProfileNotLinked(RuntimeError):
@@ -32,85 +38,151 @@ class ProfileNotLinked(RuntimeError):
 
 @dataclass(frozen=True)
 class AccessSubscriber:
-    """Applies the spec's state table to `profiles`, once per event."""
+    """Applies the spec's state table to `profiles`, once per event.
+
+    After each commit it publishes what changed (`publish` raises PublishError if the bus does
+    not take it, so the delivery fails and comes back); a redelivery the ledger calls done
+    publishes the same application events again, with the same ids.
+    """
 
     db: Database
     stripe: StripeGateway
     accounts: Accounts
+    github: GitHubGateway
+    publish: Publish
 
     def __call__(self, event: Event) -> str:
-        if (checkout := checkout_from(event)) is not None:
+        if is_app_event(event.type):
+            outcome = "ignored"
+        elif (checkout := checkout_from(event)) is not None:
             outcome = self._checkout(event, checkout)
         elif (change := access_change(event)) is not None:
             outcome = self._change(event, change)
+        elif (refund := refund_from(event)) is not None:
+            outcome = apply_refund(
+                event, refund, db=self.db, stripe=self.stripe, github=self.github
+            )
+        elif (dispute := dispute_from(event)) is not None:
+            outcome = record_dispute(event, dispute, db=self.db)
         else:
-            outcome = "ignored"
+            outcome = self._ignore(event)
         log.info("access: %s %s -> %s", event.type, event.id, outcome)
         return outcome
 
     def _checkout(self, event: Event, checkout: Checkout) -> str:
         # Fetched before the transaction: no row lock is held across the network call.
-        price_id = checkout.price_id or self.stripe.checkout_price_id(checkout.session_id)
+        facts = self._facts(checkout)
         if checkout.user_id is None and checkout.email:
-            self._ensure_account(checkout.email, checkout.name)
+            # A guest buyer gets an account, as the spec intends, so access has somewhere to live.
+            self.accounts.ensure(email=checkout.email, name=checkout.name)
         with self.db.transaction() as conn:
-            if not ledger.claim(conn, consumer=CONSUMER, event=event):
-                return "duplicate"
-            profile = _checkout_profile(conn, checkout)
-            if profile is None:
-                raise ProfileNotLinked(f"no profile for checkout {checkout.session_id}")
-            profiles.link_customer(
-                conn, profile.id, customer_id=checkout.customer_id, price_id=price_id
-            )
-            product = products.by_price(conn, price_id) if price_id else None
-            purchases.record(
-                conn, checkout, user_id=profile.id, product_id=product.id if product else None
-            )
-            outcome = "linked (unpaid)"
-            if checkout.paid:
-                outcome = self._apply(
-                    conn, event, profile, grant=True, subscription_id=checkout.subscription_id
-                )
-            ledger.settle(conn, consumer=CONSUMER, event=event, outcome=outcome)
-            return outcome
+            profile: Profile | None
+            if ledger.claim(conn, consumer=CONSUMER, event=event):
+                outcome, profile = self._link(conn, event, checkout, facts.price_id)
+                ledger.settle(conn, consumer=CONSUMER, event=event, outcome=outcome)
+            else:
+                outcome = ledger.outcome(conn, consumer=CONSUMER, event=event) or "duplicate"
+                profile = _checkout_profile(conn, checkout)
+        if outcome == "granted" and profile is not None:
+            self._announce_grant(event, checkout, profile, facts)
+        return outcome
 
-    def _ensure_account(self, email: str, name: str | None) -> None:
-        """A guest buyer gets an account, as the spec intends, so access has somewhere to live."""
-        if profiles.by_email(self.db, email) is None:
-            self.accounts.invite(email=email, name=name)
+    def _facts(self, checkout: Checkout) -> CheckoutFacts:
+        """The price (Payment Links and the dashboard set no metadata) and the receipt link."""
+        known = CheckoutFacts(price_id=checkout.price_id, receipt_url=None)
+        has_receipt = bool(checkout.invoice_id or checkout.payment_intent)
+        if checkout.price_id and not (checkout.paid and has_receipt):
+            return known
+        try:
+            found = self.stripe.checkout_facts(checkout.session_id)
+        except (PaymentsNotConfigured, StripeCallFailed) as exc:
+            if checkout.price_id is None:
+                raise
+            # Access does not wait on a receipt link: the confirmation goes without it.
+            log.warning("no receipt link for %s: %s", checkout.session_id, exc)
+            return known
+        return CheckoutFacts(
+            price_id=checkout.price_id or found.price_id, receipt_url=found.receipt_url
+        )
+
+    def _link(
+        self, conn: Connection, event: Event, checkout: Checkout, price_id: str | None
+    ) -> tuple[str, Profile]:
+        profile = _checkout_profile(conn, checkout)
+        if profile is None:
+            raise ProfileNotLinked(f"no profile for checkout {checkout.session_id}")
+        profiles.link_customer(
+            conn, profile.id, customer_id=checkout.customer_id, price_id=price_id
+        )
+        product = products.by_price(conn, price_id) if price_id else None
+        purchases.record(
+            conn, checkout, user_id=profile.id, product_id=product.id if product else None
+        )
+        if not checkout.paid:
+            return "linked (unpaid)", profile
+        outcome = apply_access(
+            conn,
+            event,
+            profile,
+            grant=True,
+            subscription_id=checkout.subscription_id,
+            stripe=self.stripe,
+        )
+        return outcome, profile
+
+    def _announce_grant(
+        self, event: Event, checkout: Checkout, profile: Profile, facts: CheckoutFacts
+    ) -> None:
+        email = checkout.email or profile.email
+        if not email:
+            return
+        to = Person(email=email, name=checkout.name or profile.name)
+        self.publish(
+            *access_granted(
+                event, checkout, to=to, price_id=facts.price_id, receipt_url=facts.receipt_url
+            )
+        )
+        if checkout.user_id is None:
+            self.publish(*account_invited(event, to=to, price_id=facts.price_id))
 
     def _change(self, event: Event, change: AccessChange) -> str:
         with self.db.transaction() as conn:
-            if not ledger.claim(conn, consumer=CONSUMER, event=event):
-                return "duplicate"
+            claimed = ledger.claim(conn, consumer=CONSUMER, event=event)
             profile = profiles.lock_by_customer(conn, change.customer_id)
-            if profile is None:
+            if not claimed:
+                outcome = ledger.outcome(conn, consumer=CONSUMER, event=event) or "duplicate"
+            elif profile is None:
                 raise ProfileNotLinked(f"no profile for customer {change.customer_id} yet")
-            outcome = self._apply(
-                conn, event, profile, grant=change.grant, subscription_id=change.subscription_id
+            else:
+                outcome = apply_access(
+                    conn,
+                    event,
+                    profile,
+                    grant=change.grant,
+                    subscription_id=change.subscription_id,
+                    stripe=self.stripe,
+                    price_id=change.price_id,
+                )
+                ledger.settle(conn, consumer=CONSUMER, event=event, outcome=outcome)
+        ended = event.type == "customer.subscription.deleted" and outcome == "revoked"
+        if ended and profile is not None and profile.email:
+            self.publish(
+                *access_revoked(
+                    event,
+                    to=Person(email=profile.email, name=profile.name),
+                    customer_id=change.customer_id,
+                    price_id=subscription_price(event.object),
+                    reason="subscription_ended",
+                )
             )
-            ledger.settle(conn, consumer=CONSUMER, event=event, outcome=outcome)
-            return outcome
+        return outcome
 
-    def _apply(
-        self,
-        conn: Connection,
-        event: Event,
-        profile: Profile,
-        *,
-        grant: bool,
-        subscription_id: str | None,
-    ) -> str:
-        order = ordering(event.created, profile.access_changed_at)
-        if order is Ordering.STALE:
-            return "stale"
-        if order is Ordering.TIE:
-            status = self.stripe.subscription_status(subscription_id) if subscription_id else None
-            grant = grant_at_tie(wanted=grant, subscription_status=status)
-        profiles.set_access(
-            conn, profile.id, grant=grant, changed_at=event.created, event_id=event.id
-        )
-        return "granted" if grant else "revoked"
+    def _ignore(self, event: Event) -> str:
+        """Recorded all the same: `events reconcile` then knows the event arrived."""
+        with self.db.transaction() as conn:
+            if ledger.claim(conn, consumer=CONSUMER, event=event):
+                ledger.settle(conn, consumer=CONSUMER, event=event, outcome="ignored")
+        return "ignored"
 
 
 def _checkout_profile(conn: Connection, checkout: Checkout) -> Profile | None:

@@ -7,10 +7,13 @@ from dataclasses import dataclass
 
 from pydantic import ValidationError
 
+from adapters.accounts import Accounts
 from adapters.db import products, profiles, sent_emails
 from adapters.db.pool import Database
 from adapters.mail.message import Mailer, UndeliverableEmail, send_email
 from core.email.plan import (
+    NOREPLY_KINDS,
+    SIGNIN_LINK,
     PlannedEmail,
     ProductFacts,
     Recipient,
@@ -19,7 +22,7 @@ from core.email.plan import (
     price_of,
     recipient_in,
 )
-from core.email.render import Brand, render
+from core.email.render import Brand, EmailContent, render
 from core.events import Event, InvalidEvent
 
 log = logging.getLogger(__name__)
@@ -32,7 +35,9 @@ class EmailSubscriber:
     db: Database
     mailer: Mailer
     brand: Brand
+    accounts: Accounts
     sender: str
+    noreply_sender: str
     reply_to: str
 
     def __call__(self, event: Event) -> str:
@@ -48,17 +53,24 @@ class EmailSubscriber:
         product = self._product(price_of(event))
         return plan(event, to=to, product=product, site_url=self.brand.site_url)
 
-    def _send_once(self, event: Event, planned: PlannedEmail) -> str:
+    def _render(self, planned: PlannedEmail) -> EmailContent:
+        props = planned.props
+        if planned.kind == SIGNIN_LINK:
+            # Made only when it is about to be sent: a new magic link voids the one before it.
+            props = {**props, "signin_url": self.accounts.sign_in_link(email=planned.to)}
         try:
-            content = render(planned.kind, planned.props, brand=self.brand)
+            return render(planned.kind, props, brand=self.brand)
         except ValidationError as exc:
             # Bad data in the event never gets better: drop it loudly instead of retrying.
             raise InvalidEvent(f"cannot render {planned.kind}: {exc}") from exc
+
+    def _send_once(self, event: Event, planned: PlannedEmail) -> str:
         key = f"{event.id}/{planned.kind}"
         with self.db.transaction() as conn:
             sent_emails.lock(conn, key)
             if sent_emails.already_sent(conn, event_id=event.id, kind=planned.kind):
                 return "duplicate"
+            content = self._render(planned)
             # Sent inside the transaction: should the commit fail, the retry sends with the same
             # idempotency key, and Resend answers with the first send instead of sending again.
             try:
@@ -68,7 +80,7 @@ class EmailSubscriber:
                     subject=content.subject,
                     text=content.text,
                     html=content.html,
-                    from_=self.sender,
+                    from_=self.noreply_sender if planned.kind in NOREPLY_KINDS else self.sender,
                     reply_to=self.reply_to,
                     idempotency_key=key,
                 )

@@ -54,7 +54,7 @@ def ensure_topology(
     Idempotent: what exists is updated to the given endpoint and policy.
     """
     dead_letter = dead_letter_topic or f"{topic}-dead-letter"
-    with _clients(emulator_host) as (publisher, subscriber):
+    with clients(emulator_host) as (publisher, subscriber):
         topic_path = _ensure_topic(publisher, f"projects/{project}/topics/{topic}")
         dead_path = _ensure_topic(publisher, f"projects/{project}/topics/{dead_letter}")
         # Messages published to a topic without subscriptions vanish: keep the dead letters.
@@ -137,7 +137,7 @@ def _duration(seconds: float) -> duration_pb2.Duration:
 
 
 @contextmanager
-def _clients(
+def clients(
     emulator_host: str | None,
 ) -> Iterator[tuple[pubsub_v1.PublisherClient, pubsub_v1.SubscriberClient]]:
     if emulator_host:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from adapters.db.pool import Connection
+from adapters.db.pool import Connection, Database
 from core.events import Event
 
 
@@ -27,3 +27,21 @@ def settle(conn: Connection, *, consumer: str, event: Event, outcome: str) -> No
         "update public.processed_events set outcome = %s where consumer = %s and event_id = %s",
         (outcome, consumer, event.id),
     )
+
+
+def outcome(conn: Connection, *, consumer: str, event: Event) -> str | None:
+    """What applying the event did, as `settle` recorded it."""
+    row = conn.execute(
+        "select outcome from public.processed_events where consumer = %s and event_id = %s",
+        (consumer, event.id),
+    ).fetchone()
+    return str(row["outcome"]) if row else None
+
+
+def missing(db: Database, *, consumer: str, event_ids: list[str]) -> set[str]:
+    """Which of these events `consumer` has no record of."""
+    rows = db.fetch_all(
+        "select event_id from public.processed_events where consumer = %s and event_id = any(%s)",
+        (consumer, event_ids),
+    )
+    return set(event_ids) - {str(r["event_id"]) for r in rows}

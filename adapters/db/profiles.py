@@ -81,11 +81,17 @@ def link_customer(
 
 
 def set_access(
-    conn: Connection, user_id: str, *, grant: bool, changed_at: datetime, event_id: str
+    conn: Connection,
+    user_id: str,
+    *,
+    grant: bool,
+    changed_at: datetime,
+    event_id: str,
+    price_id: str | None = None,
 ) -> None:
-    """Set `has_access` and remember which event set it, for ordering later ones."""
+    """Set `has_access` (and the plan, when given); remember which event set it, for ordering."""
     conn.execute(
-        "update public.profiles set has_access = %s, access_changed_at = %s, access_event_id = %s"
-        " where id = %s::uuid",
-        (grant, changed_at, event_id, user_id),
+        "update public.profiles set has_access = %s, access_changed_at = %s, access_event_id = %s,"
+        " price_id = coalesce(%s, price_id) where id = %s::uuid",
+        (grant, changed_at, event_id, price_id, user_id),
     )

@@ -6,12 +6,23 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from core.access import PAID_STATUSES, checkout_from
+from core.access import (
+    ACCESS_GRANTED,
+    ACCESS_REVOKED,
+    ACCOUNT_INVITED,
+    checkout_from,
+    subscription_price,
+)
 from core.email.render import format_amount
-from core.events import Event, stripe_id
+from core.events import Event, is_app_event, stripe_id
 
 ACCOUNT_CREATED = "app.account.created"
 GITHUB_ACCESS_GRANTED = "app.github_access.granted"
+# The sign-in link is made when the e-mail is sent (it expires soon), never carried on the bus.
+SIGNIN_LINK = "signin-link"
+# Account mails go from EMAIL_FROM_NOREPLY (ShipFast's `resend.fromNoReply`); the rest from
+# EMAIL_FROM_ADMIN, to which a customer may reply.
+NOREPLY_KINDS = frozenset({SIGNIN_LINK})
 
 
 @dataclass(frozen=True)
@@ -41,12 +52,14 @@ def price_of(event: Event) -> str | None:
     obj = event.object
     if (checkout := checkout_from(event)) is not None:
         return checkout.price_id
-    if event.type == "checkout.session.expired":
+    if is_app_event(event.type):
+        found = obj.get("price_id")
+    elif event.type == "checkout.session.expired":
         found = _get(obj, "metadata", "price_id")
     elif event.type.startswith("invoice."):
         found = _get(_first(_get(obj, "lines", "data")), "price", "id")
     elif event.type.startswith("customer.subscription."):
-        found = _get(_first(_get(obj, "items", "data")), "price", "id")
+        found = subscription_price(obj)
     else:
         found = None
     return found if isinstance(found, str) else None
@@ -72,7 +85,7 @@ def plan(
     builder = _BUILDERS.get(event.type)
     if builder is None:
         return None
-    props = builder(event.object, product, site_url)
+    props = builder(event, product, site_url)
     if props is None:
         return None
     kind, values = props
@@ -82,16 +95,16 @@ def plan(
 Props = tuple[str, dict[str, Any]] | None
 
 
-def _purchase(session: Mapping[str, Any], product: ProductFacts | None, site: str) -> Props:
-    if session.get("payment_status") not in PAID_STATUSES:
-        return None  # a delayed payment: the confirmation waits for async_payment_succeeded
+def _purchase(event: Event, product: ProductFacts | None, site: str) -> Props:
+    """Sent from `app.access.granted`: only once the access is committed."""
+    grant = event.object
     values: dict[str, Any] = {
-        "customer_email": _get(session, "customer_details", "email")
-        or session.get("customer_email"),
-        "order_number": _order_number(str(session["id"])),
+        "customer_email": grant.get("email"),
+        "order_number": _order_number(str(grant["checkout_session"])),
         "product_name": product.name if product else "Your purchase",
-        "amount": _amount(session.get("amount_total"), session.get("currency")),
-        "purchase_date": session.get("created"),
+        "amount": _amount(grant.get("amount_total"), grant.get("currency")),
+        "purchase_date": grant.get("purchased_at"),
+        "invoice_url": grant.get("receipt_url"),
     }
     if product:
         values |= {"product_type": product.type, "billing": product.billing}
@@ -102,7 +115,8 @@ def _purchase(session: Mapping[str, Any], product: ProductFacts | None, site: st
     return "purchase-confirmation", values
 
 
-def _expired(session: Mapping[str, Any], product: ProductFacts | None, site: str) -> Props:
+def _expired(event: Event, product: ProductFacts | None, site: str) -> Props:
+    session = event.object
     # Stripe's recovery link reopens the same cart when enabled; else the pricing page.
     recovery = _get(session, "after_expiration", "recovery", "url")
     return "checkout-expired", {
@@ -113,7 +127,8 @@ def _expired(session: Mapping[str, Any], product: ProductFacts | None, site: str
     }
 
 
-def _invoice_paid(invoice: Mapping[str, Any], product: ProductFacts | None, site: str) -> Props:
+def _invoice_paid(event: Event, product: ProductFacts | None, site: str) -> Props:
+    invoice = event.object
     if invoice.get("billing_reason") == "subscription_create":
         return None  # the purchase confirmation already covers the first invoice
     period = _get(_first(_get(invoice, "lines", "data")), "period") or {}
@@ -128,7 +143,8 @@ def _invoice_paid(invoice: Mapping[str, Any], product: ProductFacts | None, site
     }
 
 
-def _payment_failed(invoice: Mapping[str, Any], product: ProductFacts | None, site: str) -> Props:
+def _payment_failed(event: Event, product: ProductFacts | None, site: str) -> Props:
+    invoice = event.object
     return "payment-failed", {
         "amount": _amount(invoice.get("amount_due"), invoice.get("currency")),
         "product_name": product.name if product else None,
@@ -137,18 +153,49 @@ def _payment_failed(invoice: Mapping[str, Any], product: ProductFacts | None, si
     }
 
 
-def _cancelled(subscription: Mapping[str, Any], product: ProductFacts | None, site: str) -> Props:
+def _cancellation_scheduled(event: Event, product: ProductFacts | None, site: str) -> Props:
+    """`cancel_at_period_end` turned true: access stays until the period's end, and says so.
+
+    Turning it back (the customer changed their mind) sends nothing: nothing was lost.
+    """
+    subscription = event.object
+    turned_on = subscription.get("cancel_at_period_end") is True and (
+        event.previous.get("cancel_at_period_end") is False
+    )
+    if not turned_on:
+        return None
+    end = subscription.get("cancel_at") or subscription.get("current_period_end")
     return "subscription-cancelled", {
         "product_name": product.name if product else None,
-        "access_end_date": subscription.get("ended_at") or subscription.get("current_period_end"),
+        "access_end_date": end,
     }
 
 
-def _signup(account: Mapping[str, Any], _: ProductFacts | None, site: str) -> Props:
-    return "new-signup", {"customer_email": account.get("email")}
+def _access_ended(event: Event, product: ProductFacts | None, site: str) -> Props:
+    """Sent from `app.access.revoked` once the revocation of an ended subscription is committed."""
+    revoked = event.object
+    if revoked.get("reason") != "subscription_ended":
+        return None
+    return "subscription-cancelled", {
+        "product_name": product.name if product else None,
+        "access_end_date": revoked.get("ended_at"),
+        "access_ended": True,
+    }
 
 
-def _github(grant: Mapping[str, Any], _: ProductFacts | None, site: str) -> Props:
+def _signin(event: Event, product: ProductFacts | None, site: str) -> Props:
+    return SIGNIN_LINK, {
+        "customer_email": event.object.get("email"),
+        "product_name": product.name if product else None,
+    }
+
+
+def _signup(event: Event, _: ProductFacts | None, site: str) -> Props:
+    return "new-signup", {"customer_email": event.object.get("email")}
+
+
+def _github(event: Event, _: ProductFacts | None, site: str) -> Props:
+    grant = event.object
     return "github-access-granted", {
         "repository": grant["repository"],
         "product_name": grant.get("product_name"),
@@ -157,12 +204,13 @@ def _github(grant: Mapping[str, Any], _: ProductFacts | None, site: str) -> Prop
 
 
 _BUILDERS = {
-    "checkout.session.completed": _purchase,
-    "checkout.session.async_payment_succeeded": _purchase,
     "checkout.session.expired": _expired,
     "invoice.paid": _invoice_paid,
     "invoice.payment_failed": _payment_failed,
-    "customer.subscription.deleted": _cancelled,
+    "customer.subscription.updated": _cancellation_scheduled,
+    ACCESS_GRANTED: _purchase,
+    ACCESS_REVOKED: _access_ended,
+    ACCOUNT_INVITED: _signin,
     ACCOUNT_CREATED: _signup,
     GITHUB_ACCESS_GRANTED: _github,
 }

@@ -157,12 +157,22 @@ class CheckoutExpiredProps(EmailProps):
 
 
 class SubscriptionCancelledProps(EmailProps):
-    """A subscription ended or was set to end."""
+    """A subscription was set to end (access kept until `access_end_date`), or has ended."""
 
     product_name: Text | None = None
     access_end_date: Day | None = None
+    access_ended: bool = False
     reactivate_url: Link | None = None
     feedback_url: Link | None = None
+
+
+class SigninLinkProps(EmailProps):
+    """A guest buyer's account is ready: a one-time link signs them in."""
+
+    customer_email: EmailStr
+    signin_url: Link
+    product_name: Text | None = None
+    dashboard_url: Link | None = None
 
 
 PROPS: dict[str, type[EmailProps]] = {
@@ -173,6 +183,7 @@ PROPS: dict[str, type[EmailProps]] = {
     "github-access-granted": GithubAccessGrantedProps,
     "checkout-expired": CheckoutExpiredProps,
     "subscription-cancelled": SubscriptionCancelledProps,
+    "signin-link": SigninLinkProps,
 }
 KINDS: tuple[str, ...] = tuple(PROPS)
 

@@ -178,9 +178,17 @@ def _subject_checkout_expired(p: CheckoutExpiredProps, _: Brand) -> str:
 
 
 def _subject_cancelled(p: SubscriptionCancelledProps, _: Brand) -> str:
+    if p.access_ended:
+        if p.product_name is None:
+            return "Your subscription has ended"
+        return _fit("Subscription ended: ", p.product_name)
     if p.product_name is None:
         return "Your subscription has been cancelled"
     return _fit("Subscription cancelled: ", p.product_name)
+
+
+def _subject_signin(_: EmailProps, brand: Brand) -> str:
+    return _fit("Sign in to ", brand.product_name)
 
 
 _SUBJECTS: dict[str, Callable[[Any, Brand], str]] = {
@@ -191,6 +199,7 @@ _SUBJECTS: dict[str, Callable[[Any, Brand], str]] = {
     "github-access-granted": _subject_github,
     "checkout-expired": _subject_checkout_expired,
     "subscription-cancelled": _subject_cancelled,
+    "signin-link": _subject_signin,
 }
 
 

@@ -78,8 +78,17 @@ SAMPLES: dict[str, dict[str, Any]] = {
         "customer_name": "Ada Lovelace",
         "product_name": "Team plan",
         "access_end_date": date(2026, 12, 20),
+        "access_ended": False,
         "reactivate_url": f"{_SHOP}/dashboard/billing",
         "feedback_url": f"{_SHOP}/feedback?topic=cancellation",
+    },
+    "signin-link": {
+        "customer_name": "Ada Lovelace",
+        "customer_email": "ada@example.com",
+        "signin_url": "https://abcdefgh.supabase.co/auth/v1/verify?token=pkce_4817&type=magiclink"
+        f"&redirect_to={_SHOP}/dashboard",
+        "product_name": "Starter Kit Pro",
+        "dashboard_url": f"{_SHOP}/dashboard",
     },
 }
 

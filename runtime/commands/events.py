@@ -9,13 +9,18 @@ from flask import current_app
 from flask.cli import AppGroup
 
 from core.sample_events import DEFAULT_EMAIL, DEFAULT_PRICE, SAMPLE_TYPES, Facts
+from runtime.commands.recovery import reconcile_command, replay_dead_letters_command
 from runtime.container import Container
 from services import sample_events
 
 
 @click.group("events", cls=AppGroup)
 def events() -> None:
-    """Stripe events: signed samples for local runs."""
+    """Stripe events: signed samples for local runs; reconcile with Stripe; replay dead letters."""
+
+
+events.add_command(reconcile_command)
+events.add_command(replay_dead_letters_command)
 
 
 @events.command("send")

@@ -21,7 +21,7 @@ import psycopg
 import pytest
 import requests
 
-from adapters.bus.topology import _clients, ensure_topology
+from adapters.bus.topology import clients, ensure_topology
 from adapters.db.pool import Database
 from adapters.db.products import seed_demo_products
 from config import PRODUCTION_REQUIRED
@@ -327,12 +327,12 @@ def test_the_loop_runs_in_containers_with_production_settings(
 
 
 def emulator_topology(host: str) -> dict[str, topology.Subscription]:
-    with _clients(host) as (_, subscriber):
+    with clients(host) as (_, subscriber):
         found = subscriber.list_subscriptions(project=f"projects/{PROJECT}")
         return {(sub := topology.Subscription.from_proto(s)).name: sub for s in found}
 
 
 def emulator_topics(host: str) -> frozenset[str]:
-    with _clients(host) as (publisher, _):
+    with clients(host) as (publisher, _):
         found = publisher.list_topics(project=f"projects/{PROJECT}")
         return frozenset(t.name.rsplit("/", 1)[-1] for t in found)

@@ -59,7 +59,7 @@ def test_make_demo_runs_the_whole_loop_and_exits_0(tmp_path: Path, bus: str) -> 
     assert sorted(written.values()) == [
         "Order confirmed: Team Monthly",
         "Receipt: $19.00 for Team Monthly",
-        "Subscription cancelled: Team Monthly",
+        "Subscription ended: Team Monthly",
     ]
     assert re.search(r"Demo passed in \d+\.\d s", out)
     email = re.search(r"users show (demo-\S+@example\.com)", out)

@@ -13,12 +13,54 @@ from tests.fakes.http import FakeServer, json_response
 class FakeGitHub:
     server: FakeServer = field(default_factory=FakeServer)
     known_users: set[str] = field(default_factory=lambda: {"octocat", "ada-l"})
+    # Invited (repository, user) pairs; those in `accepted` are collaborators, the rest pending.
     collaborators: set[tuple[str, str]] = field(default_factory=set)
+    accepted: set[tuple[str, str]] = field(default_factory=set)
 
     def __post_init__(self) -> None:
         self.server.route(
             "/repos/<owner>/<repo>/collaborators/<username>", ("PUT",), self._add_collaborator
         )
+        self.server.route(
+            "/repos/<owner>/<repo>/collaborators/<username>", ("DELETE",), self._remove
+        )
+        self.server.route("/repos/<owner>/<repo>/invitations", ("GET",), self._invitations)
+        self.server.route(
+            "/repos/<owner>/<repo>/invitations/<int:invitation>", ("DELETE",), self._uninvite
+        )
+
+    def _remove(self, request: Request, owner: str, repo: str, username: str) -> Response:
+        # GitHub answers 204 whether or not the user was a collaborator; an invitation stays.
+        pair = (f"{owner}/{repo}", username)
+        if pair in self.accepted:
+            self.accepted.discard(pair)
+            self.collaborators.discard(pair)
+        return Response(status=204)
+
+    def _invitations(self, request: Request, owner: str, repo: str) -> Response:
+        full = f"{owner}/{repo}"
+        pending = sorted(u for r, u in self.collaborators - self.accepted if r == full)
+        return json_response(
+            [
+                {
+                    "id": self._invitation_id(full, user),
+                    "repository": {"id": 1296269, "full_name": full, "name": repo},
+                    "invitee": {"login": user, "id": 2},
+                    "permissions": "read",
+                }
+                for user in pending
+            ]
+        )
+
+    def _uninvite(self, request: Request, owner: str, repo: str, invitation: int) -> Response:
+        self.collaborators = {
+            (r, u) for r, u in self.collaborators if self._invitation_id(r, u) != invitation
+        }
+        return Response(status=204)
+
+    @staticmethod
+    def _invitation_id(repository: str, username: str) -> int:
+        return abs(hash((repository, username))) % 1_000_000
 
     def _add_collaborator(self, request: Request, owner: str, repo: str, username: str) -> Response:
         # GitHub logins ignore case.

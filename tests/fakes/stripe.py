@@ -16,6 +16,8 @@ class FakeStripe:
     server: FakeServer = field(default_factory=FakeServer)
     sessions: dict[str, dict[str, Any]] = field(default_factory=dict)
     subscription_status: dict[str, str] = field(default_factory=dict)
+    # Events as `GET /v1/events` lists them, newest first.
+    events: list[dict[str, Any]] = field(default_factory=list)
     refuse_checkout: bool = False
     refuse_portal: bool = False
     # Stripe failing on its side: every call answers 500 api_error.
@@ -28,11 +30,14 @@ class FakeStripe:
         s.route("/v1/checkout/sessions/<session_id>", ("GET",), self._get_session)
         s.route("/v1/billing_portal/sessions", ("POST",), self._create_portal)
         s.route("/v1/subscriptions/<sub_id>", ("GET",), self._get_subscription)
+        s.route("/v1/checkout/sessions", ("GET",), self._list_sessions)
+        s.route("/v1/events", ("GET",), self._list_events)
 
     def reset(self) -> None:
         self.server.reset()
         self.sessions.clear()
         self.subscription_status.clear()
+        self.events.clear()
         self.refuse_checkout = False
         self.refuse_portal = False
         self.outage = False
@@ -109,6 +114,29 @@ class FakeStripe:
                 "status": self.subscription_status.get(sub_id, "active"),
             }
         )
+
+    def _list_sessions(self, request: Request) -> Response:
+        intent = request.args.get("payment_intent")
+        found = [s for s in self.sessions.values() if intent and s.get("payment_intent") == intent]
+        return _page(found[: int(request.args.get("limit", 10))], "/v1/checkout/sessions", False)
+
+    def _list_events(self, request: Request) -> Response:
+        """Newest first, `created[gte]` and `types[]` filters, cursor after `starting_after`."""
+        gte = int(request.args.get("created[gte]", 0))
+        # The SDK sends arrays indexed (`types[0]=...`), as Stripe's form encoding allows.
+        types = {v for k, v in request.args.items(multi=True) if k.startswith("types[")} or None
+        found = [
+            e for e in self.events if e["created"] >= gte and (types is None or e["type"] in types)
+        ]
+        after = request.args.get("starting_after")
+        if after:
+            found = found[[e["id"] for e in found].index(after) + 1 :]
+        limit = int(request.args.get("limit", 10))
+        return _page(found[:limit], "/v1/events", len(found) > limit)
+
+
+def _page(data: list[dict[str, Any]], url: str, has_more: bool) -> Response:
+    return json_response({"object": "list", "url": url, "has_more": has_more, "data": data})
 
 
 def _api_error() -> Response:

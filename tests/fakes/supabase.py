@@ -27,17 +27,20 @@ class FakeSupabaseAuth:
         default_factory=lambda: ec.generate_private_key(ec.SECP256R1())
     )
     kid: str = "test-key-1"
+    links: list[str] = field(default_factory=list)
     # Supabase Auth writes its users into the project's own Postgres; so does this fake.
     database_url: str | None = None
 
     def __post_init__(self) -> None:
         self.server.route("/auth/v1/token", ("POST",), self._token)
-        self.server.route("/auth/v1/invite", ("POST",), self._invite)
+        self.server.route("/auth/v1/admin/users", ("POST",), self._create_user)
+        self.server.route("/auth/v1/admin/generate_link", ("POST",), self._generate_link)
         self.server.route("/auth/v1/.well-known/jwks.json", ("GET",), self._jwks)
 
     def reset(self) -> None:
         self.server.reset()
         self.codes.clear()
+        self.links.clear()
 
     def issue_code(
         self,
@@ -101,17 +104,17 @@ class FakeSupabaseAuth:
             }
         )
 
-    def _invite(self, request: Request) -> Response:
+    def _create_user(self, request: Request) -> Response:
+        if (denied := _service_role_only(request)) is not None:
+            return denied
         body = request.get_json()
-        if request.headers.get("Authorization") != "Bearer service-role-key":
-            return json_response({"code": 401, "error_code": "no_authorization", "msg": "no"}, 401)
         user_id = str(uuid.uuid4())
         assert self.database_url is not None
         with psycopg.connect(self.database_url) as conn:
             created = conn.execute(
                 "insert into auth.users (id, email, raw_user_meta_data) values (%s, %s, %s)"
                 " on conflict ((lower(email))) do nothing returning id",
-                (user_id, body["email"], json.dumps(body.get("data") or {})),
+                (user_id, body["email"], json.dumps(body.get("user_metadata") or {})),
             ).fetchone()
         if created is None:
             return json_response(
@@ -122,22 +125,62 @@ class FakeSupabaseAuth:
                 },
                 422,
             )
+        return json_response(_user(user_id, body["email"], body.get("user_metadata") or {}))
+
+    def _generate_link(self, request: Request) -> Response:
+        """As GoTrue: a magic link for an existing user, with the hashed token and redirect."""
+        if (denied := _service_role_only(request)) is not None:
+            return denied
+        body = request.get_json()
+        assert self.database_url is not None
+        with psycopg.connect(self.database_url) as conn:
+            row = conn.execute(
+                "select id::text from auth.users where lower(email) = lower(%s)", (body["email"],)
+            ).fetchone()
+        if row is None:
+            return json_response(
+                {"code": 404, "error_code": "user_not_found", "msg": "User not found"}, 404
+            )
+        token = uuid.uuid4().hex
+        redirect = request.args.get("redirect_to") or self.server.url
+        link = (
+            f"{self.server.url}/auth/v1/verify?token={token}&type={body['type']}"
+            f"&redirect_to={redirect}"
+        )
+        self.links.append(link)
         return json_response(
             {
-                "id": user_id,
-                "aud": "authenticated",
-                "role": "authenticated",
-                "email": body["email"],
-                "invited_at": "2026-11-21T10:00:00Z",
-                "app_metadata": {"provider": "email"},
-                "user_metadata": body.get("data") or {},
-                "created_at": "2026-11-21T10:00:00Z",
+                **_user(row[0], body["email"], {}),
+                "action_link": link,
+                "email_otp": "123456",
+                "hashed_token": token,
+                "redirect_to": redirect,
+                "verification_type": body["type"],
             }
         )
 
     def _jwks(self, request: Request) -> Response:
         jwk = jwt.algorithms.ECAlgorithm.to_jwk(self.signing_key.public_key(), as_dict=True)
         return json_response({"keys": [{**jwk, "kid": self.kid, "alg": "ES256", "use": "sig"}]})
+
+
+def _service_role_only(request: Request) -> Response | None:
+    if request.headers.get("Authorization") == "Bearer service-role-key":
+        return None
+    return json_response({"code": 401, "error_code": "no_authorization", "msg": "no"}, 401)
+
+
+def _user(user_id: str, email: str, metadata: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "id": user_id,
+        "aud": "authenticated",
+        "role": "authenticated",
+        "email": email,
+        "email_confirmed_at": "2026-11-21T10:00:00Z",
+        "app_metadata": {"provider": "email"},
+        "user_metadata": metadata,
+        "created_at": "2026-11-21T10:00:00Z",
+    }
 
 
 def _claims(sub: str, email: str, exp_in: int, issuer: str) -> dict[str, Any]:

@@ -12,6 +12,7 @@ from adapters.db.products import seed_demo_products
 from tests.conftest import Api
 from tests.fakes.stripe import FakeStripe, checkout_session_with_items
 from tests.helpers import create_user, stripe_event, stripe_signature, wait_for
+from tests.subscribers.test_emails import outbox, text_of
 
 PRICE = "price_demo_team_monthly"
 
@@ -129,7 +130,7 @@ def test_signed_garbage_is_400(api: Api) -> None:
 
 
 def test_unsubscribed_type_is_acknowledged_and_ignored(api: Api, db: Database) -> None:
-    response = post_event(api, stripe_event("charge.refunded", {"id": "ch_1", "customer": "cus_1"}))
+    response = post_event(api, stripe_event("customer.created", {"id": "cus_1"}))
     assert response.status_code == 200
     assert response.json() == {}
     assert api.container.bus.wait_idle()  # type: ignore[attr-defined]
@@ -292,21 +293,37 @@ def test_a_guest_buyer_without_an_account_gets_one_with_access(api: Api, db: Dat
     }
 
 
-def test_a_guest_buyer_is_invited_through_supabase_auth(
+def test_a_guest_buyer_gets_an_account_and_a_sign_in_link_in_our_own_email(
     api_factory: Any, db: Database, supabase_fake: Any
 ) -> None:
     seed_demo_products(db)
     api = api_factory(
-        supabase_service_role_key="service-role-key", site_url="https://app.example.com"
+        supabase_service_role_key="service-role-key",
+        site_url="https://app.example.com",
+        email_from_noreply="Acme <noreply@acme.example>",
     )
     body = stripe_event("checkout.session.completed", completed(None, email="guest@example.com"))
     post_event(api, body)
     post_event(api, body)
     wait_for(lambda: (profile_by_email(db, "guest@example.com") or {}).get("has_access"))
-    # Two deliveries racing may both invite; Supabase refuses the second, one user results.
-    invites = supabase_fake.server.calls("POST", "/auth/v1/invite")
+    assert api.container.bus.wait_idle(15)
+    # Two deliveries racing may both create; Supabase refuses the second, one user results.
     assert len(db.fetch_all("select id from auth.users where email = 'guest@example.com'")) == 1
-    invite = invites[0]
-    assert invite.json() == {"email": "guest@example.com", "data": {"full_name": "Ada"}}
-    assert invite.query == [("redirect_to", "https://app.example.com/dashboard")]
-    assert invite.headers["Apikey"] == "service-role-key"
+    created = supabase_fake.server.calls("POST", "/auth/v1/admin/users")[0]
+    assert created.json() == {
+        "email": "guest@example.com",
+        "email_confirm": True,
+        "user_metadata": {"full_name": "Ada"},
+    }
+    assert created.headers["Apikey"] == "service-role-key"
+    # Supabase's own mailer is never asked: no invite, no OTP mail.
+    assert supabase_fake.server.calls("POST", "/auth/v1/invite") == []
+    assert supabase_fake.server.calls("POST", "/auth/v1/otp") == []
+    [link_call] = supabase_fake.server.calls("POST", "/auth/v1/admin/generate_link")
+    assert link_call.json()["type"] == "magiclink"
+    assert link_call.query == [("redirect_to", "https://app.example.com/dashboard")]
+    [signin] = [m for m in outbox(api) if m["Subject"].startswith("Sign in to")]
+    assert signin["From"] == "Acme <noreply@acme.example>"
+    assert signin["To"] == "guest@example.com"
+    assert supabase_fake.links == [supabase_fake.links[0]]
+    assert supabase_fake.links[0] in text_of(signin)

@@ -40,6 +40,10 @@ REQUIRED: dict[str, dict[str, Any]] = {
         "checkout_url": "https://checkout.stripe.com/c/pay/cs_test_1",
     },
     "subscription-cancelled": {},
+    "signin-link": {
+        "customer_email": "ada@example.com",
+        "signin_url": "https://project.supabase.co/auth/v1/verify?token=t1&type=magiclink",
+    },
 }
 
 GITHUB_PURCHASE = sample_props("purchase-confirmation").model_copy(
@@ -100,6 +104,7 @@ def test_kinds_and_props_models_line_up() -> None:
         "github-access-granted",
         "checkout-expired",
         "subscription-cancelled",
+        "signin-link",
     )
     assert tuple(PROPS) == KINDS
 

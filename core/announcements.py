@@ -1,0 +1,84 @@
+"""The application events the access subscriber publishes after it commits an access change.
+
+Each id and body derive from the Stripe event alone, so a redelivery republishes the very same
+message and the e-mail subscriber (at most one e-mail per event and kind) sends nothing twice.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from core.access import ACCESS_GRANTED, ACCESS_REVOKED, ACCOUNT_INVITED, Checkout
+from core.events import Event, app_event
+
+Announcement = tuple[Event, bytes]
+
+_PREFIXES = ("granted_", "revoked_", "invited_")
+
+
+def announced_ids(event_id: str) -> tuple[str, ...]:
+    """Every id a mail about this Stripe event may be sent under: its own, an announcement's."""
+    return (event_id, *(prefix + event_id for prefix in _PREFIXES))
+
+
+@dataclass(frozen=True)
+class Person:
+    email: str
+    name: str | None
+
+
+def access_granted(
+    source: Event,
+    checkout: Checkout,
+    *,
+    to: Person,
+    price_id: str | None,
+    receipt_url: str | None,
+) -> Announcement:
+    """A checkout's access is committed: the purchase confirmation may say so."""
+    return app_event(
+        ACCESS_GRANTED,
+        event_id=f"granted_{source.id}",
+        obj={
+            "email": to.email,
+            "name": to.name,
+            "customer": checkout.customer_id,
+            "checkout_session": checkout.session_id,
+            "price_id": price_id,
+            "amount_total": checkout.amount_total,
+            "currency": checkout.currency,
+            "purchased_at": checkout.created or int(source.created.timestamp()),
+            "receipt_url": receipt_url,
+        },
+        created=source.created,
+    )
+
+
+def access_revoked(
+    source: Event, *, to: Person, customer_id: str, price_id: str | None, reason: str
+) -> Announcement:
+    """A revocation is committed (`reason`: `subscription_ended` or `refunded`)."""
+    ended = source.object.get("ended_at")
+    return app_event(
+        ACCESS_REVOKED,
+        event_id=f"revoked_{source.id}",
+        obj={
+            "email": to.email,
+            "name": to.name,
+            "customer": customer_id,
+            "price_id": price_id,
+            "reason": reason,
+            "ended_at": ended if isinstance(ended, int) else int(source.created.timestamp()),
+        },
+        created=source.created,
+    )
+
+
+def account_invited(source: Event, *, to: Person, price_id: str | None) -> Announcement:
+    """A guest buyer's account exists and has access: send them a way to sign in."""
+    return app_event(
+        ACCOUNT_INVITED,
+        event_id=f"invited_{source.id}",
+        obj={"email": to.email, "name": to.name, "price_id": price_id},
+        created=source.created,
+    )

@@ -1,0 +1,69 @@
+"""The access subscriber announces a committed change, and again when a redelivery finds the
+change done: a publish that failed after the commit is not lost."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+
+import pytest
+
+from adapters.bus import PublishError
+from adapters.db.pool import Database
+from adapters.db.products import seed_demo_products
+from config import Settings
+from core.events import Event, parse_event
+from runtime.container import Container
+from subscribers.access import AccessSubscriber
+from tests.helpers import create_user, stripe_event
+from tests.subscribers.lifecycle_helpers import profile, session
+
+
+class FlakyBus:
+    """The bus port refusing its first publish, as Pub/Sub does when it is unreachable."""
+
+    def __init__(self) -> None:
+        self.failures_left = 1
+        self.published: list[tuple[Event, bytes]] = []
+
+    def publish(self, event: Event, data: bytes) -> None:
+        if self.failures_left:
+            self.failures_left -= 1
+            raise PublishError("unavailable")
+        self.published.append((event, data))
+
+
+def test_a_failed_announcement_is_published_on_the_redelivery(
+    settings_factory: Callable[..., Settings], db: Database
+) -> None:
+    seed_demo_products(db)
+    ada = create_user(db, "ada@example.com", name="Ada Lovelace")
+    container = Container(settings_factory())
+    bus = FlakyBus()
+    subscriber = AccessSubscriber(
+        db=container.db,
+        stripe=container.stripe,
+        accounts=container.accounts,
+        github=container.github,
+        publish=bus.publish,
+    )
+    event = parse_event(
+        json.loads(stripe_event("checkout.session.completed", session(ada, payment_intent=None)))
+    )
+    try:
+        with pytest.raises(PublishError):
+            subscriber(event)  # committed, then the publish fails: the delivery must fail
+        assert profile(db, ada)["has_access"] is True
+        assert subscriber(event) == "granted"  # the redelivery: the ledger says done
+        subscriber(event)
+    finally:
+        container.close()
+    ids = [e.id for e, _ in bus.published]
+    assert ids == [f"granted_{event.id}", f"granted_{event.id}"]
+    assert bus.published[0][1] == bus.published[1][1]  # the same message, byte for byte
+    grant = bus.published[0][0].object
+    assert (grant["email"], grant["price_id"], grant["amount_total"]) == (
+        "ada@example.com",
+        "price_demo_starter_one_time",
+        4900,
+    )
