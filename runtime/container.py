@@ -1,7 +1,8 @@
 """Builds each adapter once, on first use, from the settings: nothing dials out at import.
 
-Each builder imports its own adapter, so a process loads only the SDKs it uses (a subscriber
-never loads Supabase Auth or PyGithub; the API loads gRPC only to publish to Pub/Sub).
+Each builder imports its own adapter, so a process loads only the SDKs it uses (the API loads
+gRPC only to publish to Pub/Sub; the subscribers load Supabase Auth's admin client for guest
+buyers' accounts and sign-in links, and access loads PyGithub to take a refunded repository back).
 """
 
 from __future__ import annotations
