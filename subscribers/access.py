@@ -77,7 +77,8 @@ class AccessSubscriber:
             self.accounts.ensure(email=checkout.email, name=checkout.name)
         with self.db.transaction() as conn:
             profile: Profile | None
-            if ledger.claim(conn, consumer=CONSUMER, event=event):
+            claimed = ledger.claim(conn, consumer=CONSUMER, event=event)
+            if claimed:
                 outcome, profile = self._link(conn, event, checkout, facts.price_id)
                 ledger.settle(conn, consumer=CONSUMER, event=event, outcome=outcome)
             else:
@@ -85,7 +86,7 @@ class AccessSubscriber:
                 profile = _checkout_profile(conn, checkout)
         if outcome == "granted" and profile is not None:
             self._announce_grant(event, checkout, profile, facts)
-        return outcome
+        return outcome if claimed else "duplicate"
 
     def _facts(self, checkout: Checkout) -> CheckoutFacts:
         """The price (Payment Links and the dashboard set no metadata) and the receipt link."""
@@ -175,7 +176,7 @@ class AccessSubscriber:
                     reason="subscription_ended",
                 )
             )
-        return outcome
+        return outcome if claimed else "duplicate"
 
     def _ignore(self, event: Event) -> str:
         """Recorded all the same: `events reconcile` then knows the event arrived."""

@@ -42,7 +42,7 @@ def apply_refund(
             outcome = _record(conn, event, refund, purchase, stripe)
             ledger.settle(conn, consumer=CONSUMER, event=event, outcome=outcome)
         else:
-            outcome = ledger.outcome(conn, consumer=CONSUMER, event=event) or "duplicate"
+            outcome = "duplicate"
     # After the commit, and again on a redelivery: GitHub's removal is idempotent.
     if refund.full and purchase and purchase.one_time:
         _remove_collaborator(purchase, github)
