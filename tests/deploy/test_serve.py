@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import json
 import os
 import signal
 import socket
@@ -15,6 +16,9 @@ import requests
 
 from adapters.db.pool import Database
 from config import Settings
+from core.access import checkout_from
+from core.announcements import Person, access_granted
+from core.events import parse_event
 from dev.processes import environment
 from tests.helpers import create_user, stripe_event, wait_for
 
@@ -101,6 +105,18 @@ def test_subscriber_answers_a_push_request(
             "customer_details": {"email": "served@example.com"},
         },
     )
+    if target == "emails":
+        # The purchase confirmation follows what access announces once it has committed.
+        source = parse_event(json.loads(body))
+        checkout = checkout_from(source)
+        assert checkout is not None
+        _, body = access_granted(
+            source,
+            checkout,
+            to=Person(email="served@example.com", name=None),
+            price_id="price_x",
+            receipt_url=None,
+        )
     envelope = {
         "message": {"data": base64.b64encode(body).decode(), "messageId": "1", "attributes": {}},
         "subscription": f"projects/p/subscriptions/{target}",
