@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -123,9 +124,14 @@ def test_a_refund_before_its_checkout_is_recorded_waits_for_it(
         "id": "cs_test_life0001",
         "payment_intent": "pi_ada",
     }
-    post_event(shop, stripe_event("charge.refunded", charge(refunded=True, amount_refunded=4900)))
+    # Created after the checkout, as a refund is; delivered before it, as Stripe may.
+    now = int(time.time())
+    refund = charge(refunded=True, amount_refunded=4900)
+    post_event(shop, stripe_event("charge.refunded", refund, created=now + 60))
     wait_for(lambda: stripe_fake.server.calls("GET", "/v1/checkout/sessions"))
-    post_event(shop, stripe_event("checkout.session.completed", session(ada, price=GITHUB)))
+    post_event(
+        shop, stripe_event("checkout.session.completed", session(ada, price=GITHUB), created=now)
+    )
     wait_for(
         lambda: (
             purchase(db)["refunded"] if db.fetch_all("select 1 from public.purchases") else False
