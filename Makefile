@@ -42,6 +42,11 @@ format: install
 	$(UV) run --frozen ruff format .
 	$(UV) run --frozen ruff check --fix .
 
+# Cost per event, side by side with stripe-sync-engine (bench/README.md); installs wrk and the
+# npm package when missing. A few minutes; not part of `make test`.
+bench: install
+	$(UV) run --frozen python bench/cost.py $(BENCH_ARGS)
+
 # The Dockerfile's image (saas-backend:local): Docker where a daemon runs, else podman on a local
 # stand-in for python:3.11-slim, both installed from Debian when missing (dev/image.py).
 image:

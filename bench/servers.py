@@ -11,6 +11,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import psutil
 import psycopg
 
 from adapters.db import migrations
@@ -55,6 +56,31 @@ def applied(database_url: str, prefix: str) -> int:
     return int(row[0]) if row else 0
 
 
+def postgres_cpu(database_url: str) -> float:
+    """CPU seconds used so far by the Postgres server's live processes (postmaster and backends)."""
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        row = conn.execute("select pg_backend_pid()").fetchone()
+        assert row is not None
+        postmaster = psutil.Process(int(row[0])).parent()
+    assert postmaster is not None
+    return tree_cpu(postmaster.pid)
+
+
+def tree_cpu(pid: int) -> float:
+    """CPU seconds (user + system) of a process and its live descendants."""
+    total = 0.0
+    try:
+        root = psutil.Process(pid)
+        processes = [root, *root.children(recursive=True)]
+    except psutil.NoSuchProcess:
+        return 0.0
+    for process in processes:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            times = process.cpu_times()
+            total += times.user + times.system
+    return total
+
+
 def server_env(scratch: Path, database_url: str, **settings: str) -> dict[str, str]:
     """A server's environment: this machine's service settings left out, ours put in."""
     names = {name.upper() for name in Settings.model_fields}
@@ -71,8 +97,9 @@ def server_env(scratch: Path, database_url: str, **settings: str) -> dict[str, s
 @contextlib.contextmanager
 def gunicorn(
     app: str, env: dict[str, str], *, workers: int, threads: int, clients: int, log: Path
-) -> Iterator[int]:
-    """`app` under the service's own gunicorn.conf.py (gthread), on loopback; yields the port."""
+) -> Iterator[tuple[int, int]]:
+    """`app` under the service's own gunicorn.conf.py (gthread), on loopback; yields the port
+    and the master's pid."""
     port = pubsub_emulator.free_port()
     # Keep-alive connections stay with the worker that accepted them, and one worker often
     # accepts them all: capping connections per worker spreads the clients evenly.
@@ -83,13 +110,20 @@ def gunicorn(
         *(f"--workers={workers}", f"--threads={threads}", f"--worker-connections={per_worker}"),
         app,
     ]
+    with spawn(command, env, port, log) as pid:
+        yield port, pid
+
+
+@contextlib.contextmanager
+def spawn(command: list[str], env: dict[str, str], port: int, log: Path) -> Iterator[int]:
+    """A server in its own process group, once it answers HTTP on `port`; yields its pid."""
     with log.open("wb") as out:
         process = subprocess.Popen(
             command, cwd=ROOT, env=env, stdout=out, stderr=out, start_new_session=True
         )
     try:
         _wait_until_healthy(port, process)
-        yield port
+        yield process.pid
     finally:
         pubsub_emulator.stop_group(process)
 
@@ -100,7 +134,8 @@ def _wait_until_healthy(port: int, process: subprocess.Popen[bytes]) -> None:
         with contextlib.suppress(OSError, http.client.HTTPException):
             conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
             conn.request("GET", "/healthz")
-            if conn.getresponse().status == 200:
+            # Any answer but a server error: the subscriber targets have no /healthz route.
+            if conn.getresponse().status < 500:
                 return
         time.sleep(0.05)
     raise RuntimeError(f"the server on port {port} did not start (see its log)")

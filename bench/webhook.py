@@ -85,7 +85,7 @@ def route(name: str, app: str, env: dict[str, str], args: argparse.Namespace, lo
     events = events_for(name, args)
     with gunicorn(
         app, env, workers=args.workers, threads=args.threads, clients=args.clients, log=log
-    ) as port:
+    ) as (port, _):
         return measure(name, http_sender(port, events, DEV_WEBHOOK_SECRET), args)
 
 
@@ -96,7 +96,7 @@ def inline_route(scratch: Path, database_url: str, args: argparse.Namespace) -> 
     log = scratch / "inline.log"
     with gunicorn(
         "main:app", env, workers=args.workers, threads=args.threads, clients=args.clients, log=log
-    ) as port:
+    ) as (port, _):
         started = time.monotonic()
         result = measure("inline", http_sender(port, events, DEV_WEBHOOK_SECRET), args)
         total, done = args.warmup + result.ok, 0

@@ -1,0 +1,219 @@
+"""Cost per event, side by side: `uv run python bench/cost.py` (or `make bench`).
+
+wrk posts unique signed ~4 KB `invoice.paid` renewals (one e-mail each) for customers already
+linked to profiles at three systems in turn, in alternating rounds: stripe-sync-engine (Node,
+one upsert before answering), this service with the in-process bus, and this service on the
+Pub/Sub emulator (api, access and emails targets). After the load it counts effects until they
+stop growing (at most `--drain` s), then replays already applied events (duplicates). CPU is
+each process tree's own (psutil), divided by the events it applied. See bench/README.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import psutil
+from load import Events, signature
+from measure import Measured, report
+from servers import postgres, postgres_cpu, tree_cpu
+from systems import CACHE, System, inline, pubsub, require_wrk, sync_engine
+
+from config import DEV_WEBHOOK_SECRET
+
+SYSTEMS = ("sync-engine", "inline", "pubsub")
+LUA = Path(__file__).resolve().parent / "replay.lua"
+
+
+def arguments() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description="CPU per applied event, three systems.")
+    parser.add_argument("--connections", type=int, default=16, help="wrk connections")
+    parser.add_argument("--duration", type=float, default=15.0, help="seconds of load")
+    parser.add_argument("--events", type=int, default=40_000, help="unique events prepared")
+    parser.add_argument("--customers", type=int, default=128, help="linked customers")
+    parser.add_argument("--drain", type=float, default=60.0, help="max wait for effects, s")
+    parser.add_argument("--replay", type=float, default=5.0, help="seconds of duplicates; 0: off")
+    parser.add_argument("--rounds", type=int, default=2, help="rounds, alternating the order")
+    parser.add_argument("--workers", type=int, default=2, help="gunicorn workers (api, inline)")
+    parser.add_argument("--threads", type=int, default=16, help="gunicorn threads per worker")
+    parser.add_argument("--only", choices=SYSTEMS, action="append", help="run just these")
+    parser.add_argument("--profile", type=Path, help="py-spy flame graphs into this folder")
+    args = parser.parse_args()
+    bounded = 1 <= args.connections <= 256 and 0 < args.duration <= 60 and args.events <= 100_000
+    if not bounded or not 1 <= args.rounds <= 4 or not 0 <= args.drain <= 120:
+        parser.error("keep it bounded: 256 connections, 60 s, 100000 events, 4 rounds, 120 s")
+    return args
+
+
+def write_events(path: Path, events: Events, count: int) -> None:
+    """Signed now: wrk's Lua has no HMAC. `<signature>\\n<length>\\n<body>` per event."""
+    with path.open("wb") as out:
+        for i in range(count):
+            body = events.body(i)
+            sig = signature(body, DEV_WEBHOOK_SECRET).encode()
+            out.write(sig + b"\n" + str(len(body)).encode() + b"\n" + body)
+
+
+def wrk(port: int, path: Path, args: argparse.Namespace, duration: float) -> dict[str, float]:
+    threads, seconds = 2, max(1, round(duration))
+    command = [
+        require_wrk(),
+        *(f"-t{threads}", f"-c{args.connections}", f"-d{seconds}s", "--timeout=30s"),
+        *("-s", str(LUA), f"http://127.0.0.1:{port}"),
+    ]
+    env = os.environ | {"BENCH_EVENTS": str(path), "BENCH_THREADS": str(threads)}
+    done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"wrk failed: {done.stderr.strip() or done.stdout.strip()}")
+    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+def cpu(system: System) -> dict[str, float]:
+    return {stage: tree_cpu(pid) for stage, pid in system.processes.items()}
+
+
+def rss_mb(system: System) -> float:
+    total = 0
+    for pid in system.processes.values():
+        with contextlib.suppress(psutil.NoSuchProcess):
+            root = psutil.Process(pid)
+            total += sum(p.memory_info().rss for p in [root, *root.children(recursive=True)])
+    return total / 2**20
+
+
+@contextlib.contextmanager
+def profiling(system: System, folder: Path | None, seconds: float) -> Iterator[None]:
+    """py-spy on every Python process of the system while the load runs."""
+    spies = []
+    if folder is not None:
+        folder.mkdir(parents=True, exist_ok=True)
+        for stage, pid in system.processes.items():
+            for n, proc in enumerate(psutil.Process(pid).children(recursive=True)):
+                if "python" not in proc.name() and "gunicorn" not in " ".join(proc.cmdline()):
+                    continue
+                out = folder / f"{system.name}-{stage}-{n}.txt".replace("+", "_")
+                spies.append(
+                    subprocess.Popen(
+                        [
+                            str(Path(sys.executable).parent / "py-spy"),
+                            *("record", "--format=raw", "--nonblocking", "--gil"),
+                            *(f"--pid={proc.pid}", f"--duration={int(seconds)}", f"-o={out}"),
+                        ],
+                        stdout=subprocess.DEVNULL,
+                        stderr=subprocess.DEVNULL,
+                    )
+                )
+    try:
+        yield
+    finally:
+        for spy in spies:
+            spy.wait(timeout=seconds + 30)
+
+
+def run(system: System, database_url: str, args: argparse.Namespace, tag: str) -> Measured:
+    events = Events(prefix=tag, customers=args.customers)
+    path = CACHE / "events.bin"
+    write_events(path, events, args.events)
+    m = Measured(system.name, emails=system.emails)
+    cpu0, pg0, started = cpu(system), postgres_cpu(database_url), time.monotonic()
+    with profiling(system, args.profile, args.duration):
+        m.load = wrk(system.port, path, args, args.duration)
+    m.load_seconds = time.monotonic() - started
+    m.backlog = m.acked - system.applied(database_url, tag)[0]
+    m.peak_rss_mb = rss_mb(system)
+    m.applied, m.emails_sent, m.effects_seconds = drain(
+        system, database_url, tag, m, started, limit=args.drain
+    )
+    m.peak_rss_mb = max(m.peak_rss_mb, rss_mb(system))
+    m.cpu = {k: v - cpu0[k] for k, v in cpu(system).items()}
+    m.postgres_cpu = postgres_cpu(database_url) - pg0
+    if args.replay:
+        replay = CACHE / "replay.bin"
+        write_events(replay, events, min(m.applied, 5000))
+        before, pg1 = cpu(system), postgres_cpu(database_url)
+        m.replay = wrk(system.port, replay, args, args.replay)
+        settle(system)
+        m.replay_cpu = {k: v - before[k] for k, v in cpu(system).items()}
+        m.replay_postgres_cpu = postgres_cpu(database_url) - pg1
+    return m
+
+
+def drain(
+    system: System, database_url: str, tag: str, m: Measured, started: float, *, limit: float
+) -> tuple[int, int, float]:
+    """Effects until all are applied or none appeared for 5 s (at most `limit` s after load)."""
+    give_up = time.monotonic() + limit
+    last, last_change = (-1, -1), time.monotonic()
+    while time.monotonic() < give_up:
+        now = system.applied(database_url, tag)
+        if now != last:
+            last, last_change = now, time.monotonic()
+            m.peak_rss_mb = max(m.peak_rss_mb, rss_mb(system))
+        complete = now[0] >= m.acked and (now[1] >= m.acked or not system.emails)
+        if complete or time.monotonic() - last_change > 5:
+            break
+        time.sleep(0.5)
+    return last[0], last[1], last_change - started
+
+
+def settle(system: System, quiet: float = 0.05) -> None:
+    """Wait (at most 30 s) until the system's processes stop using CPU: duplicates handled."""
+    deadline = time.monotonic() + 30
+    previous = sum(cpu(system).values())
+    while time.monotonic() < deadline:
+        time.sleep(1.0)
+        current = sum(cpu(system).values())
+        if current - previous < quiet:
+            return
+        previous = current
+
+
+def starters(
+    scratch: Path, url: str, args: argparse.Namespace
+) -> dict[str, Callable[[str], AbstractContextManager[System]]]:
+    return {
+        "sync-engine": lambda tag: sync_engine(scratch, url),
+        "inline": lambda tag: inline(scratch, url, args.workers, args.threads),
+        "pubsub": lambda tag: pubsub(scratch, url, args.workers, args.threads, f"bench-{tag}"),
+    }
+
+
+def main() -> None:
+    args = arguments()
+    require_wrk()
+    chosen = [s for s in SYSTEMS if s in (args.only or SYSTEMS)]
+    CACHE.mkdir(parents=True, exist_ok=True)
+    results: list[Measured] = []
+    # Logs and the outbox stay for reading after the run (removed by the next one).
+    scratch = CACHE / "run"
+    shutil.rmtree(scratch, ignore_errors=True)
+    scratch.mkdir()
+    with (
+        tempfile.TemporaryDirectory(prefix="bench-") as tmp,
+        postgres(Path(tmp), args.customers) as url,
+    ):
+        start = starters(scratch, url, args)
+        for n in range(args.rounds):
+            order = chosen if n % 2 == 0 else chosen[::-1]
+            for name in order:
+                tag = f"{name[:2]}{n}{int(time.time())}"
+                with start[name](tag) as system:
+                    results.append(run(system, url, args, tag))
+                print(results[-1].line(), flush=True)
+    report(results, args)
+
+
+if __name__ == "__main__":
+    main()

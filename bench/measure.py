@@ -1,0 +1,114 @@
+"""What bench/cost.py measured for one system in one round, and the side-by-side table."""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Measured:
+    system: str
+    emails: bool = True
+    load: dict[str, float] = field(default_factory=dict)  # wrk's summary
+    load_seconds: float = 0.0
+    backlog: int = 0  # acknowledged but not applied when the load stopped
+    applied: int = 0
+    emails_sent: int = 0
+    effects_seconds: float = 0.0  # from the load's start to the last effect seen
+    peak_rss_mb: float = 0.0
+    cpu: dict[str, float] = field(default_factory=dict)  # stage -> CPU s, load and drain
+    postgres_cpu: float = 0.0
+    replay: dict[str, float] = field(default_factory=dict)
+    replay_cpu: dict[str, float] = field(default_factory=dict)
+    replay_postgres_cpu: float = 0.0
+
+    @property
+    def acked(self) -> int:
+        return int(self.load["requests"] - self.load["status_errors"])
+
+    @property
+    def ack_rate(self) -> float:
+        return self.acked / (self.load["duration_us"] / 1e6)
+
+    @property
+    def p99_ms(self) -> float:
+        return self.load["p99_us"] / 1000
+
+    @property
+    def applied_rate(self) -> float:
+        return self.applied / self.effects_seconds if self.effects_seconds else 0.0
+
+    def ms_per_applied(self, stage: str | None = None) -> float:
+        seconds = self.cpu[stage] if stage else self._service_cpu()
+        divisor = self.acked if stage == "api" else self.applied
+        return 1000 * seconds / divisor if divisor else float("nan")
+
+    def ms_per_duplicate(self, stage: str | None = None) -> float:
+        acked = self.replay.get("requests", 0) - self.replay.get("status_errors", 0)
+        seconds = self.replay_cpu.get(stage, 0.0) if stage else self._service_cpu(self.replay_cpu)
+        return 1000 * seconds / acked if acked else float("nan")
+
+    def _service_cpu(self, cpu: dict[str, float] | None = None) -> float:
+        # The emulator stands in for Google's service: not this service's CPU.
+        return sum(v for k, v in (cpu or self.cpu).items() if k != "emulator")
+
+    def line(self) -> str:
+        stages = ", ".join(
+            f"{k} {self.ms_per_applied(k):.2f}" for k in self.cpu if len(self.cpu) > 1
+        )
+        return (
+            f"{self.system}: acked {self.acked} ({self.ack_rate:.0f}/s, p99 {self.p99_ms:.0f} ms);"
+            f" applied {self.applied} ({self.applied_rate:.0f}/s), e-mails {self.emails_sent};"
+            f" backlog at end of load {self.backlog}; peak RSS {self.peak_rss_mb:.0f} MB;"
+            f" CPU ms/applied {self.ms_per_applied():.2f} ({stages or 'one process'}),"
+            f" Postgres {1000 * self.postgres_cpu / max(self.applied, 1):.2f};"
+            f" duplicate CPU ms {self.ms_per_duplicate():.2f}"
+        )
+
+
+def report(results: list[Measured], args: argparse.Namespace) -> None:
+    by_system: dict[str, list[Measured]] = defaultdict(list)
+    for m in results:
+        by_system[m.system].append(m)
+    print(
+        f"\n{args.connections} connections, {args.duration:.0f} s, {args.customers} customers,"
+        f" {args.rounds} round(s); median of rounds; CPU ms per applied event (Postgres apart)"
+    )
+    head = ("system", "ack/s", "p99 ms", "applied/s", "e-mails", "backlog", "RSS MB")
+    print(
+        f"{head[0]:<13}" + "".join(f"{h:>10}" for h in head[1:]) + f"{'CPU ms':>9}"
+        f"{'PG ms':>8}{'dup ms':>8}  per stage (CPU ms; dup ms)"
+    )
+    baseline = None
+    for name, runs in by_system.items():
+        med = _median(runs)
+        stages = "; ".join(
+            f"{k} {_median_of(runs, lambda m, k=k: m.ms_per_applied(k)):.2f}"
+            f" dup {_median_of(runs, lambda m, k=k: m.ms_per_duplicate(k)):.2f}"
+            for k in runs[0].cpu
+            if len(runs[0].cpu) > 1
+        )
+        print(
+            f"{name:<13}{med(lambda m: m.ack_rate):>10.0f}{med(lambda m: m.p99_ms):>10.0f}"
+            f"{med(lambda m: m.applied_rate):>10.0f}{med(lambda m: m.emails_sent):>10.0f}"
+            f"{med(lambda m: m.backlog):>10.0f}{med(lambda m: m.peak_rss_mb):>10.0f}"
+            f"{med(lambda m: m.ms_per_applied()):>9.2f}"
+            f"{med(lambda m: 1000 * m.postgres_cpu / max(m.applied, 1)):>8.2f}"
+            f"{med(lambda m: m.ms_per_duplicate()):>8.2f}  {stages}"
+        )
+        if name == "sync-engine":
+            baseline = med(lambda m: m.applied_rate)
+    if baseline and "inline" in by_system:
+        ratio = _median_of(by_system["inline"], lambda m: m.applied_rate) / baseline
+        print(f"inline applied/s vs stripe-sync-engine's: {ratio:.0%} (target >= 50%)")
+
+
+def _median(runs: list[Measured]):  # type: ignore[no-untyped-def]
+    return lambda f: _median_of(runs, f)
+
+
+def _median_of(runs: list[Measured], f) -> float:  # type: ignore[no-untyped-def]
+    return float(statistics.median(f(m) for m in runs))

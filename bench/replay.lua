@@ -1,0 +1,45 @@
+-- wrk script: POST pre-signed Stripe events from the file named by BENCH_EVENTS, each once in
+-- order (thread t of n takes records t, t+n, ...), wrapping around when a thread runs out.
+-- Record format: "<Stripe-Signature>\n<length>\n<body>". Prints one JSON line at the end.
+local threads = {}
+local counter = 0
+
+function setup(thread)
+  thread:set("id", counter)
+  counter = counter + 1
+  table.insert(threads, thread)
+end
+
+function init(args)
+  local n = tonumber(os.getenv("BENCH_THREADS"))
+  local file = assert(io.open(os.getenv("BENCH_EVENTS"), "rb"))
+  requests, index, sent = {}, 0, 0
+  local record = 0
+  while true do
+    local sig = file:read("*l")
+    if not sig then break end
+    local length = tonumber(file:read("*l"))
+    local body = file:read(length)
+    if record % n == id then
+      local headers = {["Content-Type"] = "application/json", ["Stripe-Signature"] = sig}
+      table.insert(requests, wrk.format("POST", "/api/webhook/payments", headers, body))
+    end
+    record = record + 1
+  end
+  file:close()
+end
+
+function request()
+  index = index % #requests + 1
+  sent = sent + 1
+  return requests[index]
+end
+
+function done(summary, latency, requests)
+  local e = summary.errors
+  io.write(string.format(
+    '{"requests": %d, "duration_us": %d, "status_errors": %d, "socket_errors": %d,' ..
+    ' "p50_us": %d, "p99_us": %d}\n',
+    summary.requests, summary.duration, e.status, e.connect + e.read + e.write + e.timeout,
+    latency:percentile(50), latency:percentile(99)))
+end
