@@ -113,6 +113,9 @@ class Settings(BaseSettings):
     google_cloud_project: str = "local-project"
     pubsub_topic: str = "payment-events"
     pubsub_emulator_host: str | None = None
+    # The in-process bus (local runs): past this many queued deliveries for one subscriber the
+    # webhook answers 503 and Stripe retries, instead of memory growing without end.
+    inline_bus_max_pending: int = Field(default=2000, ge=1, le=1_000_000)
 
     enable_test_email: bool | None = None
 

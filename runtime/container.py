@@ -188,7 +188,10 @@ class Container:
             return PubSubBus.from_settings(self.settings)
         from adapters.bus.inline import InlineBus
 
-        return InlineBus({target: self.subscriber(target) for target in TARGETS})
+        return InlineBus(
+            {target: self.subscriber(target) for target in TARGETS},
+            max_pending=self.settings.inline_bus_max_pending,
+        )
 
     def close(self) -> None:
         """Flush the bus and close the pool (on SIGTERM, at worker exit)."""

@@ -29,7 +29,13 @@ class InlineBus:
     """Delivers in background threads: publish returns before subscribers run, a failing
     subscriber is retried with exponential backoff, and after `max_attempts` the event is
     dead-lettered (logged at ERROR and kept in `dead_letters`), as a Pub/Sub push subscription
-    with a dead-letter topic would."""
+    with a dead-letter topic would.
+
+    Each subscriber has its own queue and `workers` threads, as each push subscription is
+    delivered on its own: access never waits behind e-mail. Past `max_pending` queued
+    deliveries for any subscriber, publish raises PublishError (the webhook answers 503 and
+    Stripe retries later) instead of the queue, and the process, growing without end.
+    """
 
     def __init__(
         self,
@@ -39,19 +45,26 @@ class InlineBus:
         min_backoff: float = 0.5,
         max_backoff: float = 60.0,
         workers: int = 2,
+        max_pending: int = 2000,
     ) -> None:
+        if max_pending < 1:
+            raise ValueError("max_pending must be at least 1")
         self._subscribers = dict(subscribers)
         self._max_attempts = max_attempts
         self._min_backoff = min_backoff
         self._max_backoff = max_backoff
-        self._queue: list[_Delivery] = []
+        self._max_pending = max_pending
+        self._queues: dict[str, list[_Delivery]] = {name: [] for name in self._subscribers}
         self._seq = itertools.count()
         self._cond = threading.Condition()
         self._busy = 0
         self._closed = False
         self.dead_letters: list[tuple[str, Event]] = []
         self._threads = [
-            threading.Thread(target=self._work, name=f"inline-bus-{n}", daemon=True)
+            threading.Thread(
+                target=self._work, args=(name,), name=f"inline-{name}-{n}", daemon=True
+            )
+            for name in self._subscribers
             for n in range(workers)
         ]
         for thread in self._threads:
@@ -61,17 +74,23 @@ class InlineBus:
         with self._cond:
             if self._closed:
                 raise PublishError("the in-process bus is closed")
-            for name in self._subscribers:
-                heapq.heappush(
-                    self._queue, _Delivery(time.monotonic(), next(self._seq), name, event)
-                )
+            if any(len(queue) >= self._max_pending for queue in self._queues.values()):
+                raise PublishError(f"the in-process bus is full ({self._max_pending} pending)")
+            now = time.monotonic()
+            for name, queue in self._queues.items():
+                heapq.heappush(queue, _Delivery(now, next(self._seq), name, event))
             self._cond.notify_all()
+
+    def pending(self) -> int:
+        """Deliveries queued and not started, over all subscribers."""
+        with self._cond:
+            return sum(len(queue) for queue in self._queues.values())
 
     def wait_idle(self, timeout: float = 10.0) -> bool:
         """Wait until nothing is queued or running; True if that happened in time."""
         deadline = time.monotonic() + timeout
         with self._cond:
-            while self._queue or self._busy:
+            while any(self._queues.values()) or self._busy:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     return False
@@ -86,8 +105,8 @@ class InlineBus:
         for thread in self._threads:
             thread.join(timeout)
 
-    def _work(self) -> None:
-        while (delivery := self._next()) is not None:
+    def _work(self, name: str) -> None:
+        while (delivery := self._next(self._queues[name])) is not None:
             try:
                 self._deliver(delivery)
             finally:
@@ -95,13 +114,13 @@ class InlineBus:
                     self._busy -= 1
                     self._cond.notify_all()
 
-    def _next(self) -> _Delivery | None:
+    def _next(self, queue: list[_Delivery]) -> _Delivery | None:
         with self._cond:
             while not self._closed:
-                if self._queue and self._queue[0].due <= time.monotonic():
+                if queue and queue[0].due <= time.monotonic():
                     self._busy += 1
-                    return heapq.heappop(self._queue)
-                wait = self._queue[0].due - time.monotonic() if self._queue else None
+                    return heapq.heappop(queue)
+                wait = queue[0].due - time.monotonic() if queue else None
                 self._cond.wait(wait)
             return None
 
@@ -139,5 +158,5 @@ class InlineBus:
             time.monotonic() + backoff, next(self._seq), name, event, delivery.attempt + 1
         )
         with self._cond:
-            heapq.heappush(self._queue, retry)
+            heapq.heappush(self._queues[name], retry)
             self._cond.notify_all()

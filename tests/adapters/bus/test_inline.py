@@ -86,3 +86,41 @@ def test_a_closed_bus_refuses_to_publish() -> None:
     bus.close()
     with pytest.raises(PublishError):
         bus.publish(EVENT, b"{}")
+
+
+def test_past_max_pending_publish_refuses_then_recovers() -> None:
+    release, delivered = threading.Event(), []
+
+    def stuck(event: Event) -> None:
+        release.wait(5)
+        delivered.append(event.id)
+
+    bus = InlineBus({"stuck": stuck}, workers=1, max_pending=3)
+    accepted, refused = [], []
+    for n in range(10):  # one in the worker's hands, three queued, then refused
+        event = Event(f"evt_{n}", "invoice.paid", datetime.now(UTC), False, {})
+        try:
+            bus.publish(event, b"{}")
+            accepted.append(event.id)
+        except PublishError as exc:
+            refused.append(str(exc))
+    assert 3 <= len(accepted) <= 4
+    assert refused
+    assert all("full" in message for message in refused)
+    release.set()
+    assert bus.wait_idle(5)
+    assert sorted(delivered) == sorted(accepted)
+    bus.publish(EVENT, b"{}")  # room again
+    assert bus.wait_idle(5)
+    bus.close()
+
+
+def test_one_slow_subscriber_does_not_hold_up_another() -> None:
+    release, fast_done = threading.Event(), threading.Event()
+    handlers = {"slow": lambda _: release.wait(5), "fast": lambda _: fast_done.set()}
+    bus = InlineBus(handlers, workers=1)
+    bus.publish(EVENT, b"{}")
+    assert fast_done.wait(5)
+    release.set()
+    assert bus.wait_idle(5)
+    bus.close()
