@@ -10,9 +10,11 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
-from email.message import EmailMessage
+from email.header import Header
+from email.mime.multipart import MIMEMultipart
+from email.mime.text import MIMEText
 from email.parser import BytesHeaderParser
-from email.utils import format_datetime, make_msgid
+from email.utils import format_datetime, formataddr, make_msgid
 from pathlib import Path
 from typing import Any
 
@@ -72,20 +74,23 @@ def _tag(key: str) -> str:
     return hashlib.sha256(key.encode()).hexdigest()[:16]
 
 
-def _mime(email: OutgoingEmail, key: str | None) -> EmailMessage:
-    message = EmailMessage()
+def _mime(email: OutgoingEmail, key: str | None) -> MIMEMultipart:
+    # The compat32 classes: EmailMessage's default policy re-parses every header and costs
+    # about 1.8 ms a message against 0.65 ms here (bench/README.md), for the same .eml.
+    message = MIMEMultipart("alternative")
     sender = email.sender
-    message["From"] = sender
+    message["From"] = formataddr((sender.display_name, sender.addr_spec), charset="utf-8")
     message["To"] = ", ".join(email.to)
     if email.reply_to:
         message["Reply-To"] = ", ".join(email.reply_to)
-    message["Subject"] = email.subject
+    subject = email.subject
+    message["Subject"] = subject if subject.isascii() else Header(subject, "utf-8").encode()
     message["Date"] = format_datetime(datetime.now(UTC))
     message["Message-ID"] = make_msgid(domain=sender.domain)
     if key:
         message["X-Idempotency-Key"] = key
-    message.set_content(email.text)
-    message.add_alternative(email.html, subtype="html")
+    message.attach(MIMEText(email.text, "plain", "utf-8"))
+    message.attach(MIMEText(email.html, "html", "utf-8"))
     return message
 
 
