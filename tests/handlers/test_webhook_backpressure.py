@@ -1,0 +1,30 @@
+"""With the in-process bus full, the webhook answers 503 so that Stripe retries later."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from adapters.bus.inline import InlineBus
+from tests.conftest import Api
+from tests.helpers import stripe_event, stripe_signature, wait_for
+
+
+def post(api: Api, body: bytes) -> int:
+    headers = {"Stripe-Signature": stripe_signature(body), "Content-Type": "application/json"}
+    return int(api.post("/api/webhook/payments", data=body, headers=headers).status_code)
+
+
+def test_past_max_pending_the_webhook_answers_503(api_factory: Callable[..., Api]) -> None:
+    api = api_factory(event_bus="inline", inline_bus_max_pending=1)
+    # No profile has this customer: access fails and keeps the event queued for a retry.
+    unlinked = {
+        "object": "invoice",
+        "customer": "cus_nobody",
+        "billing_reason": "subscription_create",
+    }
+    assert post(api, stripe_event("invoice.paid", unlinked)) == 200
+    bus = api.container.bus
+    assert isinstance(bus, InlineBus)
+    wait_for(lambda: bus.pending() >= 1)
+    response_status = post(api, stripe_event("invoice.paid", unlinked))
+    assert response_status == 503
