@@ -82,6 +82,7 @@ def stages(container: Container, events: Events, count: int, database_url: str) 
             payload=body,
             signature=signature(body, DEV_WEBHOOK_SECRET),
             secret=DEV_WEBHOOK_SECRET,
+            livemode=None,
             bus=_Discard(),
         )
 
