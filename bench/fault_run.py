@@ -58,7 +58,7 @@ def fake(api: Fake) -> Iterator[Fake]:
     """A fake SaaS API served on loopback for the duration of the block."""
     served = serving(api)
     yield next(served)
-    served.close()
+    next(served, None)  # past the yield: the server stops
 
 
 def main() -> int:

@@ -56,11 +56,15 @@ def _ledger(scenario: Scenario, conn: psycopg.Connection[dict[str, Any]]) -> lis
     ).fetchall()
     applied = {r["event_id"] for r in rows}
     expected = {
-        e.event_id for e in scenario.events if e.customer.user_id is not None and e.grant is not None
+        e.event_id
+        for e in scenario.events
+        if e.customer.user_id is not None and e.grant is not None
     }
     found = [f"access ledger: {e} not applied" for e in sorted(expected - applied)]
     found += [f"access ledger: {e} applied, unexpected" for e in sorted(applied - expected)]
-    found += [f"access ledger: {r['event_id']} left pending" for r in rows if r["outcome"] == "pending"]
+    found += [
+        f"access ledger: {r['event_id']} left pending" for r in rows if r["outcome"] == "pending"
+    ]
     return found
 
 

@@ -138,7 +138,7 @@ def _outage(bus: Bus, endpoints: dict[str, str]) -> Outage:
         bus.ensure_running()
         bus.ensure_topology(endpoints)
 
-    return Outage(bus.stop, restart, after=10)
+    return Outage(bus.stop, restart, after=4)
 
 
 def _seed_database(scenario: Scenario, url: str) -> None:

@@ -183,7 +183,10 @@ def _invoice(
         "lines": {
             "object": "list",
             "data": [
-                {"price": {"id": c.price_id}, "period": {"start": created, "end": created + 30 * DAY}}
+                {
+                    "price": {"id": c.price_id},
+                    "period": {"start": created, "end": created + 30 * DAY},
+                }
             ],
         },
     }

@@ -35,7 +35,7 @@ class Stripe:
         pending = batch
         with ThreadPoolExecutor(self.clients) as pool:
             while pending:
-                answers = list(pool.map(lambda e: self._post(e, outage), pending))
+                answers = list(pool.map(self._post, pending, [outage] * len(pending)))
                 if outage is not None:
                     outage.end()
                     outage = None

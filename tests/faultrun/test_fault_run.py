@@ -15,13 +15,17 @@ from pathlib import Path
 import pytest
 
 from adapters.db.pool import Database
+from tests.conftest import serving
 from tests.fakes.resend import FakeResend
 from tests.fakes.stripe import FakeStripe
-from tests.conftest import serving
 from tests.faultrun.model import generate
 from tests.faultrun.run import Rig, run
-from tests.pubsub_fixtures import PROJECT, TOPIC, PubSub
-from tests.pubsub_fixtures import pubsub_fixture  # noqa: F401  # pytest finds it by name
+from tests.pubsub_fixtures import (
+    PROJECT,
+    TOPIC,
+    PubSub,
+    pubsub_fixture,  # noqa: F401  # pytest finds it by name
+)
 
 SEED = int(os.environ.get("FAULT_RUN_SEED", "20261123"))
 
@@ -31,6 +35,7 @@ def resend() -> Iterator[FakeResend]:
     yield from serving(FakeResend())
 
 
+@pytest.mark.timeout(300)  # about 90 s here; the margin is for a loaded machine
 def test_two_thousand_events_with_faults_end_exactly_as_the_model(
     db: Database,
     pubsub: PubSub,
