@@ -87,7 +87,7 @@ def main() -> int:
             bus=bus,
             project=PROJECT,
             topic=TOPIC,
-            stripe_url=stripe.server.url,
+            stripe=stripe,
             resend=resend,
             scratch=scratch,
         )

@@ -6,7 +6,7 @@ from collections import Counter
 from typing import Any
 
 import psycopg
-from psycopg.rows import dict_row
+from psycopg.rows import dict_row, tuple_row
 
 from adapters.bus.topology import subscription_name
 from tests.fakes.resend import FakeResend
@@ -25,16 +25,19 @@ def differences(
 ) -> list[str]:
     """What differs from the model, one line each; empty when everything matches."""
     with psycopg.connect(database_url, row_factory=dict_row) as conn:
+        outcomes = access_outcomes(conn)
         found: list[str] = []
-        found += _profiles(scenario, conn)
-        found += _ledger(scenario, conn)
-        found += _emails(scenario, conn, resend)
+        found += _profiles(scenario, conn, outcomes)
+        found += _ledger(scenario, outcomes)
+        found += _emails(scenario, conn, resend, outcomes)
     found += _dead_letters(scenario, dead, accepted, subscription_name(topic, "access"))
     return found
 
 
-def _profiles(scenario: Scenario, conn: psycopg.Connection[dict[str, Any]]) -> list[str]:
-    expected = scenario.profiles()
+def _profiles(
+    scenario: Scenario, conn: psycopg.Connection[dict[str, Any]], outcomes: dict[str, str]
+) -> list[str]:
+    expected = scenario.profiles(outcomes)
     rows = conn.execute(
         "select id::text as id, has_access, customer_id, price_id from public.profiles"
         " where id::text = any(%s) or customer_id like 'cus\\_ghost%%'",
@@ -48,32 +51,40 @@ def _profiles(scenario: Scenario, conn: psycopg.Connection[dict[str, Any]]) -> l
     ]
 
 
-def _ledger(scenario: Scenario, conn: psycopg.Connection[dict[str, Any]]) -> list[str]:
-    """Each access change of a linked customer recorded by `access` once, and settled (events
-    that change nothing, such as a failed payment, are not recorded)."""
-    rows = conn.execute(
-        "select event_id, outcome from public.processed_events where consumer = 'access'"
-    ).fetchall()
-    applied = {r["event_id"] for r in rows}
-    expected = {
-        e.event_id
-        for e in scenario.events
-        if e.customer.user_id is not None and e.grant is not None
-    }
-    found = [f"access ledger: {e} not applied" for e in sorted(expected - applied)]
-    found += [f"access ledger: {e} applied, unexpected" for e in sorted(applied - expected)]
+def access_outcomes(conn: psycopg.Connection[Any]) -> dict[str, str]:
+    """The access subscriber's ledger: each Stripe event it recorded, with its outcome."""
+    with conn.cursor(row_factory=tuple_row) as cursor:
+        rows = cursor.execute(
+            "select event_id, outcome from public.processed_events where consumer = 'access'"
+        ).fetchall()
+    return dict(rows)
+
+
+def _ledger(scenario: Scenario, outcomes: dict[str, str]) -> list[str]:
+    """Each event of a linked customer recorded by `access` once, and settled (those that change
+    nothing, such as a failed payment, as ignored); each customer's newest change applied."""
+    expected = {e.event_id for e in scenario.events if e.customer.user_id is not None}
+    found = [f"access ledger: {e} not recorded" for e in sorted(expected - outcomes.keys())]
+    unexpected = sorted(outcomes.keys() - expected)
+    found += [f"access ledger: {e} recorded, unexpected" for e in unexpected]
+    found += [f"access ledger: {e} left pending" for e, o in outcomes.items() if o == "pending"]
     found += [
-        f"access ledger: {r['event_id']} left pending" for r in rows if r["outcome"] == "pending"
+        f"access ledger: {e}, the newest change, {outcomes.get(e)}"
+        for e in sorted(scenario.newest_changes())
+        if "stale" in outcomes.get(e, "stale")
     ]
     return found
 
 
 def _emails(
-    scenario: Scenario, conn: psycopg.Connection[dict[str, Any]], resend: FakeResend
+    scenario: Scenario,
+    conn: psycopg.Connection[dict[str, Any]],
+    resend: FakeResend,
+    outcomes: dict[str, str],
 ) -> list[str]:
     """Each (event, kind) e-mail delivered by Resend exactly once, to the right person, and
-    recorded once in `sent_emails`."""
-    expected = scenario.emails()
+    recorded once in `sent_emails`; one about access only if access applied the change."""
+    expected = scenario.emails(outcomes)
     keys = Counter(resend.delivered_keys)
     found = [f"e-mail {k} delivered {n} times" for k, n in keys.items() if n != 1]
     delivered = {

@@ -13,10 +13,17 @@ import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from tests.faultrun.steps import STEPS, Customer, Planned, Timeline, renewal
+from tests.faultrun.steps import (
+    ANNOUNCED,
+    STEPS,
+    SUBSCRIPTION_PRICES,
+    Customer,
+    Planned,
+    Timeline,
+    renewal,
+)
 
 EPOCH = 1_735_689_600  # 2025-01-01: events are dated from here, whatever the day of the run
-PRICES = ("price_demo_team_monthly", "price_fr_plus_monthly", "price_fr_plus_yearly")
 NEVER_LINKED = "no checkout ever linked this customer to a profile"
 
 
@@ -38,17 +45,22 @@ class Scenario:
     def deliveries(self) -> int:
         return sum(len(batch) for batch in self.batches)
 
-    def profiles(self) -> dict[str, Profile]:
-        """Each linked customer's profile after all events: the newest change of each wins."""
+    def profiles(self, outcomes: dict[str, str]) -> dict[str, Profile]:
+        """Each linked customer's profile after all events: the newest access change wins.
+
+        The plan is that of the newest change carrying one which access applied (`outcomes`,
+        its ledger): the ordering rule compares a plan change with the last access change of
+        any kind, so one older than a renewal or deletion applied first is dropped.
+        """
         expected = {}
         for customer in self.customers:
             if customer.user_id is None:
                 continue
-            mine = sorted(
-                (e for e in self.events if e.customer == customer), key=lambda e: e.created
-            )
+            mine = self._of(customer)
             grants = [e.grant for e in mine if e.grant is not None]
-            prices = [e.price_id for e in mine if e.price_id is not None]
+            prices = [
+                e.price_id for e in mine if e.price_id and outcomes.get(e.event_id) == "granted"
+            ]
             expected[customer.user_id] = Profile(
                 has_access=grants[-1] if grants else False,
                 customer_id=customer.customer_id,
@@ -56,11 +68,53 @@ class Scenario:
             )
         return expected
 
-    def emails(self) -> set[tuple[str, str, str]]:
-        """(idempotency key, kind, recipient) of every e-mail the events call for, once each."""
+    def plans_behind(self, outcomes: dict[str, str]) -> int:
+        """Customers whose plan is not that of their newest plan change (see `profiles`)."""
+        expected, behind = self.profiles(outcomes), 0
+        for c in self.customers:
+            if c.user_id is not None:
+                plans = [e.price_id for e in self._of(c) if e.price_id]
+                behind += expected[c.user_id].price_id != (plans[-1] if plans else None)
+        return behind
+
+    def _of(self, customer: Customer) -> list[Planned]:
+        return sorted((e for e in self.events if e.customer == customer), key=lambda e: e.created)
+
+    def emails(self, outcomes: dict[str, str]) -> set[tuple[str, str, str]]:
+        """(idempotency key, kind, recipient) of every e-mail the events call for, once each.
+
+        A mail about an access change is due when access applied the change (`outcomes`, its
+        ledger); whether an older change arrives after a newer one depends on delivery order.
+        """
         return {
-            (f"{e.event_id}/{e.email}", e.email, e.customer.email) for e in self.events if e.email
+            (key, e.email, e.customer.email)
+            for e in self.events
+            if e.email
+            and (key := e.email_key())
+            and (e.announced_on is None or outcomes.get(e.event_id) == e.announced_on)
         }
+
+    def announcements(self, outcomes: dict[str, str]) -> set[str]:
+        """The ids of the application events access publishes for the changes it applied."""
+        return {
+            ANNOUNCED[e.announced_on] + e.event_id
+            for e in self.events
+            if e.announced_on and outcomes.get(e.event_id) == e.announced_on
+        }
+
+    def newest_changes(self) -> set[str]:
+        """Each linked customer's newest access change: never stale, whatever the order."""
+        newest: dict[str, Planned] = {}
+        for e in self.events:
+            if e.customer.user_id is None or e.grant is None:
+                continue
+            if e.customer.user_id not in newest or e.created > newest[e.customer.user_id].created:
+                newest[e.customer.user_id] = e
+        return {e.event_id for e in newest.values()}
+
+    def sessions(self) -> list[dict[str, object]]:
+        """The checkout sessions Stripe's API answers for (a refund asks for its checkout)."""
+        return [e.session for e in self.events if e.session]
 
     def dead_letters(self) -> dict[str, str]:
         """The events whose access change may end as a dead letter, and why."""
@@ -94,7 +148,24 @@ def generate(*, seed: int, customers: int, events: int, ghosts: int, batches: in
     for n, ghost in enumerate(e for e in planned if e.customer.user_id is None):
         batch = rest[n % len(rest)]
         batch.insert(rng.randrange(len(batch) + 1), ghost)
+    _after(rng, rest, {e.event_id for e in first})
     return Scenario(seed=seed, customers=people, events=planned, batches=[_sent(rng, first), *rest])
+
+
+def _after(rng: random.Random, batches: list[list[Planned]], sent_first: set[str]) -> None:
+    """Move each delivery that waits for another event into the batch that event first goes
+    out in, if it was cut into an earlier one: it could otherwise only wait, and end dead."""
+    first: dict[str, int] = {}
+    for index, batch in enumerate(batches):
+        for e in batch:
+            first.setdefault(e.event_id, index)
+    for index, batch in enumerate(batches):
+        for e in [e for e in batch if e.after and e.after not in sent_first]:
+            assert e.after is not None
+            if first[e.after] > index:
+                batch.remove(e)
+                later = batches[first[e.after]]
+                later.insert(rng.randrange(len(later) + 1), e)
 
 
 def _customer(rng: random.Random, index: int, *, ghost: bool) -> Customer:
@@ -105,13 +176,12 @@ def _customer(rng: random.Random, index: int, *, ghost: bool) -> Customer:
         email=f"{tag}{index}@example.com",
         name=f"Customer {index}",
         customer_id=f"cus_{tag}{index}",
-        price_id=rng.choice(PRICES),
+        price_id=rng.choice(SUBSCRIPTION_PRICES),
     )
 
 
 def _next(line: Timeline) -> list[Planned]:
-    live = line.subscription is not None
-    choices = [(weight, step) for weight, needs, step in STEPS.values() if needs == live]
+    choices = [(weight, step) for weight, when, step in STEPS.values() if when(line)]
     weights = [weight for weight, _ in choices]
     [step] = line.rng.choices([step for _, step in choices], weights=weights)
     return step(line)

@@ -16,8 +16,9 @@ import psycopg
 from adapters.db.pool import Database
 from adapters.db.products import seed_demo_products
 from tests.fakes.resend import FakeResend
+from tests.fakes.stripe import FakeStripe
 from tests.faultrun import targets
-from tests.faultrun.check import differences
+from tests.faultrun.check import access_outcomes, differences
 from tests.faultrun.faults import BackendKiller, MailerFaults, Outage
 from tests.faultrun.model import Scenario
 from tests.faultrun.stripe import Stripe
@@ -42,7 +43,7 @@ class Rig:
     bus: Bus
     project: str
     topic: str
-    stripe_url: str
+    stripe: FakeStripe
     resend: FakeResend
     scratch: Path
 
@@ -69,11 +70,13 @@ class Report:
 def run(scenario: Scenario, rig: Rig, knobs: Knobs = Knobs()) -> Report:
     started = time.monotonic()
     _seed_database(scenario, rig.database_url)
+    for session in scenario.sessions():
+        rig.stripe.sessions[str(session["id"])] = session
     rig.bus.stop()  # a fresh emulator: nothing left over from earlier runs or tests
     rig.bus.ensure_running()
     base = targets.settings(
         database_url=rig.database_url,
-        stripe_url=rig.stripe_url,
+        stripe_url=rig.stripe.server.url,
         resend_url=rig.resend.server.url,
         emulator_host=rig.bus.host,
         scratch=rig.scratch,
@@ -81,7 +84,13 @@ def run(scenario: Scenario, rig: Rig, knobs: Knobs = Knobs()) -> Report:
     dead = DeadLetters(rig.project, f"{rig.topic}-dead-letter")
     with targets.running(base, scratch=rig.scratch) as service:
         endpoints = service.endpoints()
-        settler = Settler(rig.project, rig.topic, service.logs, dead)
+        settler = Settler(
+            rig.project,
+            rig.topic,
+            service.logs,
+            dead,
+            announced=lambda: _announced(scenario, rig.database_url),
+        )
         rig.bus.ensure_topology(endpoints)
         stripe = Stripe(service.api.url + "/api/webhook/payments")
         killer = BackendKiller(rig.database_url, stripe.traffic, every=knobs.kill_every)
@@ -129,8 +138,16 @@ def run(scenario: Scenario, rig: Rig, knobs: Knobs = Knobs()) -> Report:
         topic=rig.topic,
     )
     report.figures["e-mails delivered"] = len(rig.resend.delivered)
+    with psycopg.connect(rig.database_url) as conn:
+        behind = scenario.plans_behind(access_outcomes(conn))
+    report.figures["plans not the newest plan change (dropped behind a newer change)"] = behind
     report.figures["mismatches with the model"] = len(report.differences)
     return report
+
+
+def _announced(scenario: Scenario, url: str) -> set[str]:
+    with psycopg.connect(url) as conn:
+        return scenario.announcements(access_outcomes(conn))
 
 
 def _outage(bus: Bus, endpoints: dict[str, str]) -> Outage:

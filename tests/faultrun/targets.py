@@ -19,7 +19,8 @@ from dev.processes import Target, start_target
 SUBSCRIBERS = ("access", "emails")
 # Each subscriber's connections say who they are, so that faults can pick them out.
 APPLICATION = "faultrun-{}"
-_HANDLED = re.compile(r"\b(access|emails): (\S+) (evt_\S+)\s+-> ")
+# Stripe's events, and the application events access publishes (`granted_evt_...`).
+_HANDLED = re.compile(r"\b(access|emails): (\S+) ((?:[a-z]+_)?evt_\S+)\s+-> ")
 _FAILED = "Exception on / [POST]"
 
 

@@ -50,7 +50,7 @@ def test_two_thousand_events_with_faults_end_exactly_as_the_model(
         bus=pubsub,
         project=PROJECT,
         topic=TOPIC,
-        stripe_url=stripe_fake.server.url,
+        stripe=stripe_fake,
         resend=resend,
         scratch=tmp_path,
     )

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import grpc
@@ -48,9 +49,14 @@ class DeadLetters:
 
 
 def missing(
-    accepted: Counter[str], logs: dict[str, Log], dead: DeadLetters, topic: str
+    accepted: Counter[str],
+    logs: dict[str, Log],
+    dead: DeadLetters,
+    topic: str,
+    announced: set[str],
 ) -> dict[str, int]:
-    """Per subscriber, how many accepted messages are neither handled nor dead-lettered."""
+    """Per subscriber, how many accepted messages are neither handled nor dead-lettered, and
+    how many announcements access made the e-mails subscriber has yet to handle once."""
     short = {}
     for name in SUBSCRIBERS:
         source = subscription_name(topic, name)
@@ -58,6 +64,10 @@ def missing(
         short[name] = sum(
             max(0, n - handled[e] - dead.found[(source, e)]) for e, n in accepted.items()
         )
+    emails = subscription_name(topic, "emails")
+    short["emails"] += sum(
+        1 for a in announced if not logs["emails"].handled[a] and not dead.found[(emails, a)]
+    )
     return short
 
 
@@ -86,6 +96,8 @@ class Settler:
     topic: str
     logs: dict[str, Log]
     dead: DeadLetters
+    # The announcements access has made so far (it publishes them after each commit).
+    announced: Callable[[], set[str]] = set
     stall: float = 10.0  # seconds without progress (the emulator retries every ~3 s)
     replays: int = 0
 
@@ -98,7 +110,7 @@ class Settler:
         while True:
             for log in self.logs.values():
                 log.read()
-            short = missing(accepted, self.logs, self.dead, self.topic)
+            short = missing(accepted, self.logs, self.dead, self.topic, self.announced())
             if not any(short.values()):
                 return
             if time.monotonic() > deadline:
