@@ -27,6 +27,14 @@ from tests.pubsub_fixtures import (
     pubsub_fixture,  # noqa: F401  # pytest finds it by name
 )
 
+KINDS = {
+    "checkout.session.completed",
+    "invoice.paid",
+    "invoice.payment_failed",
+    "customer.subscription.updated",
+    "customer.subscription.deleted",
+    "charge.refunded",
+}
 SEED = int(os.environ.get("FAULT_RUN_SEED", "20261123"))
 
 
@@ -63,6 +71,11 @@ def test_two_thousand_events_with_faults_end_exactly_as_the_model(
     assert report.differences == []
     assert len(scenario.events) >= 2000
     assert len({e.customer for e in scenario.events}) >= 50
+    assert {e.type for e in scenario.events} == KINDS
+    refunds = {e.grant for e in scenario.events if e.type == "charge.refunded"}
+    assert refunds == {False, None}  # full refunds revoke, partial ones change nothing
+    plans = {e.price_id for e in scenario.events if e.type == "customer.subscription.updated"}
+    assert len(plans - {None}) >= 3  # plan changes moved customers between prices
     # The faults happened (a run without them would prove nothing), and the webhook refused
     # only with 503 while Pub/Sub was down.
     assert all(report.faults.values()), report.faults
