@@ -112,8 +112,13 @@ class AccessSubscriber:
         profile = _checkout_profile(conn, checkout)
         if profile is None:
             raise ProfileNotLinked(f"no profile for checkout {checkout.session_id}")
+        # A paid checkout's plan follows the ordering rule with its access (below): one older
+        # than a change already applied must not put the customer back on its price.
         profiles.link_customer(
-            conn, profile.id, customer_id=checkout.customer_id, price_id=price_id
+            conn,
+            profile.id,
+            customer_id=checkout.customer_id,
+            price_id=None if checkout.paid else price_id,
         )
         product = products.by_price(conn, price_id) if price_id else None
         purchases.record(
@@ -128,6 +133,7 @@ class AccessSubscriber:
             grant=True,
             subscription_id=checkout.subscription_id,
             stripe=self.stripe,
+            price_id=price_id,
         )
         return outcome, profile
 

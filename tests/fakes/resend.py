@@ -18,6 +18,8 @@ from tests.fakes.http import FakeServer, json_response
 class FakeResend:
     server: FakeServer = field(default_factory=FakeServer)
     delivered: list[dict[str, Any]] = field(default_factory=list)
+    # The Idempotency-Key of each delivered message (None when sent without one), in order.
+    delivered_keys: list[str | None] = field(default_factory=list)
     failures_left: int = 0
     # Answers given before any real work, in order: (status, body, headers).
     scripted: list[tuple[int, dict[str, Any], dict[str, str]]] = field(default_factory=list)
@@ -34,12 +36,18 @@ class FakeResend:
     def reset(self) -> None:
         self.server.reset()
         self.delivered.clear()
+        self.delivered_keys.clear()
         self._by_key.clear()
         self.scripted.clear()
         self._recent.clear()
         self.failures_left = 0
         self.rate_limit = None
         self.rate_limited = 0
+
+    def fail_next(self, count: int) -> None:
+        """Answer 500 to the next `count` requests (added to those already due)."""
+        with self._lock:
+            self.failures_left += count
 
     def _send(self, request: Request) -> Response:
         with self._lock:
@@ -60,6 +68,7 @@ class FakeResend:
                 return json_response(self._by_key[key])  # same answer, nothing sent again
             result = {"id": str(uuid.uuid4())}
             self.delivered.append(request.get_json())
+            self.delivered_keys.append(key)
             if key:
                 self._by_key[key] = result
             return json_response(result)

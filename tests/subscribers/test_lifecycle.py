@@ -53,6 +53,22 @@ def test_an_upgrade_moves_the_plan_and_an_older_event_cannot_undo_it(
     assert profile(db, ada) == {"customer_id": "cus_ada", "price_id": YEARLY, "has_access": True}
 
 
+def test_a_checkout_older_than_the_plan_change_applied_cannot_undo_it(
+    api: Api, db: Database, ada: str
+) -> None:
+    """Found by the fault run: a redelivered checkout set its price whatever its age."""
+    now = int(time.time())
+    post_event(
+        api,
+        stripe_event("customer.subscription.updated", subscription(price=YEARLY), created=now),
+    )
+    wait_for(lambda: profile(db, ada)["price_id"] == YEARLY)
+    older = session(ada, price=MONTHLY, mode="subscription", subscription="sub_ada")
+    post_event(api, stripe_event("checkout.session.completed", older, created=now - 60))
+    settle(api)
+    assert profile(db, ada) == {"customer_id": "cus_ada", "price_id": YEARLY, "has_access": True}
+
+
 def test_a_scheduled_cancellation_keeps_access_and_names_the_period_end(
     api: Api, db: Database, ada: str
 ) -> None:

@@ -1,0 +1,123 @@
+"""The end state against the model: profiles, the access ledger, e-mails, dead letters."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import psycopg
+from psycopg.rows import dict_row, tuple_row
+
+from adapters.bus.topology import subscription_name
+from tests.fakes.resend import FakeResend
+from tests.faultrun.model import Profile, Scenario
+from tests.faultrun.watch import DeadLetters
+
+
+def differences(
+    scenario: Scenario,
+    *,
+    database_url: str,
+    resend: FakeResend,
+    dead: DeadLetters,
+    accepted: Counter[str],
+    topic: str,
+) -> list[str]:
+    """What differs from the model, one line each; empty when everything matches."""
+    with psycopg.connect(database_url, row_factory=dict_row) as conn:
+        outcomes = access_outcomes(conn)
+        found: list[str] = []
+        found += _profiles(scenario, conn, outcomes)
+        found += _ledger(scenario, outcomes)
+        found += _emails(scenario, conn, resend, outcomes)
+    found += _dead_letters(scenario, dead, accepted, subscription_name(topic, "access"))
+    return found
+
+
+def _profiles(
+    scenario: Scenario, conn: psycopg.Connection[dict[str, Any]], outcomes: dict[str, str]
+) -> list[str]:
+    expected = scenario.profiles(outcomes)
+    rows = conn.execute(
+        "select id::text as id, has_access, customer_id, price_id from public.profiles"
+        " where id::text = any(%s) or customer_id like 'cus\\_ghost%%'",
+        (list(expected),),
+    ).fetchall()
+    actual = {r["id"]: Profile(r["has_access"], r["customer_id"], r["price_id"]) for r in rows}
+    return [
+        f"profile {user}: expected {expected.get(user)}, found {actual.get(user)}"
+        for user in sorted(expected.keys() | actual.keys())
+        if expected.get(user) != actual.get(user)
+    ]
+
+
+def access_outcomes(conn: psycopg.Connection[Any]) -> dict[str, str]:
+    """The access subscriber's ledger: each Stripe event it recorded, with its outcome."""
+    with conn.cursor(row_factory=tuple_row) as cursor:
+        rows = cursor.execute(
+            "select event_id, outcome from public.processed_events where consumer = 'access'"
+        ).fetchall()
+    return dict(rows)
+
+
+def _ledger(scenario: Scenario, outcomes: dict[str, str]) -> list[str]:
+    """Each event of a linked customer recorded by `access` once, and settled (those that change
+    nothing, such as a failed payment, as ignored); each customer's newest change applied."""
+    expected = {e.event_id for e in scenario.events if e.customer.user_id is not None}
+    found = [f"access ledger: {e} not recorded" for e in sorted(expected - outcomes.keys())]
+    unexpected = sorted(outcomes.keys() - expected)
+    found += [f"access ledger: {e} recorded, unexpected" for e in unexpected]
+    found += [f"access ledger: {e} left pending" for e, o in outcomes.items() if o == "pending"]
+    found += [
+        f"access ledger: {e}, the newest change, {outcomes.get(e)}"
+        for e in sorted(scenario.newest_changes())
+        if "stale" in outcomes.get(e, "stale")
+    ]
+    return found
+
+
+def _emails(
+    scenario: Scenario,
+    conn: psycopg.Connection[dict[str, Any]],
+    resend: FakeResend,
+    outcomes: dict[str, str],
+) -> list[str]:
+    """Each (event, kind) e-mail delivered by Resend exactly once, to the right person, and
+    recorded once in `sent_emails`; one about access only if access applied the change."""
+    expected = scenario.emails(outcomes)
+    keys = Counter(resend.delivered_keys)
+    found = [f"e-mail {k} delivered {n} times" for k, n in keys.items() if n != 1]
+    delivered = {
+        (key, key.rsplit("/", 1)[1], ",".join(message["to"]))
+        for key, message in zip(resend.delivered_keys, resend.delivered, strict=True)
+        if key is not None
+    }
+    found += [f"e-mail {e} never delivered" for e in sorted(expected - delivered)]
+    found += [f"e-mail {e} delivered, unexpected" for e in sorted(delivered - expected)]
+    rows = conn.execute(
+        "select event_id || '/' || kind as key, kind, recipient from public.sent_emails"
+    ).fetchall()
+    recorded = Counter((r["key"], r["kind"], r["recipient"]) for r in rows)
+    found += [f"sent_emails: {e} recorded {n} times" for e, n in recorded.items() if n != 1]
+    found += [f"sent_emails: {e} missing" for e in sorted(expected - recorded.keys())]
+    found += [f"sent_emails: {e} unexpected" for e in sorted(recorded.keys() - expected)]
+    return found
+
+
+def _dead_letters(
+    scenario: Scenario, dead: DeadLetters, accepted: Counter[str], access: str
+) -> list[str]:
+    """Every dead letter explained, and every message that had to end there did (a replay
+    sends some there again)."""
+    reasons = scenario.dead_letters()
+    found = [
+        f"dead letter from {source}: {event_id} unexplained"
+        for (source, event_id) in dead.found
+        if source != access or event_id not in reasons
+    ]
+    found += [
+        f"dead letters of {event_id}: {dead.found[(access, event_id)]} of {accepted[event_id]}"
+        for event_id in reasons
+        if dead.found[(access, event_id)] < accepted[event_id]
+    ]
+    return found

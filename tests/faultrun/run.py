@@ -1,0 +1,210 @@
+"""The fault run: the scenario's deliveries through the real service, faults injected, then the
+end state compared with the model. Shared by tests/faultrun/ and bench/fault_run.py."""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+import psycopg
+
+from adapters.db.pool import Database
+from adapters.db.products import seed_demo_products
+from tests.fakes.resend import FakeResend
+from tests.fakes.stripe import FakeStripe
+from tests.faultrun import targets
+from tests.faultrun.check import access_outcomes, differences
+from tests.faultrun.faults import BackendKiller, MailerFaults, Outage
+from tests.faultrun.model import Scenario
+from tests.faultrun.stripe import Stripe
+from tests.faultrun.watch import DeadLetters, Settler
+
+log = logging.getLogger(__name__)
+
+
+class Bus(Protocol):
+    """The Pub/Sub emulator as tests/pubsub_fixtures.py's PubSub drives it."""
+
+    @property
+    def host(self) -> str: ...
+    def stop(self) -> None: ...
+    def ensure_running(self) -> None: ...
+    def ensure_topology(self, push_endpoints: dict[str, str]) -> None: ...
+
+
+@dataclass(frozen=True)
+class Rig:
+    database_url: str
+    bus: Bus
+    project: str
+    topic: str
+    stripe: FakeStripe
+    resend: FakeResend
+    scratch: Path
+
+
+@dataclass(frozen=True)
+class Knobs:
+    outages: int = 2  # batches whose delivery starts with Pub/Sub down
+    kill_every: int = 40  # deliveries accepted between Postgres connections killed
+    mailer_fault_every: int = 25  # e-mails delivered between bursts of Resend 500s
+    settle_timeout: float = 120.0
+
+
+@dataclass
+class Report:
+    figures: dict[str, object] = field(default_factory=dict)
+    refused: Counter[int] = field(default_factory=Counter)  # webhook answers other than 200
+    faults: dict[str, int] = field(default_factory=dict)
+    differences: list[str] = field(default_factory=list)
+
+    def lines(self) -> list[str]:
+        return [f"{name}: {value}" for name, value in self.figures.items()]
+
+
+def run(scenario: Scenario, rig: Rig, knobs: Knobs = Knobs()) -> Report:
+    started = time.monotonic()
+    _seed_database(scenario, rig.database_url)
+    for session in scenario.sessions():
+        rig.stripe.sessions[str(session["id"])] = session
+    rig.bus.stop()  # a fresh emulator: nothing left over from earlier runs or tests
+    rig.bus.ensure_running()
+    base = targets.settings(
+        database_url=rig.database_url,
+        stripe_url=rig.stripe.server.url,
+        resend_url=rig.resend.server.url,
+        emulator_host=rig.bus.host,
+        scratch=rig.scratch,
+    )
+    dead = DeadLetters(rig.project, f"{rig.topic}-dead-letter")
+    with targets.running(base, scratch=rig.scratch) as service:
+        endpoints = service.endpoints()
+        settler = Settler(
+            rig.project,
+            rig.topic,
+            service.logs,
+            dead,
+            announced=lambda: _announced(scenario, rig.database_url),
+        )
+        rig.bus.ensure_topology(endpoints)
+        stripe = Stripe(service.api.url + "/api/webhook/payments")
+        killer = BackendKiller(rig.database_url, stripe.traffic, every=knobs.kill_every)
+        mailer = MailerFaults(
+            rig.resend,
+            lambda: len(rig.resend.delivered),
+            every=knobs.mailer_fault_every,
+            seed=scenario.seed,
+        )
+        outages = 0
+        with killer, mailer:
+            for index, batch in enumerate(scenario.batches):
+                outage = None
+                if 0 < index <= knobs.outages:
+                    outage, outages = _outage(rig.bus, endpoints), outages + 1
+                posting, since = time.monotonic(), time.time() - 1
+                stripe.deliver(batch, outage=outage)
+                settling = time.monotonic()
+                settler.settle(
+                    stripe.accepted,
+                    emulator_host=rig.bus.host,
+                    since=since,
+                    timeout=knobs.settle_timeout,
+                )
+                log.info(
+                    "batch %d: %d deliveries posted in %.1f s, settled in %.1f s more",
+                    index,
+                    len(batch),
+                    settling - posting,
+                    time.monotonic() - settling,
+                )
+        report = Report(
+            figures=_figures(
+                scenario, stripe, killer, mailer, service, dead, started, outages, settler.replays
+            ),
+            refused=stripe.refused,
+            faults={"killed": killer.killed, "mailer 5xx": mailer.answered, "outages": outages},
+        )
+    report.differences = differences(
+        scenario,
+        database_url=rig.database_url,
+        resend=rig.resend,
+        dead=dead,
+        accepted=stripe.accepted,
+        topic=rig.topic,
+    )
+    report.figures["e-mails delivered"] = len(rig.resend.delivered)
+    with psycopg.connect(rig.database_url) as conn:
+        behind = scenario.plans_behind(access_outcomes(conn))
+    report.figures["plans not the newest plan change (dropped behind a newer change)"] = behind
+    report.figures["mismatches with the model"] = len(report.differences)
+    return report
+
+
+def _announced(scenario: Scenario, url: str) -> set[str]:
+    with psycopg.connect(url) as conn:
+        return scenario.announcements(access_outcomes(conn))
+
+
+def _outage(bus: Bus, endpoints: dict[str, str]) -> Outage:
+    def restart() -> None:
+        bus.ensure_running()
+        bus.ensure_topology(endpoints)
+
+    return Outage(bus.stop, restart, after=4)
+
+
+def _seed_database(scenario: Scenario, url: str) -> None:
+    with psycopg.connect(url, autocommit=True) as conn:
+        for c in scenario.customers:
+            if c.user_id is not None:
+                conn.execute(
+                    "insert into auth.users (id, email, raw_user_meta_data) values (%s, %s, %s)",
+                    (c.user_id, c.email, json.dumps({"full_name": c.name})),
+                )
+    db = Database(lambda: url, max_size=1)
+    seed_demo_products(db)
+    db.close()
+
+
+def _figures(
+    scenario: Scenario,
+    stripe: Stripe,
+    killer: BackendKiller,
+    mailer: MailerFaults,
+    service: targets.Service,
+    dead: DeadLetters,
+    started: float,
+    outages: int,
+    replays: int,
+) -> dict[str, object]:
+    seconds = time.monotonic() - started
+    kinds: Counter[str] = Counter(e.type for e in scenario.events)
+    return {
+        "seed": scenario.seed,
+        "customers (never linked)": (
+            f"{sum(c.user_id is not None for c in scenario.customers)}"
+            f" ({sum(c.user_id is None for c in scenario.customers)})"
+        ),
+        "events": f"{len(scenario.events)} ({', '.join(f'{k} {n}' for k, n in kinds.items())})",
+        "deliveries (each event 1-3 times, shuffled, in batches)": (
+            f"{scenario.deliveries} in {len(scenario.batches)} batches"
+        ),
+        "webhook answers: 200 / other": (
+            f"{sum(stripe.accepted.values())} / {dict(stripe.refused) or 0}"
+        ),
+        "sent again by Stripe after a non-200": stripe.resent,
+        "Pub/Sub outages (emulator stopped, back empty)": outages,
+        "Postgres connections killed mid-transaction": killer.killed,
+        "Resend 5xx answered": mailer.answered,
+        "pushes failed and redelivered (access, emails)": (
+            f"{service.logs['access'].failures}, {service.logs['emails'].failures}"
+        ),
+        "dead letters": sum(dead.found.values()),
+        "replays (seek) of a subscription the emulator stopped pushing": replays,
+        "duration": f"{seconds:.1f} s ({len(scenario.events) / seconds:.0f} events/s)",
+    }

@@ -1,0 +1,324 @@
+"""The Stripe events of a customer's life, one small function per kind, with what each must do.
+
+A step takes the customer's timeline (its clock, its subscription, its plan, its one-time
+purchases) and returns the events Stripe sends for it, each with its effect in the model: the
+access it sets (by the ordering rule, the newest such event wins), the plan it puts the customer
+on, and the e-mail it calls for. Adding a kind is one function here and one line in STEPS.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+DAY = 86_400
+FIRST_INVOICE = "subscription_create"  # covered by the purchase confirmation: no e-mail
+SUBSCRIPTION_PRICES = ("price_demo_team_monthly", "price_fr_plus_monthly", "price_fr_plus_yearly")
+ONE_TIME_PRICE = "price_demo_starter_one_time"
+ONE_TIME_AMOUNT = 4900
+# The application event, by access outcome, an e-mail about a committed change is sent from.
+ANNOUNCED = {"granted": "granted_", "revoked": "revoked_"}
+
+
+@dataclass(frozen=True)
+class Customer:
+    index: int
+    user_id: str | None  # None: a ghost, whom no checkout ever links to a profile
+    email: str
+    name: str
+    customer_id: str
+    price_id: str
+
+
+@dataclass(frozen=True)
+class Planned:
+    """One Stripe event and the effect the model expects of it."""
+
+    event_id: str
+    type: str
+    customer: Customer
+    created: int
+    body: bytes
+    grant: bool | None = None  # the access it sets if it is the newest change; None: none
+    price_id: str | None = None  # the plan it puts the profile on
+    email: str | None = None  # the kind of e-mail it calls for, to the customer
+    # The e-mail follows the access subscriber's announcement, sent only when the change was
+    # applied with this outcome (a change older than one applied already announces nothing).
+    announced_on: str | None = None
+    links: bool = False  # the checkout that links the customer to its profile
+    after: str | None = None  # an event this one waits for (a refund, its purchase's checkout)
+    session: dict[str, Any] | None = None  # the checkout session Stripe's API must know
+
+    def email_key(self) -> str | None:
+        """The (event, kind) key its e-mail is sent under, if it calls for one."""
+        if self.email is None:
+            return None
+        prefix = ANNOUNCED[self.announced_on] if self.announced_on else ""
+        return f"{prefix}{self.event_id}/{self.email}"
+
+
+@dataclass
+class Timeline:
+    """A customer's state while its events are generated."""
+
+    customer: Customer
+    rng: random.Random
+    clock: int
+    price: str = ""  # the subscription plan, once chosen
+    subscription: str | None = None
+    purchases: list[tuple[str, str]] = field(default_factory=list)  # (checkout event, intent)
+    serial: int = 0
+    events: list[Planned] = field(default_factory=list)
+
+    def tick(self) -> int:
+        """A later, distinct second: ties never arise, so the model needs no tie-break."""
+        self.clock += self.rng.randint(1, 20 * DAY)
+        return self.clock
+
+    def next_id(self, prefix: str) -> str:
+        self.serial += 1
+        return f"{prefix}_fr{self.customer.index}x{self.serial}"
+
+
+def event(
+    line: Timeline, type_: str, obj: dict[str, Any], *, created: int, **effect: Any
+) -> Planned:
+    event_id = line.next_id("evt")
+    body = {
+        "id": event_id,
+        "object": "event",
+        "api_version": "2023-08-16",
+        "created": created,
+        "livemode": False,
+        "pending_webhooks": 1,
+        "request": {"id": None, "idempotency_key": None},
+        "type": type_,
+        "data": {"object": obj},
+    }
+    return Planned(
+        event_id=event_id,
+        type=type_,
+        customer=line.customer,
+        created=created,
+        body=json.dumps(body).encode(),
+        **effect,
+    )
+
+
+def checkout(line: Timeline) -> list[Planned]:
+    """A paid subscription checkout, then its first invoice."""
+    line.subscription = line.next_id("sub")
+    line.price = line.price or line.customer.price_id
+    first = _checkout(
+        line,
+        price=line.price,
+        amount=1900,
+        mode="subscription",
+        subscription=line.subscription,
+    )
+    return [first, _invoice(line, "invoice.paid", FIRST_INVOICE, grant=True)]
+
+
+def one_time_purchase(line: Timeline) -> list[Planned]:
+    """A paid one-time checkout (no subscription): access, and a purchase a refund may undo."""
+    intent = line.next_id("pi")
+    bought = _checkout(
+        line, price=ONE_TIME_PRICE, amount=ONE_TIME_AMOUNT, mode="payment", payment_intent=intent
+    )
+    line.purchases.append((bought.event_id, intent))
+    return [bought]
+
+
+def _checkout(line: Timeline, *, price: str, amount: int, **session_fields: Any) -> Planned:
+    """A completed, paid checkout; Stripe's API knows its session (a refund looks it up)."""
+    c, created = line.customer, line.tick()
+    session = {
+        "id": line.next_id("cs_test"),
+        "object": "checkout.session",
+        "client_reference_id": c.user_id,
+        "customer": c.customer_id,
+        "metadata": {"price_id": price},
+        "payment_status": "paid",
+        "amount_total": amount,
+        "currency": "usd",
+        "created": created,
+        "customer_details": {"email": c.email, "name": c.name},
+        **session_fields,
+    }
+    known = {k: session[k] for k in ("id", "object", "mode")}
+    if "payment_intent" in session:
+        known["payment_intent"] = session["payment_intent"]
+    return event(
+        line,
+        "checkout.session.completed",
+        session,
+        created=created,
+        grant=True,
+        price_id=price,
+        email="purchase-confirmation",
+        announced_on="granted",
+        links=not line.events,
+        session=known,
+    )
+
+
+def refund(line: Timeline) -> list[Planned]:
+    """A refund of the newest one-time purchase: in full (access revoked, by the ordering
+    rule) or in part (recorded only; it may be refunded in full later)."""
+    checkout_event, intent = line.purchases[-1]
+    full = line.rng.random() < 0.6
+    if full:
+        line.purchases.pop()
+    c = line.customer
+    charge = {
+        "id": line.next_id("ch"),
+        "object": "charge",
+        "amount": ONE_TIME_AMOUNT,
+        "amount_refunded": ONE_TIME_AMOUNT if full else 900,
+        "refunded": full,
+        "currency": "usd",
+        "customer": c.customer_id,
+        "payment_intent": intent,
+        "invoice": None,
+    }
+    created = line.tick()
+    grant = False if full else None
+    return [
+        event(line, "charge.refunded", charge, created=created, grant=grant, after=checkout_event)
+    ]
+
+
+def renewal(line: Timeline) -> list[Planned]:
+    return [_invoice(line, "invoice.paid", "subscription_cycle", grant=True, email="invoice-paid")]
+
+
+def failure(line: Timeline) -> list[Planned]:
+    """A failed renewal: Stripe retries the card; access stays as it is until the status says."""
+    return [_invoice(line, "invoice.payment_failed", "subscription_cycle", email="payment-failed")]
+
+
+def status_change(line: Timeline) -> list[Planned]:
+    """The subscription's status moves (dunning, recovery, or given up on: unpaid)."""
+    status = line.rng.choice(["past_due", "active", "unpaid"])
+    grant = {"past_due": None, "active": True, "unpaid": False}[status]
+    created = line.tick()
+    updated = event(
+        line,
+        "customer.subscription.updated",
+        _subscription(line, status),
+        created=created,
+        grant=grant,
+        price_id=line.price if status == "active" else None,  # an active status names its plan
+    )
+    if status == "unpaid":
+        line.subscription = None
+    return [updated]
+
+
+def plan_change(line: Timeline) -> list[Planned]:
+    """An up- or downgrade: the subscription's current item moves to another price."""
+    line.price = line.rng.choice([p for p in SUBSCRIPTION_PRICES if p != line.price])
+    created = line.tick()
+    changed = _subscription(line, "active")
+    return [
+        event(
+            line,
+            "customer.subscription.updated",
+            changed,
+            created=created,
+            grant=True,
+            price_id=line.price,
+        )
+    ]
+
+
+def cancellation(line: Timeline) -> list[Planned]:
+    deleted = event(
+        line,
+        "customer.subscription.deleted",
+        _subscription(line, "canceled"),
+        created=line.tick(),
+        grant=False,
+        email="subscription-cancelled",
+        announced_on="revoked",
+    )
+    line.subscription = None
+    return [deleted]
+
+
+def _invoice(
+    line: Timeline, type_: str, reason: str, *, grant: bool | None = None, email: str | None = None
+) -> Planned:
+    c, created = line.customer, line.tick()
+    paid = type_ == "invoice.paid"
+    invoice = {
+        "id": line.next_id("in"),
+        "object": "invoice",
+        "customer": c.customer_id,
+        "customer_email": c.email,
+        "customer_name": c.name,
+        "subscription": line.subscription,
+        "billing_reason": reason,
+        "status": "paid" if paid else "open",
+        "amount_due": 1900,
+        "amount_paid": 1900 if paid else 0,
+        "currency": "usd",
+        "number": f"FR-{c.index:04d}-{line.serial:04d}",
+        "hosted_invoice_url": f"https://invoice.stripe.com/i/fr{c.index}x{line.serial}",
+        "created": created,
+        "status_transitions": {"paid_at": created if paid else None},
+        "next_payment_attempt": None if paid else created + 3 * DAY,
+        "lines": {
+            "object": "list",
+            "data": [
+                {
+                    "price": {"id": line.price or c.price_id},
+                    "period": {"start": created, "end": created + 30 * DAY},
+                }
+            ],
+        },
+    }
+    return event(line, type_, invoice, created=created, grant=grant, email=email)
+
+
+def _subscription(line: Timeline, status: str) -> dict[str, Any]:
+    c, item = line.customer, f"si_{line.subscription}"
+    return {
+        "id": line.subscription,
+        "object": "subscription",
+        "customer": c.customer_id,
+        "status": status,
+        "cancel_at_period_end": False,
+        "current_period_end": line.clock + 30 * DAY,
+        "ended_at": line.clock if status == "canceled" else None,
+        "items": {"object": "list", "data": [{"id": item, "price": {"id": line.price}}]},
+    }
+
+
+def _subscribed(line: Timeline) -> bool:
+    return line.subscription is not None
+
+
+def _unsubscribed(line: Timeline) -> bool:
+    return line.subscription is None
+
+
+def _refundable(line: Timeline) -> bool:
+    return line.subscription is None and bool(line.purchases)
+
+
+Step = Callable[[Timeline], list[Planned]]
+# (weight, when it may happen, step): what may happen next in a customer's life.
+STEPS: dict[str, tuple[float, Callable[[Timeline], bool], Step]] = {
+    "checkout": (1.0, _unsubscribed, checkout),
+    "one-time purchase": (0.5, _unsubscribed, one_time_purchase),
+    "refund": (0.6, _refundable, refund),
+    "renewal": (6.0, _subscribed, renewal),
+    "failure": (2.0, _subscribed, failure),
+    "status change": (1.5, _subscribed, status_change),
+    "plan change": (1.0, _subscribed, plan_change),
+    "cancellation": (1.0, _subscribed, cancellation),
+}

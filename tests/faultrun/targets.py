@@ -1,0 +1,95 @@
+"""The service as it runs in production, for the fault run: the API, `access` and `emails`, each
+started with `bin/serve` (gunicorn) in its own process, on the given emulator and database."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import psycopg
+from pydantic import SecretStr
+
+from config import Settings
+from dev.processes import Target, start_target
+
+SUBSCRIBERS = ("access", "emails")
+# Each subscriber's connections say who they are, so that faults can pick them out.
+APPLICATION = "faultrun-{}"
+# Stripe's events, and the application events access publishes (`granted_evt_...`).
+_HANDLED = re.compile(r"\b(access|emails): (\S+) ((?:[a-z]+_)?evt_\S+)\s+-> ")
+_FAILED = "Exception on / [POST]"
+
+
+@dataclass
+class Log:
+    """Reads a target's log as it grows: which events it handled, how many pushes failed."""
+
+    path: Path
+    handled: Counter[str] = field(default_factory=Counter)
+    failures: int = 0
+    _offset: int = 0
+
+    def read(self) -> None:
+        with self.path.open("rb") as log:
+            log.seek(self._offset)
+            chunk = log.read()
+        complete = chunk.rfind(b"\n") + 1  # a line still being written waits for the next read
+        self._offset += complete
+        for line in chunk[:complete].decode(errors="replace").splitlines():
+            if found := _HANDLED.search(line):
+                self.handled[found.group(3)] += 1
+            elif _FAILED in line:
+                self.failures += 1
+
+
+@dataclass
+class Service:
+    api: Target
+    subscribers: dict[str, Target]
+    logs: dict[str, Log]
+
+    def endpoints(self) -> dict[str, str]:
+        return {name: target.url + "/" for name, target in self.subscribers.items()}
+
+
+def settings(
+    *, database_url: str, stripe_url: str, resend_url: str, emulator_host: str, scratch: Path
+) -> Settings:
+    return Settings(
+        app_env="test",
+        database_url=SecretStr(database_url),
+        stripe_secret_key=SecretStr("sk_test_fake"),
+        stripe_api_base=stripe_url,  # type: ignore[arg-type]  # pydantic parses the URL
+        resend_api_key=SecretStr("re_test_fake"),
+        resend_api_url=resend_url,  # type: ignore[arg-type]
+        resend_rate_per_second=1000,  # the fake sets no rate: the run is about faults
+        email_outbox_dir=scratch / "outbox",
+        data_dir=scratch / "data",
+        event_bus="pubsub",
+        pubsub_emulator_host=emulator_host,
+        gunicorn_threads=8,
+    )
+
+
+@contextmanager
+def running(base: Settings, *, scratch: Path) -> Iterator[Service]:
+    """The three targets; stopped on exit."""
+    with ExitStack() as stack:
+        started: dict[str, Target] = {}
+        for name in ("api", *SUBSCRIBERS):
+            own = base.model_copy(update={"database_url": SecretStr(_named(base, name))})
+            target = start_target(name, own, log=scratch / f"{name}.log")
+            stack.callback(target.stop)
+            started[name] = target
+        api = started.pop("api")
+        yield Service(api, started, {n: Log(t.log) for n, t in started.items()})
+
+
+def _named(base: Settings, name: str) -> str:
+    assert base.database_url is not None
+    url = base.database_url.get_secret_value()
+    return psycopg.conninfo.make_conninfo(url, application_name=APPLICATION.format(name))
