@@ -20,7 +20,6 @@ from pathlib import Path
 # Run as a script: the project's modules (and its test fakes) sit one level up.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from adapters.db import migrations
 from dev import local_postgres, pubsub_emulator
 from tests.conftest import Fake, serving
 from tests.fakes.resend import FakeResend
@@ -40,17 +39,6 @@ def arguments() -> argparse.Namespace:
     parser.add_argument("--keep", action="store_true", help="keep the logs and the database")
     parser.add_argument("--outages", type=int, default=4, help="batches begun with Pub/Sub down")
     return parser.parse_args()
-
-
-@contextlib.contextmanager
-def postgres(scratch: Path) -> Iterator[str]:
-    server = local_postgres.start(scratch / "pg")
-    url = local_postgres.url(server)
-    migrations.apply_all(url, allow_auth_stand_in=True)
-    try:
-        yield url
-    finally:
-        server.cleanup()
 
 
 @contextlib.contextmanager
@@ -77,7 +65,7 @@ def main() -> int:
         if not args.keep:
             stack.callback(shutil.rmtree, scratch, ignore_errors=True)
         print(f"logs in {scratch}", flush=True)
-        database_url = stack.enter_context(postgres(scratch))
+        database_url = stack.enter_context(local_postgres.migrated(scratch / "pg"))
         bus = PubSub(pubsub_emulator.start(project=PROJECT))
         stack.callback(bus.stop)
         stripe = stack.enter_context(fake(FakeStripe()))

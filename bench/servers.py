@@ -14,7 +14,6 @@ from pathlib import Path
 import psutil
 import psycopg
 
-from adapters.db import migrations
 from adapters.db.pool import Database
 from adapters.db.products import seed_demo_products
 from config import Settings
@@ -26,23 +25,18 @@ ROOT = Path(__file__).resolve().parent.parent
 @contextlib.contextmanager
 def postgres(scratch: Path, customers: int) -> Iterator[str]:
     """An embedded Postgres, migrated, with `customers` linked profiles and the demo products."""
-    server = local_postgres.start(scratch / "pg")
-    url = local_postgres.url(server)
-    migrations.apply_all(url, allow_auth_stand_in=True)
-    with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute(
-            "insert into auth.users (id, email) select gen_random_uuid(),"
-            " 'cus_bench_' || n || '@example.com' from generate_series(0, %s - 1) n",
-            (customers,),
-        )
-        conn.execute("update public.profiles set customer_id = split_part(email, '@', 1)")
-    db = Database(lambda: url)
-    seed_demo_products(db)
-    db.close()
-    try:
+    with local_postgres.migrated(scratch / "pg") as url:
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute(
+                "insert into auth.users (id, email) select gen_random_uuid(),"
+                " 'cus_bench_' || n || '@example.com' from generate_series(0, %s - 1) n",
+                (customers,),
+            )
+            conn.execute("update public.profiles set customer_id = split_part(email, '@', 1)")
+        db = Database(lambda: url)
+        seed_demo_products(db)
+        db.close()
         yield url
-    finally:
-        server.cleanup()
 
 
 def applied(database_url: str, prefix: str) -> int:

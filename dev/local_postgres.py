@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -32,3 +34,17 @@ def start(pgdata: Path, *, keep_running: bool = False) -> Any:
 def url(server: Any) -> str:
     """The connection URL of a started embedded server."""
     return str(server.get_uri())
+
+
+@contextlib.contextmanager
+def migrated(pgdata: Path) -> Iterator[str]:
+    """A fresh embedded server with the schema (and the local `auth` stand-in); its URL."""
+    from adapters.db import migrations
+
+    server = start(pgdata)
+    address = url(server)
+    migrations.apply_all(address, allow_auth_stand_in=True)
+    try:
+        yield address
+    finally:
+        server.cleanup()

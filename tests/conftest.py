@@ -33,6 +33,29 @@ TABLES = (
 )
 
 
+# Figures a test prints in a section of pytest's summary, so `make test` shows them without -s.
+SECTIONS = pytest.StashKey[dict[str, list[str]]]()
+SummaryLines = Callable[[str], list[str]]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.stash[SECTIONS] = {}
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    for title, lines in terminalreporter.config.stash.get(SECTIONS, {}).items():
+        if lines:
+            terminalreporter.section(title)
+            for line in lines:
+                terminalreporter.write_line(line)
+
+
+@pytest.fixture(scope="session")
+def summary(pytestconfig: pytest.Config) -> SummaryLines:
+    """The lines of a named section of the summary (append to them)."""
+    return lambda title: pytestconfig.stash[SECTIONS].setdefault(title, [])
+
+
 @pytest.fixture(autouse=True)
 def isolate_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     """No setting leaks in from the machine running the tests."""
@@ -46,13 +69,8 @@ def database_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     if EXTERNAL_DATABASE_URL:
         yield from _scratch_database(EXTERNAL_DATABASE_URL)
         return
-    server = local_postgres.start(tmp_path_factory.mktemp("pg") / "data")
-    url = local_postgres.url(server)
-    migrations.apply_all(url, allow_auth_stand_in=True)
-    try:
+    with local_postgres.migrated(tmp_path_factory.mktemp("pg") / "data") as url:
         yield url
-    finally:
-        server.cleanup()
 
 
 def _scratch_database(base_url: str) -> Iterator[str]:

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 import pytest
 
 from dev import image as image_tool
+from tests.conftest import SummaryLines
 
 IN_CI = os.environ.get("CI", "").lower() in {"1", "true"}
-FIGURES = pytest.StashKey[list[str]]()
 
 
 @dataclass(frozen=True)
@@ -26,22 +26,10 @@ class Image:
     engine: image_tool.Engine
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    config.stash[FIGURES] = []
-
-
-def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    figures = terminalreporter.config.stash.get(FIGURES, [])
-    if figures:
-        terminalreporter.section("container image")
-        for line in figures:
-            terminalreporter.write_line(line)
-
-
 @pytest.fixture(scope="session")
-def figure(pytestconfig: pytest.Config) -> list[str]:
+def figure(summary: SummaryLines) -> list[str]:
     """Append a line to the summary's `container image` section."""
-    return pytestconfig.stash[FIGURES]
+    return summary("container image")
 
 
 @pytest.fixture(scope="session")

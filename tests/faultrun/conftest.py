@@ -4,22 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-FIGURES = pytest.StashKey[list[str]]()
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    config.stash[FIGURES] = []
-
-
-def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    figures = terminalreporter.config.stash.get(FIGURES, [])
-    if figures:
-        terminalreporter.section("fault run")
-        for line in figures:
-            terminalreporter.write_line(line)
+from tests.conftest import SummaryLines
 
 
 @pytest.fixture(scope="session")
-def figure(pytestconfig: pytest.Config) -> list[str]:
+def figure(summary: SummaryLines) -> list[str]:
     """Lines for the summary's `fault run` section."""
-    return pytestconfig.stash[FIGURES]
+    return summary("fault run")
