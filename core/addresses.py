@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from urllib.parse import urlsplit
 
 from email_validator import EmailNotValidError, validate_email
@@ -13,6 +14,7 @@ MAX_ADDRESS = 254
 _CONTROL = re.compile(r"[\x00-\x1f\x7f\x85\u2028\u2029]")
 
 
+@lru_cache(maxsize=4096)  # every send checks the same few senders and recent recipients
 def email_address(value: str) -> str:
     """A deliverable address, normalised; ValueError with the reason otherwise.
 

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import json
 import logging
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 
 from adapters.bus import Handler, PublishError
-from core.events import Event, InvalidEvent
+from core.events import Event, InvalidEvent, parse_event
 
 log = logging.getLogger(__name__)
 
@@ -21,7 +22,10 @@ class _Delivery:
     due: float
     seq: int
     subscriber: str = field(compare=False)
-    event: Event = field(compare=False)
+    event_id: str = field(compare=False)
+    # The published bytes, parsed again for each delivery as a push subscriber would: a few
+    # KB per queued event instead of the tens of KB its parsed form holds.
+    data: bytes = field(compare=False, repr=False)
     attempt: int = field(compare=False, default=1)
 
 
@@ -29,12 +33,18 @@ class InlineBus:
     """Delivers in background threads: publish returns before subscribers run, a failing
     subscriber is retried with exponential backoff, and after `max_attempts` the event is
     dead-lettered (logged at ERROR and kept in `dead_letters`), as a Pub/Sub push subscription
-    with a dead-letter topic would.
+    with a dead-letter topic would. Each delivery parses the published bytes anew.
 
     Each subscriber has its own queue and `workers` threads, as each push subscription is
     delivered on its own: access never waits behind e-mail. Past `max_pending` queued
     deliveries for any subscriber, publish raises PublishError (the webhook answers 503 and
     Stripe retries later) instead of the queue, and the process, growing without end.
+
+    In production each subscriber is a service of its own; here they share one process's CPU.
+    A `background` subscriber (e-mail: a receipt may wait, access may not) therefore yields:
+    while its queue is under half of `max_pending` it runs only when no event was published
+    for `quiet` seconds and no other subscriber has work due, so a burst is acknowledged and
+    applied first and mailed after. Past half, it runs flat out to keep room.
     """
 
     def __init__(
@@ -46,18 +56,25 @@ class InlineBus:
         max_backoff: float = 60.0,
         workers: int = 2,
         max_pending: int = 2000,
+        background: Collection[str] = (),
+        quiet: float = 0.02,
     ) -> None:
         if max_pending < 1:
             raise ValueError("max_pending must be at least 1")
+        if unknown := set(background) - set(subscribers):
+            raise ValueError(f"background subscribers {sorted(unknown)} are not subscribers")
         self._subscribers = dict(subscribers)
+        self._background = frozenset(background)
+        self._quiet = quiet
         self._max_attempts = max_attempts
         self._min_backoff = min_backoff
         self._max_backoff = max_backoff
         self._max_pending = max_pending
         self._queues: dict[str, list[_Delivery]] = {name: [] for name in self._subscribers}
+        self._running = dict.fromkeys(self._subscribers, 0)
+        self._last_publish = 0.0
         self._seq = itertools.count()
         self._cond = threading.Condition()
-        self._busy = 0
         self._closed = False
         self.dead_letters: list[tuple[str, Event]] = []
         self._threads = [
@@ -76,9 +93,9 @@ class InlineBus:
                 raise PublishError("the in-process bus is closed")
             if any(len(queue) >= self._max_pending for queue in self._queues.values()):
                 raise PublishError(f"the in-process bus is full ({self._max_pending} pending)")
-            now = time.monotonic()
+            now = self._last_publish = time.monotonic()
             for name, queue in self._queues.items():
-                heapq.heappush(queue, _Delivery(now, next(self._seq), name, event))
+                heapq.heappush(queue, _Delivery(now, next(self._seq), name, event.id, data))
             self._cond.notify_all()
 
     def pending(self) -> int:
@@ -90,7 +107,7 @@ class InlineBus:
         """Wait until nothing is queued or running; True if that happened in time."""
         deadline = time.monotonic() + timeout
         with self._cond:
-            while any(self._queues.values()) or self._busy:
+            while any(self._queues.values()) or any(self._running.values()):
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     return False
@@ -106,34 +123,61 @@ class InlineBus:
             thread.join(timeout)
 
     def _work(self, name: str) -> None:
-        while (delivery := self._next(self._queues[name])) is not None:
+        while (delivery := self._next(name)) is not None:
             try:
                 self._deliver(delivery)
             finally:
                 with self._cond:
-                    self._busy -= 1
+                    self._running[name] -= 1
                     self._cond.notify_all()
 
-    def _next(self, queue: list[_Delivery]) -> _Delivery | None:
+    def _next(self, name: str) -> _Delivery | None:
+        queue = self._queues[name]
         with self._cond:
             while not self._closed:
-                if queue and queue[0].due <= time.monotonic():
-                    self._busy += 1
+                wait = self._wait_before(name, queue, time.monotonic())
+                if wait == 0:
+                    self._running[name] += 1
                     return heapq.heappop(queue)
-                wait = queue[0].due - time.monotonic() if queue else None
                 self._cond.wait(wait)
             return None
 
+    def _wait_before(self, name: str, queue: list[_Delivery], now: float) -> float | None:
+        """0 if `name` may take its next delivery now, else how long to wait (None: a notify)."""
+        if not queue:
+            return None
+        if queue[0].due > now:
+            return queue[0].due - now
+        if name not in self._background or len(queue) * 2 >= self._max_pending:
+            return 0
+        if now - self._last_publish < self._quiet:
+            return self._last_publish + self._quiet - now
+        return None if self._foreground_due(now) else 0
+
+    def _foreground_due(self, now: float) -> bool:
+        return any(
+            self._running[name] or (queue and queue[0].due <= now)
+            for name, queue in self._queues.items()
+            if name not in self._background
+        )
+
     def _deliver(self, delivery: _Delivery) -> None:
         try:
-            self._subscribers[delivery.subscriber](delivery.event)
+            event = parse_event(json.loads(delivery.data))
+        except (ValueError, RecursionError) as exc:  # InvalidEvent is a ValueError
+            log.error(
+                "dropping %s for %s: not an event: %s", delivery.event_id, delivery.subscriber, exc
+            )
+            return
+        try:
+            self._subscribers[delivery.subscriber](event)
         except InvalidEvent as exc:
-            log.error("dropping event %s for %s: %s", delivery.event.id, delivery.subscriber, exc)
+            log.error("dropping event %s for %s: %s", event.id, delivery.subscriber, exc)
         except Exception as exc:
-            self._retry_or_dead_letter(delivery, exc)
+            self._retry_or_dead_letter(delivery, event, exc)
 
-    def _retry_or_dead_letter(self, delivery: _Delivery, exc: Exception) -> None:
-        name, event = delivery.subscriber, delivery.event
+    def _retry_or_dead_letter(self, delivery: _Delivery, event: Event, exc: Exception) -> None:
+        name = delivery.subscriber
         if delivery.attempt >= self._max_attempts:
             log.error(
                 "dead-lettering event %s for %s after %d attempts: %s",
@@ -155,7 +199,12 @@ class InlineBus:
             exc,
         )
         retry = _Delivery(
-            time.monotonic() + backoff, next(self._seq), name, event, delivery.attempt + 1
+            time.monotonic() + backoff,
+            next(self._seq),
+            name,
+            delivery.event_id,
+            delivery.data,
+            delivery.attempt + 1,
         )
         with self._cond:
             heapq.heappush(self._queues[name], retry)

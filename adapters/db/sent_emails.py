@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from adapters.db.pool import Connection
+from adapters.db.pool import Connection, Database
 
 
 def lock(conn: Connection, key: str) -> None:
@@ -15,6 +15,13 @@ def already_sent(conn: Connection, *, event_id: str, kind: str) -> bool:
         "select 1 from public.sent_emails where event_id = %s and kind = %s", (event_id, kind)
     ).fetchone()
     return row is not None
+
+
+def any_sent(db: Database, event_id: str) -> bool:
+    """Whether an e-mail was recorded for this event (of any kind); no transaction held."""
+    return bool(
+        db.fetch_all("select 1 from public.sent_emails where event_id = %s limit 1", (event_id,))
+    )
 
 
 def record(

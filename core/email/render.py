@@ -7,7 +7,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import date
 from decimal import Decimal
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -104,15 +104,18 @@ def format_amount(minor_units: int, currency: str) -> str:
 
 def render(kind: str, props: BaseModel | Mapping[str, Any], *, brand: Brand) -> EmailContent:
     """Render one e-mail kind; a mapping is validated into the kind's props model first."""
+    context = _context(kind, props, brand)
+    html = _environment(html=True).get_template(f"{kind}.html").render(context)
+    text = _environment(html=False).get_template(f"{kind}.txt").render(context)
+    return EmailContent(subject=context["subject"], html=_inline(html), text=_tidy_text(text))
+
+
+def _context(kind: str, props: BaseModel | Mapping[str, Any], brand: Brand) -> dict[str, Any]:
     model = props_model(kind)
     validated = props if isinstance(props, model) else model.model_validate(_as_mapping(props))
     filled = _fill_links(validated, brand)
     subject = _SUBJECTS[kind](filled, brand)
-    context = {"props": filled, "brand": brand, "subject": subject, "kind": kind}
-    env = _environment()
-    html = env.get_template(f"{kind}.html").render(context)
-    text = env.get_template(f"{kind}.txt").render(context)
-    return EmailContent(subject=subject, html=_inline(html), text=_tidy_text(text))
+    return {"props": filled, "brand": brand, "subject": subject, "kind": kind}
 
 
 def _as_mapping(props: BaseModel | Mapping[str, Any]) -> Mapping[str, Any]:
@@ -222,7 +225,7 @@ def _date_range(bounds: tuple[date, date]) -> str:
 
 
 @cache
-def _environment() -> Environment:
+def _environment(*, html: bool) -> Environment:
     env = Environment(
         loader=FileSystemLoader(TEMPLATE_DIR),
         autoescape=select_autoescape(enabled_extensions=("html",), default=False),
@@ -230,20 +233,62 @@ def _environment() -> Environment:
         trim_blocks=True,
         lstrip_blocks=True,
         keep_trailing_newline=True,
+        # HTML templates mark every value they print, so that CSS is inlined into the markup
+        # around the values once per shape of e-mail, not once per send (see `_inline`).
+        finalize=_mark if html else None,
     )
     env.filters["long_date"] = _long_date
     env.filters["date_range"] = _date_range
     return env
 
 
+# A printed value is wrapped in these private-use characters, which no e-mail needs (a value
+# carrying them has them replaced); in the skeleton each value becomes its number between them.
+_OPEN, _CLOSE = "\ue000", "\ue001"
+_MARKED = re.compile(f"{_OPEN}(.*?){_CLOSE}", re.DOTALL)
+_SLOT = re.compile(f"{_OPEN}(\\d+){_CLOSE}")
+
+
+def _mark(value: Any) -> Any:
+    # Markup is a macro's or caller's output: structure whose own values are marked inside it.
+    if hasattr(value, "__html__"):
+        return value
+    # A plain string: autoescaping escapes it after this, and leaves the marks as they are.
+    text = str(value)
+    if _OPEN in text or _CLOSE in text:
+        text = text.replace(_OPEN, "\ufffd").replace(_CLOSE, "\ufffd")
+    return f"{_OPEN}{text}{_CLOSE}"
+
+
+def _inline(marked: str) -> str:
+    """The HTML with the style sheet's rules in style attributes.
+
+    The markup without its values (the skeleton) depends only on the kind and the template's
+    branches, so the inliner runs once per skeleton and the values go back into its slots.
+    """
+    values: list[str] = []
+
+    def slot(match: re.Match[str]) -> str:
+        values.append(match.group(1))
+        return f"{_OPEN}{len(values) - 1}{_CLOSE}"
+
+    inlined = _inlined_skeleton(_MARKED.sub(slot, marked))
+    found = [int(number) for number in _SLOT.findall(inlined)]
+    if sorted(found) != list(range(len(values))):
+        # The parser moved or dropped a value (markup it had to repair): inline this one whole.
+        return _inliner().inline(_MARKED.sub(r"\1", marked))
+    return _SLOT.sub(lambda match: values[int(match.group(1))], inlined)
+
+
+@lru_cache(maxsize=512)
+def _inlined_skeleton(skeleton: str) -> str:
+    return _inliner().inline(skeleton)
+
+
 @cache
 def _inliner() -> css_inline.CSSInliner:
     # Media queries cannot be inlined; keep_at_rules leaves them in a <style> block.
     return css_inline.CSSInliner(keep_at_rules=True, load_remote_stylesheets=False)
-
-
-def _inline(html: str) -> str:
-    return _inliner().inline(html)
 
 
 def _tidy_text(text: str) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections.abc import Callable
@@ -16,6 +17,7 @@ import pytest
 from adapters.db.pool import Database
 from adapters.db.products import seed_demo_products
 from core.email.props import KINDS
+from core.events import parse_event
 from tests.conftest import Api
 from tests.fakes.resend import FakeResend
 from tests.helpers import create_user, stripe_event, stripe_signature, wait_for
@@ -91,6 +93,17 @@ def test_purchase_confirmation_once_for_three_deliveries(
     assert db.fetch_all("select event_id, kind from public.sent_emails") == [
         {"event_id": "granted_evt_buy", "kind": "purchase-confirmation"}
     ]
+
+
+def test_a_redelivery_ends_at_the_record_of_its_e_mail(api: Api, db: Database, buyer: str) -> None:
+    renewal = {"id": "in_2", "customer": "cus_ada", "billing_reason": "subscription_cycle"}
+    event = parse_event(json.loads(stripe_event("invoice.paid", renewal, event_id="evt_renew")))
+    mail = api.container.email_subscriber
+    assert mail(event) == "sent invoice-paid"
+    with db.transaction() as conn:  # what planning reads is gone; the record is not
+        conn.execute("update public.profiles set customer_id = null where id = %s", (buyer,))
+    assert mail(event) == "duplicate"
+    assert len(outbox(api)) == 1
 
 
 @pytest.mark.parametrize(

@@ -3,17 +3,30 @@
 from __future__ import annotations
 
 import itertools
+import json
 import threading
 import time
-from datetime import UTC, datetime
 
 import pytest
 
 from adapters.bus import PublishError
 from adapters.bus.inline import InlineBus
-from core.events import Event, InvalidEvent
+from core.events import Event, InvalidEvent, parse_event
+from tests.helpers import wait_for
 
-EVENT = Event(id="evt_1", type="invoice.paid", created=datetime.now(UTC), livemode=False, object={})
+
+def published(event_id: str) -> tuple[Event, bytes]:
+    """An event and the bytes published for it, as the webhook hands them to the bus."""
+    body = {
+        "id": event_id,
+        "type": "invoice.paid",
+        "created": 1_700_000_000,
+        "data": {"object": {}},
+    }
+    return parse_event(body), json.dumps(body).encode()
+
+
+EVENT, DATA = published("evt_1")
 
 
 def test_publish_returns_before_subscribers_run() -> None:
@@ -24,7 +37,7 @@ def test_publish_returns_before_subscribers_run() -> None:
         ran.set()
 
     bus = InlineBus({"slow": slow})
-    bus.publish(EVENT, b"{}")
+    bus.publish(EVENT, DATA)
     assert not ran.is_set()
     release.set()
     assert bus.wait_idle(5)
@@ -41,7 +54,7 @@ def test_a_failing_subscriber_is_retried_with_growing_backoff() -> None:
             raise RuntimeError("database unavailable")
 
     bus = InlineBus({"flaky": flaky}, min_backoff=0.05)
-    bus.publish(EVENT, b"{}")
+    bus.publish(EVENT, DATA)
     assert bus.wait_idle(5)
     assert len(attempts) == 3
     gaps = [later - earlier for earlier, later in itertools.pairwise(attempts)]
@@ -59,7 +72,7 @@ def test_after_the_last_attempt_the_event_is_dead_lettered() -> None:
         raise RuntimeError("always")
 
     bus = InlineBus({"broken": broken, "fine": lambda _: None}, max_attempts=3, min_backoff=0.01)
-    bus.publish(EVENT, b"{}")
+    bus.publish(EVENT, DATA)
     assert bus.wait_idle(5)
     assert calls == ["evt_1"] * 3
     assert bus.dead_letters == [("broken", EVENT)]
@@ -74,7 +87,7 @@ def test_an_unreadable_event_is_dropped_without_retry() -> None:
         raise InvalidEvent("not an event")
 
     bus = InlineBus({"refuses": refuses}, min_backoff=0.01)
-    bus.publish(EVENT, b"{}")
+    bus.publish(EVENT, DATA)
     assert bus.wait_idle(5)
     assert calls == ["evt_1"]
     assert bus.dead_letters == []
@@ -85,7 +98,7 @@ def test_a_closed_bus_refuses_to_publish() -> None:
     bus = InlineBus({})
     bus.close()
     with pytest.raises(PublishError):
-        bus.publish(EVENT, b"{}")
+        bus.publish(EVENT, DATA)
 
 
 def test_past_max_pending_publish_refuses_then_recovers() -> None:
@@ -98,9 +111,9 @@ def test_past_max_pending_publish_refuses_then_recovers() -> None:
     bus = InlineBus({"stuck": stuck}, workers=1, max_pending=3)
     accepted, refused = [], []
     for n in range(10):  # one in the worker's hands, three queued, then refused
-        event = Event(f"evt_{n}", "invoice.paid", datetime.now(UTC), False, {})
+        event, data = published(f"evt_{n}")
         try:
-            bus.publish(event, b"{}")
+            bus.publish(event, data)
             accepted.append(event.id)
         except PublishError as exc:
             refused.append(str(exc))
@@ -110,7 +123,7 @@ def test_past_max_pending_publish_refuses_then_recovers() -> None:
     release.set()
     assert bus.wait_idle(5)
     assert sorted(delivered) == sorted(accepted)
-    bus.publish(EVENT, b"{}")  # room again
+    bus.publish(EVENT, DATA)  # room again
     assert bus.wait_idle(5)
     bus.close()
 
@@ -119,8 +132,63 @@ def test_one_slow_subscriber_does_not_hold_up_another() -> None:
     release, fast_done = threading.Event(), threading.Event()
     handlers = {"slow": lambda _: release.wait(5), "fast": lambda _: fast_done.set()}
     bus = InlineBus(handlers, workers=1)
-    bus.publish(EVENT, b"{}")
+    bus.publish(EVENT, DATA)
     assert fast_done.wait(5)
     release.set()
     assert bus.wait_idle(5)
     bus.close()
+
+
+def test_each_delivery_reads_the_published_bytes() -> None:
+    seen: list[Event] = []
+    body = {"id": "evt_b", "type": "invoice.paid", "created": 1, "data": {"object": {"n": 7}}}
+    bus = InlineBus({"reader": seen.append})
+    bus.publish(EVENT, json.dumps(body).encode())  # what a push subscriber gets is the bytes
+    assert bus.wait_idle(5)
+    assert [(event.id, event.object) for event in seen] == [("evt_b", {"n": 7})]
+    bus.close()
+
+
+def test_bytes_that_are_not_an_event_are_dropped_without_retry() -> None:
+    calls: list[Event] = []
+    bus = InlineBus({"reader": calls.append}, min_backoff=0.01)
+    bus.publish(EVENT, b"not json")
+    bus.publish(EVENT, b'{"id": "evt_x"}')
+    assert bus.wait_idle(5)
+    assert calls == []
+    assert bus.dead_letters == []
+    bus.close()
+
+
+def test_a_background_subscriber_waits_while_another_has_work() -> None:
+    release, mailed = threading.Event(), threading.Event()
+    handlers = {"access": lambda _: release.wait(5), "emails": lambda _: mailed.set()}
+    bus = InlineBus(handlers, background=("emails",), quiet=0.01)
+    bus.publish(EVENT, DATA)
+    assert not mailed.wait(0.3)  # access is still applying the event
+    release.set()
+    assert mailed.wait(5)
+    assert bus.wait_idle(5)
+    bus.close()
+
+
+def test_a_background_subscriber_past_half_its_bound_runs_anyway() -> None:
+    release, mailed = threading.Event(), []
+    handlers = {
+        "access": lambda _: release.wait(5),
+        "emails": lambda event: mailed.append(event.id),
+    }
+    bus = InlineBus(handlers, background=("emails",), workers=1, max_pending=4)
+    for n in range(3):  # access holds one and queues two; e-mail's queue reaches half of 4
+        bus.publish(*published(f"evt_{n}"))
+    wait_for(lambda: len(mailed) >= 1)
+    assert not release.is_set()
+    release.set()
+    assert bus.wait_idle(5)
+    assert sorted(mailed) == ["evt_0", "evt_1", "evt_2"]
+    bus.close()
+
+
+def test_background_names_must_be_subscribers() -> None:
+    with pytest.raises(ValueError, match="mail"):
+        InlineBus({"access": lambda _: None}, background=("mail",))

@@ -8,12 +8,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import css_inline
 import html5lib
 import pytest
 from click.testing import CliRunner
 from pydantic import BaseModel, SecretStr, ValidationError
 
-from core.email.props import KINDS, PROPS, UnknownEmailKind
+from core.email import render as rendering
+from core.email.props import KINDS, PROPS, UnknownEmailKind, props_model
 from core.email.render import Brand, EmailContent, format_amount, render
 from core.email.samples import sample_props
 from dev.previews import emails_preview
@@ -359,3 +361,57 @@ def test_preview_command_writes_both_parts_of_every_kind_and_a_gallery(tmp_path:
     for kind in KINDS:
         assert f"]({kind}.png)" in gallery
         assert render(kind, sample_props(kind), brand=BRAND).subject in gallery
+
+
+def _serialised(html: str) -> str:
+    """The document as html5ever writes it: the same for markup that differs only in escaping."""
+    return css_inline.CSSInliner(
+        inline_style_tags=False, keep_style_tags=True, load_remote_stylesheets=False
+    ).inline(html)
+
+
+@pytest.mark.parametrize(
+    ("kind", "props"),
+    [*FULL, *((kind, props_model(kind).model_validate(REQUIRED[kind])) for kind in KINDS)],
+)
+def test_inlining_once_per_shape_gives_what_inlining_the_whole_page_gives(
+    kind: str, props: BaseModel
+) -> None:
+    content = render(kind, props, brand=BRAND)
+    marked = (
+        rendering._environment(html=True)
+        .get_template(f"{kind}.html")
+        .render(rendering._context(kind, props, BRAND))
+    )
+    whole_page = rendering._inliner().inline(rendering._MARKED.sub(r"\1", marked))
+    assert _serialised(content.html) == _serialised(whole_page)
+
+
+def test_the_style_sheet_is_inlined_once_per_shape_not_per_send() -> None:
+    first = sample_props("invoice-paid")
+    render("invoice-paid", first, brand=BRAND)
+    before = rendering._inlined_skeleton.cache_info()
+    for name in ("Grace Hopper", "Alan <Turing> & Co", "Barbara Liskov"):
+        content = render(
+            "invoice-paid", first.model_copy(update={"customer_name": name}), brand=BRAND
+        )
+        assert f"Hi {htmllib.escape(name, quote=False)}," in content.html
+    after = rendering._inlined_skeleton.cache_info()
+    assert (after.misses, after.hits) == (before.misses, before.hits + 3)
+
+
+def test_a_value_cannot_forge_the_slots_values_are_inlined_into() -> None:
+    name = "Eve \ue0000\ue001 \ue001\ue000"
+    content = render(
+        "invoice-paid",
+        sample_props("invoice-paid").model_copy(update={"customer_name": name}),
+        brand=BRAND,
+    )
+    assert "Hi Eve \ufffd0\ufffd \ufffd\ufffd," in content.html
+    assert not re.search("[\ue000\ue001]", content.html)
+    _assert_well_formed(content)
+
+
+def test_a_warning_callout_gets_its_own_colours() -> None:
+    content = render("payment-failed", sample_props("payment-failed"), brand=BRAND)
+    assert re.search(r'class="callout-cell" style="[^"]*#fff7ed', content.html)
