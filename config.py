@@ -89,6 +89,10 @@ class Settings(BaseSettings):
     auth_callback_url: str = "/dashboard"
 
     database_url: SecretStr | None = None
+    # Connections each process's pool may hold. Summed over every process of every service, they
+    # must stay under the Postgres pooler's client limit (docs/capacity.md). Fewer than the
+    # process's threads is fine: a request then waits for a connection, 5 s at most.
+    database_pool_size: int = Field(default=10, ge=1, le=100)
     data_dir: Path = Path(".data")
 
     supabase_url: AnyHttpUrl | None = None

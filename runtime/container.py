@@ -55,7 +55,7 @@ class Container:
     def db(self) -> Database:
         from adapters.db.pool import Database
 
-        return Database(self.database_url)
+        return Database(self.database_url, max_size=self.settings.database_pool_size)
 
     @once
     def stripe(self) -> StripeGateway:

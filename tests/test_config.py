@@ -171,3 +171,29 @@ def test_callback_path_cannot_be_another_origin(
 def test_test_email_route_can_be_switched(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ENABLE_TEST_EMAIL", "false")
     assert Settings().test_email_enabled is False
+
+
+def test_the_pool_size_defaults_to_the_former_fixed_size(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert Settings().database_pool_size == 10
+    monkeypatch.setenv("DATABASE_POOL_SIZE", "2")
+    assert Settings().database_pool_size == 2
+
+
+@pytest.mark.parametrize(
+    ("value", "reason"),
+    [
+        ("0", "greater than or equal to 1"),
+        ("-1", "greater than or equal to 1"),
+        ("101", "less than or equal to 100"),
+        ("abc", "a valid integer"),
+        ("2.5", "a valid integer"),
+        ("", "a valid integer"),
+        (" ", "a valid integer"),
+    ],
+)
+def test_the_pool_size_must_be_a_count_of_connections(
+    monkeypatch: pytest.MonkeyPatch, value: str, reason: str
+) -> None:
+    monkeypatch.setenv("DATABASE_POOL_SIZE", value)
+    with pytest.raises(ValidationError, match=rf"database_pool_size\n  Input should be {reason}"):
+        Settings()
