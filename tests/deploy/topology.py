@@ -11,8 +11,11 @@ topology on the emulator with `ensure_topology`, then reads it back and compares
 from __future__ import annotations
 
 import re
+import shlex
 import subprocess
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -198,6 +201,17 @@ def seconds(text: str) -> float:
 
 def cloudbuild(project: str) -> Topology:
     """The topology cloudbuild.yaml's scripts create in `project` (a dry run, no network)."""
+    scripts, values = rendered(project)
+    calls = []
+    for step_id in ("provision", "subscriptions"):
+        with dry_run(scripts[step_id]) as found:
+            calls += found
+    return _read(calls, prefix=_render(values["_SERVICE_PREFIX"], values))
+
+
+def rendered(project: str) -> tuple[dict[str, str], dict[str, str]]:
+    """Each bash step's script with Cloud Build's substitutions applied, after the step's `env`
+    exported as Cloud Build sets it, and the substitutions' values."""
     config: dict[str, Any] = yaml.safe_load(CLOUDBUILD.read_text())
     values = {
         **{name: str(value) for name, value in config["substitutions"].items()},
@@ -206,14 +220,14 @@ def cloudbuild(project: str) -> Topology:
         "BUILD_ID": "dry-run",
     }
     scripts = {
-        step["id"]: step["args"][1]
+        step["id"]: "".join(
+            f"export {shlex.quote(_render(entry, values))}\n" for entry in step.get("env", [])
+        )
+        + _render(step["args"][1], values)
         for step in config["steps"]
         if step.get("entrypoint") == "bash" and step["args"][0] == "-c"
     }
-    calls = []
-    for step_id in ("provision", "subscriptions"):
-        calls += _dry_run(_render(scripts[step_id], values))
-    return _read(calls, prefix=_render(values["_SERVICE_PREFIX"], values))
+    return scripts, values
 
 
 def _render(text: str, values: dict[str, str]) -> str:
@@ -227,8 +241,15 @@ def _render(text: str, values: dict[str, str]) -> str:
     return _DOLLAR.sub(one, text)
 
 
-def _dry_run(script: str) -> list[list[str]]:
+@contextmanager
+def dry_run(
+    script: str, *, env: dict[str, str] | None = None, workspace: dict[str, str] | None = None
+) -> Iterator[list[list[str]]]:
+    """The `gcloud` calls of a rendered script; the files it writes to /workspace (where
+    `workspace` holds those earlier steps left) stay readable until the block ends."""
     with tempfile.TemporaryDirectory(prefix="cloudbuild-") as scratch:
+        for name, text in (workspace or {}).items():
+            (Path(scratch) / name).write_text(text)
         calls = Path(scratch) / "calls"
         calls.touch()
         recorder = _RECORDER.replace("__SERVICE_URL__", SERVICE_URL)
@@ -236,7 +257,7 @@ def _dry_run(script: str) -> list[list[str]]:
         body = script.replace("/workspace/", f"{scratch}/")
         result = subprocess.run(
             ["bash", "-c", recorder + body],
-            env={"GCLOUD_CALLS": str(calls), "PATH": "/usr/bin:/bin"},
+            env={**(env or {}), "GCLOUD_CALLS": str(calls), "PATH": "/usr/bin:/bin"},
             capture_output=True,
             text=True,
             timeout=60,
@@ -245,7 +266,7 @@ def _dry_run(script: str) -> list[list[str]]:
         if result.returncode != 0:
             raise AssertionError(f"dry run of cloudbuild.yaml failed:\n{result.stderr}")
         records = calls.read_text().split("\x1e")
-    return [record.split("\x1f")[:-1] for record in records if record]
+        yield [record.split("\x1f")[:-1] for record in records if record]
 
 
 def _read(calls: list[list[str]], *, prefix: str) -> Topology:
