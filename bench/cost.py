@@ -135,9 +135,7 @@ def run(system: System, database_url: str, args: argparse.Namespace, tag: str) -
     m.load_seconds = m.load["duration_us"] / 1e6
     m.backlog = m.acked - system.applied(database_url, tag)[0]
     m.peak_rss_mb = rss_mb(system)
-    m.applied, m.emails_sent, m.effects_seconds = drain(
-        system, database_url, tag, m, started, limit=args.drain
-    )
+    drain(system, database_url, tag, m, started, limit=args.drain)
     m.peak_rss_mb = max(m.peak_rss_mb, rss_mb(system))
     m.cpu = {k: v - cpu0[k] for k, v in cpu(system).items()}
     m.postgres_cpu = postgres_cpu(database_url) - pg0
@@ -154,20 +152,27 @@ def run(system: System, database_url: str, args: argparse.Namespace, tag: str) -
 
 def drain(
     system: System, database_url: str, tag: str, m: Measured, started: float, *, limit: float
-) -> tuple[int, int, float]:
-    """Effects until all are applied or none appeared for 5 s (at most `limit` s after load)."""
+) -> None:
+    """Effects until all are applied or none appeared for 5 s (at most `limit` s after load).
+
+    Access effects and e-mails are timed apart: each rate is over the time to its last one.
+    """
     give_up = time.monotonic() + limit
-    last, last_change = (-1, -1), time.monotonic()
+    last, changed = (-1, -1), [time.monotonic()] * 2
     while time.monotonic() < give_up:
         now = system.applied(database_url, tag)
+        for n in (0, 1):
+            if now[n] != last[n]:
+                changed[n] = time.monotonic()
         if now != last:
-            last, last_change = now, time.monotonic()
+            last = now
             m.peak_rss_mb = max(m.peak_rss_mb, rss_mb(system))
         complete = now[0] >= m.acked and (now[1] >= m.acked or not system.emails)
-        if complete or time.monotonic() - last_change > 5:
+        if complete or time.monotonic() - max(changed) > 5:
             break
-        time.sleep(0.5)
-    return last[0], last[1], last_change - started
+        time.sleep(0.2)
+    m.applied, m.emails_sent = last
+    m.effects_seconds, m.emails_seconds = (at - started for at in changed)
 
 
 def settle(system: System, quiet: float = 0.05) -> None:

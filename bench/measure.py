@@ -17,7 +17,8 @@ class Measured:
     backlog: int = 0  # acknowledged but not applied when the load stopped
     applied: int = 0
     emails_sent: int = 0
-    effects_seconds: float = 0.0  # from the load's start to the last effect seen
+    effects_seconds: float = 0.0  # from the load's start to the last access effect seen
+    emails_seconds: float = 0.0  # from the load's start to the last e-mail seen
     peak_rss_mb: float = 0.0
     cpu: dict[str, float] = field(default_factory=dict)  # stage -> CPU s, load and drain
     postgres_cpu: float = 0.0
@@ -41,6 +42,10 @@ class Measured:
     def applied_rate(self) -> float:
         return self.applied / self.effects_seconds if self.effects_seconds else 0.0
 
+    @property
+    def email_rate(self) -> float:
+        return self.emails_sent / self.emails_seconds if self.emails_seconds else 0.0
+
     def ms_per_applied(self, stage: str | None = None) -> float:
         seconds = self.cpu[stage] if stage else self._service_cpu()
         divisor = self.acked if stage == "api" else self.applied
@@ -61,7 +66,8 @@ class Measured:
         )
         return (
             f"{self.system}: acked {self.acked} ({self.ack_rate:.0f}/s, p99 {self.p99_ms:.0f} ms);"
-            f" applied {self.applied} ({self.applied_rate:.0f}/s), e-mails {self.emails_sent};"
+            f" applied {self.applied} ({self.applied_rate:.0f}/s),"
+            f" e-mails {self.emails_sent} ({self.email_rate:.0f}/s);"
             f" backlog at end of load {self.backlog}; peak RSS {self.peak_rss_mb:.0f} MB;"
             f" CPU ms/applied {self.ms_per_applied():.2f} ({stages or 'one process'}),"
             f" Postgres {1000 * self.postgres_cpu / max(self.applied, 1):.2f};"
@@ -77,7 +83,7 @@ def report(results: list[Measured], args: argparse.Namespace) -> None:
         f"\n{args.connections} connections, {args.duration:.0f} s, {args.customers} customers,"
         f" {args.rounds} round(s); median of rounds; CPU ms per applied event (Postgres apart)"
     )
-    head = ("system", "ack/s", "p99 ms", "applied/s", "e-mails", "backlog", "RSS MB")
+    head = ("system", "ack/s", "p99 ms", "applied/s", "e-mails", "mailed/s", "backlog", "RSS MB")
     print(
         f"{head[0]:<13}" + "".join(f"{h:>10}" for h in head[1:]) + f"{'CPU ms':>9}"
         f"{'PG ms':>8}{'dup ms':>8}  per stage (CPU ms; dup ms)"
@@ -94,6 +100,7 @@ def report(results: list[Measured], args: argparse.Namespace) -> None:
         print(
             f"{name:<13}{med(lambda m: m.ack_rate):>10.0f}{med(lambda m: m.p99_ms):>10.0f}"
             f"{med(lambda m: m.applied_rate):>10.0f}{med(lambda m: m.emails_sent):>10.0f}"
+            f"{med(lambda m: m.email_rate):>10.0f}"
             f"{med(lambda m: m.backlog):>10.0f}{med(lambda m: m.peak_rss_mb):>10.0f}"
             f"{med(lambda m: m.ms_per_applied()):>9.2f}"
             f"{med(lambda m: 1000 * m.postgres_cpu / max(m.applied, 1)):>8.2f}"

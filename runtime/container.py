@@ -191,6 +191,7 @@ class Container:
         return InlineBus(
             {target: self.subscriber(target) for target in TARGETS},
             max_pending=self.settings.inline_bus_max_pending,
+            max_backlog=self.settings.inline_bus_max_backlog,
             # In production e-mail is a service of its own; sharing this process, it lets the
             # webhook and access go first during a burst and mails the backlog after.
             background=("emails",),

@@ -36,15 +36,16 @@ class InlineBus:
     with a dead-letter topic would. Each delivery parses the published bytes anew.
 
     Each subscriber has its own queue and `workers` threads, as each push subscription is
-    delivered on its own: access never waits behind e-mail. Past `max_pending` queued
+    delivered on its own: access never waits behind e-mail. Past its bound of queued
     deliveries for any subscriber, publish raises PublishError (the webhook answers 503 and
     Stripe retries later) instead of the queue, and the process, growing without end.
 
     In production each subscriber is a service of its own; here they share one process's CPU.
     A `background` subscriber (e-mail: a receipt may wait, access may not) therefore yields:
-    while its queue is under half of `max_pending` it runs only when no event was published
-    for `quiet` seconds and no other subscriber has work due, so a burst is acknowledged and
-    applied first and mailed after. Past half, it runs flat out to keep room.
+    while its queue is under half of its bound it runs only when no event was published for
+    `quiet` seconds and no other subscriber has work due, so a burst is acknowledged and
+    applied first and mailed after; past half, it runs flat out to keep room. The bound is
+    `max_pending` for the others, which the webhook waits on, and `max_backlog` for it.
     """
 
     def __init__(
@@ -54,13 +55,15 @@ class InlineBus:
         max_attempts: int = 5,
         min_backoff: float = 0.5,
         max_backoff: float = 60.0,
-        workers: int = 2,
+        workers: int = 8,
         max_pending: int = 2000,
+        max_backlog: int | None = None,
         background: Collection[str] = (),
         quiet: float = 0.02,
     ) -> None:
-        if max_pending < 1:
-            raise ValueError("max_pending must be at least 1")
+        max_backlog = max_pending if max_backlog is None else max_backlog
+        if min(max_pending, max_backlog) < 1:
+            raise ValueError("max_pending and max_backlog must be at least 1")
         if unknown := set(background) - set(subscribers):
             raise ValueError(f"background subscribers {sorted(unknown)} are not subscribers")
         self._subscribers = dict(subscribers)
@@ -69,12 +72,18 @@ class InlineBus:
         self._max_attempts = max_attempts
         self._min_backoff = min_backoff
         self._max_backoff = max_backoff
-        self._max_pending = max_pending
+        self._bounds = {
+            name: max_backlog if name in self._background else max_pending
+            for name in self._subscribers
+        }
         self._queues: dict[str, list[_Delivery]] = {name: [] for name in self._subscribers}
         self._running = dict.fromkeys(self._subscribers, 0)
         self._last_publish = 0.0
         self._seq = itertools.count()
-        self._cond = threading.Condition()
+        # One lock; a condition per subscriber, so a publish wakes one of its workers, not all.
+        self._lock = threading.Lock()
+        self._ready = {name: threading.Condition(self._lock) for name in self._subscribers}
+        self._idle = threading.Condition(self._lock)
         self._closed = False
         self.dead_letters: list[tuple[str, Event]] = []
         self._threads = [
@@ -88,37 +97,39 @@ class InlineBus:
             thread.start()
 
     def publish(self, event: Event, data: bytes) -> None:
-        with self._cond:
+        with self._lock:
             if self._closed:
                 raise PublishError("the in-process bus is closed")
-            if any(len(queue) >= self._max_pending for queue in self._queues.values()):
-                raise PublishError(f"the in-process bus is full ({self._max_pending} pending)")
+            for name, queue in self._queues.items():
+                if len(queue) >= self._bounds[name]:
+                    raise PublishError(f"the in-process bus is full ({len(queue)} for {name})")
             now = self._last_publish = time.monotonic()
             for name, queue in self._queues.items():
                 heapq.heappush(queue, _Delivery(now, next(self._seq), name, event.id, data))
-            self._cond.notify_all()
+                self._ready[name].notify()
 
     def pending(self) -> int:
         """Deliveries queued and not started, over all subscribers."""
-        with self._cond:
+        with self._lock:
             return sum(len(queue) for queue in self._queues.values())
 
     def wait_idle(self, timeout: float = 10.0) -> bool:
         """Wait until nothing is queued or running; True if that happened in time."""
         deadline = time.monotonic() + timeout
-        with self._cond:
-            while any(self._queues.values()) or any(self._running.values()):
+        with self._lock:
+            while not self._is_idle():
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     return False
-                self._cond.wait(remaining)
+                self._idle.wait(remaining)
             return True
 
     def close(self, timeout: float = 5.0) -> None:
         self.wait_idle(timeout)
-        with self._cond:
+        with self._lock:
             self._closed = True
-            self._cond.notify_all()
+            for ready in (*self._ready.values(), self._idle):
+                ready.notify_all()
         for thread in self._threads:
             thread.join(timeout)
 
@@ -127,19 +138,34 @@ class InlineBus:
             try:
                 self._deliver(delivery)
             finally:
-                with self._cond:
+                with self._lock:
                     self._running[name] -= 1
-                    self._cond.notify_all()
+                    self._done(name)
+
+    def _done(self, name: str) -> None:
+        """Wake who may go on now that a delivery of `name` ended (the lock is held)."""
+        if name not in self._background:
+            for waiting in self._background:
+                if self._queues[waiting]:
+                    self._ready[waiting].notify()
+        if self._is_idle():
+            self._idle.notify_all()
+
+    def _is_idle(self) -> bool:
+        return not any(self._queues.values()) and not any(self._running.values())
 
     def _next(self, name: str) -> _Delivery | None:
         queue = self._queues[name]
-        with self._cond:
+        with self._lock:
             while not self._closed:
                 wait = self._wait_before(name, queue, time.monotonic())
                 if wait == 0:
                     self._running[name] += 1
-                    return heapq.heappop(queue)
-                self._cond.wait(wait)
+                    delivery = heapq.heappop(queue)
+                    if queue:  # more work: pass the word to another of this subscriber's workers
+                        self._ready[name].notify()
+                    return delivery
+                self._ready[name].wait(wait)
             return None
 
     def _wait_before(self, name: str, queue: list[_Delivery], now: float) -> float | None:
@@ -148,7 +174,7 @@ class InlineBus:
             return None
         if queue[0].due > now:
             return queue[0].due - now
-        if name not in self._background or len(queue) * 2 >= self._max_pending:
+        if name not in self._background or len(queue) * 2 >= self._bounds[name]:
             return 0
         if now - self._last_publish < self._quiet:
             return self._last_publish + self._quiet - now
@@ -186,7 +212,7 @@ class InlineBus:
                 delivery.attempt,
                 exc,
             )
-            with self._cond:
+            with self._lock:
                 self.dead_letters.append((name, event))
             return
         backoff = min(self._max_backoff, self._min_backoff * 2 ** (delivery.attempt - 1))
@@ -206,6 +232,6 @@ class InlineBus:
             delivery.data,
             delivery.attempt + 1,
         )
-        with self._cond:
+        with self._lock:
             heapq.heappush(self._queues[name], retry)
-            self._cond.notify_all()
+            self._ready[name].notify()

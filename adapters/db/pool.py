@@ -38,7 +38,14 @@ class Database:
                     self._conninfo(),
                     min_size=1,
                     max_size=self._max_size,
-                    kwargs={"row_factory": dict_row, "autocommit": False},
+                    # No server-side prepared statements: Supabase's transaction pooler
+                    # (port 6543) hands each transaction to any server connection, where a
+                    # statement prepared on another one does not exist.
+                    kwargs={
+                        "row_factory": dict_row,
+                        "autocommit": False,
+                        "prepare_threshold": None,
+                    },
                     open=False,
                     name="app",
                     # A connection that died while idle (Postgres restarted) is replaced

@@ -192,3 +192,29 @@ def test_a_background_subscriber_past_half_its_bound_runs_anyway() -> None:
 def test_background_names_must_be_subscribers() -> None:
     with pytest.raises(ValueError, match="mail"):
         InlineBus({"access": lambda _: None}, background=("mail",))
+
+
+def test_a_background_subscriber_has_its_own_bound() -> None:
+    release, mailed = threading.Event(), []
+
+    def stuck(event: Event) -> None:
+        release.wait(5)
+        mailed.append(event.id)
+
+    handlers = {"access": lambda _: None, "emails": stuck}
+    bus = InlineBus(handlers, background=("emails",), workers=1, max_pending=100, max_backlog=3)
+    accepted, refused = [], []
+    for n in range(10):  # e-mail holds one (past half its bound it runs) and queues three
+        event, data = published(f"evt_{n}")
+        try:
+            bus.publish(event, data)
+            accepted.append(event.id)
+        except PublishError as exc:
+            refused.append(str(exc))
+    assert 3 <= len(accepted) <= 4
+    assert refused
+    assert all("for emails" in message for message in refused)
+    release.set()
+    assert bus.wait_idle(5)
+    assert sorted(mailed) == sorted(accepted)
+    bus.close()
