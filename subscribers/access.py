@@ -153,36 +153,51 @@ class AccessSubscriber:
             self.publish(*account_invited(event, to=to, price_id=facts.price_id))
 
     def _change(self, event: Event, change: AccessChange) -> str:
+        profile: Profile | None = None
         with self.db.transaction() as conn:
             claimed = ledger.claim(conn, consumer=CONSUMER, event=event)
-            profile = profiles.lock_by_customer(conn, change.customer_id)
-            if not claimed:
-                outcome = ledger.outcome(conn, consumer=CONSUMER, event=event) or "duplicate"
-            elif profile is None:
-                raise ProfileNotLinked(f"no profile for customer {change.customer_id} yet")
+            if claimed:
+                profile = profiles.lock_by_customer(conn, change.customer_id)
+                outcome = self._apply_change(conn, event, change, profile)
             else:
-                outcome = apply_access(
-                    conn,
-                    event,
-                    profile,
-                    grant=change.grant,
-                    subscription_id=change.subscription_id,
-                    stripe=self.stripe,
-                    price_id=change.price_id,
-                )
-                ledger.settle(conn, consumer=CONSUMER, event=event, outcome=outcome)
-        ended = event.type == "customer.subscription.deleted" and outcome == "revoked"
-        if ended and profile is not None and profile.email:
-            self.publish(
-                *access_revoked(
-                    event,
-                    to=Person(email=profile.email, name=profile.name),
-                    customer_id=change.customer_id,
-                    price_id=subscription_price(event.object),
-                    reason="subscription_ended",
-                )
-            )
+                # A redelivery changes nothing: it takes no row lock.
+                outcome = ledger.outcome(conn, consumer=CONSUMER, event=event) or "duplicate"
+        if event.type == "customer.subscription.deleted" and outcome == "revoked":
+            # Announced again on a redelivery, with the same ids, should the first try have
+            # failed after the commit.
+            found = profile or profiles.by_customer(self.db, change.customer_id)
+            self._announce_end(event, change, found)
         return outcome if claimed else "duplicate"
+
+    def _apply_change(
+        self, conn: Connection, event: Event, change: AccessChange, profile: Profile | None
+    ) -> str:
+        if profile is None:
+            raise ProfileNotLinked(f"no profile for customer {change.customer_id} yet")
+        outcome = apply_access(
+            conn,
+            event,
+            profile,
+            grant=change.grant,
+            subscription_id=change.subscription_id,
+            stripe=self.stripe,
+            price_id=change.price_id,
+        )
+        ledger.settle(conn, consumer=CONSUMER, event=event, outcome=outcome)
+        return outcome
+
+    def _announce_end(self, event: Event, change: AccessChange, profile: Profile | None) -> None:
+        if profile is None or not profile.email:
+            return
+        self.publish(
+            *access_revoked(
+                event,
+                to=Person(email=profile.email, name=profile.name),
+                customer_id=change.customer_id,
+                price_id=subscription_price(event.object),
+                reason="subscription_ended",
+            )
+        )
 
     def _ignore(self, event: Event) -> str:
         """Recorded all the same: `events reconcile` then knows the event arrived."""
