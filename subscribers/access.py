@@ -22,7 +22,7 @@ from core.access import AccessChange, Checkout, access_change, checkout_from, su
 from core.announcements import Person, access_granted, access_revoked, account_invited
 from core.events import Event, is_app_event
 from core.refunds import dispute_from, refund_from
-from subscribers.ordering import apply_access
+from subscribers.ordering import apply_access, apply_plan
 from subscribers.refunds import apply_refund, record_dispute
 
 log = logging.getLogger(__name__)
@@ -112,19 +112,16 @@ class AccessSubscriber:
         profile = _checkout_profile(conn, checkout)
         if profile is None:
             raise ProfileNotLinked(f"no profile for checkout {checkout.session_id}")
-        # A paid checkout's plan follows the ordering rule with its access (below): one older
-        # than a change already applied must not put the customer back on its price.
-        profiles.link_customer(
-            conn,
-            profile.id,
-            customer_id=checkout.customer_id,
-            price_id=None if checkout.paid else price_id,
-        )
+        profiles.link_customer(conn, profile.id, customer_id=checkout.customer_id)
         product = products.by_price(conn, price_id) if price_id else None
         purchases.record(
             conn, checkout, user_id=profile.id, product_id=product.id if product else None
         )
         if not checkout.paid:
+            # The plan chosen, ordered like any plan change: an older checkout arriving late
+            # must not put the customer back on its price.
+            if price_id:
+                apply_plan(conn, event, profile, price_id=price_id)
             return "linked (unpaid)", profile
         outcome = apply_access(
             conn,

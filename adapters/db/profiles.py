@@ -8,7 +8,10 @@ from typing import Any
 
 from adapters.db.pool import Connection, Database
 
-COLUMNS = "id, email, name, customer_id, price_id, has_access, is_admin, access_changed_at"
+COLUMNS = (
+    "id, email, name, customer_id, price_id, has_access, is_admin, access_changed_at,"
+    " price_changed_at"
+)
 
 
 @dataclass(frozen=True)
@@ -21,6 +24,7 @@ class Profile:
     has_access: bool
     is_admin: bool
     access_changed_at: datetime | None
+    price_changed_at: datetime | None = None
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> Profile:
@@ -69,29 +73,28 @@ def _one(conn: Connection, where: str, value: str, *, lock: bool) -> Profile | N
     return Profile.from_row(row) if row else None
 
 
-def link_customer(
-    conn: Connection, user_id: str, *, customer_id: str | None, price_id: str | None
-) -> None:
-    """Record the Stripe customer and price a profile bought with (kept when not given)."""
+def link_customer(conn: Connection, user_id: str, *, customer_id: str | None) -> None:
+    """Record the Stripe customer a profile bought with (kept when not given)."""
     conn.execute(
-        "update public.profiles set customer_id = coalesce(%s, customer_id),"
-        " price_id = coalesce(%s, price_id) where id = %s::uuid",
-        (customer_id, price_id, user_id),
+        "update public.profiles set customer_id = coalesce(%s, customer_id) where id = %s::uuid",
+        (customer_id, user_id),
     )
 
 
 def set_access(
-    conn: Connection,
-    user_id: str,
-    *,
-    grant: bool,
-    changed_at: datetime,
-    event_id: str,
-    price_id: str | None = None,
+    conn: Connection, user_id: str, *, grant: bool, changed_at: datetime, event_id: str
 ) -> None:
-    """Set `has_access` (and the plan, when given); remember which event set it, for ordering."""
+    """Set `has_access`; remember which event set it, for ordering."""
     conn.execute(
-        "update public.profiles set has_access = %s, access_changed_at = %s, access_event_id = %s,"
-        " price_id = coalesce(%s, price_id) where id = %s::uuid",
-        (grant, changed_at, event_id, price_id, user_id),
+        "update public.profiles set has_access = %s, access_changed_at = %s, access_event_id = %s"
+        " where id = %s::uuid",
+        (grant, changed_at, event_id, user_id),
+    )
+
+
+def set_plan(conn: Connection, user_id: str, *, price_id: str, changed_at: datetime) -> None:
+    """Set the plan (the price bought); remember when it changed, for ordering."""
+    conn.execute(
+        "update public.profiles set price_id = %s, price_changed_at = %s where id = %s::uuid",
+        (price_id, changed_at, user_id),
     )

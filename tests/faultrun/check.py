@@ -27,17 +27,15 @@ def differences(
     with psycopg.connect(database_url, row_factory=dict_row) as conn:
         outcomes = access_outcomes(conn)
         found: list[str] = []
-        found += _profiles(scenario, conn, outcomes)
+        found += _profiles(scenario, conn)
         found += _ledger(scenario, outcomes)
         found += _emails(scenario, conn, resend, outcomes)
     found += _dead_letters(scenario, dead, accepted, subscription_name(topic, "access"))
     return found
 
 
-def _profiles(
-    scenario: Scenario, conn: psycopg.Connection[dict[str, Any]], outcomes: dict[str, str]
-) -> list[str]:
-    expected = scenario.profiles(outcomes)
+def _profiles(scenario: Scenario, conn: psycopg.Connection[dict[str, Any]]) -> list[str]:
+    expected = scenario.profiles()
     rows = conn.execute(
         "select id::text as id, has_access, customer_id, price_id from public.profiles"
         " where id::text = any(%s) or customer_id like 'cus\\_ghost%%'",

@@ -138,9 +138,6 @@ def run(scenario: Scenario, rig: Rig, knobs: Knobs = Knobs()) -> Report:
         topic=rig.topic,
     )
     report.figures["e-mails delivered"] = len(rig.resend.delivered)
-    with psycopg.connect(rig.database_url) as conn:
-        behind = scenario.plans_behind(access_outcomes(conn))
-    report.figures["plans not the newest plan change (dropped behind a newer change)"] = behind
     report.figures["mismatches with the model"] = len(report.differences)
     return report
 
