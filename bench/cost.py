@@ -41,7 +41,7 @@ def arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description="CPU per applied event, three systems.")
     parser.add_argument("--connections", type=int, default=16, help="wrk connections")
     parser.add_argument("--duration", type=float, default=15.0, help="seconds of load")
-    parser.add_argument("--events", type=int, default=40_000, help="unique events prepared")
+    parser.add_argument("--events", type=int, default=60_000, help="unique events prepared")
     parser.add_argument("--customers", type=int, default=128, help="linked customers")
     parser.add_argument("--drain", type=float, default=60.0, help="max wait for effects, s")
     parser.add_argument("--replay", type=float, default=5.0, help="seconds of duplicates; 0: off")
@@ -139,7 +139,7 @@ def run(system: System, database_url: str, args: argparse.Namespace, tag: str) -
     m.peak_rss_mb = max(m.peak_rss_mb, rss_mb(system))
     m.cpu = {k: v - cpu0[k] for k, v in cpu(system).items()}
     m.postgres_cpu = postgres_cpu(database_url) - pg0
-    if args.replay:
+    if args.replay and m.applied:  # duplicates of applied events only (none: nothing to replay)
         replay = CACHE / "replay.bin"
         write_events(replay, events, min(m.applied, 5000))
         before, pg1 = cpu(system), postgres_cpu(database_url)
