@@ -37,8 +37,8 @@ def apply_access(
 def apply_plan(conn: Connection, event: Event, profile: Profile, *, price_id: str) -> None:
     """Put the profile on `price_id` unless a plan change as new or newer was applied.
 
-    At a tie (two plan changes in one second) the first applied stays: Stripe's own later
-    `customer.subscription.updated` carries the plan that holds.
+    At a tie (two plan changes within one second, which Stripe's `created` cannot order) the
+    first applied stays.
     """
     if ordering(event.created, profile.price_changed_at) is Ordering.NEWER:
         profiles.set_plan(conn, profile.id, price_id=price_id, changed_at=event.created)
