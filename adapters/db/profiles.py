@@ -24,7 +24,7 @@ class Profile:
     has_access: bool
     is_admin: bool
     access_changed_at: datetime | None
-    price_changed_at: datetime | None = None
+    price_changed_at: datetime | None
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> Profile:

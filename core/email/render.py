@@ -264,7 +264,9 @@ def _inline(marked: str) -> str:
     """The HTML with the style sheet's rules in style attributes.
 
     The markup without its values (the skeleton) depends only on the kind and the template's
-    branches, so the inliner runs once per skeleton and the values go back into its slots.
+    branches, so the inliner runs once per skeleton and the values go back into its slots. Each
+    slot is numbered: a value the parser moves, copies or drops while repairing markup is moved,
+    copied or dropped as inlining the whole page would.
     """
     values: list[str] = []
 
@@ -273,10 +275,6 @@ def _inline(marked: str) -> str:
         return f"{_OPEN}{len(values) - 1}{_CLOSE}"
 
     inlined = _inlined_skeleton(_MARKED.sub(slot, marked))
-    found = [int(number) for number in _SLOT.findall(inlined)]
-    if sorted(found) != list(range(len(values))):
-        # The parser moved or dropped a value (markup it had to repair): inline this one whole.
-        return _inliner().inline(_MARKED.sub(r"\1", marked))
     return _SLOT.sub(lambda match: values[int(match.group(1))], inlined)
 
 

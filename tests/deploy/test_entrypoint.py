@@ -15,7 +15,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from fnmatch import fnmatch
@@ -28,6 +27,7 @@ import requests
 from gunicorn.config import Config
 
 from config import PRODUCTION_REQUIRED
+from tests.helpers import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 ENTRY_FILES = ("bin/serve", "gunicorn.conf.py", "runtime", "config.py", "subscribers")
@@ -232,13 +232,6 @@ def subscriber(checkout: Path) -> Iterator[tuple[subprocess.Popen[str], str]]:
             process.communicate()
 
 
-def wait_for(condition: Any, timeout: float = 20) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.05)
-
-
 def accepts_connections(url: str) -> bool:
     host, port = url.removeprefix("http://").rstrip("/").split(":")
     with socket.socket() as sock:
@@ -256,10 +249,10 @@ def test_sigterm_drains_the_request_in_flight_then_shuts_down(
 ) -> None:
     process, url = subscriber
     marks = checkout / "marks"
-    wait_for(lambda: accepts_connections(url))
+    wait_for(lambda: accepts_connections(url), timeout=20)
     with ThreadPoolExecutor(max_workers=1) as pool:
         response = pool.submit(post_event, url)
-        wait_for((marks / "started").exists)
+        wait_for((marks / "started").exists, timeout=20)
         process.send_signal(signal.SIGTERM)
         assert response.result().status_code == 200
     assert process.wait(timeout=10) == 0

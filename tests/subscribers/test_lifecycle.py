@@ -69,31 +69,27 @@ def test_a_checkout_older_than_the_plan_change_applied_cannot_undo_it(
     assert profile(db, ada) == {"customer_id": "cus_ada", "price_id": YEARLY, "has_access": True}
 
 
-def test_a_plan_change_older_than_a_renewal_applied_first_still_sets_the_plan(
-    api: Api, db: Database, ada: str
+RENEWAL = {"id": "in_r", "customer": "cus_ada", "subscription": "sub_ada"}
+
+
+@pytest.mark.parametrize(
+    ("newer", "change", "access"),
+    [
+        ("invoice.paid", RENEWAL, True),
+        ("customer.subscription.deleted", subscription(status="canceled"), False),
+    ],
+)
+def test_a_plan_change_older_than_an_access_change_applied_first_still_sets_the_plan(
+    api: Api, db: Database, ada: str, newer: str, change: dict[str, Any], access: bool
 ) -> None:
-    """Plan and access are ordered apart: the renewal says nothing of the plan."""
+    """Plan and access are ordered apart: a renewal or a deletion says nothing of the plan."""
     now = int(time.time())
-    renewal = {"id": "in_r", "customer": "cus_ada", "subscription": "sub_ada"}
-    post_event(api, stripe_event("invoice.paid", renewal, created=now + 60))
+    post_event(api, stripe_event(newer, change, created=now + 60))
     settle(api)
     upgrade = subscription(price=YEARLY)
     post_event(api, stripe_event("customer.subscription.updated", upgrade, created=now))
     settle(api)
-    assert profile(db, ada) == {"customer_id": "cus_ada", "price_id": YEARLY, "has_access": True}
-
-
-def test_a_plan_change_older_than_a_deletion_sets_the_plan_not_access(
-    api: Api, db: Database, ada: str
-) -> None:
-    now = int(time.time())
-    ended = subscription(status="canceled")
-    post_event(api, stripe_event("customer.subscription.deleted", ended, created=now + 60))
-    settle(api)
-    upgrade = subscription(price=YEARLY)
-    post_event(api, stripe_event("customer.subscription.updated", upgrade, created=now))
-    settle(api)
-    assert profile(db, ada) == {"customer_id": "cus_ada", "price_id": YEARLY, "has_access": False}
+    assert profile(db, ada) == {"customer_id": "cus_ada", "price_id": YEARLY, "has_access": access}
 
 
 def test_an_unpaid_checkout_older_than_the_plan_applied_leaves_the_plan(

@@ -29,6 +29,19 @@ def published(event_id: str) -> tuple[Event, bytes]:
 EVENT, DATA = published("evt_1")
 
 
+def publish_ten(bus: InlineBus) -> tuple[list[str], list[str]]:
+    """Publish ten events: the ids the bus took, and the messages it refused the rest with."""
+    accepted, refused = [], []
+    for n in range(10):
+        event, data = published(f"evt_{n}")
+        try:
+            bus.publish(event, data)
+            accepted.append(event.id)
+        except PublishError as exc:
+            refused.append(str(exc))
+    return accepted, refused
+
+
 def test_publish_returns_before_subscribers_run() -> None:
     release, ran = threading.Event(), threading.Event()
 
@@ -109,14 +122,7 @@ def test_past_max_pending_publish_refuses_then_recovers() -> None:
         delivered.append(event.id)
 
     bus = InlineBus({"stuck": stuck}, workers=1, max_pending=3)
-    accepted, refused = [], []
-    for n in range(10):  # one in the worker's hands, three queued, then refused
-        event, data = published(f"evt_{n}")
-        try:
-            bus.publish(event, data)
-            accepted.append(event.id)
-        except PublishError as exc:
-            refused.append(str(exc))
+    accepted, refused = publish_ten(bus)  # one in the worker's hands, three queued, refused
     assert 3 <= len(accepted) <= 4
     assert refused
     assert all("full" in message for message in refused)
@@ -203,14 +209,8 @@ def test_a_background_subscriber_has_its_own_bound() -> None:
 
     handlers = {"access": lambda _: None, "emails": stuck}
     bus = InlineBus(handlers, background=("emails",), workers=1, max_pending=100, max_backlog=3)
-    accepted, refused = [], []
-    for n in range(10):  # e-mail holds one (past half its bound it runs) and queues three
-        event, data = published(f"evt_{n}")
-        try:
-            bus.publish(event, data)
-            accepted.append(event.id)
-        except PublishError as exc:
-            refused.append(str(exc))
+    # E-mail holds one (past half its bound it runs), queues three, then refuses.
+    accepted, refused = publish_ten(bus)
     assert 3 <= len(accepted) <= 4
     assert refused
     assert all("for emails" in message for message in refused)

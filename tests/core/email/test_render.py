@@ -387,6 +387,20 @@ def test_inlining_once_per_shape_gives_what_inlining_the_whole_page_gives(
     assert _serialised(content.html) == _serialised(whole_page)
 
 
+@pytest.mark.parametrize(
+    "markup",
+    [
+        "<table><tr>{0}<td>{1}</td></tr></table>",  # a value moved out of the table
+        '<b title="{0}"><p>x</b>{1}</p>',  # an element, with its value, copied
+        "<frameset>{0}</frameset><p>{1}</p>",  # a value dropped
+    ],
+)
+def test_values_follow_the_parser_where_it_repairs_markup(markup: str) -> None:
+    marked = markup.format("\ue000Ada\ue001", "\ue000Eve\ue001")
+    whole_page = rendering._inliner().inline(markup.format("Ada", "Eve"))
+    assert rendering._inline(marked) == whole_page
+
+
 def test_the_style_sheet_is_inlined_once_per_shape_not_per_send() -> None:
     first = sample_props("invoice-paid")
     render("invoice-paid", first, brand=BRAND)
