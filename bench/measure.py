@@ -65,7 +65,8 @@ class Measured:
             f"{k} {self.ms_per_applied(k):.2f}" for k in self.cpu if len(self.cpu) > 1
         )
         return (
-            f"{self.system}: acked {self.acked} ({self.ack_rate:.0f}/s, p99 {self.p99_ms:.0f} ms);"
+            f"{self.system}: acked {self.acked} ({self.ack_rate:.0f}/s, p99 {self.p99_ms:.0f} ms),"
+            f" refused {int(self.load['status_errors'])};"
             f" applied {self.applied} ({self.applied_rate:.0f}/s),"
             f" e-mails {self.emails_sent} ({self.email_rate:.0f}/s);"
             f" backlog at end of load {self.backlog}; peak RSS {self.peak_rss_mb:.0f} MB;"

@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+import orjson
+
 # The types the Stripe webhook endpoint is configured to send; anything else is acknowledged
 # and dropped at the door. `async_payment_succeeded` completes a delayed (bank) payment.
 SUBSCRIBED_TYPES = frozenset(
@@ -53,6 +55,16 @@ class Event:
             "created": str(int(self.created.timestamp())),
             "livemode": "true" if self.livemode else "false",
         }
+
+
+def event_from_json(data: bytes | str) -> Event:
+    """The event in a JSON body (as Stripe sent it, or as the bus carries it).
+
+    orjson: a 4 KB event parses in a quarter of the standard library's time, and every event
+    is parsed twice in one process with the in-process bus. Raises ValueError (InvalidEvent
+    included) when it is not JSON or not an event.
+    """
+    return parse_event(orjson.loads(data))
 
 
 def parse_event(payload: Any) -> Event:

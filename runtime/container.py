@@ -195,6 +195,9 @@ class Container:
             # In production e-mail is a service of its own; sharing this process, it lets the
             # webhook and access go first during a burst and mails the backlog after.
             background=("emails",),
+            # Access takes the deliveries queued during a burst together: one transaction
+            # applies them all (a push subscription hands them over one at a time).
+            batches={"access": self.access_subscriber.apply_many},
         )
 
     def close(self) -> None:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from adapters.bus import EventBus
 from adapters.db import ledger
 from adapters.db.pool import Database
-from core.events import SUBSCRIBED_TYPES, Event, InvalidEvent, parse_event
+from core.events import SUBSCRIBED_TYPES, Event, InvalidEvent, event_from_json, parse_event
 from services.errors import InvalidRequest
 
 if TYPE_CHECKING:  # gRPC and the Stripe SDK load only when a command runs
@@ -107,7 +107,7 @@ def replay_dead_letters(
 
 def _event_of(letter: DeadLetter) -> Event | None:
     try:
-        return parse_event(json.loads(letter.data))
+        return event_from_json(letter.data)
     except (ValueError, InvalidEvent) as exc:
         log.error("dead letter %s is not an event: %s", letter.message_id, exc)
         return None

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import json
 import logging
 
 from adapters.bus import EventBus, PublishError
 from adapters.stripe_api import SignatureError, verify_signature
-from core.events import InvalidEvent, is_subscribed, parse_event
+from core.events import InvalidEvent, event_from_json, is_subscribed
 from services.errors import InvalidRequest, Unavailable
 
 log = logging.getLogger(__name__)
@@ -28,7 +27,7 @@ def receive(
     except SignatureError as exc:
         raise InvalidRequest(str(exc)) from exc
     try:
-        event = parse_event(json.loads(payload))
+        event = event_from_json(payload)
     except (ValueError, RecursionError, InvalidEvent) as exc:
         raise InvalidRequest(f"Invalid event payload: {exc}") from exc
     if livemode is not None and event.livemode != livemode:

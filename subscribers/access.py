@@ -4,8 +4,10 @@ announced on the bus only once committed (the e-mails that speak of access follo
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 
 from adapters.accounts import Accounts
 from adapters.db import ledger, products, profiles, purchases
@@ -22,6 +24,7 @@ from core.access import AccessChange, Checkout, access_change, checkout_from, su
 from core.announcements import Person, access_granted, access_revoked, account_invited
 from core.events import Event, is_app_event
 from core.refunds import dispute_from, refund_from
+from subscribers.changes import ChangeBatch, ProfileNotLinked, Result
 from subscribers.ordering import apply_access, apply_plan
 from subscribers.refunds import apply_refund, record_dispute
 
@@ -30,10 +33,6 @@ log = logging.getLogger(__name__)
 CONSUMER = "access"
 
 Publish = Callable[[Event, bytes], None]
-
-
-class ProfileNotLinked(RuntimeError):
-    """No profile matches the event yet (its checkout may still be on the way): retry later."""
 
 
 @dataclass(frozen=True)
@@ -149,39 +148,79 @@ class AccessSubscriber:
         if checkout.user_id is None:
             self.publish(*account_invited(event, to=to, price_id=facts.price_id))
 
-    def _change(self, event: Event, change: AccessChange) -> str:
-        profile: Profile | None = None
-        with self.db.transaction() as conn:
-            claimed = ledger.claim(conn, consumer=CONSUMER, event=event)
-            if claimed:
-                profile = profiles.lock_by_customer(conn, change.customer_id)
-                outcome = self._apply_change(conn, event, change, profile)
-            else:
-                # A redelivery changes nothing: it takes no row lock.
-                outcome = ledger.outcome(conn, consumer=CONSUMER, event=event) or "duplicate"
-        if event.type == "customer.subscription.deleted" and outcome == "revoked":
-            # Announced again on a redelivery, with the same ids, should the first try have
-            # failed after the commit.
-            found = profile or profiles.by_customer(self.db, change.customer_id)
-            self._announce_end(event, change, found)
-        return outcome if claimed else "duplicate"
+    def apply_many(self, events: Sequence[Event]) -> list[str | Exception]:
+        """Apply a batch of deliveries: each event's outcome, or what it failed with (to retry).
 
-    def _apply_change(
-        self, conn: Connection, event: Event, change: AccessChange, profile: Profile | None
-    ) -> str:
-        if profile is None:
-            raise ProfileNotLinked(f"no profile for customer {change.customer_id} yet")
-        outcome = apply_access(
-            conn,
-            event,
-            profile,
-            grant=change.grant,
-            subscription_id=change.subscription_id,
-            stripe=self.stripe,
-            price_id=change.price_id,
-        )
-        ledger.settle(conn, consumer=CONSUMER, event=event, outcome=outcome)
+        The access changes among them (renewals, subscription changes: nearly all of a burst)
+        are applied in one transaction (`ChangeBatch`); the other events one by one.
+        """
+        results: list[str | Exception] = [""] * len(events)
+        changes: list[tuple[int, Event, AccessChange]] = []
+        for n, event in enumerate(events):
+            if (change := _batchable(event)) is not None:
+                changes.append((n, event, change))
+            else:
+                results[n] = _attempt(partial(self, event))
+        for n, outcome in self._apply_changes(changes):
+            results[n] = outcome
+        return results
+
+    def _apply_changes(
+        self, changes: Sequence[tuple[int, Event, AccessChange]]
+    ) -> list[tuple[int, str | Exception]]:
+        """In one transaction; should it fail, one by one, so that one bad event (or a deadlock
+        with another batch, which Postgres breaks) does not hold back the others."""
+        if len(changes) > 1:
+            try:
+                outcomes = self._changes([(event, change) for _, event, change in changes])
+            except Exception as exc:
+                log.warning("access: a batch of %d failed, one by one now: %s", len(changes), exc)
+            else:
+                _log_batch([event for _, event, _ in changes], outcomes)
+                return [(n, outcome) for (n, _, _), outcome in zip(changes, outcomes, strict=True)]
+        return [
+            (n, _logged(event, _attempt(partial(self._change, event, change))))
+            for n, event, change in changes
+        ]
+
+    def _change(self, event: Event, change: AccessChange) -> str:
+        [outcome] = self._changes([(event, change)])
+        if isinstance(outcome, Exception):
+            raise outcome
         return outcome
+
+    def _changes(self, items: Sequence[tuple[Event, AccessChange]]) -> list[str | Exception]:
+        """Apply access changes in one transaction, then announce the ends of subscriptions.
+
+        A redelivery changes nothing and takes no row lock. A change whose customer has no
+        profile yet fails with ProfileNotLinked and its claim is undone: it applies when retried.
+        """
+        with self.db.transaction() as conn:
+            claimed = ledger.claim_many(conn, consumer=CONSUMER, events=[e for e, _ in items])
+            batch = ChangeBatch(items, claimed)
+            recorded = ledger.outcomes(conn, consumer=CONSUMER, event_ids=batch.redelivered)
+            locked = profiles.lock_by_customers(conn, batch.customers)
+            if unlinked := batch.apply(locked, self.stripe):
+                ledger.release(conn, consumer=CONSUMER, event_ids=unlinked)
+            profiles.save_states(conn, batch.states)
+            ledger.settle_many(conn, consumer=CONSUMER, outcomes=batch.settled)
+        return [
+            self._announced(event, change, result, batch.before.get(change.customer_id))
+            for (event, change), result in zip(items, batch.results(recorded), strict=True)
+        ]
+
+    def _announced(
+        self, event: Event, change: AccessChange, result: Result, profile: Profile | None
+    ) -> str | Exception:
+        """The item's outcome, once the end of its subscription is announced. A redelivery
+        announces again, with the same ids, should the first try have failed after the commit."""
+        if event.type == "customer.subscription.deleted" and result.outcome == "revoked":
+            try:
+                found = profile or profiles.by_customer(self.db, change.customer_id)
+                self._announce_end(event, change, found)
+            except Exception as exc:  # the bus did not take it: the delivery comes back
+                return exc
+        return result.outcome if result.claimed else "duplicate"
 
     def _announce_end(self, event: Event, change: AccessChange, profile: Profile | None) -> None:
         if profile is None or not profile.email:
@@ -202,6 +241,38 @@ class AccessSubscriber:
             if ledger.claim(conn, consumer=CONSUMER, event=event):
                 ledger.settle(conn, consumer=CONSUMER, event=event, outcome="ignored")
         return "ignored"
+
+
+def _batchable(event: Event) -> AccessChange | None:
+    """The access change `__call__` would apply to this event with `_change`, if any."""
+    if is_app_event(event.type) or checkout_from(event) is not None:
+        return None
+    return access_change(event)
+
+
+def _attempt(apply: Callable[[], str]) -> str | Exception:
+    try:
+        return apply()
+    except Exception as exc:  # handed back to the bus, which retries or drops the delivery
+        return exc
+
+
+def _logged(event: Event, outcome: str | Exception) -> str | Exception:
+    if isinstance(outcome, str):
+        log.info("access: %s %s -> %s", event.type, event.id, outcome)
+    return outcome
+
+
+def _log_batch(events: Sequence[Event], outcomes: Sequence[str | Exception]) -> None:
+    """One line for the batch, with every event id in it: a line per event costs as much as
+    applying it does in a batch (each event's outcome is in `processed_events` too)."""
+    counts = Counter(o if isinstance(o, str) else type(o).__name__ for o in outcomes)
+    log.info(
+        "access: %d events in one transaction (%s): %s",
+        len(events),
+        ", ".join(f"{outcome} {n}" for outcome, n in sorted(counts.items())),
+        " ".join(event.id for event in events),
+    )
 
 
 def _checkout_profile(conn: Connection, checkout: Checkout) -> Profile | None:

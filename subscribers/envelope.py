@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
 import logging
 from collections.abc import Callable, Mapping
 from typing import Any
+
+import orjson
 
 from core.events import Event, InvalidEvent, parse_event
 
@@ -24,8 +25,8 @@ def event_from_message(data: Any) -> Event:
     if not isinstance(encoded, str):
         raise InvalidEvent("not a Pub/Sub message with data")
     try:
-        payload = json.loads(base64.b64decode(encoded, validate=True))
-    except (binascii.Error, ValueError, RecursionError) as exc:
+        payload = orjson.loads(base64.b64decode(encoded, validate=True))
+    except (binascii.Error, ValueError) as exc:
         raise InvalidEvent(f"message data is not base64 JSON: {exc}") from exc
     return parse_event(payload)
 

@@ -1,6 +1,12 @@
-"""Apply an access (or plan) change to a locked profile, unless a newer one was applied."""
+"""Apply access (and plan) changes to locked profiles, unless a newer one was applied.
+
+`decide` computes a profile's next state from one event without writing, so a batch of events
+can be folded over the profiles it locked and written once; `apply_access` is one such step.
+"""
 
 from __future__ import annotations
+
+from dataclasses import dataclass, replace
 
 from adapters.db import profiles
 from adapters.db.pool import Connection
@@ -8,6 +14,48 @@ from adapters.db.profiles import Profile
 from adapters.stripe_api import StripeGateway
 from core.access import Ordering, grant_at_tie, ordering
 from core.events import Event
+
+
+@dataclass(frozen=True)
+class Applied:
+    """A profile after one access change, and what the change did."""
+
+    profile: Profile
+    outcome: str  # granted, revoked or stale
+    access_event_id: str | None  # the event that set access, None when it was stale
+
+
+def decide(
+    profile: Profile,
+    event: Event,
+    *,
+    grant: bool,
+    subscription_id: str | None,
+    stripe: StripeGateway,
+    price_id: str | None = None,
+) -> Applied:
+    """Access as the event says, 'stale' when a newer access change was applied; and the plan
+    it carries, unless a newer plan change was applied (each is ordered on its own)."""
+    after = profile if price_id is None else plan_after(profile, event, price_id=price_id)
+    order = ordering(event.created, profile.access_changed_at)
+    if order is Ordering.STALE:
+        return Applied(after, "stale", None)
+    if order is Ordering.TIE:
+        status = stripe.subscription_status(subscription_id) if subscription_id else None
+        grant = grant_at_tie(wanted=grant, subscription_status=status)
+    after = replace(after, has_access=grant, access_changed_at=event.created)
+    return Applied(after, "granted" if grant else "revoked", event.id)
+
+
+def plan_after(profile: Profile, event: Event, *, price_id: str) -> Profile:
+    """The profile on `price_id` unless a plan change as new or newer was applied.
+
+    At a tie (two plan changes within one second, which Stripe's `created` cannot order) the
+    first applied stays.
+    """
+    if ordering(event.created, profile.price_changed_at) is Ordering.NEWER:
+        return replace(profile, price_id=price_id, price_changed_at=event.created)
+    return profile
 
 
 def apply_access(
@@ -20,25 +68,22 @@ def apply_access(
     stripe: StripeGateway,
     price_id: str | None = None,
 ) -> str:
-    """Set access as the event says, 'stale' when a newer access change was applied; and the
-    plan it carries, unless a newer plan change was applied (each is ordered on its own)."""
-    if price_id is not None:
-        apply_plan(conn, event, profile, price_id=price_id)
-    order = ordering(event.created, profile.access_changed_at)
-    if order is Ordering.STALE:
-        return "stale"
-    if order is Ordering.TIE:
-        status = stripe.subscription_status(subscription_id) if subscription_id else None
-        grant = grant_at_tie(wanted=grant, subscription_status=status)
-    profiles.set_access(conn, profile.id, grant=grant, changed_at=event.created, event_id=event.id)
-    return "granted" if grant else "revoked"
+    """`decide`, written to the locked profile; returns the outcome."""
+    applied = decide(
+        profile,
+        event,
+        grant=grant,
+        subscription_id=subscription_id,
+        stripe=stripe,
+        price_id=price_id,
+    )
+    if applied.profile != profile or applied.access_event_id:
+        profiles.save_states(conn, {applied.profile.id: (applied.profile, applied.access_event_id)})
+    return applied.outcome
 
 
 def apply_plan(conn: Connection, event: Event, profile: Profile, *, price_id: str) -> None:
-    """Put the profile on `price_id` unless a plan change as new or newer was applied.
-
-    At a tie (two plan changes within one second, which Stripe's `created` cannot order) the
-    first applied stays.
-    """
-    if ordering(event.created, profile.price_changed_at) is Ordering.NEWER:
-        profiles.set_plan(conn, profile.id, price_id=price_id, changed_at=event.created)
+    """Put the locked profile on `price_id`, as `plan_after` says."""
+    after = plan_after(profile, event, price_id=price_id)
+    if after != profile:
+        profiles.save_states(conn, {after.id: (after, None)})

@@ -6,12 +6,15 @@ Two implementations sit beside it: `inline` (in-process, local runs and tests) a
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from core.events import Event
 
 Handler = Callable[[Event], object]
+# Handles several deliveries at once: for each event, what became of it or the exception it
+# failed with (that one alone is retried).
+BatchHandler = Callable[[Sequence[Event]], Sequence[object]]
 
 
 class PublishError(RuntimeError):

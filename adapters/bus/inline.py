@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import heapq
 import itertools
-import json
 import logging
 import threading
 import time
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from adapters.bus import Handler, PublishError
-from core.events import Event, InvalidEvent, parse_event
+from adapters.bus import BatchHandler, Handler, PublishError
+from core.events import Event, InvalidEvent, event_from_json
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +45,11 @@ class InlineBus:
     `quiet` seconds and no other subscriber has work due, so a burst is acknowledged and
     applied first and mailed after; past half, it runs flat out to keep room. The bound is
     `max_pending` for the others, which the webhook waits on, and `max_backlog` for it.
+
+    A subscriber with a handler in `batches` gets up to `batch_size` due deliveries at a time,
+    as a pull subscriber would, on `batch_workers` threads: while one applies a batch, the
+    deliveries published meanwhile wait to be taken together. Each event's own result decides
+    its retry.
     """
 
     def __init__(
@@ -60,6 +64,9 @@ class InlineBus:
         max_backlog: int | None = None,
         background: Collection[str] = (),
         quiet: float = 0.02,
+        batches: Mapping[str, BatchHandler] | None = None,
+        batch_size: int = 64,
+        batch_workers: int = 2,
     ) -> None:
         max_backlog = max_pending if max_backlog is None else max_backlog
         if min(max_pending, max_backlog) < 1:
@@ -67,6 +74,10 @@ class InlineBus:
         if unknown := set(background) - set(subscribers):
             raise ValueError(f"background subscribers {sorted(unknown)} are not subscribers")
         self._subscribers = dict(subscribers)
+        self._batches = dict(batches or {})
+        if unknown := set(self._batches) - set(subscribers):
+            raise ValueError(f"batch handlers {sorted(unknown)} are not subscribers")
+        self._batch_size = max(1, batch_size)
         self._background = frozenset(background)
         self._quiet = quiet
         self._max_attempts = max_attempts
@@ -91,7 +102,7 @@ class InlineBus:
                 target=self._work, args=(name,), name=f"inline-{name}-{n}", daemon=True
             )
             for name in self._subscribers
-            for n in range(workers)
+            for n in range(batch_workers if name in self._batches else workers)
         ]
         for thread in self._threads:
             thread.start()
@@ -106,7 +117,16 @@ class InlineBus:
             now = self._last_publish = time.monotonic()
             for name, queue in self._queues.items():
                 heapq.heappush(queue, _Delivery(now, next(self._seq), name, event.id, data))
-                self._ready[name].notify()
+                if self._wakes_on_publish(name, queue):
+                    self._ready[name].notify()
+
+    def _wakes_on_publish(self, name: str, queue: list[_Delivery]) -> bool:
+        """Whether a publish wakes one of `name`'s workers (the lock is held). A background
+        subscriber under half its bound would only go back to waiting: the end of a foreground
+        delivery of the same event wakes it (`_done`)."""
+        if name not in self._background or len(self._background) == len(self._queues):
+            return True
+        return len(queue) * 2 >= self._bounds[name]
 
     def pending(self) -> int:
         """Deliveries queued and not started, over all subscribers."""
@@ -134,9 +154,14 @@ class InlineBus:
             thread.join(timeout)
 
     def _work(self, name: str) -> None:
-        while (delivery := self._next(name)) is not None:
+        batch = self._batches.get(name)
+        limit = self._batch_size if batch else 1
+        while deliveries := self._next(name, limit):
             try:
-                self._deliver(delivery)
+                if batch is None:
+                    self._deliver(deliveries[0])
+                else:
+                    self._deliver_many(batch, deliveries)
             finally:
                 with self._lock:
                     self._running[name] -= 1
@@ -154,19 +179,23 @@ class InlineBus:
     def _is_idle(self) -> bool:
         return not any(self._queues.values()) and not any(self._running.values())
 
-    def _next(self, name: str) -> _Delivery | None:
+    def _next(self, name: str, limit: int) -> list[_Delivery]:
+        """Up to `limit` deliveries due now (at least one), or none once the bus is closed."""
         queue = self._queues[name]
         with self._lock:
             while not self._closed:
-                wait = self._wait_before(name, queue, time.monotonic())
+                now = time.monotonic()
+                wait = self._wait_before(name, queue, now)
                 if wait == 0:
                     self._running[name] += 1
-                    delivery = heapq.heappop(queue)
+                    taken = [heapq.heappop(queue)]
+                    while queue and len(taken) < limit and queue[0].due <= now:
+                        taken.append(heapq.heappop(queue))
                     if queue:  # more work: pass the word to another of this subscriber's workers
                         self._ready[name].notify()
-                    return delivery
+                    return taken
                 self._ready[name].wait(wait)
-            return None
+            return []
 
     def _wait_before(self, name: str, queue: list[_Delivery], now: float) -> float | None:
         """0 if `name` may take its next delivery now, else how long to wait (None: a notify)."""
@@ -188,18 +217,29 @@ class InlineBus:
         )
 
     def _deliver(self, delivery: _Delivery) -> None:
-        try:
-            event = parse_event(json.loads(delivery.data))
-        except (ValueError, RecursionError) as exc:  # InvalidEvent is a ValueError
-            log.error(
-                "dropping %s for %s: not an event: %s", delivery.event_id, delivery.subscriber, exc
-            )
+        if (event := _parsed(delivery)) is None:
             return
         try:
             self._subscribers[delivery.subscriber](event)
-        except InvalidEvent as exc:
-            log.error("dropping event %s for %s: %s", event.id, delivery.subscriber, exc)
         except Exception as exc:
+            self._failed(delivery, event, exc)
+
+    def _deliver_many(self, handler: BatchHandler, deliveries: Sequence[_Delivery]) -> None:
+        parsed = [(d, event) for d in deliveries if (event := _parsed(d)) is not None]
+        try:
+            results = list(handler([event for _, event in parsed]))
+            if len(results) != len(parsed):
+                raise RuntimeError(f"{len(results)} results for {len(parsed)} events")
+        except Exception as exc:  # the whole batch failed: each delivery is retried
+            results = [exc] * len(parsed)
+        for (delivery, event), result in zip(parsed, results, strict=True):
+            if isinstance(result, Exception):
+                self._failed(delivery, event, result)
+
+    def _failed(self, delivery: _Delivery, event: Event, exc: Exception) -> None:
+        if isinstance(exc, InvalidEvent):
+            log.error("dropping event %s for %s: %s", event.id, delivery.subscriber, exc)
+        else:
             self._retry_or_dead_letter(delivery, event, exc)
 
     def _retry_or_dead_letter(self, delivery: _Delivery, event: Event, exc: Exception) -> None:
@@ -235,3 +275,14 @@ class InlineBus:
         with self._lock:
             heapq.heappush(self._queues[name], retry)
             self._ready[name].notify()
+
+
+def _parsed(delivery: _Delivery) -> Event | None:
+    """The delivery's event, parsed from the published bytes; None (logged) if it is not one."""
+    try:
+        return event_from_json(delivery.data)
+    except (ValueError, RecursionError) as exc:  # InvalidEvent is a ValueError
+        log.error(
+            "dropping %s for %s: not an event: %s", delivery.event_id, delivery.subscriber, exc
+        )
+        return None

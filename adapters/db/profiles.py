@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -81,20 +82,66 @@ def link_customer(conn: Connection, user_id: str, *, customer_id: str | None) ->
     )
 
 
-def set_access(
-    conn: Connection, user_id: str, *, grant: bool, changed_at: datetime, event_id: str
-) -> None:
-    """Set `has_access`; remember which event set it, for ordering."""
+def lock_by_customers(conn: Connection, customer_ids: Collection[str]) -> dict[str, Profile]:
+    """The profiles linked to these customers, by customer, locked until the transaction ends.
+
+    Locked in one order (by id) whoever asks, so two batches never wait on each other's locks.
+    """
+    if len(customer_ids) < 2:  # the plain statement: cheaper for Postgres to plan
+        found = [lock_by_customer(conn, customer_id) for customer_id in customer_ids]
+        return {p.customer_id: p for p in found if p is not None and p.customer_id}
+    rows = conn.execute(
+        f"select {COLUMNS} from public.profiles"  # noqa: S608 - constants
+        " where customer_id = any(%s) order by id for update",
+        (list(customer_ids),),
+    ).fetchall()
+    return {str(row["customer_id"]): Profile.from_row(row) for row in rows}
+
+
+def save_states(conn: Connection, states: Mapping[str, tuple[Profile, str | None]]) -> None:
+    """Write the access and plan of locked profiles, by id, with one statement.
+
+    Each comes with the id of the event that last set its access (kept when None), for operators.
+    """
+    if len(states) < 2:
+        for profile, event_id in states.values():
+            _save_state(conn, profile, event_id)
+        return
+    columns: tuple[list[Any], ...] = ([], [], [], [], [], [])
+    for profile, event_id in states.values():
+        values = (
+            profile.id,
+            profile.has_access,
+            profile.access_changed_at,
+            event_id,
+            profile.price_id,
+            profile.price_changed_at,
+        )
+        for column, value in zip(columns, values, strict=True):
+            column.append(value)
     conn.execute(
-        "update public.profiles set has_access = %s, access_changed_at = %s, access_event_id = %s"
-        " where id = %s::uuid",
-        (grant, changed_at, event_id, user_id),
+        "update public.profiles p set has_access = v.has_access,"
+        " access_changed_at = v.access_changed_at,"
+        " access_event_id = coalesce(v.access_event_id, p.access_event_id),"
+        " price_id = v.price_id, price_changed_at = v.price_changed_at"
+        " from unnest(%s::uuid[], %s::bool[], %s::timestamptz[], %s::text[], %s::text[],"
+        " %s::timestamptz[]) as v(id, has_access, access_changed_at, access_event_id, price_id,"
+        " price_changed_at) where p.id = v.id",
+        columns,
     )
 
 
-def set_plan(conn: Connection, user_id: str, *, price_id: str, changed_at: datetime) -> None:
-    """Set the plan (the price bought); remember when it changed, for ordering."""
+def _save_state(conn: Connection, profile: Profile, event_id: str | None) -> None:
     conn.execute(
-        "update public.profiles set price_id = %s, price_changed_at = %s where id = %s::uuid",
-        (price_id, changed_at, user_id),
+        "update public.profiles set has_access = %s, access_changed_at = %s,"
+        " access_event_id = coalesce(%s, access_event_id), price_id = %s, price_changed_at = %s"
+        " where id = %s::uuid",
+        (
+            profile.has_access,
+            profile.access_changed_at,
+            event_id,
+            profile.price_id,
+            profile.price_changed_at,
+            profile.id,
+        ),
     )

@@ -107,6 +107,8 @@ class FakeStripe:
         )
 
     def _get_subscription(self, request: Request, sub_id: str) -> Response:
+        if self.outage:
+            return _api_error()
         return json_response(
             {
                 "id": sub_id,

@@ -6,6 +6,7 @@ import itertools
 import json
 import threading
 import time
+from collections.abc import Sequence
 
 import pytest
 
@@ -217,4 +218,97 @@ def test_a_background_subscriber_has_its_own_bound() -> None:
     release.set()
     assert bus.wait_idle(5)
     assert sorted(mailed) == sorted(accepted)
+    bus.close()
+
+
+class Batches:
+    """A batch handler: records each batch's ids; the first call waits for `release`; events
+    named in `failing` fail (each time) with the exception given."""
+
+    def __init__(self, failing: dict[str, Exception] | None = None) -> None:
+        self.release = threading.Event()
+        self.calls: list[list[str]] = []
+        self.failing = failing or {}
+
+    def __call__(self, events: Sequence[Event]) -> list[object]:
+        if not self.calls:
+            self.release.wait(5)
+        self.calls.append([event.id for event in events])
+        return [self.failing.get(event.id, "done") for event in events]
+
+
+def test_deliveries_queued_meanwhile_are_handed_over_together() -> None:
+    batches = Batches()
+    bus = InlineBus({"access": lambda _: None}, batches={"access": batches}, batch_workers=1)
+    bus.publish(*published("evt_first"))
+    wait_for(lambda: bus.pending() == 0)  # the worker holds the first
+    for n in range(10):
+        bus.publish(*published(f"evt_{n}"))
+    batches.release.set()
+    assert bus.wait_idle(5)
+    assert batches.calls == [["evt_first"], [f"evt_{n}" for n in range(10)]]
+    bus.close()
+
+
+def test_a_batch_is_at_most_batch_size() -> None:
+    batches = Batches()
+    bus = InlineBus(
+        {"access": lambda _: None}, batches={"access": batches}, batch_workers=1, batch_size=4
+    )
+    bus.publish(*published("evt_first"))
+    wait_for(lambda: bus.pending() == 0)
+    for n in range(10):
+        bus.publish(*published(f"evt_{n}"))
+    batches.release.set()
+    assert bus.wait_idle(5)
+    assert [len(call) for call in batches.calls] == [1, 4, 4, 2]
+    bus.close()
+
+
+def test_each_event_of_a_batch_is_retried_or_dropped_on_its_own() -> None:
+    batches = Batches({"evt_1": RuntimeError("later"), "evt_2": InvalidEvent("never")})
+    batches.release.set()
+    bus = InlineBus(
+        {"access": lambda _: None},
+        batches={"access": batches},
+        max_attempts=3,
+        min_backoff=0.01,
+    )
+    for n in range(3):
+        bus.publish(*published(f"evt_{n}"))
+    assert bus.wait_idle(5)
+    ids = [event_id for call in batches.calls for event_id in call]
+    assert (ids.count("evt_0"), ids.count("evt_1"), ids.count("evt_2")) == (1, 3, 1)
+    assert [(name, event.id) for name, event in bus.dead_letters] == [("access", "evt_1")]
+    bus.close()
+
+
+def test_a_batch_handler_that_raises_retries_every_event() -> None:
+    calls: list[list[str]] = []
+
+    def broken(events: Sequence[Event]) -> list[object]:
+        calls.append([event.id for event in events])
+        if len(calls) == 1:
+            raise RuntimeError("database unavailable")
+        return ["done"] * len(events)
+
+    bus = InlineBus({"access": lambda _: None}, batches={"access": broken}, min_backoff=0.01)
+    bus.publish(*published("evt_a"))
+    assert bus.wait_idle(5)
+    assert calls == [["evt_a"], ["evt_a"]]
+    assert bus.dead_letters == []
+    bus.close()
+
+
+def test_batch_names_must_be_subscribers() -> None:
+    with pytest.raises(ValueError, match="mail"):
+        InlineBus({"access": lambda _: None}, batches={"mail": lambda events: []})
+
+
+def test_a_bus_of_background_subscribers_only_still_delivers() -> None:
+    mailed = threading.Event()
+    bus = InlineBus({"emails": lambda _: mailed.set()}, background=("emails",), quiet=0.01)
+    bus.publish(EVENT, DATA)
+    assert mailed.wait(5)
+    assert bus.wait_idle(5)
     bus.close()
