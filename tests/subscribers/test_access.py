@@ -129,6 +129,26 @@ def test_signed_garbage_is_400(api: Api) -> None:
     assert post_event(api, b'{"id": "evt_1"}').json()["error"].startswith("Invalid event payload")
 
 
+@pytest.mark.parametrize(
+    ("body", "error"),
+    [
+        # Deeper than any parser should follow.
+        (b'{"id": ' + b"[" * 5000 + b"]" * 5000 + b"}", "Invalid event payload"),
+        (b'{"id": "e", "type": "t", "created": NaN, "data": {}}', "Invalid event payload"),
+        (b"[]", "Invalid event payload"),
+        (b'{"id": "evt_\xff", "type": "t", "created": 1, "data": {}}', "Webhook body is not UTF-8"),
+    ],
+    ids=["deep", "nan", "array", "not-utf-8"],
+)
+def test_signed_bodies_that_are_not_events_are_400(
+    api: Api, db: Database, body: bytes, error: str
+) -> None:
+    response = post_event(api, body)
+    assert response.status_code == 400
+    assert response.json()["error"].startswith(error)
+    assert processed(db) == []
+
+
 def test_unsubscribed_type_is_acknowledged_and_ignored(api: Api, db: Database) -> None:
     response = post_event(api, stripe_event("customer.created", {"id": "cus_1"}))
     assert response.status_code == 200

@@ -4,11 +4,15 @@ the same events applied one at a time do, on real Postgres."""
 from __future__ import annotations
 
 import json
+import logging
 import random
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
+import psycopg
 import pytest
 
 from adapters.bus import PublishError
@@ -18,9 +22,10 @@ from core.events import Event, parse_event
 from runtime.container import Container
 from subscribers.access import AccessSubscriber
 from subscribers.changes import ProfileNotLinked
+from tests.conftest import Api
 from tests.fakes.stripe import FakeStripe
-from tests.helpers import create_user, stripe_event
-from tests.subscribers.lifecycle_helpers import link
+from tests.helpers import create_user, stripe_event, wait_for
+from tests.subscribers.lifecycle_helpers import link, post_event, settle
 
 T0 = 1_700_000_000
 PRICES = ("price_a", "price_b")
@@ -268,3 +273,39 @@ def test_other_events_in_a_batch_take_their_own_path(
     ]
     assert access.apply_many(batch) == ["ignored", "granted"]
     assert recorded(db, "o") == {"evt_o1": "ignored", "evt_o2": "granted"}
+
+
+def test_the_app_applies_a_burst_queued_behind_busy_workers_in_one_transaction(
+    api: Api, db: Database, database_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="subscribers.access")
+    [a] = customers(db, "h", 1)
+    # First invoices: no e-mail, access only.
+    invoice = {"customer": a, "billing_reason": "subscription_create"}
+    bodies = [
+        stripe_event("invoice.paid", invoice, created=T0 + n, event_id=f"evt_h{n}")
+        for n in range(12)
+    ]
+    with psycopg.connect(database_url) as holder:
+        # The test holds the profile's row lock: both access workers block on it, one event
+        # each, and the ten published next queue behind them.
+        holder.execute("select 1 from public.profiles where customer_id = %s for update", (a,))
+        for n, body in enumerate(bodies[:2], start=1):
+            post_event(api, body)
+            wait_for(partial(waiting_on_locks, db, n))
+        for body in bodies[2:]:
+            post_event(api, body)
+    settle(api)
+    assert states(db, "h")["0"][:3] == (True, datetime.fromtimestamp(T0 + 11, tz=UTC), "11")
+    assert len(recorded(db, "h")) == 12
+    assert "pending" not in recorded(db, "h").values()
+    batches = [r.getMessage() for r in caplog.records if "in one transaction" in r.getMessage()]
+    assert [m.split(" events")[0] for m in batches] == ["access: 10"]
+
+
+def waiting_on_locks(db: Database, count: int) -> bool:
+    """Whether `count` sessions wait on a lock."""
+    [row] = db.fetch_all(
+        "select count(*) as n from pg_stat_activity where wait_event_type = 'Lock'"
+    )
+    return int(row["n"]) == count
