@@ -85,7 +85,7 @@ def link_customer(conn: Connection, user_id: str, *, customer_id: str | None) ->
 def lock_by_customers(conn: Connection, customer_ids: Collection[str]) -> dict[str, Profile]:
     """The profiles linked to these customers, by customer, locked until the transaction ends.
 
-    Locked in one order (by id) whoever asks, so two batches never wait on each other's locks.
+    Locked in one order (by id) whoever asks, so two batches never deadlock over them.
     """
     if len(customer_ids) < 2:  # the plain statement: cheaper for Postgres to plan
         found = [lock_by_customer(conn, customer_id) for customer_id in customer_ids]
