@@ -86,7 +86,7 @@ class ChangeBatch:
             current[change.customer_id] = applied.profile
             if applied.access_event_id:
                 set_by[profile.id] = applied.access_event_id
-            if applied.profile != profile or applied.access_event_id:
+            if applied.writes(profile):
                 self.states[profile.id] = (applied.profile, set_by.get(profile.id))
             self._results[n] = self.settled[event.id] = applied.outcome
         return unlinked

@@ -24,6 +24,10 @@ class Applied:
     outcome: str  # granted, revoked or stale
     access_event_id: str | None  # the event that set access, None when it was stale
 
+    def writes(self, before: Profile) -> bool:
+        """Whether the profile is to be written (a tie may set access to what it was)."""
+        return self.profile != before or self.access_event_id is not None
+
 
 def decide(
     profile: Profile,
@@ -77,7 +81,7 @@ def apply_access(
         stripe=stripe,
         price_id=price_id,
     )
-    if applied.profile != profile or applied.access_event_id:
+    if applied.writes(profile):
         profiles.save_states(conn, {applied.profile.id: (applied.profile, applied.access_event_id)})
     return applied.outcome
 

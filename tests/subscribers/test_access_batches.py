@@ -7,7 +7,7 @@ import json
 import logging
 import random
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from functools import partial
 from typing import Any
@@ -38,9 +38,7 @@ class Bus:
     """The bus port: keeps what the subscriber publishes; refuses while `refusing` is set."""
 
     refusing: bool = False
-
-    def __post_init__(self) -> None:
-        self.published: list[Event] = []
+    published: list[Event] = field(default_factory=list)
 
     def publish(self, event: Event, data: bytes) -> None:
         if self.refusing:
@@ -58,13 +56,7 @@ def access(
     settings_factory: Callable[..., Settings], db: Database, bus: Bus
 ) -> Iterator[AccessSubscriber]:
     container = Container(settings_factory())
-    yield AccessSubscriber(
-        db=container.db,
-        stripe=container.stripe,
-        accounts=container.accounts,
-        github=container.github,
-        publish=bus.publish,
-    )
+    yield replace(container.access_subscriber, publish=bus.publish)
     container.close()
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import replace
 
 import pytest
 
@@ -14,7 +15,6 @@ from adapters.db.products import seed_demo_products
 from config import Settings
 from core.events import Event, parse_event
 from runtime.container import Container
-from subscribers.access import AccessSubscriber
 from tests.helpers import create_user, stripe_event
 from tests.subscribers.lifecycle_helpers import profile, session
 
@@ -40,13 +40,7 @@ def test_a_failed_announcement_is_published_on_the_redelivery(
     ada = create_user(db, "ada@example.com", name="Ada Lovelace")
     container = Container(settings_factory())
     bus = FlakyBus()
-    subscriber = AccessSubscriber(
-        db=container.db,
-        stripe=container.stripe,
-        accounts=container.accounts,
-        github=container.github,
-        publish=bus.publish,
-    )
+    subscriber = replace(container.access_subscriber, publish=bus.publish)
     event = parse_event(
         json.loads(stripe_event("checkout.session.completed", session(ada, payment_intent=None)))
     )
