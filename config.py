@@ -157,6 +157,9 @@ class Settings(BaseSettings):
     function_target: str = "api"
     web_concurrency: int = Field(default=2, ge=1, le=64)
     gunicorn_threads: int = Field(default=8, ge=1, le=256)
+    # Set by Cloud Run on every instance: the service and revision that wrote a log line.
+    k_service: str | None = None
+    k_revision: str | None = None
 
     @field_validator("*", mode="before")
     @classmethod
@@ -232,6 +235,14 @@ class Settings(BaseSettings):
     @property
     def is_production(self) -> bool:
         return self.app_env == "production"
+
+    @property
+    def service_context(self) -> dict[str, str]:
+        """Error Reporting's service context: Cloud Run's service and revision, else the target."""
+        context = {"service": self.k_service or self.function_target}
+        if self.k_revision:
+            context["version"] = self.k_revision
+        return context
 
     @property
     def test_email_enabled(self) -> bool:

@@ -46,7 +46,11 @@ class ServiceLogger(glogging.Logger):  # type: ignore[misc]  # gunicorn is untyp
 
     def setup(self, cfg: Any) -> None:
         super().setup(cfg)
-        logs.configure(json_output=_settings.is_production, level=cfg.loglevel)
+        logs.configure(
+            json_output=_settings.is_production,
+            level=cfg.loglevel,
+            service=_settings.service_context,
+        )
         for log in (self.error_log, self.access_log):
             for handler in list(log.handlers):
                 log.removeHandler(handler)

@@ -24,6 +24,13 @@ from structlog.typing import EventDict, Processor
 TRACE_KEY = "logging.googleapis.com/trace"
 SPAN_KEY = "logging.googleapis.com/spanId"
 SAMPLED_KEY = "logging.googleapis.com/trace_sampled"
+# Error Reporting takes a JSON line with a stack trace in `stack_trace`, or any line of this type
+# (its `message` is then the error), grouped by `serviceContext` (Error Reporting's "Format errors
+# in logs"). Without the type, an ERROR line that carries no traceback never reaches it.
+REPORTED_ERROR_TYPE = (
+    "type.googleapis.com/google.devtools.clouderrorreporting.v1beta1.ReportedErrorEvent"
+)
+_REPORTED = frozenset({"ERROR", "CRITICAL"})
 
 _SEVERITIES = {
     "debug": "DEBUG",
@@ -64,13 +71,17 @@ class _StdoutHandler(logging.StreamHandler):  # type: ignore[type-arg]
         pass
 
 
-def configure(*, json_output: bool, level: str = "INFO") -> None:
-    """Route every logger through one stdout handler: JSON lines or readable ones; idempotent."""
+def configure(
+    *, json_output: bool, level: str = "INFO", service: Mapping[str, str] | None = None
+) -> None:
+    """Route every logger through one stdout handler: JSON lines or readable ones; idempotent.
+
+    `service` is Error Reporting's service context (`service`, `version`) of ERROR lines."""
     root = logging.getLogger()
     for handler in [h for h in root.handlers if getattr(h, "_service_handler", False)]:
         root.removeHandler(handler)
     handler = _StdoutHandler()
-    handler.setFormatter(_formatter(json_output=json_output))
+    handler.setFormatter(_formatter(json_output=json_output, service=service))
     root.addHandler(handler)
     root.setLevel(level.upper())
     for name in _QUIET:
@@ -129,7 +140,9 @@ def _end_trace(_exc: BaseException | None) -> None:
     _trace.set(None)
 
 
-def _formatter(*, json_output: bool) -> structlog.stdlib.ProcessorFormatter:
+def _formatter(
+    *, json_output: bool, service: Mapping[str, str] | None
+) -> structlog.stdlib.ProcessorFormatter:
     pre_chain: list[Processor] = [
         structlog.stdlib.add_log_level,
         structlog.stdlib.add_logger_name,
@@ -140,6 +153,7 @@ def _formatter(*, json_output: bool) -> structlog.stdlib.ProcessorFormatter:
     renderer: list[Processor]
     if json_output:
         renderer = [_add_trace, structlog.processors.format_exc_info, _cloud_logging_fields]
+        renderer.append(partial(_error_reporting_fields, dict(service or {"service": "unknown"})))
         renderer.append(structlog.processors.JSONRenderer(ensure_ascii=False))
     else:
         renderer = [_console_renderer()]
@@ -188,3 +202,12 @@ def _cloud_logging_fields(_logger: Any, _method: str, event: EventDict) -> Event
         ordered["stack_trace"] = event.pop("exception")
     ordered.update(event)
     return ordered
+
+
+def _error_reporting_fields(
+    service: Mapping[str, str], _logger: Any, _method: str, event: EventDict
+) -> EventDict:
+    if event.get("severity") in _REPORTED:
+        event["@type"] = REPORTED_ERROR_TYPE
+        event["serviceContext"] = dict(service)
+    return event

@@ -11,6 +11,7 @@ from typing import Any
 import flask
 import pytest
 
+from config import Settings
 from runtime import logs
 
 PROJECT = "demo-project"
@@ -82,6 +83,41 @@ def test_an_exception_goes_to_stack_trace(capsys: pytest.CaptureFixture[str]) ->
     assert line["message"] == "handling failed"
     assert line["stack_trace"].startswith("Traceback (most recent call last):")
     assert "ValueError: card declined" in line["stack_trace"]
+
+
+def test_an_error_without_traceback_is_a_reported_error_event(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("K_SERVICE", "emails")
+    monkeypatch.setenv("K_REVISION", "emails-00042-abc")
+    logs.configure(json_output=True, service=Settings(function_target="emails").service_context)
+    log.error("resend refused evt_1")
+    log.critical("dead-lettered evt_2")
+    log.warning("retrying evt_3")
+
+    error, critical, warning = lines(capsys)
+    for line in (error, critical):
+        assert line["@type"] == logs.REPORTED_ERROR_TYPE
+        assert line["serviceContext"] == {"service": "emails", "version": "emails-00042-abc"}
+    assert error["message"] == "resend refused evt_1"
+    assert "@type" not in warning
+    assert "serviceContext" not in warning
+
+
+def test_the_service_context_falls_back_to_the_target_outside_cloud_run() -> None:
+    assert Settings(function_target="access").service_context == {"service": "access"}
+
+
+def test_an_exception_is_reported_with_its_service(capsys: pytest.CaptureFixture[str]) -> None:
+    logs.configure(json_output=True, service={"service": "api"})
+    try:
+        raise ValueError("card declined")
+    except ValueError:
+        log.exception("handling failed")
+
+    [line] = lines(capsys)
+    assert line["stack_trace"].startswith("Traceback (most recent call last):")
+    assert line["serviceContext"] == {"service": "api"}
 
 
 def test_fields_named_like_secrets_are_redacted(capsys: pytest.CaptureFixture[str]) -> None:
