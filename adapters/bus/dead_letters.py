@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from google.cloud import pubsub_v1
+import google.cloud.pubsub_v1 as pubsub_v1
 
 from adapters.bus.topology import clients
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+import google.cloud.pubsub_v1 as pubsub_v1
 import grpc
 from google.api_core import exceptions, retry
-from google.cloud import pubsub_v1
 from google.pubsub_v1.services.publisher.transports import PublisherGrpcTransport
 
 from adapters.bus import PublishError

@@ -12,9 +12,9 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 
+import google.cloud.pubsub_v1 as pubsub_v1
 import grpc
 from google.api_core import exceptions
-from google.cloud import pubsub_v1
 from google.protobuf import duration_pb2, field_mask_pb2
 from google.pubsub_v1.services.subscriber.transports import SubscriberGrpcTransport
 

@@ -9,9 +9,9 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import google.cloud.pubsub_v1 as pubsub_v1
 import grpc
 from google.api_core import exceptions
-from google.cloud import pubsub_v1
 from google.protobuf import timestamp_pb2
 from google.pubsub_v1.services.subscriber.transports import SubscriberGrpcTransport
 

@@ -9,8 +9,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import google.cloud.pubsub_v1 as pubsub_v1
 import pytest
-from google.cloud import pubsub_v1
 
 from adapters.bus import PublishError
 from adapters.bus.pubsub import PubSubBus

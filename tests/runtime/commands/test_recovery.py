@@ -8,9 +8,9 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import google.cloud.pubsub_v1 as pubsub_v1
 import pytest
 from click.testing import Result
-from google.cloud import pubsub_v1
 
 from adapters.bus.topology import ensure_topology
 from adapters.db.pool import Database
