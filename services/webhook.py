@@ -47,4 +47,11 @@ def receive(
     except PublishError as exc:
         log.error("webhook: could not publish %s %s: %s", event.type, event.id, exc)
         raise Unavailable("Event could not be queued; Stripe will retry") from exc
+    # Counted by the `events-published` log-based metric (ops/monitoring).
+    log.info(
+        "webhook: published %s %s",
+        event.type,
+        event.id,
+        extra={"stage": "published", "event_id": event.id, "event_type": event.type},
+    )
     return "published"

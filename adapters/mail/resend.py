@@ -72,10 +72,16 @@ class ResendMailer:
                 return self._post(email, key)
             except _Retryable as retry:
                 wait = retry.wait if retry.wait is not None else 0.5 * 2 ** (attempt - 1)
+                fields = _log_fields(retry.status)
                 if attempt == MAX_ATTEMPTS or wait > MAX_WAIT_SECONDS:
-                    log.error("resend: %s; giving up after %d attempt(s)", retry.message, attempt)
+                    log.error(
+                        "resend: %s; giving up after %d attempt(s)",
+                        retry.message,
+                        attempt,
+                        extra=fields,
+                    )
                     raise MailError(retry.message) from retry
-                log.warning("resend: %s; retrying in %.1fs", retry.message, wait)
+                log.warning("resend: %s; retrying in %.1fs", retry.message, wait, extra=fields)
                 time.sleep(wait)
         raise AssertionError("unreachable")  # pragma: no cover
 
@@ -95,17 +101,23 @@ class ResendMailer:
 
 
 class _Retryable(Exception):
-    def __init__(self, message: str, wait: float | None) -> None:
+    def __init__(self, message: str, wait: float | None, status: int) -> None:
         super().__init__(message)
         self.message = message
         self.wait = wait
+        self.status = status
+
+
+def _log_fields(status: int) -> dict[str, object]:
+    """What the log-based metrics (ops/monitoring) count Resend's answers by."""
+    return {"stage": "resend", "resend_status": status}
 
 
 def _classified(exc: resend.exceptions.ResendError, email: OutgoingEmail) -> Exception:
     status = _status(exc.code)
     message = f"Resend error {exc.code}: {exc.message}"
     if status == 429 or status >= 500:
-        return _Retryable(message, _retry_after(exc.headers))
+        return _Retryable(message, _retry_after(exc.headers), status)
     log.error(
         "resend refused e-mail %r to %d recipient(s): %s (%s, HTTP %s)",
         email.subject,
@@ -113,6 +125,7 @@ def _classified(exc: resend.exceptions.ResendError, email: OutgoingEmail) -> Exc
         exc.message,
         exc.error_type,
         exc.code,
+        extra=_log_fields(status),
     )
     if status in PERMANENT:
         return UndeliverableEmail(message)

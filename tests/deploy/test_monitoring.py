@@ -8,6 +8,8 @@ updates; every gcloud call it makes is checked against `gcloud --help`.
 
 from __future__ import annotations
 
+import json
+import logging
 import os
 import re
 import subprocess
@@ -23,6 +25,12 @@ from google.cloud.monitoring_v3 import AlertPolicy, NotificationChannel
 from google.protobuf import json_format
 from google.protobuf.message import Message
 
+from adapters.db.pool import Database
+from adapters.db.products import seed_demo_products
+from adapters.mail.message import MailError, send_email
+from adapters.mail.resend import ResendMailer
+from runtime import logs
+from tests.conftest import Api
 from tests.deploy.test_cloudbuild import (
     Help,
     _command_words,
@@ -31,6 +39,9 @@ from tests.deploy.test_cloudbuild import (
     _problems,
     gcloud_calls,
 )
+from tests.fakes.resend import FakeResend
+from tests.helpers import create_user, stripe_event
+from tests.subscribers.test_access import completed, post_event
 
 ROOT = Path(__file__).resolve().parents[2]
 MONITORING = ROOT / "ops" / "monitoring"
@@ -299,3 +310,106 @@ def test_apply_calls_name_known_gcloud_commands_and_flags(
     ]
     assert len(calls) >= 10
     assert not problems, "\n".join(problems)
+
+
+# The log-based metrics count lines the code writes: a filter that no line matches counts
+# nothing, silently. These read the JSON lines the service really writes and select them with
+# the metrics' own filters (the part about the line; resource and log name are Cloud Run's).
+_TERM = re.compile(r'^jsonPayload\.(?P<field>\w+)(?P<op>>=|<=|!=|=|<|>)(?P<value>"[^"]*"|\d+)$')
+
+
+def _term_holds(line: dict[str, Any], term: str) -> bool:
+    match = _TERM.match(term)
+    assert match, f"the test cannot read the term {term!r}"
+    field, op, raw = match["field"], match["op"], match["value"]
+    value: object = raw.strip('"') if raw.startswith('"') else int(raw)
+    if field not in line:
+        return False
+    have = line[field]
+    if isinstance(value, int):
+        if not isinstance(have, int):
+            return False
+        return {
+            "=": have == value,
+            "!=": have != value,
+            ">=": have >= value,
+            "<=": have <= value,
+            "<": have < value,
+            ">": have > value,
+        }[op]
+    return (str(have) == value) == (op == "=")
+
+
+def selected_by(metric: str, lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The JSON lines the named log-based metric's filter selects."""
+    data = metric_names()[f"__SERVICE_PREFIX__-{metric}"]
+    terms = [t.strip() for t in data["filter"].split(" AND ")]
+    terms = [t for t in terms if t.startswith("jsonPayload.")]
+    assert terms, f"{metric} selects nothing of the line"
+    return [line for line in lines if all(_term_holds(line, t) for t in terms)]
+
+
+@pytest.fixture
+def json_lines(capsys: pytest.CaptureFixture[str]) -> Iterator[Callable[[], list[dict[str, Any]]]]:
+    """The service's JSON log lines written so far in this test."""
+    root = logging.getLogger()
+    before = list(root.handlers), root.level
+    logs.configure(json_output=True)
+
+    def read() -> list[dict[str, Any]]:
+        out = capsys.readouterr().out
+        return [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+
+    yield read
+    for handler in [h for h in root.handlers if getattr(h, "_service_handler", False)]:
+        root.removeHandler(handler)
+    for handler in before[0]:
+        if handler not in root.handlers:
+            root.addHandler(handler)
+    root.setLevel(before[1])
+
+
+def test_a_published_event_is_counted_once_with_its_type(
+    api: Api, db: Database, json_lines: Callable[[], list[dict[str, Any]]]
+) -> None:
+    seed_demo_products(db)
+    user = create_user(db, "counted@example.com")
+    body = stripe_event("checkout.session.completed", completed(user))
+    assert post_event(api, body).status_code == 200
+    assert api.container.bus.wait_idle()  # type: ignore[attr-defined]
+
+    [published] = selected_by("events-published", json_lines())
+    assert published["event_type"] == "checkout.session.completed"
+    assert published["event_id"] == json.loads(body)["id"]
+
+
+@pytest.mark.parametrize(
+    ("status", "metric", "other"),
+    [(422, "emails-refused", "resend-throttled"), (429, "resend-throttled", "emails-refused")],
+)
+def test_resend_answers_are_counted_by_what_they_mean(
+    resend: FakeResend,
+    json_lines: Callable[[], list[dict[str, Any]]],
+    status: int,
+    metric: str,
+    other: str,
+) -> None:
+    answer = {"statusCode": status, "name": "x", "message": "refused or limited"}
+    resend.scripted.extend([(status, answer, {"retry-after": "60"})] * 3)
+    mailer = ResendMailer("re_test", resend.server.url, timeout=5, rate_per_second=1000)
+
+    with pytest.raises(MailError):
+        send_email(
+            mailer,
+            to="ada@example.com",
+            subject="s",
+            text="t",
+            html="<p>h</p>",
+            from_="Acme <hello@acme.example.com>",
+            idempotency_key="evt_1/receipt",
+        )
+
+    lines = json_lines()
+    [counted] = selected_by(metric, lines)
+    assert counted["resend_status"] == status
+    assert selected_by(other, lines) == []
