@@ -5,7 +5,7 @@ UV_VERSION := 0.13.9
 UV := $(shell uv --version >/dev/null 2>&1 && echo uv || echo python3 -m uv)
 
 # `make demo`: the whole loop offline (user, checkout, events, access, e-mails); exits 0.
-.PHONY: run demo test lint format install uv emails-preview bench image
+.PHONY: run demo test lint format install uv emails-preview bench image system-packages
 
 uv:
 	@$(UV) --version >/dev/null 2>&1 || python3 -m pip install --quiet "uv==$(UV_VERSION)"
@@ -25,8 +25,19 @@ demo: install
 	@set -a; if [ -f .env ]; then . ./.env || exit 1; fi; set +a; \
 	  exec $(UV) run --frozen python -m dev.demo
 
-test: install
+test: install system-packages
 	@$(UV) run --frozen pytest
+
+# Debian packages the suite drives: headless Chromium reads the local pipeline page as a person
+# would. Installed when missing (as root, or through sudo).
+SYSTEM_PACKAGES := chromium
+system-packages:
+	@missing=""; for p in $(SYSTEM_PACKAGES); do command -v $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	  if [ -n "$$missing" ]; then \
+	    echo "Installing$$missing from Debian's packages (first time only)..."; \
+	    sudo=""; [ "$$(id -u)" -eq 0 ] || sudo=sudo; \
+	    $$sudo apt-get update -qq && \
+	    DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq --no-install-recommends $$missing >/dev/null; fi
 
 lint: install
 	$(UV) run --frozen ruff check .

@@ -65,6 +65,7 @@ def banner(settings: Settings, run_env: Path) -> str:
             f"Database   {database}",
             f"Outbox     {settings.email_outbox_dir.resolve()} (each e-mail a .eml file)",
             f"Webhook    {base}/api/webhook/payments, secret {secret} ({whose})",
+            f"Pipeline   {base}/_dev/pipeline (events, outcomes, e-mails, dead letters)",
             "",
             "Next, in another terminal:",
             f"  source {run_env}        # DATABASE_URL and PORT of this stack, for the CLI",

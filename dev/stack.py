@@ -14,12 +14,13 @@ import threading
 import time
 from collections.abc import Iterator, Mapping
 
+from werkzeug.middleware.dispatcher import DispatcherMiddleware
 from werkzeug.serving import BaseWSGIServer, make_server
 
 from adapters.bus.topology import PushPolicy, ensure_topology
 from adapters.db import migrations, products
 from config import Settings
-from dev import local_postgres, pubsub_emulator, stripe_stand_in
+from dev import local_postgres, pipeline_view, pubsub_emulator, stripe_stand_in
 from dev.processes import start_target
 from main import create_app
 from runtime import lifecycle
@@ -112,8 +113,12 @@ def start(settings: Settings, stack: contextlib.ExitStack) -> Container:
 
 
 def api_server(container: Container, *, host: str, port: int) -> BaseWSGIServer:
-    """The API over HTTP, threaded as `make run` serves it (not started yet)."""
-    return make_server(host, port, create_app(container=container), threaded=True)
+    """The API over HTTP, threaded as `make run` serves it (not started yet), with the local
+    view of the pipeline at /_dev/pipeline."""
+    app = DispatcherMiddleware(
+        create_app(container=container), {pipeline_view.PATH: pipeline_view.view_app(container)}
+    )
+    return make_server(host, port, app, threaded=True)
 
 
 def serve_in_background(server: BaseWSGIServer, stack: contextlib.ExitStack) -> str:

@@ -1,0 +1,193 @@
+"""`make run`'s view of the pipeline at /_dev/pipeline (development only, never in the image).
+
+The latest Stripe events, what each consumer made of them (the ledger), the e-mails they caused
+(each a link to the HTML that was sent, read back from the outbox) and the dead letters: what a
+founder would otherwise read out of logs and SQL.
+"""
+
+from __future__ import annotations
+
+import email
+import email.policy
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from flask import Flask, Response, abort, render_template_string
+
+from adapters.db.pool import Database
+from adapters.mail.outbox import OutboxMailer
+from core.announcements import announced_ids
+from core.events import event_from_json
+from runtime.container import Container
+
+PATH = "/_dev/pipeline"
+# Ids of the events access publishes about a Stripe event (core/announcements.py): shown with it.
+ANNOUNCEMENT_PREFIXES = tuple(announced_ids("")[1:])
+LATEST = 50
+
+
+@dataclass
+class EventRow:
+    """One event and what became of it."""
+
+    event_id: str
+    event_type: str
+    created: datetime
+    outcomes: dict[str, str] = field(default_factory=dict)
+    emails: list[tuple[str, str, str]] = field(default_factory=list)  # (id, kind, recipient)
+
+
+@dataclass(frozen=True)
+class DeadLetterRow:
+    subscriber: str
+    event_id: str
+    event_type: str
+
+
+PAGE = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Pipeline</title>
+<meta http-equiv="refresh" content="5">
+<style>
+ body { font: 14px system-ui, sans-serif; margin: 2rem; color: #1f2328; }
+ table { border-collapse: collapse; width: 100%; margin-bottom: 2rem; }
+ th, td { text-align: left; padding: .35rem .6rem; border-bottom: 1px solid #d0d7de; }
+ th { background: #f6f8fa; } code { font-size: 12px; }
+ .none { color: #8c959f; } .dead { color: #cf222e; }
+</style></head><body>
+<h1>Pipeline</h1>
+<p>The latest {{ events|length }} Stripe events the subscribers recorded, newest first;
+refreshed every 5 s.</p>
+<table id="events">
+ <tr><th>event</th><th>type</th><th>created</th>
+ {% for consumer in consumers %}<th>{{ consumer }}</th>{% endfor %}<th>e-mails</th></tr>
+ {% for row in events %}
+ <tr data-event="{{ row.event_id }}"><td><code>{{ row.event_id }}</code></td>
+  <td>{{ row.event_type }}</td><td>{{ row.created.strftime("%Y-%m-%d %H:%M:%S") }}</td>
+  {% for consumer in consumers %}
+  <td class="{{ 'none' if consumer not in row.outcomes }}">
+   {{ row.outcomes.get(consumer, "not yet") }}</td>{% endfor %}
+  <td>{% for mail_id, kind, to in row.emails %}
+   <a href="{{ base }}/emails/{{ mail_id }}/{{ kind }}">{{ kind }}</a> to {{ to }}<br>
+  {% else %}<span class="none">none</span>{% endfor %}</td></tr>
+ {% else %}
+ <tr><td colspan="5" class="none">No events yet: try
+  <code>uv run flask --app main events send checkout.session.completed</code></td></tr>
+ {% endfor %}
+</table>
+<h2>Dead letters</h2>
+<table id="dead-letters">
+ <tr><th>subscriber</th><th>event</th><th>type</th></tr>
+ {% for letter in dead %}
+ <tr class="dead"><td>{{ letter.subscriber }}</td><td><code>{{ letter.event_id }}</code></td>
+  <td>{{ letter.event_type }}</td></tr>
+ {% else %}<tr><td colspan="3" class="none">None.</td></tr>{% endfor %}
+</table>
+<p>Replay them with <code>uv run flask --app main events replay-dead-letters</code>
+(EVENT_BUS=pubsub).</p>
+</body></html>
+"""
+
+
+def latest_events(db: Database, *, limit: int = LATEST) -> list[EventRow]:
+    """The newest Stripe events in the ledger, every consumer's outcome, the e-mails sent
+    about them (under their own id or an announcement's: core/announcements.py)."""
+    rows = db.fetch_all(
+        "select e.event_id, e.event_type, e.event_created, p.consumer, p.outcome"
+        " from (select event_id, min(event_type) as event_type,"
+        "       min(event_created) as event_created, max(processed_at) as last"
+        "       from public.processed_events where event_id not like all(%s)"
+        "       group by event_id order by last desc limit %s) e"
+        " join public.processed_events p using (event_id)"
+        " order by e.last desc, p.consumer",
+        ([_like(prefix) for prefix in ANNOUNCEMENT_PREFIXES], limit),
+    )
+    events: dict[str, EventRow] = {}
+    for row in rows:
+        entry = events.setdefault(
+            row["event_id"], EventRow(row["event_id"], row["event_type"], row["event_created"])
+        )
+        entry.outcomes[row["consumer"]] = row["outcome"]
+    about = {mail_id: event_id for event_id in events for mail_id in announced_ids(event_id)}
+    sent = db.fetch_all(
+        "select event_id, kind, recipient from public.sent_emails"
+        " where event_id = any(%s) order by sent_at",
+        (list(about),),
+    )
+    for row in sent:
+        events[about[row["event_id"]]].emails.append(
+            (row["event_id"], row["kind"], row["recipient"])
+        )
+    return list(events.values())
+
+
+def _like(prefix: str) -> str:
+    return prefix.replace("_", "\\_") + "%"
+
+
+def consumers_of(events: Sequence[EventRow]) -> list[str]:
+    return sorted({consumer for row in events for consumer in row.outcomes})
+
+
+def dead_letters(container: Container) -> list[DeadLetterRow]:
+    """What the bus gave up on: the in-process bus's list, or the dead-letter subscription's."""
+    settings = container.settings
+    if settings.event_bus != "pubsub":
+        held: list[tuple[str, Any]] = list(getattr(container.bus, "dead_letters", []))
+        return [DeadLetterRow(name, event.id, event.type) for name, event in held]
+    from adapters.bus.dead_letters import dead_letter_box
+
+    with dead_letter_box(
+        project=settings.google_cloud_project,
+        topic=settings.pubsub_topic,
+        emulator_host=settings.pubsub_emulator_host,
+    ) as box:
+        letters = box.pull_all()
+        box.release(letters)  # looked at, not taken: available again at once
+    found = []
+    for letter in letters:
+        try:
+            event = event_from_json(letter.data)
+        except ValueError:
+            continue
+        subscriber = letter.attributes.get("CloudPubSubDeadLetterSourceSubscription", "?")
+        found.append(DeadLetterRow(subscriber.rsplit("/", 1)[-1], event.id, event.type))
+    return found
+
+
+def sent_html(mailer: object, *, event_id: str, kind: str) -> str | None:
+    """The HTML of the e-mail sent for (event, kind), read back from the outbox."""
+    if not isinstance(mailer, OutboxMailer):
+        return None
+    path = mailer.find(f"{event_id}/{kind}")
+    if path is None or not path.exists():
+        return None
+    message = email.message_from_bytes(path.read_bytes(), policy=email.policy.default)
+    part = message.get_body(preferencelist=("html",))
+    return str(part.get_content()) if part is not None else None
+
+
+def view_app(container: Container) -> Flask:
+    """The page and the e-mails it links to, as a WSGI app to mount at PATH."""
+    app = Flask(__name__)
+
+    @app.get("/")
+    def index() -> str:
+        events = latest_events(container.db)
+        return render_template_string(
+            PAGE,
+            events=events,
+            consumers=consumers_of(events),
+            dead=dead_letters(container),
+            base=PATH,
+        )
+
+    @app.get("/emails/<event_id>/<kind>")
+    def sent(event_id: str, kind: str) -> Response:
+        html = sent_html(container.mailer, event_id=event_id, kind=kind)
+        if html is None:
+            abort(404)
+        return Response(html, mimetype="text/html")
+
+    return app

@@ -1,0 +1,156 @@
+"""/_dev/pipeline (dev/pipeline_view.py), read as a person reads it: in headless Chromium.
+
+The page is served the way `make run` serves it (dev/stack.api_server); events go in through
+the signed webhook; Chromium loads the page and the e-mail it links to, and what it rendered is
+checked against the ledger and the outbox.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import email
+import email.policy
+import json
+import os
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import html5lib
+import pytest
+
+from adapters.db.pool import Database
+from adapters.db.products import seed_demo_products
+from core.announcements import announced_ids
+from dev import pipeline_view
+from dev import stack as local_stack
+from tests.conftest import Api
+from tests.helpers import create_user, stripe_event, wait_for
+from tests.subscribers.lifecycle_helpers import subscription
+from tests.subscribers.test_access import completed, post_event
+
+NS = {"h": "http://www.w3.org/1999/xhtml"}
+
+
+def chromium() -> str:
+    found = shutil.which("chromium")
+    if found is None:
+        message = "chromium is not installed (`make test` installs it)"
+        if os.environ.get("CI", "").lower() in {"1", "true"}:
+            pytest.fail(message)
+        pytest.skip(message)
+    return found
+
+
+def rendered(url: str, tmp_path: Path) -> str:
+    """The DOM Chromium built from `url`, as HTML."""
+    done = subprocess.run(
+        [
+            chromium(),
+            *("--headless", "--no-sandbox", "--disable-gpu", "--no-first-run"),
+            *("--disable-background-networking", "--disable-component-update"),
+            f"--user-data-dir={tmp_path / 'chromium'}",
+            "--dump-dom",
+            url,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout
+
+
+def cells(dom: str, table: str) -> list[list[str]]:
+    """The text of each cell of each data row of the table with that id."""
+    document = html5lib.parse(dom)
+    rows = document.findall(f".//h:table[@id='{table}']//h:tr", NS)
+    return [
+        [" ".join("".join(td.itertext()).split()) for td in row.findall("h:td", NS)]
+        for row in rows
+        if row.findall("h:td", NS)
+    ]
+
+
+def links(dom: str) -> list[str]:
+    return [a.get("href", "") for a in html5lib.parse(dom).findall(".//h:a", NS)]
+
+
+@pytest.fixture
+def page(api: Api) -> Iterator[str]:
+    """The local stack's server over the test's container; the page's URL."""
+    server = local_stack.api_server(api.container, host="127.0.0.1", port=0)
+    with contextlib.ExitStack() as stack:
+        base = local_stack.serve_in_background(server, stack)
+        stack.callback(server.server_close)
+        yield base + pipeline_view.PATH + "/"
+
+
+def test_the_page_shows_each_event_its_outcomes_and_the_mail_it_caused(
+    api: Api, db: Database, page: str, tmp_path: Path
+) -> None:
+    seed_demo_products(db)
+    buyer = create_user(db, "viewer@example.com")
+    body = stripe_event("checkout.session.completed", completed(buyer))
+    event_id = json.loads(body)["id"]
+    assert post_event(api, body).status_code == 200
+    assert api.container.bus.wait_idle()  # type: ignore[attr-defined]
+    [ledger] = db.fetch_all(
+        "select outcome from public.processed_events where event_id = %s and consumer = 'access'",
+        (event_id,),
+    )
+    [sent] = db.fetch_all(
+        "select event_id, kind, recipient from public.sent_emails where event_id = any(%s)",
+        (list(announced_ids(event_id)),),
+    )
+
+    dom = rendered(page, tmp_path)
+
+    [row] = [r for r in cells(dom, "events") if r[0] == event_id]
+    assert row[1] == "checkout.session.completed"
+    assert ledger["outcome"] in row
+    assert row[-1] == f"{sent['kind']} to {sent['recipient']}"
+    mail = f"{pipeline_view.PATH}/emails/{sent['event_id']}/{sent['kind']}"
+    assert mail in links(dom)
+
+    letter = rendered(page.removesuffix(pipeline_view.PATH + "/") + mail, tmp_path)
+    outbox = api.container.mailer.find(f"{sent['event_id']}/{sent['kind']}")  # type: ignore[attr-defined]
+    assert outbox is not None
+    message = email.message_from_bytes(outbox.read_bytes(), policy=email.policy.default)
+    part = message.get_body(preferencelist=("html",))
+    assert part is not None
+    # What a reader sees of the HTML part as sent: the same words, in Chromium's DOM.
+    assert visible_text(letter) == visible_text(str(part.get_content()))
+
+
+def visible_text(html: str) -> str:
+    document = html5lib.parse(html)
+    body = document.find(".//h:body", NS)
+    assert body is not None
+    return " ".join("".join(body.itertext()).split())
+
+
+def test_an_event_no_one_could_apply_is_listed_as_a_dead_letter(
+    api: Api, page: str, tmp_path: Path
+) -> None:
+    # A renewal for a customer no checkout ever linked: retried until the bus gives up.
+    body = stripe_event(
+        "customer.subscription.updated", subscription(customer="cus_nobody", id="sub_nobody")
+    )
+    event_id = json.loads(body)["id"]
+    assert post_event(api, body).status_code == 200
+    dead = api.container.bus.dead_letters  # type: ignore[attr-defined]
+    wait_for(lambda: any(event.id == event_id for _, event in dead), timeout=60)
+
+    dom = rendered(page, tmp_path)
+
+    assert ["access", event_id, "customer.subscription.updated"] in cells(dom, "dead-letters")
+
+
+def test_an_e_mail_that_was_not_sent_is_not_found(api: Api, page: str) -> None:
+    import requests
+
+    response = requests.get(page + "emails/evt_none/receipt", timeout=10)
+    assert response.status_code == 404
