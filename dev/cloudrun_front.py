@@ -60,6 +60,7 @@ class CloudRunFront:
     timeout: float = DEFAULT_TIMEOUT_SECONDS
     url: str = ""
     process: subprocess.Popen[bytes] | None = None
+    grace: float = SHUTDOWN_GRACE_SECONDS
 
     def __call__(self, environ: dict[str, Any], start_response: Any) -> Any:
         request = Request(environ)
@@ -123,7 +124,7 @@ class CloudRunFront:
     def stop_container(self) -> None:
         """Cloud Run's shutdown of an instance: SIGTERM, 10 s of grace, then SIGKILL."""
         if self.process is not None:
-            stop_group(self.process, timeout=SHUTDOWN_GRACE_SECONDS)
+            stop_group(self.process, timeout=self.grace)
 
 
 @contextlib.contextmanager
