@@ -59,6 +59,8 @@ class CloudRunFront:
     invokers: frozenset[str]
     timeout: float = DEFAULT_TIMEOUT_SECONDS
     url: str = ""
+    # Other URLs the service is known by (its run.app URL in a test of production settings).
+    aliases: tuple[str, ...] = ()
     process: subprocess.Popen[bytes] | None = None
     grace: float = SHUTDOWN_GRACE_SECONDS
 
@@ -100,7 +102,7 @@ class CloudRunFront:
 
     def _audiences(self) -> list[str]:
         # The service's URL, with or without the trailing slash Pub/Sub's default audience has.
-        return [self.url, self.url + "/"]
+        return [u + end for u in (self.url, *self.aliases) for end in ("", "/")]
 
     def _forward(self, request: Request, headers: dict[str, str]) -> Response:
         target = urllib.parse.urlsplit(self.target_url)
@@ -135,10 +137,11 @@ def running(
     invokers: frozenset[str],
     timeout: float = DEFAULT_TIMEOUT_SECONDS,
     port: int = 0,
+    aliases: tuple[str, ...] = (),
     process: subprocess.Popen[bytes] | None = None,
 ) -> Iterator[CloudRunFront]:
     """A front on loopback (`port`, or a free one) for the block; then the container stops."""
-    front = CloudRunFront(target_url, google, invokers, timeout, process=process)
+    front = CloudRunFront(target_url, google, invokers, timeout, aliases=aliases, process=process)
     server = make_server("127.0.0.1", port, front, threaded=True)
     front.url = f"http://127.0.0.1:{server.server_port}"
     thread = threading.Thread(target=server.serve_forever, name="cloudrun-front", daemon=True)

@@ -98,8 +98,8 @@ class LocalGoogle:
     key: rsa.RSAPrivateKey = field(default_factory=new_key)
     kid: str = "local-google-1"
     url: str = ""
-    # name -> (the front's URL the push goes to, the audience of its token)
-    _routes: dict[str, tuple[str, str]] = field(default_factory=dict)
+    # name -> (the front's URL the push goes to, the audience of its token, the account)
+    _routes: dict[str, tuple[str, str, str]] = field(default_factory=dict)
 
     @property
     def certs_url(self) -> str:
@@ -116,9 +116,12 @@ class LocalGoogle:
     def token(self, *, audience: str, email: str = PUSH_ACCOUNT) -> str:
         return sign(id_token_claims(audience=audience, email=email), self.key, self.kid)
 
-    def push_endpoint(self, name: str, *, to: str, audience: str) -> str:
-        """Where the emulator pushes for `name`: on to `to`, with a token for `audience`."""
-        self._routes[name] = (to, audience)
+    def push_endpoint(
+        self, name: str, *, to: str, audience: str, account: str = PUSH_ACCOUNT
+    ) -> str:
+        """Where the emulator pushes for `name`: on to `to`, with `account`'s token for
+        `audience` (a subscription's `--push-auth-service-account` and its audience)."""
+        self._routes[name] = (to, audience, account)
         return f"{self.url}/push/{name}"
 
     def __call__(self, environ: dict[str, Any], start_response: Any) -> Any:
@@ -136,11 +139,11 @@ class LocalGoogle:
         name, _, rest = request.path.removeprefix("/push/").partition("/")
         if name not in self._routes:
             return Response(f"no push subscription for {name!r}", status=404)
-        to, audience = self._routes[name]
+        to, audience, account = self._routes[name]
         target = urllib.parse.urlsplit(to)
         headers = {
             "Content-Type": request.headers.get("Content-Type", "application/json"),
-            "Authorization": f"Bearer {self.token(audience=audience)}",
+            "Authorization": f"Bearer {self.token(audience=audience, email=account)}",
         }
         connection = http.client.HTTPConnection(
             target.hostname or "127.0.0.1", target.port, timeout=PUSH_WAIT_SECONDS
