@@ -175,9 +175,7 @@ def test_health_check_answers_without_a_token(
 
 
 @pytest.mark.parametrize(("method", "path"), [("POST", "/healthz"), ("GET", "/"), ("GET", "/x")])
-def test_nothing_else_answers_without_a_token(
-    guarded: FlaskClient, method: str, path: str
-) -> None:
+def test_nothing_else_answers_without_a_token(guarded: FlaskClient, method: str, path: str) -> None:
     assert guarded.open(path, method=method).status_code == 401
 
 
