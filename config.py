@@ -149,6 +149,10 @@ class Settings(BaseSettings):
     push_audience: str | None = None
     push_service_account: str | None = None
     push_certs_url: AnyHttpUrl = AnyHttpUrl("https://www.googleapis.com/oauth2/v1/certs")
+    # Cloud Run's IAM invoker check is on (`--no-allow-unauthenticated`, no
+    # `--no-invoker-iam-check`): it verifies the token and forwards it with its signature removed.
+    # Off: the token arrives as Pub/Sub signed it and only a full signature is accepted.
+    push_invoker_iam_check: bool = True
 
     # Interface `make run` listens on: loopback unless told otherwise.
     dev_host: str = "127.0.0.1"

@@ -128,7 +128,7 @@ def _wait_until_healthy(port: int, process: subprocess.Popen[bytes]) -> None:
         with contextlib.suppress(OSError, http.client.HTTPException):
             conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
             conn.request("GET", "/healthz")
-            # Any answer but a server error: the subscriber targets have no /healthz route.
+            # Any answer but a server error: the server listens and routes.
             if conn.getresponse().status < 500:
                 return
         time.sleep(0.05)

@@ -3,7 +3,10 @@
 Without DATABASE_URL an embedded Postgres runs under `.data/postgres`. With EVENT_BUS=pubsub
 the whole pipeline runs as in production: the Pub/Sub emulator (started here unless
 PUBSUB_EMULATOR_HOST names one), and the `access` and `emails` targets as processes of their
-own (`bin/serve`), fed by push subscriptions. Each step that makes a person wait says so.
+own (`bin/serve`), each behind a stand-in of Cloud Run's front (dev/cloudrun_front.py), fed by
+push subscriptions carrying a push token signed by a local key acting as Google's
+(dev/local_google.py), so the targets check it as in production. Each step that makes a person
+wait says so.
 """
 
 from __future__ import annotations
@@ -20,14 +23,25 @@ from werkzeug.serving import BaseWSGIServer, make_server
 from adapters.bus.topology import PushPolicy, ensure_topology
 from adapters.db import migrations, products
 from config import Settings
-from dev import local_postgres, pipeline_view, pubsub_emulator, stripe_stand_in
+from dev import (
+    cloudrun_front,
+    local_google,
+    local_postgres,
+    pipeline_view,
+    pubsub_emulator,
+    stripe_stand_in,
+)
+from dev.local_google import PUSH_ACCOUNT, LocalGoogle
 from dev.processes import start_target
+from dev.pubsub_emulator import free_port
 from main import create_app
 from runtime import lifecycle
 from runtime.container import Container
 from subscribers import TARGETS
 
 log = logging.getLogger("devserver")
+# Cloud Run's request timeout for the subscriber services, as cloudbuild.yaml deploys them.
+SUBSCRIBER_TIMEOUT_SECONDS = 60.0
 
 
 @contextlib.contextmanager
@@ -81,14 +95,13 @@ def prepare(container: Container) -> None:
 
 
 def start_subscribers(settings: Settings, stack: contextlib.ExitStack) -> None:
-    """Each subscriber target in a process of its own, fed by a push subscription."""
+    """Each subscriber target in a process of its own behind a stand-in of Cloud Run's front,
+    fed by a push subscription whose OIDC token local Google attaches (the emulator cannot)."""
+    google = stack.enter_context(local_google.running())
     endpoints = {}
     with step(f"Starting the subscriber targets {', '.join(TARGETS)} (bin/serve)"):
         for name in TARGETS:
-            target = start_target(name, settings, log=settings.data_dir / f"{name}.log")
-            stack.callback(target.stop)
-            endpoints[name] = target.url + "/"
-            print(f"  {name} target on {target.url} (log: {target.log})", flush=True)
+            endpoints[name] = start_private_service(name, settings, google, stack)
     ensure_topology(
         project=settings.google_cloud_project,
         topic=settings.pubsub_topic,
@@ -97,6 +110,36 @@ def start_subscribers(settings: Settings, stack: contextlib.ExitStack) -> None:
         policy=PushPolicy(min_backoff=1.0),
         emulator_host=settings.pubsub_emulator_host,
     )
+
+
+def start_private_service(
+    name: str, settings: Settings, google: LocalGoogle, stack: contextlib.ExitStack
+) -> str:
+    """`name` as Cloud Run serves a private service, checking push tokens as in production;
+    returns the push endpoint for the emulator."""
+    port = free_port()
+    service_url = f"http://127.0.0.1:{port}"  # the front's, so the audience of the push token
+    push = {
+        "push_audience": service_url,
+        "push_service_account": PUSH_ACCOUNT,
+        "push_certs_url": google.certs_url,
+    }
+    log_path = settings.data_dir / f"{name}.log"
+    target = start_target(name, with_overrides(settings, push), log=log_path)
+    stack.callback(target.stop)
+    front = stack.enter_context(
+        cloudrun_front.running(
+            target.url,
+            google,
+            invokers=frozenset({PUSH_ACCOUNT}),
+            timeout=SUBSCRIBER_TIMEOUT_SECONDS,
+            port=port,
+            process=target.process,
+        )
+    )
+    print(f"  {name} target on {target.url} behind Cloud Run's front on {front.url}", flush=True)
+    print(f"    (log: {target.log})", flush=True)
+    return google.push_endpoint(name, to=front.url + "/", audience=service_url)
 
 
 def start(settings: Settings, stack: contextlib.ExitStack) -> Container:

@@ -33,16 +33,27 @@ def create_app(target: str | None = None) -> flask.Flask:
     if not isinstance(app, flask.Flask):
         raise TypeError(f"{name} must be a synchronous CloudEvent function")
     logs.init_app(app, project_id=settings.google_cloud_project)
+    # Cloud Run's startup and liveness probes dial the container directly, with no token.
+    app.add_url_rule("/healthz", "healthz", _healthz, methods=["GET"])
     if settings.push_audience and settings.push_service_account:
         require_push_token(app, settings.push_audience, settings.push_service_account, settings)
     return app
 
 
-def require_push_token(app: flask.Flask, audience: str, account: str, settings: Settings) -> None:
-    """Answer 401 to any request without Pub/Sub's OIDC token for this subscription.
+def _healthz() -> flask.typing.ResponseReturnValue:
+    return flask.jsonify(status="ok")
 
-    Cloud Run's IAM check already keeps strangers out of a private service; this keeps the
-    subscriber safe also when that is misconfigured (public ingress, `allUsers` as invoker).
+
+def require_push_token(app: flask.Flask, audience: str, account: str, settings: Settings) -> None:
+    """Answer 401 to any request but `GET /healthz` without Pub/Sub's OIDC token for this
+    subscription.
+
+    Cloud Run's IAM check already keeps strangers out of a private service, and forwards the
+    token it verified with the signature removed: that form is accepted on its claims while
+    PUSH_INVOKER_IAM_CHECK is on, unless the request came with X-Serverless-Authorization (then
+    Cloud Run checked that header and passed `Authorization` through untouched). With the
+    invoker check off (`allUsers` as invoker, `--no-invoker-iam-check`), PUSH_INVOKER_IAM_CHECK
+    must be off too, and only a token with Google's signature passes.
     """
     from adapters.push_auth import InvalidPushToken, PushVerifier
 
@@ -52,8 +63,14 @@ def require_push_token(app: flask.Flask, audience: str, account: str, settings: 
 
     @app.before_request
     def _authenticate() -> flask.typing.ResponseReturnValue | None:
+        request = flask.request
+        if request.method == "GET" and request.path == "/healthz":
+            return None
+        stripped_ok = (
+            settings.push_invoker_iam_check and "X-Serverless-Authorization" not in request.headers
+        )
         try:
-            verifier.verify(flask.request.headers.get("Authorization"))
+            verifier.verify(request.headers.get("Authorization"), signature_removed_ok=stripped_ok)
         except InvalidPushToken as exc:
             log.warning("push refused: %s", exc)
             return flask.jsonify(error="Invalid or missing push token"), 401

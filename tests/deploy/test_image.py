@@ -3,17 +3,22 @@
 With production settings (secrets as environment, the tests' Postgres, the Pub/Sub emulator set
 up as cloudbuild.yaml sets up Pub/Sub, Stripe and Resend faked at their HTTP boundary), the
 `api` container takes a signed webhook, the emulator pushes it to the `access` and `emails`
-containers, the profile is granted and the e-mail sent. Containers share the host's network,
-so they reach the loopback services the tests start.
+containers, the profile is granted and the e-mail sent. Each push reaches its container as on
+Cloud Run: with the push account's OIDC token (signed by local Google, dev/local_google.py, as
+the emulator signs none) through a stand-in of Cloud Run's front (dev/cloudrun_front.py), which
+checks it and forwards it with its signature removed; the containers check it again with
+production's push settings. Containers share the host's network, so they reach the loopback
+services the tests start.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,7 +30,9 @@ from adapters.bus.topology import clients, ensure_topology
 from adapters.db.pool import Database
 from adapters.db.products import seed_demo_products
 from config import PRODUCTION_REQUIRED
-from dev import pubsub_emulator
+from dev import cloudrun_front, local_google, pubsub_emulator
+from dev.cloudrun_front import CloudRunFront
+from dev.local_google import LocalGoogle
 from tests.conftest import serving
 from tests.deploy import topology
 from tests.deploy.conftest import Image
@@ -144,6 +151,28 @@ def resend_fake() -> Iterator[FakeResend]:
     yield from serving(FakeResend())
 
 
+@pytest.fixture
+def google() -> Iterator[LocalGoogle]:
+    with local_google.running() as running:
+        yield running
+
+
+@pytest.fixture
+def front(google: LocalGoogle) -> Iterator[Callable[..., CloudRunFront]]:
+    """`start(container_url, account=, audience=)`: Cloud Run's front before a private service
+    at its run.app URL `audience`, `account` its only invoker."""
+    with contextlib.ExitStack() as stack:
+
+        def start(url: str, *, account: str, audience: str) -> CloudRunFront:
+            return stack.enter_context(
+                cloudrun_front.running(
+                    url, google, invokers=frozenset({account}), aliases=(audience,), timeout=60
+                )
+            )
+
+        yield start
+
+
 def database_for_containers(url: str) -> tuple[str, list[str]]:
     """The test database as a container reaches it: TCP as is (host network), or the Unix
     socket of the embedded server mounted into the container."""
@@ -257,9 +286,13 @@ def test_the_loop_runs_in_containers_with_production_settings(
     resend_fake: FakeResend,
     supabase_fake: FakeSupabaseAuth,
     figure: list[str],
+    google: LocalGoogle,
+    front: Callable[..., CloudRunFront],
 ) -> None:
     pubsub.ensure_running()
     production = topology.cloudbuild(PROJECT)
+    account, audiences = production.push_service_account, production.push_audiences
+    assert account
     url, mounts = database_for_containers(database_url)
     env = production_env(
         database_url=url,
@@ -273,13 +306,29 @@ def test_the_loop_runs_in_containers_with_production_settings(
     seed_demo_products(db)
     user = create_user(db, "image@example.com")
 
-    started = {target: containers.run(target, env, mounts=mounts) for target in TARGETS}
+    # Production's push settings; Google's certificates are local Google's.
+    push = {
+        target: {
+            "PUSH_AUDIENCE": audience,
+            "PUSH_SERVICE_ACCOUNT": account,
+            "PUSH_CERTS_URL": google.certs_url,
+        }
+        for target, audience in audiences.items()
+    }
+    started = {t: containers.run(t, env | push.get(t, {}), mounts=mounts) for t in TARGETS}
     health = requests.get(started["api"].url + "/healthz", timeout=10)
     assert health.status_code == 200
     assert health.json() == {"status": "ok"}
 
-    # Pub/Sub as cloudbuild.yaml sets it up, pushing to the containers instead of Cloud Run.
-    wanted = production.with_endpoints({t: started[t].url + "/" for t in ("access", "emails")})
+    # Pub/Sub as cloudbuild.yaml sets it up, pushing to Cloud Run's front of each container.
+    endpoints = {}
+    for target, audience in audiences.items():
+        before = front(started[target].url, account=account, audience=audience)
+        endpoints[target] = google.push_endpoint(
+            target, to=before.url + "/", audience=audience, account=account
+        )
+    assert set(endpoints) == {"access", "emails"}
+    wanted = production.with_endpoints(endpoints)
     ensure_topology(
         project=PROJECT,
         topic=production.topic,

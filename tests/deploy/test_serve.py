@@ -10,6 +10,7 @@ import socket
 import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import requests
@@ -62,12 +63,13 @@ def answers(url: str) -> bool:
 @pytest.fixture
 def serve(
     settings_factory: Callable[..., Settings], db: Database, tmp_path: Path
-) -> Iterator[Callable[[str], str]]:
+) -> Iterator[Callable[..., str]]:
+    """`run(target, **settings)`: the target served by `bin/serve`, answering; its URL."""
     processes: list[subprocess.Popen[bytes]] = []
 
-    def run(target: str) -> str:
+    def run(target: str, **overrides: Any) -> str:
         log = tmp_path / f"{target}.log"
-        process, url = start(target, environment(settings_factory()), log)
+        process, url = start(target, environment(settings_factory(**overrides)), log)
         processes.append(process)
         wait_for(lambda: answers(url) or process.poll() is not None, timeout=30)
         assert process.poll() is None, log.read_text()
@@ -79,7 +81,7 @@ def serve(
         process.wait(15)
 
 
-def test_api_answers_on_healthz(serve: Callable[[str], str]) -> None:
+def test_api_answers_on_healthz(serve: Callable[..., str]) -> None:
     url = serve("api")
     response = requests.get(url + "/healthz", timeout=5)
     assert response.status_code == 200
@@ -88,7 +90,7 @@ def test_api_answers_on_healthz(serve: Callable[[str], str]) -> None:
 
 @pytest.mark.parametrize("target", ["access", "emails"])
 def test_subscriber_answers_a_push_request(
-    serve: Callable[[str], str], db: Database, target: str
+    serve: Callable[..., str], db: Database, target: str
 ) -> None:
     url = serve(target)
     user = create_user(db, "served@example.com")

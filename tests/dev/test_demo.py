@@ -66,3 +66,5 @@ def test_make_demo_runs_the_whole_loop_and_exits_0(tmp_path: Path, bus: str) -> 
     assert email, out
     if bus == "pubsub":
         assert "Pub/Sub emulator on 127.0.0.1:" in out
+        # The targets check push tokens: access was granted through Cloud Run's front.
+        assert len(re.findall(r"target on \S+ behind Cloud Run's front on http", out)) == 2

@@ -6,24 +6,20 @@ a local endpoint serves in the format of https://www.googleapis.com/oauth2/v1/ce
 
 from __future__ import annotations
 
-import datetime
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
-from cryptography.x509.oid import NameOID
 from flask.testing import FlaskClient
-from google.auth import crypt, jwt
 from werkzeug.wrappers import Request, Response
 
 from adapters.db.pool import Database
 from adapters.db.products import seed_demo_products
 from config import Settings
+from dev.local_google import certificate, id_token_claims, new_key, remove_signature, sign
 from dev.processes import environment
 from runtime.subscriber_app import create_app
 from tests.conftest import serving
@@ -35,61 +31,27 @@ AUDIENCE = "https://saas-access-123456789.europe-west1.run.app"
 ACCOUNT = "saas-push@my-project.iam.gserviceaccount.com"
 
 
-def _key() -> rsa.RSAPrivateKey:
-    return rsa.generate_private_key(public_exponent=65537, key_size=2048)
-
-
-def _certificate(key: rsa.RSAPrivateKey) -> str:
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "test-signer")])
-    now = datetime.datetime.now(datetime.UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(days=1))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .sign(key, hashes.SHA256())
-    )
-    return cert.public_bytes(serialization.Encoding.PEM).decode()
-
-
 @dataclass
 class GoogleCerts:
     """Google's token-signing certificates endpoint, and tokens signed with its key."""
 
     server: FakeServer = field(default_factory=FakeServer)
-    key: rsa.RSAPrivateKey = field(default_factory=_key)
+    key: rsa.RSAPrivateKey = field(default_factory=new_key)
     kid: str = "push-key-1"
 
     def __post_init__(self) -> None:
         self.server.route("/oauth2/v1/certs", ("GET",), self._certs)
 
     def _certs(self, request: Request) -> Response:
-        return json_response({self.kid: _certificate(self.key)})
+        return json_response({self.kid: certificate(self.key)})
 
-    def token(self, *, key: rsa.RSAPrivateKey | None = None, **changes: Any) -> str:
-        now = int(time.time())
-        claims = {
-            "iss": "https://accounts.google.com",
-            "aud": AUDIENCE,
-            "azp": "1234567890",
-            "email": ACCOUNT,
-            "email_verified": True,
-            "sub": "1234567890",
-            "iat": now,
-            "exp": now + 3600,
-            **changes,
-        }
-        pem = (key or self.key).private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        )
-        signer = crypt.RSASigner.from_string(pem, key_id=self.kid)  # type: ignore[no-untyped-call]
-        token: bytes = jwt.encode(signer, claims)  # type: ignore[no-untyped-call]
-        return token.decode()
+    def token(
+        self, *, key: rsa.RSAPrivateKey | None = None, removed: bool = False, **changes: Any
+    ) -> str:
+        """A push token; `removed`: as Cloud Run forwards it, its signature removed."""
+        claims = id_token_claims(audience=AUDIENCE, email=ACCOUNT) | changes
+        token = sign(claims, key or self.key, self.kid)
+        return remove_signature(token) if removed else token
 
 
 @pytest.fixture
@@ -124,40 +86,97 @@ def guarded(target: Callable[..., FlaskClient], google: GoogleCerts) -> FlaskCli
     )
 
 
-def push(client: FlaskClient, db: Database, token: str | None) -> tuple[int, bool]:
+def push(
+    client: FlaskClient, db: Database, token: str | None, headers: dict[str, str] | None = None
+) -> tuple[int, bool]:
     seed_demo_products(db)
     user = create_user(db, f"{time.monotonic_ns()}@example.com")
-    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    headers = dict(headers or {})
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
     response = client.post("/", json=push_envelope(completed_body(user)), headers=headers)
     return response.status_code, profile_access(db, user)
 
 
+@pytest.mark.parametrize("removed", [False, True], ids=["signed", "as-cloud-run-forwards-it"])
 def test_a_push_with_googles_token_is_applied(
+    guarded: FlaskClient, google: GoogleCerts, db: Database, removed: bool
+) -> None:
+    assert push(guarded, db, google.token(removed=removed)) == (200, True)
+
+
+WRONG_CLAIMS = [
+    {"aud": "https://another-service.run.app"},
+    {"email": "someone@evil.example"},
+    {"email_verified": False},
+    {"email_verified": "true"},
+    {"iss": "https://evil.example"},
+    {"exp": int(time.time()) - 120, "iat": int(time.time()) - 3720},
+    {"iat": int(time.time()) + 600, "exp": int(time.time()) + 4200},
+]
+
+
+@pytest.mark.parametrize("removed", [False, True], ids=["signed", "as-cloud-run-forwards-it"])
+@pytest.mark.parametrize("changes", WRONG_CLAIMS)
+def test_a_wrong_claim_is_401_and_changes_nothing(
+    guarded: FlaskClient, google: GoogleCerts, db: Database, changes: dict[str, Any], removed: bool
+) -> None:
+    assert push(guarded, db, google.token(removed=removed, **changes)) == (401, False)
+
+
+def test_a_foreign_signature_is_401(
     guarded: FlaskClient, google: GoogleCerts, db: Database
 ) -> None:
-    assert push(guarded, db, google.token()) == (200, True)
+    assert push(guarded, db, google.token(key=new_key())) == (401, False)
 
 
 @pytest.mark.parametrize(
-    "changes",
-    [
-        {"aud": "https://another-service.run.app"},
-        {"email": "someone@evil.example"},
-        {"email_verified": False},
-        {"iss": "https://evil.example"},
-        {"exp": int(time.time()) - 120, "iat": int(time.time()) - 3720},
-        {"key": _key()},
-    ],
+    "token",
+    [None, "garbage", "a.b.SIGNATURE_REMOVED_BY_GOOGLE", "e30.e30.SIGNATURE_REMOVED_BY_GOOGLE"],
 )
-def test_anything_else_is_401_and_changes_nothing(
-    guarded: FlaskClient, google: GoogleCerts, db: Database, changes: dict[str, Any]
-) -> None:
-    assert push(guarded, db, google.token(**changes)) == (401, False)
-
-
-@pytest.mark.parametrize("token", [None, "garbage"])
 def test_without_a_token_is_401(guarded: FlaskClient, db: Database, token: str | None) -> None:
     assert push(guarded, db, token) == (401, False)
+
+
+def test_a_removed_signature_needs_the_invoker_check(
+    target: Callable[..., FlaskClient], google: GoogleCerts, db: Database
+) -> None:
+    # With the invoker check off, nobody verified the signature before the container.
+    client = target(
+        push_audience=AUDIENCE,
+        push_service_account=ACCOUNT,
+        push_certs_url=f"{google.server.url}/oauth2/v1/certs",
+        push_invoker_iam_check=False,
+    )
+    assert push(client, db, google.token(removed=True)) == (401, False)
+    assert push(client, db, google.token()) == (200, True)
+
+
+def test_a_removed_signature_beside_x_serverless_authorization_is_401(
+    guarded: FlaskClient, google: GoogleCerts, db: Database
+) -> None:
+    # Cloud Run checked the other header then, and passed `Authorization` on as it came.
+    other = {"X-Serverless-Authorization": f"Bearer {google.token(removed=True)}"}
+    assert push(guarded, db, google.token(removed=True), other) == (401, False)
+
+
+@pytest.mark.parametrize("configured", [False, True], ids=["open", "guarded"])
+def test_health_check_answers_without_a_token(
+    target: Callable[..., FlaskClient], google: GoogleCerts, configured: bool
+) -> None:
+    push_settings = {
+        "push_audience": AUDIENCE,
+        "push_service_account": ACCOUNT,
+        "push_certs_url": f"{google.server.url}/oauth2/v1/certs",
+    }
+    client = target(**(push_settings if configured else {}))
+    response = client.get("/healthz")
+    assert (response.status_code, response.json) == (200, {"status": "ok"})
+
+
+@pytest.mark.parametrize(("method", "path"), [("POST", "/healthz"), ("GET", "/"), ("GET", "/x")])
+def test_nothing_else_answers_without_a_token(guarded: FlaskClient, method: str, path: str) -> None:
+    assert guarded.open(path, method=method).status_code == 401
 
 
 def test_certificates_are_fetched_once(
@@ -169,7 +188,7 @@ def test_certificates_are_fetched_once(
 
 
 def test_off_when_not_configured(target: Callable[..., FlaskClient], db: Database) -> None:
-    # Locally, the emulator pushes without a token.
+    # Without the Cloud Run front (dev/cloudrun_front.py), the emulator pushes without a token.
     assert push(target(), db, None) == (200, True)
 
 
