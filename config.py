@@ -241,6 +241,12 @@ class Settings(BaseSettings):
         return self.app_env == "production"
 
     @property
+    def json_logs(self) -> bool:
+        """One JSON object a line, as Cloud Logging reads them: in production, and wherever
+        Cloud Run runs the service (it sets K_SERVICE), whatever APP_ENV says."""
+        return self.is_production or self.k_service is not None
+
+    @property
     def service_context(self) -> dict[str, str]:
         """Error Reporting's service context: Cloud Run's service and revision, else the target."""
         context = {"service": self.k_service or self.function_target}

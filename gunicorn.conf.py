@@ -47,7 +47,7 @@ class ServiceLogger(glogging.Logger):  # type: ignore[misc]  # gunicorn is untyp
     def setup(self, cfg: Any) -> None:
         super().setup(cfg)
         logs.configure(
-            json_output=_settings.is_production,
+            json_output=_settings.json_logs,
             level=cfg.loglevel,
             service=_settings.service_context,
         )

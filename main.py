@@ -35,7 +35,7 @@ def _build_root() -> Container:
     from runtime.container import Container
 
     settings = Settings()
-    logs.configure(json_output=settings.is_production, service=settings.service_context)
+    logs.configure(json_output=settings.json_logs, service=settings.service_context)
     container = Container(settings)
     lifecycle.on_shutdown(container.close)
     return container

@@ -123,6 +123,9 @@ def start_private_service(
         "push_audience": service_url,
         "push_service_account": PUSH_ACCOUNT,
         "push_certs_url": google.certs_url,
+        # Cloud Run names the service and revision in the environment: JSON logs, as there.
+        "k_service": name,
+        "k_revision": f"{name}-00001-local",
     }
     log_path = settings.data_dir / f"{name}.log"
     target = start_target(name, with_overrides(settings, push), log=log_path)

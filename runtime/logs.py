@@ -7,7 +7,6 @@ single lines. `init_app` makes every line logged during a request carry that req
 
 from __future__ import annotations
 
-import contextvars
 import logging
 import re
 import sys
@@ -20,6 +19,8 @@ import flask
 import structlog
 from flask.logging import default_handler
 from structlog.typing import EventDict, Processor
+
+from core import tracing
 
 TRACE_KEY = "logging.googleapis.com/trace"
 SPAN_KEY = "logging.googleapis.com/spanId"
@@ -39,19 +40,14 @@ _SEVERITIES = {
     "error": "ERROR",
     "critical": "CRITICAL",
 }
-_CLOUD_TRACE = re.compile(r"^(?P<trace>[0-9a-fA-F]{32})(?:/(?P<span>\d+))?(?:;o=(?P<o>[01]))?$")
-_TRACEPARENT = re.compile(
-    r"^(?P<version>[0-9a-f]{2})-(?P<trace>[0-9a-f]{32})-(?P<span>[0-9a-f]{16})-(?P<flags>[0-9a-f]{2})"
-)
 _SECRET_NAME = re.compile(
     r"secret|passw|token|authorization|cookie|(api|anon|role|private)_?key", re.I
 )
 # Chatty clients whose INFO lines repeat request URLs; their warnings still come through.
 _QUIET = ("httpx", "httpcore", "urllib3", "hpack")
 
-_trace: contextvars.ContextVar[Mapping[str, object] | None] = contextvars.ContextVar(
-    "log_trace", default=None
-)
+# The project the trace fields name (`projects/<id>/traces/<trace>`), set by init_app.
+_project = {"id": "local-project"}
 
 
 class _StdoutHandler(logging.StreamHandler):  # type: ignore[type-arg]
@@ -90,54 +86,43 @@ def configure(
 
 def init_app(app: flask.Flask, *, project_id: str) -> None:
     """Tag every line logged while `app` handles a request with the request's trace."""
+    _project["id"] = project_id
     app.logger.removeHandler(default_handler)
     # First in line, so that lines logged by other hooks (auth, limits) carry the trace too.
-    app.before_request_funcs.setdefault(None, []).insert(0, partial(_begin_trace, project_id))
+    app.before_request_funcs.setdefault(None, []).insert(0, _begin_trace)
     app.teardown_request(_end_trace)
 
 
 def trace_fields(*, traceparent: str, cloud_trace: str, project_id: str) -> dict[str, object]:
     """The Cloud Logging trace fields for a request's `traceparent` or `X-Cloud-Trace-Context`."""
-    found = _from_traceparent(traceparent) or _from_cloud_trace(cloud_trace)
-    if found is None:
+    return _fields(
+        tracing.from_headers(traceparent=traceparent, cloud_trace=cloud_trace), project_id
+    )
+
+
+def _fields(trace: tracing.Trace | None, project_id: str) -> dict[str, object]:
+    if trace is None:
         return {}
-    trace_id, span_id, sampled = found
-    fields: dict[str, object] = {TRACE_KEY: f"projects/{project_id}/traces/{trace_id}"}
-    if span_id:
-        fields[SPAN_KEY] = span_id
-    fields[SAMPLED_KEY] = sampled
+    fields: dict[str, object] = {TRACE_KEY: f"projects/{project_id}/traces/{trace.trace_id}"}
+    if trace.span_id:
+        fields[SPAN_KEY] = trace.span_id
+    fields[SAMPLED_KEY] = trace.sampled
     return fields
 
 
-def _from_traceparent(value: str) -> tuple[str, str, bool] | None:
-    match = _TRACEPARENT.match(value.strip())
-    if not match or match["version"] == "ff" or set(match["trace"]) == {"0"}:
-        return None
-    span = None if set(match["span"]) == {"0"} else match["span"]
-    return match["trace"], span or "", bool(int(match["flags"], 16) & 1)
-
-
-def _from_cloud_trace(value: str) -> tuple[str, str, bool] | None:
-    match = _CLOUD_TRACE.match(value.strip())
-    if not match or set(match["trace"]) == {"0"}:
-        return None
-    # Cloud Logging wants the span as 16 hex digits; this header carries it in decimal.
-    span = f"{int(match['span']):016x}" if match["span"] and int(match["span"]) else ""
-    return match["trace"].lower(), span, match["o"] == "1"
-
-
-def _begin_trace(project_id: str) -> None:
+def _begin_trace() -> None:
     headers = flask.request.headers
-    fields = trace_fields(
+    trace = tracing.from_headers(
         traceparent=headers.get("traceparent", ""),
         cloud_trace=headers.get("X-Cloud-Trace-Context", ""),
-        project_id=project_id,
     )
-    _trace.set(fields or None)
+    flask.g.trace_token = tracing.begin(trace)
 
 
 def _end_trace(_exc: BaseException | None) -> None:
-    _trace.set(None)
+    token = flask.g.pop("trace_token", None)
+    if token is not None:
+        tracing.end(token)
 
 
 def _formatter(
@@ -186,7 +171,7 @@ def _redact_secrets(_logger: Any, _method: str, event: EventDict) -> EventDict:
 
 
 def _add_trace(_logger: Any, _method: str, event: EventDict) -> EventDict:
-    event.update(_trace.get() or {})
+    event.update(_fields(tracing.current(), _project["id"]))
     return event
 
 

@@ -15,6 +15,7 @@ import flask
 import functions_framework
 
 from config import Settings
+from core import tracing
 from runtime import logs
 from subscribers import TARGETS
 
@@ -37,7 +38,22 @@ def create_app(target: str | None = None) -> flask.Flask:
     app.add_url_rule("/healthz", "healthz", _healthz, methods=["GET"])
     if settings.push_audience and settings.push_service_account:
         require_push_token(app, settings.push_audience, settings.push_service_account, settings)
+    # After the token check: a stranger's body is never read.
+    app.before_request(_join_message_trace)
     return app
+
+
+def _join_message_trace() -> None:
+    """Log a push under the trace its message was published in (the webhook request's), in a
+    span of its own, rather than under the push request's own trace."""
+    body = flask.request.get_json(silent=True)
+    message = body.get("message") if isinstance(body, dict) else None
+    found = message.get("attributes") if isinstance(message, dict) else None
+    value = found.get(tracing.ATTRIBUTE) if isinstance(found, dict) else None
+    trace = tracing.from_traceparent(value) if isinstance(value, str) else None
+    if trace is not None:
+        # Undone with the request's own trace when the request ends (runtime/logs.py).
+        tracing.begin(trace.child())
 
 
 def _healthz() -> flask.typing.ResponseReturnValue:

@@ -12,6 +12,7 @@ from google.pubsub_v1.services.publisher.transports import PublisherGrpcTranspor
 
 from adapters.bus import PublishError
 from config import Settings
+from core import tracing
 from core.events import Event
 
 PUBLISH_TIMEOUT = 5.0
@@ -81,7 +82,7 @@ class PubSubBus:
         """Publish `data` with the event's attributes; PublishError unless Pub/Sub confirms."""
         client = self._acquire()
         try:
-            future = client.publish(self.topic_path, data, **event.attributes)
+            future = client.publish(self.topic_path, data, **attributes(event))
             future.result(timeout=self._timeout)
         except (exceptions.GoogleAPIError, TimeoutError, RuntimeError) as exc:
             raise PublishError(f"publish to {self.topic_path} failed: {exc!r}") from exc
@@ -131,6 +132,15 @@ class PubSubBus:
             publisher_options=options,
             transport=publisher_transport(self._emulator_host),
         )
+
+
+def attributes(event: Event) -> dict[str, str]:
+    """The message's attributes: the event's, and the trace it is published under (so that
+    the subscribers' lines join the webhook request's trace)."""
+    found = dict(event.attributes)
+    if (trace := tracing.current()) is not None:
+        found[tracing.ATTRIBUTE] = trace.traceparent()
+    return found
 
 
 def publisher_transport(emulator_host: str | None) -> Any:

@@ -188,7 +188,8 @@ PRODUCTION = {name.upper(): f"stand-in-{name}" for name in PRODUCTION_REQUIRED} 
 @pytest.fixture
 def checkout(tmp_path: Path) -> Path:
     """The entry-point files beside a stand-in `main.py`."""
-    for name in ENTRY_FILES:
+    # `core` too: the logs' trace lives there (core/tracing.py).
+    for name in (*ENTRY_FILES, "core"):
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         if (ROOT / name).is_dir():
             shutil.copytree(ROOT / name, tmp_path / name, ignore=shutil.ignore_patterns("test*"))
