@@ -11,7 +11,9 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from adapters.bus import BatchHandler, Handler, PublishError
+from core import tracing
 from core.events import Event, InvalidEvent, event_from_json
+from core.tracing import Trace
 
 log = logging.getLogger(__name__)
 
@@ -26,6 +28,8 @@ class _Delivery:
     # KB per queued event instead of the tens of KB its parsed form holds.
     data: bytes = field(compare=False, repr=False)
     attempt: int = field(compare=False, default=1)
+    # The trace it was published under: its subscriber logs under it, as a push target does.
+    trace: Trace | None = field(compare=False, default=None)
 
 
 class InlineBus:
@@ -115,8 +119,10 @@ class InlineBus:
                 if len(queue) >= self._bounds[name]:
                     raise PublishError(f"the in-process bus is full ({len(queue)} for {name})")
             now = self._last_publish = time.monotonic()
+            trace = tracing.current()
             for name, queue in self._queues.items():
-                heapq.heappush(queue, _Delivery(now, next(self._seq), name, event.id, data))
+                delivery = _Delivery(now, next(self._seq), name, event.id, data, trace=trace)
+                heapq.heappush(queue, delivery)
                 if self._wakes_on_publish(name, queue):
                     self._ready[name].notify()
 
@@ -219,8 +225,10 @@ class InlineBus:
     def _deliver(self, delivery: _Delivery) -> None:
         if (event := _parsed(delivery)) is None:
             return
+        trace = delivery.trace.child() if delivery.trace else None
         try:
-            self._subscribers[delivery.subscriber](event)
+            with tracing.active(trace):
+                self._subscribers[delivery.subscriber](event)
         except Exception as exc:
             self._failed(delivery, event, exc)
 
@@ -271,6 +279,7 @@ class InlineBus:
             delivery.event_id,
             delivery.data,
             delivery.attempt + 1,
+            delivery.trace,
         )
         with self._lock:
             heapq.heappush(self._queues[name], retry)

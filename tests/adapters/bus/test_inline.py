@@ -12,6 +12,7 @@ import pytest
 
 from adapters.bus import PublishError
 from adapters.bus.inline import InlineBus
+from core import tracing
 from core.events import Event, InvalidEvent, parse_event
 from tests.helpers import wait_for
 
@@ -312,3 +313,29 @@ def test_a_bus_of_background_subscribers_only_still_delivers() -> None:
     assert mailed.wait(5)
     assert bus.wait_idle(5)
     bus.close()
+
+
+def test_a_subscriber_runs_under_the_publishers_trace_in_a_span_of_its_own() -> None:
+    seen: list[tracing.Trace | None] = []
+    attempts = itertools.count(1)
+
+    def flaky(event: Event) -> None:
+        seen.append(tracing.current())
+        if event.id == EVENT.id and next(attempts) == 1:
+            raise RuntimeError("retried under the same trace")
+
+    bus = InlineBus({"emails": flaky}, min_backoff=0.01)
+    published_under = tracing.Trace("4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7", True)
+    with tracing.active(published_under):
+        bus.publish(EVENT, DATA)
+    untraced, data = published("evt_untraced")
+    bus.publish(untraced, data)
+    assert bus.wait_idle()
+    bus.close()
+
+    traced = [trace for trace in seen if trace is not None]
+    assert len(traced) == 2  # the first attempt and its retry
+    assert {trace.trace_id for trace in traced} == {published_under.trace_id}
+    assert published_under.span_id not in {trace.span_id for trace in traced}
+    assert seen.count(None) == 1
+    assert tracing.current() is None
