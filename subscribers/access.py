@@ -25,6 +25,7 @@ from core.announcements import Person, access_granted, access_revoked, account_i
 from core.events import Event, is_app_event
 from core.refunds import dispute_from, refund_from
 from subscribers.changes import ChangeBatch, ProfileNotLinked, Result
+from subscribers.envelope import outcome_fields
 from subscribers.ordering import apply_access, apply_plan
 from subscribers.refunds import apply_refund, record_dispute
 
@@ -65,7 +66,13 @@ class AccessSubscriber:
             outcome = record_dispute(event, dispute, db=self.db)
         else:
             outcome = self._ignore(event)
-        log.info("access: %s %s -> %s", event.type, event.id, outcome)
+        log.info(
+            "access: %s %s -> %s",
+            event.type,
+            event.id,
+            outcome,
+            extra=outcome_fields(CONSUMER, event, outcome),
+        )
         return outcome
 
     def _checkout(self, event: Event, checkout: Checkout) -> str:
@@ -259,7 +266,13 @@ def _attempt(apply: Callable[[], str]) -> str | Exception:
 
 def _logged(event: Event, outcome: str | Exception) -> str | Exception:
     if isinstance(outcome, str):
-        log.info("access: %s %s -> %s", event.type, event.id, outcome)
+        log.info(
+            "access: %s %s -> %s",
+            event.type,
+            event.id,
+            outcome,
+            extra=outcome_fields(CONSUMER, event, outcome),
+        )
     return outcome
 
 

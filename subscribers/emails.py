@@ -24,8 +24,11 @@ from core.email.plan import (
 )
 from core.email.render import Brand, EmailContent, render
 from core.events import Event, InvalidEvent
+from subscribers.envelope import outcome_fields
 
 log = logging.getLogger(__name__)
+
+CONSUMER = "emails"
 
 
 @dataclass(frozen=True)
@@ -48,7 +51,13 @@ class EmailSubscriber:
         else:
             planned = self._plan(event)
             outcome = self._send_once(event, planned) if planned else "no e-mail"
-        log.info("emails: %s %s -> %s", event.type, event.id, outcome)
+        verb, _, kind = outcome.partition(" ")
+        fields = (
+            outcome_fields(CONSUMER, event, verb, email_kind=kind)
+            if verb == "sent"
+            else outcome_fields(CONSUMER, event, outcome)
+        )
+        log.info("emails: %s %s -> %s", event.type, event.id, outcome, extra=fields)
         return outcome
 
     def _plan(self, event: Event) -> PlannedEmail | None:

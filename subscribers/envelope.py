@@ -43,3 +43,16 @@ def deliver(data: Any, handler: Callable[[Event], object], *, target: str) -> No
         log.error("%s: dropping a message that is not an event (%s)", target, exc)
         return
     handler(event)
+
+
+def outcome_fields(consumer: str, event: Event, outcome: str, **more: str) -> dict[str, str]:
+    """The fields of a subscriber's line about one event, which the log-based metrics count
+    (ops/monitoring: applied by outcome, duplicates, e-mails sent by kind)."""
+    return {
+        "stage": "consumed",
+        "consumer": consumer,
+        "event_id": event.id,
+        "event_type": event.type,
+        "outcome": outcome,
+        **more,
+    }

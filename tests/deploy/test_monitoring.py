@@ -369,18 +369,34 @@ def json_lines(capsys: pytest.CaptureFixture[str]) -> Iterator[Callable[[], list
     root.setLevel(before[1])
 
 
-def test_a_published_event_is_counted_once_with_its_type(
+def test_an_events_life_is_counted_by_the_metrics_filters(
     api: Api, db: Database, json_lines: Callable[[], list[dict[str, Any]]]
 ) -> None:
     seed_demo_products(db)
     user = create_user(db, "counted@example.com")
     body = stripe_event("checkout.session.completed", completed(user))
+    event_id = json.loads(body)["id"]
     assert post_event(api, body).status_code == 200
     assert api.container.bus.wait_idle()  # type: ignore[attr-defined]
+    first = json_lines()
+    assert post_event(api, body).status_code == 200  # Stripe sends it again
+    assert api.container.bus.wait_idle()  # type: ignore[attr-defined]
+    again = json_lines()
 
-    [published] = selected_by("events-published", json_lines())
-    assert published["event_type"] == "checkout.session.completed"
-    assert published["event_id"] == json.loads(body)["id"]
+    [published] = selected_by("events-published", first)
+    assert (published["event_type"], published["event_id"]) == (
+        "checkout.session.completed",
+        event_id,
+    )
+    applied = {line["event_id"]: line["outcome"] for line in selected_by("events-applied", first)}
+    assert applied[event_id] == "granted"
+    [sent] = selected_by("emails-sent", first)
+    assert sent["email_kind"] == "purchase-confirmation"
+    assert sent["event_id"] == f"granted_{event_id}"
+    assert selected_by("event-duplicates", first) == []
+    duplicates = selected_by("event-duplicates", again)
+    assert {(line["consumer"], line["event_id"]) for line in duplicates} >= {("access", event_id)}
+    assert selected_by("emails-sent", again) == []
 
 
 @pytest.mark.parametrize(
