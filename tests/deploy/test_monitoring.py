@@ -429,3 +429,19 @@ def test_resend_answers_are_counted_by_what_they_mean(
     [counted] = selected_by(metric, lines)
     assert counted["resend_status"] == status
     assert selected_by(other, lines) == []
+
+
+def test_the_deploy_applies_the_monitoring_after_the_subscriptions() -> None:
+    config = yaml.safe_load((ROOT / "cloudbuild.yaml").read_text())
+    [step] = [s for s in config["steps"] if s["args"] == ["ops/monitoring/apply.sh"]]
+    assert step["waitFor"] == ["subscriptions"]
+    assert step["entrypoint"] == "bash"
+    # The full image: alert policies and channels exist only in gcloud's alpha component.
+    assert step["name"] == "gcr.io/google.com/cloudsdktool/cloud-sdk"
+    env = dict(entry.split("=", 1) for entry in step["env"])
+    assert env == {
+        "PROJECT_ID": "$PROJECT_ID",
+        "SERVICE_PREFIX": "${_SERVICE_PREFIX}",
+        "TOPIC": "${_TOPIC}",
+        "ALERT_EMAIL": "${_ALERT_EMAIL}",
+    }
