@@ -57,8 +57,8 @@ PAGE = """<!doctype html>
  .none { color: #8c959f; } .dead { color: #cf222e; }
 </style></head><body>
 <h1>Pipeline</h1>
-<p>The latest {{ events|length }} Stripe events the subscribers recorded, newest first;
-refreshed every 5 s.</p>
+<p>Stripe events the subscribers recorded, newest first (the latest {{ limit }}); times in
+UTC; refreshed every 5 s.</p>
 <table id="events">
  <tr><th>event</th><th>type</th><th>created</th>
  {% for consumer in consumers %}<th>{{ consumer }}</th>{% endfor %}<th>e-mails</th></tr>
@@ -181,6 +181,7 @@ def view_app(container: Container) -> Flask:
             consumers=consumers_of(events),
             dead=dead_letters(container),
             base=PATH,
+            limit=LATEST,
         )
 
     @app.get("/emails/<event_id>/<kind>")
