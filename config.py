@@ -17,7 +17,11 @@ from pydantic import (
 )
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from subscribers import TARGETS
+# The subscriber targets: each a Cloud Run service fed by a push subscription of its own (the
+# in-process bus, `bin/serve` and the deploy take their names from here, through
+# `subscribers.TARGETS`). Here because FUNCTION_TARGET is checked against it, and this module
+# imports nothing of the project.
+TARGETS: tuple[str, ...] = ("access", "emails")
 
 # A fixed, public value so local runs and tests can sign webhooks without an account.
 DEV_WEBHOOK_SECRET = "whsec_local_development_secret_do_not_use_in_production"  # noqa: S105

@@ -55,6 +55,9 @@ class _Discard:
     def publish(self, event: Event, data: bytes) -> None:
         pass
 
+    def drain(self, timeout: float) -> bool:
+        return True
+
     def close(self, timeout: float = 5.0) -> None:
         pass
 

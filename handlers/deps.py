@@ -2,16 +2,52 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Protocol
+
 from flask import current_app, request
 
 from adapters.tokens import User
-from runtime.container import Container
 from services.identity import current_user
 
+if TYPE_CHECKING:
+    from adapters.bus import EventBus
+    from adapters.db.pool import Database
+    from adapters.github_api import GitHubGateway
+    from adapters.mail.message import Mailer
+    from adapters.stripe_api import StripeGateway
+    from adapters.supabase_auth import SupabaseAuth
+    from adapters.tokens import TokenVerifier
+    from config import Settings
+    from core.email.render import Brand
 
-def container() -> Container:
+
+class Collaborators(Protocol):
+    """What the handlers use of the composition root's container (runtime/container.py,
+    which sits above the handlers and is never imported by them)."""
+
+    @property
+    def settings(self) -> Settings: ...
+    @property
+    def db(self) -> Database: ...
+    @property
+    def bus(self) -> EventBus: ...
+    @property
+    def stripe(self) -> StripeGateway: ...
+    @property
+    def supabase_auth(self) -> SupabaseAuth: ...
+    @property
+    def tokens(self) -> TokenVerifier: ...
+    @property
+    def github(self) -> GitHubGateway: ...
+    @property
+    def mailer(self) -> Mailer: ...
+    @property
+    def brand(self) -> Brand: ...
+
+
+def container() -> Collaborators:
     """The app's container, installed by `create_app`."""
-    found: Container = current_app.extensions["container"]
+    found: Collaborators = current_app.extensions["container"]
     return found
 
 

@@ -17,6 +17,7 @@ from handlers import (
     sample_emails,
     webhook,
 )
+from handlers.deps import Collaborators
 from runtime import cli, limits, logs
 from runtime.container import Container
 
@@ -29,7 +30,9 @@ def build_api(container: Container) -> Flask:
     app = Flask("main")
     app.config["MAX_CONTENT_LENGTH"] = MAX_BODY_BYTES
     app.json.sort_keys = False  # type: ignore[attr-defined]
-    app.extensions["container"] = container
+    # What the handlers read back as `handlers.deps.Collaborators` (mypy checks the fit here).
+    collaborators: Collaborators = container
+    app.extensions["container"] = collaborators
     # Cloud Run terminates TLS in front of us and appends the client's address to
     # X-Forwarded-For: trust that many hops from the right, so a client's own header changes
     # nothing (the rate limits key on the address).

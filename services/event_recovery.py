@@ -7,12 +7,13 @@ from __future__ import annotations
 import json
 import logging
 import re
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
-from adapters.bus import EventBus
+from adapters.bus import EventBus, PublishError
 from adapters.db import ledger
 from adapters.db.pool import Database
 from core.events import SUBSCRIBED_TYPES, Event, InvalidEvent, event_from_json, parse_event
@@ -28,6 +29,10 @@ log = logging.getLogger(__name__)
 LEDGER_CONSUMER = "access"
 # Stripe lists events of the last 30 days only.
 LONGEST = timedelta(days=30)
+# How long a drain may take at least (the in-process bus retries with backoff before it gives
+# up), and how often the ledger is read while waiting for an event to be applied.
+DRAIN_SECONDS = 30.0
+POLL_SECONDS = 0.25
 _DURATION = re.compile(r"(\d+)([mhd])")
 _UNITS = {"m": "minutes", "h": "hours", "d": "days"}
 
@@ -50,6 +55,20 @@ def parse_since(text: str) -> timedelta:
     return span
 
 
+class RecoveryIncomplete(Exception):
+    """Some events were not republished, or not applied in the time given."""
+
+    def __init__(self, *, unpublished: list[str], unapplied: list[str]) -> None:
+        self.unpublished = unpublished
+        self.unapplied = unapplied
+        parts = []
+        if unpublished:
+            parts.append(f"not republished (the bus refused): {' '.join(unpublished)}")
+        if unapplied:
+            parts.append(f"republished but not applied in time: {' '.join(unapplied)}")
+        super().__init__("; ".join(parts))
+
+
 def reconcile(
     *,
     stripe: StripeGateway,
@@ -58,8 +77,14 @@ def reconcile(
     since: datetime,
     dry_run: bool,
     report: Callable[[str], None],
+    wait: float | None = None,
 ) -> list[Found]:
-    """Republish Stripe's events of our types since then that the ledger has no record of."""
+    """Republish Stripe's events of our types since then that the ledger has no record of.
+
+    Returns once the bus has handed them on (`EventBus.drain`), and, with `wait`, once the
+    ledger shows each applied (at most `wait` seconds); RecoveryIncomplete names the events
+    that were not republished or not applied, so a run that says it recovered them did.
+    """
     listed = [
         (parse_event(body), body)
         for body in stripe.events_since(
@@ -69,39 +94,85 @@ def reconcile(
     absent = ledger.missing(db, consumer=LEDGER_CONSUMER, event_ids=[e.id for e, _ in listed])
     report(f"Stripe lists {len(listed)} event(s) of our types since {since:%Y-%m-%d %H:%M} UTC")
     missing = sorted(((e, b) for e, b in listed if e.id in absent), key=lambda p: p[0].created)
+    unpublished: list[str] = []
     for event, body in missing:
         report(f"missing: {event.id} {event.type} created {event.created:%Y-%m-%d %H:%M:%S}")
-        if not dry_run:
-            bus.publish(event, json.dumps(body, separators=(",", ":")).encode())
-    verb = "would republish" if dry_run else "republished"
-    report(f"{verb} {len(missing)} event(s)")
-    return [Found(e.id, e.type, e.created) for e, _ in missing]
+        data = json.dumps(body, separators=(",", ":")).encode()
+        if not dry_run and not _published(bus, event, data, report):
+            unpublished.append(event.id)
+    found = [Found(e.id, e.type, e.created) for e, _ in missing]
+    if dry_run:
+        report(f"would republish {len(missing)} event(s)")
+        return found
+    republished = [f.id for f in found if f.id not in unpublished]
+    report(f"republished {len(republished)} event(s)")
+    unapplied = _await_applied(db, bus, republished, wait=wait, report=report)
+    if unpublished or unapplied:
+        raise RecoveryIncomplete(unpublished=unpublished, unapplied=unapplied)
+    return found
+
+
+def _published(bus: EventBus, event: Event, data: bytes, report: Callable[[str], None]) -> bool:
+    try:
+        bus.publish(event, data)
+    except PublishError as exc:
+        report(f"could not republish {event.id}: {exc}")
+        return False
+    return True
+
+
+def _await_applied(
+    db: Database,
+    bus: EventBus,
+    event_ids: list[str],
+    *,
+    wait: float | None,
+    report: Callable[[str], None],
+) -> list[str]:
+    """The events the ledger still lacks once the bus is drained (and `wait` has passed)."""
+    deadline = time.monotonic() + (wait or 0.0)
+    if not bus.drain(timeout=max(wait or 0.0, DRAIN_SECONDS)):
+        report("the bus did not hand everything on in time")
+    if not event_ids or wait is None:
+        return []
+    while absent := ledger.missing(db, consumer=LEDGER_CONSUMER, event_ids=event_ids):
+        if time.monotonic() >= deadline:
+            return sorted(absent)
+        time.sleep(POLL_SECONDS)
+    report(f"applied: {len(event_ids)} event(s), as the ledger shows")
+    return []
 
 
 def replay_dead_letters(
     *, box: DeadLetterBox, bus: EventBus, dry_run: bool, report: Callable[[str], None]
 ) -> list[Found]:
-    """Republish what the dead-letter subscription holds, then take it off; unreadable stays."""
+    """Republish what the dead-letter subscription holds, then take it off. What is unreadable,
+    or what the bus refused, stays (RecoveryIncomplete names the latter)."""
     letters = box.pull_all()
     replayed: list[tuple[DeadLetter, Event]] = []
-    unreadable: list[DeadLetter] = []
+    left: list[DeadLetter] = []
+    unpublished: list[str] = []
     for letter in letters:
         event = _event_of(letter)
         if event is None:
-            unreadable.append(letter)
+            left.append(letter)
             report(f"unreadable: message {letter.message_id} left in place")
             continue
         report(f"dead letter: {event.id} {event.type}")
-        if not dry_run:
-            bus.publish(event, letter.data)
-        replayed.append((letter, event))
+        if dry_run or _published(bus, event, letter.data, report):
+            replayed.append((letter, event))
+        else:
+            left.append(letter)
+            unpublished.append(event.id)
     if dry_run:
         box.release(letters)
     else:
         box.acknowledge([letter for letter, _ in replayed])
-        box.release(unreadable)
+        box.release(left)
     verb = "would replay" if dry_run else "replayed"
     report(f"{verb} {len(replayed)} of {len(letters)} dead letter(s)")
+    if unpublished:
+        raise RecoveryIncomplete(unpublished=unpublished, unapplied=[])
     return [Found(e.id, e.type, e.created) for _, e in replayed]
 
 

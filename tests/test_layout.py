@@ -71,3 +71,42 @@ def test_only_settings_read_the_environment() -> None:
         and ("os.environ" in path.read_text() or "getenv" in path.read_text())
     ]
     assert readers == []
+
+
+# The layers (DESIGN.md), bottom up: each package imports only packages below it.
+LAYERS = {
+    "config": 0,
+    "core": 1,
+    "adapters": 2,
+    "services": 3,
+    "subscribers": 3,
+    "handlers": 4,
+    "runtime": 5,
+    "main": 6,
+}
+
+
+def layer_of(module: str) -> str | None:
+    top = module.split(".")[0]
+    return top if top in LAYERS else None
+
+
+def test_imports_point_down_the_layers_only() -> None:
+    back_arrows = []
+    for path in product_modules():
+        relative = path.relative_to(ROOT)
+        own = relative.parts[0] if len(relative.parts) > 1 else relative.stem
+        if own not in LAYERS:
+            continue
+        # Imports inside functions and TYPE_CHECKING blocks count too (`imported` walks all).
+        for name in imported(path):
+            target = layer_of(name)
+            if target is None or target == own:
+                continue
+            if LAYERS[target] >= LAYERS[own]:
+                back_arrows.append(f"{relative} imports {name} ({own} -> {target})")
+    assert back_arrows == []
+
+
+def test_config_imports_nothing_of_the_project() -> None:
+    assert {n for n in imported(ROOT / "config.py") if layer_of(n)} == set()

@@ -25,5 +25,10 @@ class EventBus(Protocol):
     def publish(self, event: Event, data: bytes) -> None:
         """Hand over a verified event; returns once the bus has it, raises PublishError if not."""
 
+    def drain(self, timeout: float) -> bool:
+        """Wait until what was published here has been handed on: handled by the subscribers
+        (in-process) or stored (Pub/Sub, which confirms each publish before it returns); True
+        if that happened in time."""
+
     def close(self, timeout: float = 5.0) -> None:
         """Flush what is pending and stop."""

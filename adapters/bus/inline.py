@@ -150,6 +150,10 @@ class InlineBus:
                 self._idle.wait(remaining)
             return True
 
+    def drain(self, timeout: float) -> bool:
+        """Wait until every delivery, retries included, was handled or dead-lettered."""
+        return self.wait_idle(timeout)
+
     def close(self, timeout: float = 5.0) -> None:
         self.wait_idle(timeout)
         with self._lock:

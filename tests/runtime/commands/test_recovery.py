@@ -4,8 +4,12 @@ the in-process bus and the real Pub/Sub emulator."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import google.cloud.pubsub_v1 as pubsub_v1
@@ -16,12 +20,14 @@ from adapters.bus.topology import ensure_topology
 from adapters.db.pool import Database
 from adapters.db.products import seed_demo_products
 from config import Settings
+from dev.pubsub_emulator import free_port
 from main import create_app
 from runtime.container import Container
+from tests.conftest import SETTINGS_VARIABLES
 from tests.fakes.stripe import FakeStripe
 from tests.helpers import create_user, stripe_event
 from tests.pubsub_fixtures import PROJECT, PubSub, pubsub_fixture  # noqa: F401
-from tests.subscribers.lifecycle_helpers import link, profile, session
+from tests.subscribers.lifecycle_helpers import link, profile, session, subscription
 
 TOPIC = "lifecycle-events"
 
@@ -33,10 +39,8 @@ def cli(settings_factory: Callable[..., Settings]) -> Iterator[Callable[..., Res
     def run(*args: str, **settings: Any) -> Result:
         container = Container(settings_factory(**settings))
         containers.append(container)
-        result = create_app(container=container).test_cli_runner().invoke(args=["events", *args])
-        if "bus" in container.__dict__ and hasattr(container.bus, "wait_idle"):
-            assert container.bus.wait_idle(15)
-        return result
+        # No waiting here for the bus: the command must not return before its work is done.
+        return create_app(container=container).test_cli_runner().invoke(args=["events", *args])
 
     yield run
     for container in containers:
@@ -87,7 +91,9 @@ def test_reconcile_republishes_what_the_ledger_lacks_once(
     assert profile(db, ada)["has_access"] is False
 
     done = cli("reconcile", "--since", "72h")
+    assert done.exit_code == 0, done.output
     assert "republished 1 event(s)" in done.output
+    assert "applied: 1 event(s), as the ledger shows" in done.output
     assert profile(db, ada)["has_access"] is True
     assert len(stripe_fake.server.calls("GET", "/v1/events")) == 4  # two pages, twice
     first_page = dict(stripe_fake.server.calls("GET", "/v1/events")[0].query)
@@ -145,3 +151,65 @@ def test_replay_republishes_the_dead_letters_once(
     finally:
         subscriber.delete_subscription(subscription=probe)
         subscriber.close()
+
+
+def test_reconcile_fails_naming_an_event_that_was_not_applied(
+    cli: Callable[..., Result], stripe_fake: FakeStripe
+) -> None:
+    # A renewal for a customer no checkout linked: access retries it, then gives up.
+    orphan = stripe_event(
+        "customer.subscription.updated",
+        subscription(customer="cus_orphan", id="sub_orphan"),
+        event_id="evt_orphan",
+    )
+    stripe_fake.events[:] = [stripe_listed(orphan)]
+
+    result = cli("reconcile", "--since", "72h", "--wait", "1")
+
+    assert result.exit_code == 1, result.output
+    assert "republished 1 event(s)" in result.output
+    assert "republished but not applied in time: evt_orphan" in result.output
+
+
+def test_reconcile_fails_naming_what_the_bus_refused(
+    cli: Callable[..., Result], stripe_fake: FakeStripe
+) -> None:
+    lost = stripe_event("invoice.paid", {"id": "in_x", "customer": "cus_x"}, event_id="evt_x")
+    stripe_fake.events[:] = [stripe_listed(lost)]
+    nowhere = f"127.0.0.1:{free_port()}"  # no emulator listens there
+
+    result = cli("reconcile", "--since", "72h", event_bus="pubsub", pubsub_emulator_host=nowhere)
+
+    assert result.exit_code == 1, result.output
+    assert "could not republish evt_x" in result.output
+    assert "not republished (the bus refused): evt_x" in result.output
+
+
+def test_the_flask_command_applies_a_missed_event_once_before_it_exits(
+    database_url: str, db: Database, stripe_fake: FakeStripe, tmp_path: Path
+) -> None:
+    """As an operator runs it: a process of its own that exits when the command returns."""
+    seed_demo_products(db)
+    bea = create_user(db, "bea@example.com")
+    link(db, bea, "cus_bea")
+    missed = stripe_event("checkout.session.completed", session(bea), event_id="evt_missed")
+    stripe_fake.events[:] = [stripe_listed(missed)]
+    env = {
+        **{k: v for k, v in os.environ.items() if k not in SETTINGS_VARIABLES},
+        "APP_ENV": "test",
+        "DATABASE_URL": database_url,
+        "STRIPE_SECRET_KEY": "sk_test_fake",
+        "STRIPE_API_BASE": stripe_fake.server.url,
+        "EMAIL_OUTBOX_DIR": str(tmp_path / "outbox"),
+        "DATA_DIR": str(tmp_path / "data"),
+    }
+    command = [str(Path(sys.executable).parent / "flask"), "--app", "main", "events", "reconcile"]
+
+    first = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert "applied: 1 event(s)" in first.stdout
+    assert profile(db, bea)["has_access"] is True
+
+    second = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
+    assert second.returncode == 0, second.stdout + second.stderr
+    assert "republished 0 event(s)" in second.stdout
