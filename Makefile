@@ -29,10 +29,11 @@ test: install system-packages
 	@$(UV) run --frozen pytest
 
 # Debian packages the suite drives: headless Chromium reads the local pipeline page as a person
-# would. Installed when missing (as root, or through sudo).
-SYSTEM_PACKAGES := chromium
+# would; PgBouncer in transaction mode, serving TLS, stands in for Supabase's pooler (Supavisor).
+# Installed when missing (as root, or through sudo).
+SYSTEM_PACKAGES := chromium pgbouncer
 system-packages:
-	@missing=""; for p in $(SYSTEM_PACKAGES); do command -v $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	@missing=""; for p in $(SYSTEM_PACKAGES); do command -v $$p >/dev/null 2>&1 || [ -x /usr/sbin/$$p ] || missing="$$missing $$p"; done; \
 	  if [ -n "$$missing" ]; then \
 	    echo "Installing$$missing from Debian's packages (first time only)..."; \
 	    sudo=""; [ "$$(id -u)" -eq 0 ] || sudo=sudo; \

@@ -7,6 +7,8 @@ from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from limits import parse_many
+from psycopg import ProgrammingError
+from psycopg.conninfo import conninfo_to_dict
 from pydantic import (
     AnyHttpUrl,
     Field,
@@ -38,6 +40,8 @@ PUBLIC_VALUES = frozenset(
         DEV_JWT_SECRET,
         SUPABASE_LOCAL_JWT_SECRET,
         "postgresql://postgres.ref:password@aws-0-eu-west-1.pooler.supabase.com:5432/postgres",
+        "postgresql://postgres.ref:password@aws-0-eu-west-1.pooler.supabase.com:6543/postgres"
+        "?sslmode=require",
         "postgresql://postgres:postgres@127.0.0.1:54322/postgres",
         "https://app.example.com",
         "https://abcdefghijklmnop.supabase.co",
@@ -97,6 +101,10 @@ class Settings(BaseSettings):
     # must stay under the Postgres pooler's client limit (docs/capacity.md). Fewer than the
     # process's threads is fine: a request then waits for a connection, 5 s at most.
     database_pool_size: int = Field(default=10, ge=1, le=100)
+    # Seconds to open a connection (Supabase is an internet hop away), and the longest any one
+    # statement may run (each transaction sets it: SET LOCAL works through transaction poolers).
+    database_connect_timeout: int = Field(default=5, ge=1, le=60)
+    database_statement_timeout: float = Field(default=15.0, gt=0, le=300)
     data_dir: Path = Path(".data")
 
     supabase_url: AnyHttpUrl | None = None
@@ -219,6 +227,14 @@ class Settings(BaseSettings):
         return value
 
     @model_validator(mode="after")
+    def _production_database(self) -> Settings:
+        if self.is_production and self.database_url is not None:
+            problem = database_url_problem(self.database_url.get_secret_value())
+            if problem:
+                raise MissingSecretsError(f"APP_ENV=production refuses DATABASE_URL: {problem}")
+        return self
+
+    @model_validator(mode="after")
     def _production_secrets(self) -> Settings:
         if self.app_env != "production":
             return self
@@ -300,6 +316,40 @@ class Settings(BaseSettings):
             return None
         parts = urlsplit(str(self.site_url))
         return f"{parts.scheme}://{parts.netloc}"
+
+
+# sslmode values that make libpq refuse a connection without TLS.
+TLS_SSLMODES = frozenset({"require", "verify-ca", "verify-full"})
+
+
+def database_url_problem(url: str) -> str | None:
+    """Why production must not use this Postgres URL, or None.
+
+    Supabase's session pooler (port 5432 on *.pooler.supabase.com) caps all clients together at
+    the project's pool size; the transaction pooler (6543) is what the pool sizes are planned
+    for (docs/capacity.md). Traffic from Cloud Run to Supabase crosses the internet: TLS is
+    required, except to a database on this machine (a Unix socket or loopback).
+    """
+    try:
+        params = conninfo_to_dict(url)
+    except ProgrammingError as exc:
+        return f"not a Postgres connection string ({exc})"
+    hosts = [h for h in str(params.get("host") or "").split(",") if h]
+    ports = [p for p in str(params.get("port") or "5432").split(",") if p]
+    for host, port in zip(hosts, ports * len(hosts), strict=False):
+        if host.endswith(".pooler.supabase.com") and port == "5432":
+            return (
+                "it names Supabase's session pooler (port 5432), which caps every instance"
+                " together at the project's pool size; use the Transaction pooler's string"
+                " (port 6543) from the dashboard's Connect panel"
+            )
+    local = all(h.startswith("/") or h in {"localhost", "127.0.0.1", "::1"} for h in hosts)
+    if hosts and not local and params.get("sslmode") not in TLS_SSLMODES:
+        return (
+            "the connection may go unencrypted over the internet; add sslmode=require (or"
+            " sslmode=verify-full with sslrootcert=<Supabase's CA>, docs/deploy.md)"
+        )
+    return None
 
 
 def secret(value: SecretStr | None) -> str | None:

@@ -55,7 +55,13 @@ class Container:
     def db(self) -> Database:
         from adapters.db.pool import Database
 
-        return Database(self.database_url, max_size=self.settings.database_pool_size)
+        s = self.settings
+        return Database(
+            self.database_url,
+            max_size=s.database_pool_size,
+            connect_timeout=s.database_connect_timeout,
+            statement_timeout=s.database_statement_timeout,
+        )
 
     @once
     def stripe(self) -> StripeGateway:

@@ -26,7 +26,7 @@ from core.events import Event, is_app_event
 from core.refunds import dispute_from, refund_from
 from subscribers.changes import ChangeBatch, ProfileNotLinked, Result
 from subscribers.envelope import outcome_fields
-from subscribers.ordering import apply_access, apply_plan
+from subscribers.ordering import TieStatuses, apply_access, apply_plan, with_tie_statuses
 from subscribers.refunds import apply_refund, record_dispute
 
 log = logging.getLogger(__name__)
@@ -81,18 +81,27 @@ class AccessSubscriber:
         if checkout.user_id is None and checkout.email:
             # A guest buyer gets an account, as the spec intends, so access has somewhere to live.
             self.accounts.ensure(email=checkout.email, name=checkout.name)
+        claimed, outcome, profile = with_tie_statuses(
+            self.stripe, partial(self._apply_checkout, event, checkout, facts.price_id)
+        )
+        if outcome == "granted" and profile is not None:
+            self._announce_grant(event, checkout, profile, facts)
+        return outcome if claimed else "duplicate"
+
+    def _apply_checkout(
+        self, event: Event, checkout: Checkout, price_id: str | None, tie_statuses: TieStatuses
+    ) -> tuple[bool, str, Profile | None]:
+        """One transaction: whether the event was claimed now, its outcome, the profile."""
         with self.db.transaction() as conn:
             profile: Profile | None
             claimed = ledger.claim(conn, consumer=CONSUMER, event=event)
             if claimed:
-                outcome, profile = self._link(conn, event, checkout, facts.price_id)
+                outcome, profile = self._link(conn, event, checkout, price_id, tie_statuses)
                 ledger.settle(conn, consumer=CONSUMER, event=event, outcome=outcome)
             else:
                 outcome = ledger.outcome(conn, consumer=CONSUMER, event=event) or "duplicate"
                 profile = _checkout_profile(conn, checkout)
-        if outcome == "granted" and profile is not None:
-            self._announce_grant(event, checkout, profile, facts)
-        return outcome if claimed else "duplicate"
+        return claimed, outcome, profile
 
     def _facts(self, checkout: Checkout) -> CheckoutFacts:
         """The price (Payment Links and the dashboard set no metadata) and the receipt link."""
@@ -113,7 +122,12 @@ class AccessSubscriber:
         )
 
     def _link(
-        self, conn: Connection, event: Event, checkout: Checkout, price_id: str | None
+        self,
+        conn: Connection,
+        event: Event,
+        checkout: Checkout,
+        price_id: str | None,
+        tie_statuses: TieStatuses,
     ) -> tuple[str, Profile]:
         profile = _checkout_profile(conn, checkout)
         if profile is None:
@@ -135,7 +149,7 @@ class AccessSubscriber:
             profile,
             grant=True,
             subscription_id=checkout.subscription_id,
-            stripe=self.stripe,
+            tie_statuses=tie_statuses,
             price_id=price_id,
         )
         return outcome, profile
@@ -202,19 +216,26 @@ class AccessSubscriber:
         A redelivery changes nothing and takes no row lock. A change whose customer has no
         profile yet fails with ProfileNotLinked and its claim is undone: it applies when retried.
         """
+        batch, recorded = with_tie_statuses(self.stripe, partial(self._apply_batch, items))
+        return [
+            self._announced(event, change, result, batch.before.get(change.customer_id))
+            for (event, change), result in zip(items, batch.results(recorded), strict=True)
+        ]
+
+    def _apply_batch(
+        self, items: Sequence[tuple[Event, AccessChange]], tie_statuses: TieStatuses
+    ) -> tuple[ChangeBatch, dict[str, str]]:
+        """One transaction: claim, lock, fold, write, settle; Stripe is not called in it."""
         with self.db.transaction() as conn:
             claimed = ledger.claim_many(conn, consumer=CONSUMER, events=[e for e, _ in items])
             batch = ChangeBatch(items, claimed)
             recorded = ledger.outcomes(conn, consumer=CONSUMER, event_ids=batch.redelivered)
             locked = profiles.lock_by_customers(conn, batch.customers)
-            if unlinked := batch.apply(locked, self.stripe):
+            if unlinked := batch.apply(locked, tie_statuses):
                 ledger.release(conn, consumer=CONSUMER, event_ids=unlinked)
             profiles.save_states(conn, batch.states)
             ledger.settle_many(conn, consumer=CONSUMER, outcomes=batch.settled)
-        return [
-            self._announced(event, change, result, batch.before.get(change.customer_id))
-            for (event, change), result in zip(items, batch.results(recorded), strict=True)
-        ]
+        return batch, dict(recorded)
 
     def _announced(
         self, event: Event, change: AccessChange, result: Result, profile: Profile | None

@@ -11,10 +11,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from adapters.db.profiles import Profile
-from adapters.stripe_api import StripeGateway
 from core.access import AccessChange
 from core.events import Event
-from subscribers.ordering import decide
+from subscribers.ordering import TieStatuses, decide
 
 
 class ProfileNotLinked(RuntimeError):
@@ -59,7 +58,7 @@ class ChangeBatch:
         """The customers whose profiles the claimed changes lock."""
         return {self.items[n][1].customer_id for n in self._fresh.values()}
 
-    def apply(self, locked: Mapping[str, Profile], stripe: StripeGateway) -> set[str]:
+    def apply(self, locked: Mapping[str, Profile], tie_statuses: TieStatuses) -> set[str]:
         """Fold the claimed changes, oldest first, over the locked profiles; returns the claimed
         events whose customer has no profile (their claims are to be undone)."""
         self.before = dict(locked)
@@ -80,7 +79,7 @@ class ChangeBatch:
                 event,
                 grant=change.grant,
                 subscription_id=change.subscription_id,
-                stripe=stripe,
+                tie_statuses=tie_statuses,
                 price_id=change.price_id,
             )
             current[change.customer_id] = applied.profile

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from dataclasses import dataclass
 
@@ -10,7 +11,7 @@ from pydantic import ValidationError
 from adapters.accounts import Accounts
 from adapters.db import products, profiles, sent_emails
 from adapters.db.pool import Database
-from adapters.mail.message import Mailer, UndeliverableEmail, send_email
+from adapters.mail.message import Mailer, MailError, UndeliverableEmail, send_email
 from core.email.plan import (
     NOREPLY_KINDS,
     SIGNIN_LINK,
@@ -79,35 +80,46 @@ class EmailSubscriber:
             raise InvalidEvent(f"cannot render {planned.kind}: {exc}") from exc
 
     def _send_once(self, event: Event, planned: PlannedEmail) -> str:
-        key = f"{event.id}/{planned.kind}"
-        with self.db.transaction() as conn:
-            sent_emails.lock(conn, key)
-            if sent_emails.already_sent(conn, event_id=event.id, kind=planned.kind):
-                return "duplicate"
-            content = self._render(planned)
-            # Sent inside the transaction: should the commit fail, the retry sends with the same
-            # idempotency key, and Resend answers with the first send instead of sending again.
-            try:
-                result = send_email(
-                    self.mailer,
-                    to=planned.to,
-                    subject=content.subject,
-                    text=content.text,
-                    html=content.html,
-                    from_=self.noreply_sender if planned.kind in NOREPLY_KINDS else self.sender,
-                    reply_to=self.reply_to,
-                    idempotency_key=key,
-                )
-            except (UndeliverableEmail, ValueError) as exc:
-                # An address Resend refuses stays refused: drop it loudly instead of retrying.
-                raise InvalidEvent(f"cannot send {planned.kind}: {exc}") from exc
+        """Claim, send, record: three steps, no transaction open while Resend is called (a
+        slow send would hold one of the pooler's few server connections from every other
+        service). The idempotency key makes a repeated send after a crash a no-op at Resend."""
+        if not sent_emails.claim(self.db, event_id=event.id, kind=planned.kind):
+            return "duplicate"
+        content = self._render(planned)
+        try:
+            result = send_email(
+                self.mailer,
+                to=planned.to,
+                subject=content.subject,
+                text=content.text,
+                html=content.html,
+                from_=self.noreply_sender if planned.kind in NOREPLY_KINDS else self.sender,
+                reply_to=self.reply_to,
+                idempotency_key=f"{event.id}/{planned.kind}",
+            )
+        except (UndeliverableEmail, ValueError) as exc:
+            # An address Resend refuses stays refused: drop it loudly instead of retrying.
+            sent_emails.release(self.db, event_id=event.id, kind=planned.kind)
+            raise InvalidEvent(f"cannot send {planned.kind}: {exc}") from exc
+        except MailError:
+            # Not sent (Resend down or limiting): the redelivery may claim it again at once.
+            sent_emails.release(self.db, event_id=event.id, kind=planned.kind)
+            raise
+        try:
             sent_emails.record(
-                conn,
+                self.db,
                 event_id=event.id,
                 kind=planned.kind,
                 recipient=planned.to,
                 provider_id=str(result.get("id")) if result.get("id") else None,
             )
+        except Exception:
+            # Sent but not recorded: the redelivery sends again with the same key (Resend
+            # answers with this send) and records it. Should the release fail too, the claim's
+            # lease runs out instead.
+            with contextlib.suppress(Exception):
+                sent_emails.release(self.db, event_id=event.id, kind=planned.kind)
+            raise
         return f"sent {planned.kind}"
 
     def _recipient_by_customer(self, customer_id: str | None) -> Recipient | None:

@@ -39,7 +39,7 @@ def apply_refund(
         raise PurchaseNotRecorded(f"the checkout paid with {intent} is not recorded yet")
     with db.transaction() as conn:
         if ledger.claim(conn, consumer=CONSUMER, event=event):
-            outcome = _record(conn, event, refund, purchase, stripe)
+            outcome = _record(conn, event, refund, purchase)
             ledger.settle(conn, consumer=CONSUMER, event=event, outcome=outcome)
         else:
             outcome = "duplicate"
@@ -59,7 +59,6 @@ def _record(
     event: Event,
     refund: Refund,
     purchase: PaidPurchase | None,
-    stripe: StripeGateway,
 ) -> str:
     if purchase is None:
         return "refund of no purchase recorded"  # a renewal's charge, or one made elsewhere
@@ -76,7 +75,8 @@ def _record(
     profile = profiles.lock_by_id(conn, purchase.user_id)
     if profile is None:
         return "refunded"
-    access = apply_access(conn, event, profile, grant=False, subscription_id=None, stripe=stripe)
+    # No subscription to ask Stripe about: a tie keeps the refund's revocation.
+    access = apply_access(conn, event, profile, grant=False, subscription_id=None, tie_statuses={})
     return f"refunded, access {access}"
 
 

@@ -18,7 +18,7 @@ from tests.test_env_example import ENV_EXAMPLE
 PRODUCTION = {
     "APP_ENV": "production",
     "EVENT_BUS": "pubsub",
-    "DATABASE_URL": "postgresql://u:p@db.example.com/postgres",
+    "DATABASE_URL": "postgresql://u:p@db.example.com:6543/postgres?sslmode=require",
     "SITE_URL": "https://shop.acme.dev",
     "SUPABASE_URL": "https://proj.supabase.co",
     "SUPABASE_ANON_KEY": "anon",
@@ -197,3 +197,51 @@ def test_the_pool_size_must_be_a_count_of_connections(
     monkeypatch.setenv("DATABASE_POOL_SIZE", value)
     with pytest.raises(ValidationError, match=rf"database_pool_size\n  Input should be {reason}"):
         Settings()
+
+
+POOLER = "postgresql://postgres.abcd:pw@aws-1-eu-west-2.pooler.supabase.com"
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        f"{POOLER}:6543/postgres?sslmode=require",
+        f"{POOLER}:6543/postgres?sslmode=verify-full&sslrootcert=/secrets/ca/supabase.crt",
+        "host=db.example.com port=6543 dbname=postgres sslmode=verify-ca",
+        # On this machine: a Unix socket or loopback never crosses a network.
+        "postgresql://postgres@/postgres?host=/var/run/postgresql",
+        "postgresql://u:p@127.0.0.1:5432/app",
+    ],
+)
+def test_production_takes_a_transaction_pooler_over_tls(
+    monkeypatch: pytest.MonkeyPatch, url: str
+) -> None:
+    for name, value in {**PRODUCTION, "DATABASE_URL": url}.items():
+        monkeypatch.setenv(name, value)
+    assert Settings().database_url is not None
+
+
+@pytest.mark.parametrize(
+    ("url", "named"),
+    [
+        (f"{POOLER}:5432/postgres?sslmode=require", "Transaction pooler's string (port 6543)"),
+        (f"{POOLER}:6543/postgres", "add sslmode=require"),
+        (f"{POOLER}:6543/postgres?sslmode=prefer", "add sslmode=require"),
+        ("postgresql://u:p@db.example.com/postgres?sslmode=disable", "add sslmode=require"),
+        ("postgresql://u:p@db.example.com/postgres?sslmode=bogus&x", "not a Postgres connection"),
+    ],
+)
+def test_production_refuses_the_session_pooler_and_plain_connections(
+    monkeypatch: pytest.MonkeyPatch, url: str, named: str
+) -> None:
+    for name, value in {**PRODUCTION, "DATABASE_URL": url}.items():
+        monkeypatch.setenv(name, value)
+    with pytest.raises(ValidationError, match="refuses DATABASE_URL") as raised:
+        Settings()
+    assert named in str(raised.value)
+    assert "pw@" not in str(raised.value), "the password never appears in the error"
+
+
+def test_development_takes_any_database_url(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DATABASE_URL", f"{POOLER}:5432/postgres")
+    assert Settings().database_url is not None

@@ -22,11 +22,23 @@ class Database:
     """A pool opened on first use, so importing and building the app dials nothing."""
 
     def __init__(
-        self, conninfo: Callable[[], str], *, max_size: int = 10, timeout: float = 5.0
+        self,
+        conninfo: Callable[[], str],
+        *,
+        max_size: int = 10,
+        timeout: float = 5.0,
+        connect_timeout: int = 5,
+        statement_timeout: float = 15.0,
     ) -> None:
         self._conninfo = conninfo
         self._max_size = max_size
         self._timeout = timeout
+        self._connect_timeout = connect_timeout
+        # Each transaction opens with its own statement timeout, in the same round trip as its
+        # BEGIN: a transaction pooler (Supavisor, PgBouncer) refuses a startup `options`
+        # parameter and hands a session-level SET to whichever client gets that server
+        # connection next, while SET LOCAL ends with the transaction.
+        self._begin = f"BEGIN; SET LOCAL statement_timeout = {int(statement_timeout * 1000)}"
         self._pool: ConnectionPool[Connection] | None = None
         self._lock = threading.Lock()
 
@@ -41,10 +53,12 @@ class Database:
                     # No server-side prepared statements: Supabase's transaction pooler
                     # (port 6543) hands each transaction to any server connection, where a
                     # statement prepared on another one does not exist.
+                    # Autocommit: `transaction` sends BEGIN itself, with the timeout.
                     kwargs={
                         "row_factory": dict_row,
-                        "autocommit": False,
+                        "autocommit": True,
                         "prepare_threshold": None,
+                        "connect_timeout": self._connect_timeout,
                     },
                     open=False,
                     name="app",
@@ -68,8 +82,14 @@ class Database:
         Raises DatabaseUnavailable when Postgres is down or the connection breaks.
         """
         try:
-            with self.pool.connection(timeout=self._timeout) as conn, conn.transaction():
-                yield conn
+            with self.pool.connection(timeout=self._timeout) as conn:
+                conn.execute(self._begin)
+                try:
+                    yield conn
+                except BaseException:
+                    conn.rollback()
+                    raise
+                conn.commit()
         except (psycopg.OperationalError, PoolTimeout) as exc:
             raise DatabaseUnavailable(f"database unavailable: {type(exc).__name__}") from exc
 

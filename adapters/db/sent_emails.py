@@ -2,19 +2,47 @@
 
 from __future__ import annotations
 
-from adapters.db.pool import Connection, Database
+from adapters.db.pool import Database
+
+# How long a claim keeps other deliveries of the same e-mail away: longer than any send can take
+# (a push is answered within its 60 s deadline), so an older claim is one whose process died.
+CLAIM_LEASE_SECONDS = 120
 
 
-def lock(conn: Connection, key: str) -> None:
-    """Serialise senders of the same (event, kind) until the transaction ends."""
-    conn.execute("select pg_advisory_xact_lock(hashtextextended(%s, 0))", (key,))
+class SendInProgress(RuntimeError):
+    """Another delivery of the same event is sending this e-mail now: retry later."""
 
 
-def already_sent(conn: Connection, *, event_id: str, kind: str) -> bool:
-    row = conn.execute(
-        "select 1 from public.sent_emails where event_id = %s and kind = %s", (event_id, kind)
-    ).fetchone()
-    return row is not None
+def claim(db: Database, *, event_id: str, kind: str) -> bool:
+    """Claim the (event, kind) e-mail for one send, in a transaction of its own that commits
+    before the send; False when it was sent already. SendInProgress while another delivery holds
+    a fresh claim; a claim older than the lease (its process died mid-send) is taken over, and
+    the send repeated with the same idempotency key, which Resend answers with the first send."""
+    with db.transaction() as conn:
+        sent = conn.execute(
+            "select 1 from public.sent_emails where event_id = %s and kind = %s",
+            (event_id, kind),
+        ).fetchone()
+        if sent is not None:
+            return False
+        claimed = conn.execute(
+            "insert into public.email_claims (event_id, kind) values (%s, %s)"
+            " on conflict (event_id, kind) do update set claimed_at = now()"
+            " where email_claims.claimed_at < now() - make_interval(secs => %s)"
+            " returning 1",
+            (event_id, kind, CLAIM_LEASE_SECONDS),
+        ).fetchone()
+    if claimed is None:
+        raise SendInProgress(f"{event_id}/{kind} is being sent by another delivery")
+    return True
+
+
+def release(db: Database, *, event_id: str, kind: str) -> None:
+    """Drop a claim: the send failed before Resend took it, or never will succeed."""
+    with db.transaction() as conn:
+        conn.execute(
+            "delete from public.email_claims where event_id = %s and kind = %s", (event_id, kind)
+        )
 
 
 def any_sent(db: Database, event_id: str) -> bool:
@@ -25,10 +53,15 @@ def any_sent(db: Database, event_id: str) -> bool:
 
 
 def record(
-    conn: Connection, *, event_id: str, kind: str, recipient: str, provider_id: str | None
+    db: Database, *, event_id: str, kind: str, recipient: str, provider_id: str | None
 ) -> None:
-    conn.execute(
-        "insert into public.sent_emails (event_id, kind, recipient, provider_id)"
-        " values (%s, %s, %s, %s) on conflict do nothing",
-        (event_id, kind, recipient, provider_id),
-    )
+    """The e-mail was sent: record it, and settle its claim, in one transaction."""
+    with db.transaction() as conn:
+        conn.execute(
+            "insert into public.sent_emails (event_id, kind, recipient, provider_id)"
+            " values (%s, %s, %s, %s) on conflict do nothing",
+            (event_id, kind, recipient, provider_id),
+        )
+        conn.execute(
+            "delete from public.email_claims where event_id = %s and kind = %s", (event_id, kind)
+        )

@@ -26,11 +26,14 @@ class FakeResend:
     # Requests per second allowed, as Resend enforces per team (None: no limit).
     rate_limit: float | None = None
     rate_limited: int = 0
+    # Cleared, Resend answers nothing until it is set again (a slow API, as seen from here).
+    responding: threading.Event = field(default_factory=threading.Event)
     _recent: deque[float] = field(default_factory=deque)
     _by_key: dict[str, dict[str, Any]] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def __post_init__(self) -> None:
+        self.responding.set()
         self.server.route("/emails", ("POST",), self._send)
 
     def reset(self) -> None:
@@ -43,6 +46,7 @@ class FakeResend:
         self.failures_left = 0
         self.rate_limit = None
         self.rate_limited = 0
+        self.responding.set()
 
     def fail_next(self, count: int) -> None:
         """Answer 500 to the next `count` requests (added to those already due)."""
@@ -50,6 +54,7 @@ class FakeResend:
             self.failures_left += count
 
     def _send(self, request: Request) -> Response:
+        self.responding.wait(timeout=30)
         with self._lock:
             if self._over_rate():
                 self.rate_limited += 1

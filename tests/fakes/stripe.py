@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import threading
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,9 +23,12 @@ class FakeStripe:
     refuse_portal: bool = False
     # Stripe failing on its side: every call answers 500 api_error.
     outage: bool = False
+    # Cleared, Stripe answers nothing until it is set again (a slow API, as seen from here).
+    responding: threading.Event = field(default_factory=threading.Event)
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
 
     def __post_init__(self) -> None:
+        self.responding.set()
         s = self.server
         s.route("/v1/checkout/sessions", ("POST",), self._create_session)
         s.route("/v1/checkout/sessions/<session_id>", ("GET",), self._get_session)
@@ -41,6 +45,7 @@ class FakeStripe:
         self.refuse_checkout = False
         self.refuse_portal = False
         self.outage = False
+        self.responding.set()
 
     def checkout_params(self) -> list[dict[str, Any]]:
         """The decoded parameters of every checkout session created."""
@@ -107,6 +112,7 @@ class FakeStripe:
         )
 
     def _get_subscription(self, request: Request, sub_id: str) -> Response:
+        self.responding.wait(timeout=30)
         if self.outage:
             return _api_error()
         return json_response(

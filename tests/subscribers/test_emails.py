@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from adapters.db import sent_emails
 from adapters.db.pool import Database
 from adapters.db.products import seed_demo_products
 from core.email.props import KINDS
@@ -309,3 +310,21 @@ def test_test_route_reports_a_provider_failure(resend_api: Api, resend: FakeRese
     body = resend_api.get("/api/test-email?type=new-signup").json()
     assert body["success"] is False
     assert body["results"] == [{"type": "new-signup", "status": "failed"}]
+
+
+def test_a_claim_keeps_a_second_sender_away_until_its_lease_runs_out(db: Database) -> None:
+    assert sent_emails.claim(db, event_id="evt_lease", kind="receipt") is True
+    with pytest.raises(sent_emails.SendInProgress):
+        sent_emails.claim(db, event_id="evt_lease", kind="receipt")
+    # The first sender's process died mid-send: once the lease is over, another takes over.
+    with db.transaction() as conn:
+        conn.execute(
+            "update public.email_claims set claimed_at = now() - interval '121 seconds'"
+            " where event_id = 'evt_lease'"
+        )
+    assert sent_emails.claim(db, event_id="evt_lease", kind="receipt") is True
+    sent_emails.record(
+        db, event_id="evt_lease", kind="receipt", recipient="a@example.com", provider_id="re_1"
+    )
+    assert sent_emails.claim(db, event_id="evt_lease", kind="receipt") is False
+    assert db.fetch_all("select * from public.email_claims where event_id = 'evt_lease'") == []

@@ -1,0 +1,112 @@
+"""No transaction is held across a call to Resend or Stripe.
+
+Supabase's transaction pooler has a few server connections for every service together: a
+subscriber that waited on a slow API inside a transaction would keep them from everyone else.
+Here each process has a pool of ONE connection, Resend (then Stripe) stops answering, and the
+other subscriber (or, for Stripe, access's other worker: in-process, e-mail waits while access
+has work running, by the bus's design) must still apply its events while the call hangs.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+
+from adapters.db.pool import Database
+from adapters.db.products import seed_demo_products
+from core.announcements import announced_ids
+from tests.conftest import Api
+from tests.fakes.resend import FakeResend
+from tests.fakes.stripe import FakeStripe
+from tests.helpers import create_user, stripe_event, wait_for
+from tests.subscribers.lifecycle_helpers import subscription
+from tests.subscribers.test_access import completed, post_event
+
+
+def has_access(db: Database, user_id: str) -> bool:
+    rows = db.fetch_all("select has_access from public.profiles where id = %s", (user_id,))
+    return bool(rows and rows[0]["has_access"])
+
+
+def mails_for(db: Database, event_id: str) -> list[dict[str, object]]:
+    return db.fetch_all(
+        "select kind from public.sent_emails where event_id = any(%s)",
+        (list(announced_ids(event_id)),),
+    )
+
+
+def test_access_applies_while_resend_hangs_on_a_send(
+    api_factory: Callable[..., Api], resend: FakeResend, db: Database
+) -> None:
+    api = api_factory(
+        resend_api_key="re_test_key", resend_api_url=resend.server.url, database_pool_size=1
+    )
+    seed_demo_products(db)
+    first = create_user(db, "first@example.com")
+    second = create_user(db, "second@example.com")
+    first_body = stripe_event(
+        "checkout.session.completed", completed(first, customer="cus_first", session="cs_first")
+    )
+    resend.responding.clear()
+    try:
+        assert post_event(api, first_body).status_code == 200
+        wait_for(lambda: resend.server.calls("POST", "/emails"))  # the send hangs now
+
+        assert (
+            post_event(
+                api,
+                stripe_event(
+                    "checkout.session.completed",
+                    completed(second, customer="cus_second", session="cs_second"),
+                ),
+            ).status_code
+            == 200
+        )
+        wait_for(lambda: has_access(db, second), timeout=4)
+        assert resend.delivered == [], "the first send still hangs"
+    finally:
+        resend.responding.set()
+    assert api.container.bus.wait_idle(30)  # type: ignore[attr-defined]
+    assert len(mails_for(db, json.loads(first_body)["id"])) == 1
+    assert db.fetch_all("select * from public.email_claims") == []
+
+
+def test_access_applies_other_events_while_stripe_hangs_on_a_tie(
+    api_factory: Callable[..., Api], stripe_fake: FakeStripe, db: Database
+) -> None:
+    api = api_factory(database_pool_size=1)
+    seed_demo_products(db)
+    tied, other = create_user(db, "tied@example.com"), create_user(db, "other@example.com")
+    now = int(time.time())
+    with db.transaction() as conn:
+        # `tied` had its access set at `now`: a change created in the same second is a tie,
+        # which only Stripe's status can settle.
+        conn.execute(
+            "update public.profiles set customer_id = 'cus_tied', has_access = true,"
+            " access_changed_at = to_timestamp(%s) where id = %s",
+            (now, tied),
+        )
+        conn.execute("update public.profiles set customer_id = 'cus_other' where id = %s", (other,))
+    tie = stripe_event(
+        "customer.subscription.updated",
+        subscription(customer="cus_tied", id="sub_tied", status="canceled"),
+        created=now,
+    )
+    renewal = stripe_event(
+        "invoice.paid",
+        {"id": "in_other", "customer": "cus_other", "subscription": "sub_other"},
+        created=now,
+    )
+    stripe_fake.responding.clear()
+    try:
+        assert post_event(api, tie).status_code == 200
+        wait_for(lambda: stripe_fake.server.calls("GET", "/v1/subscriptions/sub_tied"))
+
+        assert post_event(api, renewal).status_code == 200
+        wait_for(lambda: has_access(db, other), timeout=4)
+    finally:
+        stripe_fake.responding.set()
+    assert api.container.bus.wait_idle(30)  # type: ignore[attr-defined]
+    # Stripe says active at the tie (its default here): access stays as it was.
+    assert has_access(db, tied)
