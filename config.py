@@ -50,17 +50,38 @@ PUBLIC_VALUES = frozenset(
     }
 )
 
-# Secrets production cannot run without: the service would fail open or silently otherwise.
-PRODUCTION_REQUIRED = (
-    "database_url",
-    "site_url",
-    "supabase_url",
-    "supabase_anon_key",
-    "supabase_service_role_key",
-    "stripe_secret_key",
-    "stripe_publishable_key",
-    "stripe_webhook_secret",
-    "resend_api_key",
+# What each target cannot run without in production: it would fail open or silently
+# otherwise. The secrets among them are exactly what the target's code reads
+# (tests/deploy/test_secrets.py derives them from it), and what cloudbuild.yaml gives the
+# service; the api needs RESEND_API_KEY too when ENABLE_TEST_EMAIL turns its test route on.
+PRODUCTION_REQUIRED_BY_TARGET: dict[str, tuple[str, ...]] = {
+    "api": (
+        "database_url",
+        "site_url",
+        "supabase_url",
+        "supabase_anon_key",
+        "stripe_secret_key",
+        "stripe_publishable_key",
+        "stripe_webhook_secret",
+    ),
+    "access": (
+        "database_url",
+        "site_url",
+        "supabase_url",
+        "supabase_service_role_key",
+        "stripe_secret_key",
+    ),
+    "emails": (
+        "database_url",
+        "site_url",
+        "supabase_url",
+        "supabase_service_role_key",
+        "resend_api_key",
+    ),
+}
+# Every setting some target requires.
+PRODUCTION_REQUIRED = tuple(
+    dict.fromkeys(name for names in PRODUCTION_REQUIRED_BY_TARGET.values() for name in names)
 )
 
 
@@ -238,7 +259,7 @@ class Settings(BaseSettings):
     def _production_secrets(self) -> Settings:
         if self.app_env != "production":
             return self
-        missing = [name.upper() for name in PRODUCTION_REQUIRED if getattr(self, name) is None]
+        missing = [name.upper() for name in self.production_required if getattr(self, name) is None]
         if missing:
             raise MissingSecretsError(
                 "APP_ENV=production refuses to start; missing: " + ", ".join(missing)
@@ -255,6 +276,14 @@ class Settings(BaseSettings):
         if self.event_bus != "pubsub":
             raise MissingSecretsError("APP_ENV=production requires EVENT_BUS=pubsub")
         return self
+
+    @property
+    def production_required(self) -> tuple[str, ...]:
+        """What this process's target needs in production (PRODUCTION_REQUIRED_BY_TARGET)."""
+        required = PRODUCTION_REQUIRED_BY_TARGET[self.function_target]
+        if self.function_target == "api" and self.test_email_enabled:
+            required = (*required, "resend_api_key")
+        return required
 
     @property
     def is_production(self) -> bool:

@@ -10,6 +10,7 @@ from config import (
     DEV_WEBHOOK_SECRET,
     PRODUCTION_OPTIONAL,
     PRODUCTION_REQUIRED,
+    PRODUCTION_REQUIRED_BY_TARGET,
     SUPABASE_LOCAL_JWT_SECRET,
     Settings,
 )
@@ -57,14 +58,46 @@ def test_production_starts_with_every_secret(monkeypatch: pytest.MonkeyPatch) ->
     assert s.webhook_secret == "whsec_live"
 
 
-@pytest.mark.parametrize("missing", [name.upper() for name in PRODUCTION_REQUIRED])
-def test_production_names_each_missing_secret(
-    monkeypatch: pytest.MonkeyPatch, missing: str
+@pytest.mark.parametrize(
+    ("target", "missing"),
+    [
+        (target, name.upper())
+        for target, names in PRODUCTION_REQUIRED_BY_TARGET.items()
+        for name in names
+    ],
+)
+def test_production_names_each_missing_secret_of_its_target(
+    monkeypatch: pytest.MonkeyPatch, target: str, missing: str
 ) -> None:
-    for name, value in PRODUCTION.items():
+    for name, value in {**PRODUCTION, "FUNCTION_TARGET": target}.items():
         if name != missing:
             monkeypatch.setenv(name, value)
-    with pytest.raises(ValidationError, match=f"missing: {missing} "):
+    with pytest.raises(ValidationError, match=f"missing: {missing}"):
+        Settings()
+
+
+@pytest.mark.parametrize(
+    ("target", "unneeded"),
+    [
+        ("api", "RESEND_API_KEY"),
+        ("api", "SUPABASE_SERVICE_ROLE_KEY"),
+        ("emails", "STRIPE_SECRET_KEY"),
+    ],
+)
+def test_a_target_starts_without_the_secrets_it_does_not_read(
+    monkeypatch: pytest.MonkeyPatch, target: str, unneeded: str
+) -> None:
+    for name, value in {**PRODUCTION, "FUNCTION_TARGET": target}.items():
+        if name != unneeded:
+            monkeypatch.setenv(name, value)
+    assert Settings().function_target == target
+
+
+def test_the_api_needs_resend_when_its_test_route_is_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name, value in {**PRODUCTION, "ENABLE_TEST_EMAIL": "true"}.items():
+        if name != "RESEND_API_KEY":
+            monkeypatch.setenv(name, value)
+    with pytest.raises(ValidationError, match="missing: RESEND_API_KEY"):
         Settings()
 
 
@@ -73,14 +106,21 @@ def production_with(monkeypatch: pytest.MonkeyPatch, **changes: str) -> None:
         monkeypatch.setenv(name, value)
 
 
-@pytest.mark.parametrize("name", [name.upper() for name in PRODUCTION_REQUIRED])
+@pytest.mark.parametrize(
+    ("target", "name"),
+    [
+        (target, name.upper())
+        for target, names in PRODUCTION_REQUIRED_BY_TARGET.items()
+        for name in names
+    ],
+)
 @pytest.mark.parametrize("value", ["", "   ", "\t"])
 def test_production_names_each_empty_secret(
-    monkeypatch: pytest.MonkeyPatch, name: str, value: str
+    monkeypatch: pytest.MonkeyPatch, target: str, name: str, value: str
 ) -> None:
     # `STRIPE_WEBHOOK_SECRET=` once made production verify with the public development secret.
-    production_with(monkeypatch, **{name: value})
-    with pytest.raises(ValidationError, match=f"missing: {name} "):
+    production_with(monkeypatch, FUNCTION_TARGET=target, **{name: value})
+    with pytest.raises(ValidationError, match=f"missing: {name}"):
         Settings()
 
 

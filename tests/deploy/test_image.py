@@ -29,7 +29,7 @@ import requests
 from adapters.bus.topology import clients, ensure_topology
 from adapters.db.pool import Database
 from adapters.db.products import seed_demo_products
-from config import PRODUCTION_REQUIRED
+from config import PRODUCTION_REQUIRED, PRODUCTION_REQUIRED_BY_TARGET
 from dev import cloudrun_front, local_google, pubsub_emulator
 from dev.cloudrun_front import CloudRunFront
 from dev.local_google import LocalGoogle
@@ -257,7 +257,7 @@ def test_production_without_secrets_exits_and_names_them(image: Image, target: s
     output = result.stdout + result.stderr
     assert result.returncode != 0, output[-2000:]
     assert "APP_ENV=production refuses to start; missing: DATABASE_URL" in output
-    for name in PRODUCTION_REQUIRED:
+    for name in PRODUCTION_REQUIRED_BY_TARGET[target]:
         assert name.upper() in output
 
 
