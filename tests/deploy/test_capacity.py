@@ -67,8 +67,9 @@ def _deployed(call: list[str]) -> Deployed:
 @pytest.fixture(scope="module")
 def deployed() -> list[Deployed]:
     scripts, _ = topology.rendered("capacity")
-    secrets = {f"secrets-{target}": "DATABASE_URL=DATABASE_URL:latest" for target in TARGETS}
-    with topology.dry_run(scripts["deploy"], workspace=secrets) as calls:
+    workspace = {f"secrets-{target}": "DATABASE_URL=DATABASE_URL:3" for target in TARGETS}
+    workspace["image"] = "europe-west1-docker.pkg.dev/p/saas/backend@sha256:" + "0" * 64
+    with topology.dry_run(scripts["deploy"], workspace=workspace) as calls:
         return [
             _deployed(call)
             for call in calls
