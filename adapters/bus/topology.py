@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import google.cloud.pubsub_v1 as pubsub_v1
 import grpc
@@ -31,6 +31,22 @@ class PushPolicy:
     max_delivery_attempts: int = 10
     # Acked messages are kept this long too, so that `subscriptions seek` can replay them.
     retention: float = 7 * 24 * 3600
+
+
+# Delivery attempts before the dead-letter topic, per subscriber (PushPolicy's for the others):
+# e-mail's one instance refuses pushes while it is full, each refusal an attempt.
+DELIVERY_ATTEMPTS = {"emails": 50}
+# The event types each subscriber acts on (`attributes.event_type`, set by the publisher);
+# Pub/Sub acknowledges the others without pushing them. Fixed when a subscription is created.
+MESSAGE_FILTERS = {
+    "access": 'NOT hasPrefix(attributes.event_type, "app.")',
+    "emails": 'hasPrefix(attributes.event_type, "app.")'
+    ' OR hasPrefix(attributes.event_type, "invoice.")'
+    ' OR attributes.event_type = "checkout.session.expired"'
+    ' OR attributes.event_type = "customer.subscription.updated"',
+}
+# The dead-letter topic keeps messages longer than a subscription can (31 days against 7).
+DEAD_LETTER_TOPIC_RETENTION = 31 * 24 * 3600
 
 
 def subscription_name(topic: str, subscriber: str) -> str:
@@ -67,7 +83,17 @@ def ensure_topology(
         for name, endpoint in push_endpoints.items():
             path = f"projects/{project}/subscriptions/{subscription_name(topic, name)}"
             audience = (push_audiences or {}).get(name)
-            fields = _push(path, endpoint, dead_path, policy, push_service_account, audience)
+            attempts = DELIVERY_ATTEMPTS.get(name, policy.max_delivery_attempts)
+            fields = _push(
+                path,
+                endpoint,
+                dead_path,
+                replace(policy, max_delivery_attempts=attempts),
+                push_service_account,
+                audience,
+            )
+            if name in MESSAGE_FILTERS:
+                fields["filter"] = MESSAGE_FILTERS[name]
             _ensure_subscription(subscriber, fields, topic_path)
             paths.append(path)
         return paths
@@ -125,7 +151,11 @@ def _ensure_subscription(
         # Only what differs: the emulator refuses to update some fields (expiration_policy).
         existing = subscriber.get_subscription(subscription=str(fields["name"]))._pb
         wanted = pubsub_v1.types.Subscription(**fields)._pb
-        changed = [n for n in fields if n != "name" and getattr(existing, n) != getattr(wanted, n)]
+        # A filter is fixed at creation: an existing subscription keeps its own.
+        fixed = {"name", "filter"}
+        changed = [
+            n for n in fields if n not in fixed and getattr(existing, n) != getattr(wanted, n)
+        ]
         if changed:
             mask = field_mask_pb2.FieldMask(paths=changed)
             subscriber.update_subscription(request={"subscription": fields, "update_mask": mask})

@@ -236,3 +236,8 @@ def _get(obj: Any, *path: str) -> Any:
             return None
         obj = obj.get(key)
     return obj
+
+
+def handled_types() -> frozenset[str]:
+    """The event types an e-mail may be planned for (the push filter lets them through)."""
+    return frozenset(_BUILDERS)

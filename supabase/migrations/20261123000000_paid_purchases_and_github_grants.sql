@@ -22,6 +22,7 @@ select id, user_id, github_username, coalesce(github_invited_at, created_at)
 from public.purchases
 where github_username is not null and user_id is not null;
 
+-- contract: nothing reads these columns since the release that wrote github_grants.
 alter table public.purchases
   drop column github_username,
   drop column github_invited_at;

@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
-from adapters.bus.topology import PushPolicy
+from adapters.bus.topology import (
+    DEAD_LETTER_TOPIC_RETENTION,
+    DELIVERY_ATTEMPTS,
+    MESSAGE_FILTERS,
+    PushPolicy,
+)
+from core.email.plan import handled_types
+from core.events import APP_EVENT_PREFIX, SUBSCRIBED_TYPES
 from tests.deploy import topology
 
 
@@ -28,3 +37,46 @@ def test_a_setting_the_emulator_setup_does_not_reproduce_fails() -> None:
         sub.flag("--enable-exactly-once-delivery", None)
     assert sub.flag("--min-retry-delay", "10s").min_retry_delay == 10
     assert topology.seconds("7d") == 7 * 86400
+
+
+def test_each_subscriber_has_its_attempts_and_filter_and_dead_letters_keep_31_days() -> None:
+    production = topology.cloudbuild("local-project")
+    attempts = production.delivery_attempts()
+    assert attempts == {
+        t: DELIVERY_ATTEMPTS.get(t, PushPolicy().max_delivery_attempts) for t in attempts
+    }
+    assert attempts["emails"] > attempts["access"]
+    assert production.message_filters() == MESSAGE_FILTERS
+    assert production.topic_retention == {production.dead_letter_topic: DEAD_LETTER_TOPIC_RETENTION}
+
+
+def admits(expression: str, event_type: str) -> bool:
+    """Pub/Sub's filter language, the part the filters use: `OR`, `NOT`, `hasPrefix(a, p)`
+    and `a = "v"` on `attributes.event_type`."""
+
+    def term(text: str) -> bool:
+        text = text.strip()
+        if text.startswith("NOT "):
+            return not term(text[4:])
+        prefix = re.fullmatch(r'hasPrefix\(attributes\.event_type, "([^"]*)"\)', text)
+        if prefix:
+            return event_type.startswith(prefix[1])
+        equal = re.fullmatch(r'attributes\.event_type = "([^"]*)"', text)
+        assert equal, f"the test cannot read {text!r}"
+        return event_type == equal[1]
+
+    return any(term(part) for part in expression.split(" OR "))
+
+
+APP_TYPES = {"app.access.granted", "app.access.revoked", "app.account.invited"}
+
+
+def test_the_filters_let_through_exactly_what_each_subscriber_acts_on() -> None:
+    every = SUBSCRIBED_TYPES | APP_TYPES
+    access = {t for t in every if admits(MESSAGE_FILTERS["access"], t)}
+    emails = {t for t in every | handled_types() if admits(MESSAGE_FILTERS["emails"], t)}
+    assert access == SUBSCRIBED_TYPES  # every Stripe event, no announcement
+    assert handled_types() <= emails  # every type an e-mail is planned for
+    assert not {t for t in emails if not t.startswith(APP_EVENT_PREFIX)} - handled_types()
+    for expression in MESSAGE_FILTERS.values():
+        assert len(expression.encode()) <= 256, "Pub/Sub's limit on a filter"

@@ -69,6 +69,7 @@ class Subscription:
     never_expires: bool = False
     retain_acked_messages: bool = False
     retention: float | None = None
+    message_filter: str | None = None
 
     def flag(self, name: str, value: str | None) -> Subscription:
         """This subscription with one more `gcloud pubsub subscriptions create/update` flag."""
@@ -98,6 +99,8 @@ class Subscription:
                 return replace(self, retain_acked_messages=True)
             case "--message-retention-duration":
                 return replace(self, retention=seconds(text))
+            case "--message-filter":
+                return replace(self, message_filter=text)
         raise ValueError(
             f"cloudbuild.yaml sets {name}={value} on subscription {self.name}; teach"
             " tests/deploy/topology.py and adapters/bus/topology.py to reproduce it"
@@ -130,6 +133,7 @@ class Subscription:
             retention=pb.message_retention_duration.ToTimedelta().total_seconds()
             if pb.HasField("message_retention_duration")
             else None,
+            message_filter=pb.filter or None,
         )
 
 
@@ -140,6 +144,8 @@ class Topology:
     topics: frozenset[str]
     subscriptions: dict[str, Subscription]
     services: dict[str, str] = field(default_factory=dict)
+    # A topic's own message retention, where set (seconds).
+    topic_retention: dict[str, float] = field(default_factory=dict)
 
     @property
     def push(self) -> dict[str, Subscription]:
@@ -178,13 +184,20 @@ class Topology:
                 ack_deadline=sub.ack_deadline,
                 min_backoff=sub.min_retry_delay or 0,
                 max_backoff=sub.max_retry_delay or 0,
-                max_delivery_attempts=sub.max_delivery_attempts or 0,
+                # Subscribers may differ here (DELIVERY_ATTEMPTS): compared on their own.
+                max_delivery_attempts=PushPolicy().max_delivery_attempts,
                 retention=sub.retention or 0,
             )
             for sub in self.push.values()
         }
         [policy] = policies
         return policy
+
+    def delivery_attempts(self) -> dict[str, int]:
+        return {t: sub.max_delivery_attempts or 0 for t, sub in self.push.items()}
+
+    def message_filters(self) -> dict[str, str | None]:
+        return {t: sub.message_filter for t, sub in self.push.items()}
 
     def with_endpoints(self, urls: dict[str, str]) -> Topology:
         """The same topology with each target's push endpoint replaced by `urls[target]`."""
@@ -279,6 +292,7 @@ def dry_run(
 
 def _read(calls: list[list[str]], *, prefix: str) -> Topology:
     topics: set[str] = set()
+    retention: dict[str, float] = {}
     subscriptions: dict[str, Subscription] = {}
     for call in calls:
         if call[:1] != ["pubsub"] or call[2:3] in (["describe"], ["add-iam-policy-binding"]):
@@ -286,6 +300,13 @@ def _read(calls: list[list[str]], *, prefix: str) -> Topology:
         group, verb, name, *flags = call[1:]
         if (group, verb) == ("topics", "create"):
             topics.add(name)
+            continue
+        if (group, verb) == ("topics", "update"):
+            [flag] = flags
+            key, _, value = flag.partition("=")
+            if key != "--message-retention-duration":
+                raise ValueError(f"cloudbuild.yaml updates a topic with {flag}: read it here")
+            retention[name] = seconds(value)
             continue
         if group != "subscriptions" or verb not in ("create", "update"):
             raise ValueError(f"cloudbuild.yaml runs `gcloud pubsub {group} {verb}`: read it here")
@@ -298,7 +319,7 @@ def _read(calls: list[list[str]], *, prefix: str) -> Topology:
         f"{SERVICE_URL}{prefix}-{target}": target
         for target in ("api", "access", "emails")  # the image's targets (bin/serve)
     }
-    return Topology(frozenset(topics), subscriptions, services)
+    return Topology(frozenset(topics), subscriptions, services, retention)
 
 
 def check_names(topology: Topology) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import psycopg
 import pytest
@@ -150,3 +151,57 @@ def test_migrations_on_an_empty_database(database_url: str) -> None:
 def test_without_auth_schema_and_no_stand_in_migrations_fail(database_url: str) -> None:
     with empty_database(database_url) as url, pytest.raises(psycopg.errors.InvalidSchemaName):
         migrations.apply_all(url, allow_auth_stand_in=False)
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "alter table public.profiles drop column name;",
+        "ALTER TABLE public.profiles RENAME COLUMN name TO full_name;",
+        "drop table public.leads;",
+        "alter table public.profiles alter column email set not null;",
+        "alter table public.profiles\n  alter column price_id type integer;",
+    ],
+)
+def test_an_unmarked_contraction_is_found(sql: str) -> None:
+    assert migrations.unmarked_contractions(sql) != []
+
+
+def test_a_marked_contraction_or_an_expansion_passes() -> None:
+    sql = (
+        "alter table public.profiles add column nickname text;\n"
+        "-- contract: nothing reads `name` since the release before this one.\n"
+        "alter table public.profiles\n  drop column name;\n"
+        "create index if not exists profiles_email_idx on public.profiles (email);\n"
+    )
+    assert migrations.unmarked_contractions(sql) == []
+    assert migrations.unmarked_contractions(sql + "drop table public.leads;") == [
+        "drop table public.leads;"
+    ]
+
+
+def test_every_migration_in_the_repository_follows_the_rule() -> None:
+    offenders = {
+        m.path.name: found
+        for m in migrations.available()
+        if (found := migrations.unmarked_contractions(m.path.read_text()))
+    }
+    assert offenders == {}
+
+
+def test_the_migrate_step_refuses_an_unmarked_contraction(
+    tmp_path: Path, database_url: str
+) -> None:
+    copy = tmp_path / "migrations"
+    copy.mkdir()
+    for m in migrations.available():
+        (copy / m.path.name).write_text(m.path.read_text())
+    (copy / "29991231000000_careless.sql").write_text("alter table public.leads drop column email;")
+    with pytest.raises(migrations.UnsafeMigration, match=r"29991231000000_careless\.sql"):
+        migrations.apply_all(database_url, allow_auth_stand_in=True, directory=copy)
+    with psycopg.connect(database_url) as conn:
+        [row] = conn.execute(
+            "select count(*) from information_schema.columns"
+            " where table_name = 'leads' and column_name = 'email'"
+        ).fetchall()
+    assert row == (1,)
