@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import json
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
@@ -10,6 +12,7 @@ from limits import parse_many
 from psycopg import ProgrammingError
 from psycopg.conninfo import conninfo_to_dict
 from pydantic import (
+    AliasChoices,
     AnyHttpUrl,
     Field,
     SecretStr,
@@ -32,10 +35,23 @@ DEV_WEBHOOK_SECRET = "whsec_local_development_secret_do_not_use_in_production"  
 DEV_JWT_SECRET = "local-development-jwt-secret-do-not-use-in-production"  # noqa: S105
 # The JWT secret every local Supabase stack (`supabase start`) signs with: public too.
 SUPABASE_LOCAL_JWT_SECRET = "super-secret-jwt-token-with-at-least-32-characters-long"  # noqa: S105
+# The API keys every local Supabase stack (`supabase start`) prints: its legacy anon and
+# service_role JWTs, and its `sb_` keys.
+SUPABASE_LOCAL_KEYS = frozenset(
+    {
+        "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJpc3MiOiJzdXBhYmFzZS1kZW1vIiwicm9sZSI6ImFub24iLCJl"
+        "eHAiOjE5ODM4MTI5OTZ9.CRXP1A7WOeoJeXxjNni43kdQwgnWNReilDMblYTn_I0",
+        "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJpc3MiOiJzdXBhYmFzZS1kZW1vIiwicm9sZSI6InNlcnZpY2Vf"
+        "cm9sZSIsImV4cCI6MTk4MzgxMjk5Nn0.EGIM96RAZx35lJzdJsyH-qQwv8Hdp7fsn3W0YpN81IU",
+        "sb_publishable_ACJWlzQHlZjBrEguHvfOxg_3BJgxAaH",
+        "sb_secret_N7UND0UgjKTVK-Uodkm0Hg_xSvEMPvz",
+    }
+)
 # Values published in this repository (.env.example, the docs) or by Supabase's local stack:
 # anyone can read them, so production treats them as unset.
 PUBLIC_VALUES = frozenset(
     {
+        *SUPABASE_LOCAL_KEYS,
         DEV_WEBHOOK_SECRET,
         DEV_JWT_SECRET,
         SUPABASE_LOCAL_JWT_SECRET,
@@ -59,7 +75,7 @@ PRODUCTION_REQUIRED_BY_TARGET: dict[str, tuple[str, ...]] = {
         "database_url",
         "site_url",
         "supabase_url",
-        "supabase_anon_key",
+        "supabase_publishable_key",
         "stripe_secret_key",
         "stripe_publishable_key",
         "stripe_webhook_secret",
@@ -68,14 +84,14 @@ PRODUCTION_REQUIRED_BY_TARGET: dict[str, tuple[str, ...]] = {
         "database_url",
         "site_url",
         "supabase_url",
-        "supabase_service_role_key",
+        "supabase_secret_key",
         "stripe_secret_key",
     ),
     "emails": (
         "database_url",
         "site_url",
         "supabase_url",
-        "supabase_service_role_key",
+        "supabase_secret_key",
         "resend_api_key",
     ),
 }
@@ -110,7 +126,7 @@ def unsafe_reason(value: object) -> str | None:
 class Settings(BaseSettings):
     """Every setting of the service; names match the environment variables."""
 
-    model_config = SettingsConfigDict(extra="ignore", frozen=True)
+    model_config = SettingsConfigDict(extra="ignore", frozen=True, populate_by_name=True)
 
     app_env: Literal["development", "test", "production"] = "development"
     port: int = Field(default=8080, ge=1, le=65535)
@@ -129,8 +145,17 @@ class Settings(BaseSettings):
     data_dir: Path = Path(".data")
 
     supabase_url: AnyHttpUrl | None = None
-    supabase_anon_key: SecretStr | None = None
-    supabase_service_role_key: SecretStr | None = None
+    # The project's API keys under the names Supabase uses today (`sb_publishable_...`,
+    # `sb_secret_...`); the legacy JWT keys, under their legacy names, read as the same setting.
+    supabase_publishable_key: SecretStr | None = Field(
+        default=None,
+        validation_alias=AliasChoices("supabase_publishable_key", "supabase_anon_key"),
+    )
+    supabase_secret_key: SecretStr | None = Field(
+        default=None,
+        validation_alias=AliasChoices("supabase_secret_key", "supabase_service_role_key"),
+    )
+    # The legacy HS256 secret: set before and during the move to signing keys, removed after.
     supabase_jwt_secret: SecretStr | None = None
 
     stripe_secret_key: SecretStr | None = None
@@ -232,6 +257,22 @@ class Settings(BaseSettings):
         except ValueError as exc:
             raise ValueError(f"not a rate limit like '10/minute': {value!r}") from exc
         return value
+
+    @model_validator(mode="after")
+    def _keys_in_their_places(self) -> Settings:
+        # A secret key where a publishable one belongs would be handed to browsers' requests
+        # and to every client of the anon role: refused whatever the environment.
+        if supabase_key_role(secret(self.supabase_publishable_key)) == "secret":
+            raise ValueError(
+                "SUPABASE_PUBLISHABLE_KEY holds a secret key (sb_secret_ or a service_role JWT);"
+                " it takes the publishable (anon) key"
+            )
+        if supabase_key_role(secret(self.supabase_secret_key)) == "publishable":
+            raise ValueError(
+                "SUPABASE_SECRET_KEY holds a publishable key (sb_publishable_ or an anon JWT);"
+                " it takes the secret (service_role) key"
+            )
+        return self
 
     @model_validator(mode="after")
     def _push_pair(self) -> Settings:
@@ -345,6 +386,25 @@ class Settings(BaseSettings):
             return None
         parts = urlsplit(str(self.site_url))
         return f"{parts.scheme}://{parts.netloc}"
+
+
+def supabase_key_role(key: str | None) -> str | None:
+    """`secret` or `publishable` for a Supabase API key of either generation, else None."""
+    if not key:
+        return None
+    if key.startswith("sb_secret_"):
+        return "secret"
+    if key.startswith("sb_publishable_"):
+        return "publishable"
+    parts = key.split(".")
+    if len(parts) == 3:  # a legacy key: a JWT whose `role` says which
+        try:
+            padded = parts[1] + "=" * (-len(parts[1]) % 4)
+            role = json.loads(base64.urlsafe_b64decode(padded)).get("role")
+        except (ValueError, AttributeError):
+            return None
+        return {"service_role": "secret", "anon": "publishable"}.get(role)
+    return None
 
 
 # sslmode values that make libpq refuse a connection without TLS.

@@ -97,7 +97,9 @@ class SupabaseAuth:
     def exchange_code(self, *, code: str, code_verifier: str | None) -> dict[str, Any] | None:
         """The session for a PKCE code, or None when the exchange fails (logged)."""
         if not self.configured:
-            log.warning("sign-in code received but SUPABASE_URL/SUPABASE_ANON_KEY are not set")
+            log.warning(
+                "sign-in code received but SUPABASE_URL/SUPABASE_PUBLISHABLE_KEY are not set"
+            )
             return None
         # A fresh client per exchange: the SDK keeps the session in the client's storage.
         http = httpx.Client(timeout=self._timeout)

@@ -1,8 +1,21 @@
-"""Supabase access tokens verified locally: HS256 with the legacy secret, else the project JWKS."""
+"""Supabase access tokens verified locally, by what each token is.
+
+A project signs its users' tokens with its legacy JWT secret (HS256) or, since it moved to
+signing keys, with an asymmetric key (ES256, or RS256) it publishes at
+`/auth/v1/.well-known/jwks.json` beside a standby key for the next rotation. During the move
+both kinds are live at once, so each token is checked by its own `alg`: HS256 with
+SUPABASE_JWT_SECRET (refused once the secret is removed), ES256/RS256 against the JWKS. The
+JWKS is cached; a token naming a key not in it fetches it again, at most once per
+`refetch_seconds`, so a rotated key is accepted within that time without a restart and a flood
+of made-up key ids costs one fetch, not one per request.
+"""
 
 from __future__ import annotations
 
+import json
+import threading
 import time
+import urllib.request
 import uuid
 from dataclasses import dataclass
 from typing import Any
@@ -30,8 +43,47 @@ class User:
     email: str | None
 
 
+class SigningKeys:
+    """The project's JWKS, fetched on first use, kept `max_age` seconds, fetched again for an
+    unknown key id no more often than every `refetch_seconds`."""
+
+    def __init__(
+        self, url: str, *, timeout: float, max_age: float = 600, refetch_seconds: float = 10
+    ) -> None:
+        self._url = url
+        self._timeout = timeout
+        self._max_age = max_age
+        self._refetch = refetch_seconds
+        self._keys: dict[str, jwt.PyJWK] = {}
+        self._fetched_at: float | None = None
+        self._lock = threading.Lock()
+
+    def key(self, kid: str) -> jwt.PyJWK:
+        with self._lock:
+            now = time.monotonic()
+            stale = self._fetched_at is None or now - self._fetched_at > self._max_age
+            unknown = kid not in self._keys
+            may_refetch = self._fetched_at is None or now - self._fetched_at >= self._refetch
+            if stale or (unknown and may_refetch):
+                self._keys = self._fetch()
+                self._fetched_at = now
+            found = self._keys.get(kid)
+        if found is None:
+            raise InvalidToken(f"token signed with an unknown key ({kid!r})")
+        return found
+
+    def _fetch(self) -> dict[str, jwt.PyJWK]:
+        try:
+            with urllib.request.urlopen(self._url, timeout=self._timeout) as response:  # noqa: S310
+                document = json.load(response)
+            keys = jwt.PyJWKSet.from_dict(document).keys
+        except (OSError, ValueError, jwt.PyJWTError) as exc:
+            raise InvalidToken(f"the project's signing keys could not be read: {exc}") from exc
+        return {str(k.key_id): k for k in keys if k.key_id}
+
+
 class TokenVerifier:
-    """Verifies access tokens; the JWKS client is created on first use and caches keys."""
+    """Verifies access tokens: HS256 with the legacy secret, ES256/RS256 with the JWKS."""
 
     def __init__(
         self,
@@ -39,15 +91,20 @@ class TokenVerifier:
         jwt_secret: str | None,
         supabase_url: str | None,
         timeout: float,
+        refetch_seconds: float = 10,
     ) -> None:
-        self._timeout = timeout
         self._secret = jwt_secret
         # Locally, without a project, the tokens `users token` issues name the CLI's local stack.
         self._issuer = issuer(supabase_url)
-        self._jwks_url = (
-            f"{supabase_url.rstrip('/')}/auth/v1/.well-known/jwks.json" if supabase_url else None
+        self._keys = (
+            SigningKeys(
+                f"{supabase_url.rstrip('/')}/auth/v1/.well-known/jwks.json",
+                timeout=timeout,
+                refetch_seconds=refetch_seconds,
+            )
+            if supabase_url
+            else None
         )
-        self._jwks: jwt.PyJWKClient | None = None
 
     def verify(self, token: str) -> User:
         """The user a token names; raises InvalidToken for anything else."""
@@ -62,16 +119,22 @@ class TokenVerifier:
         )
 
     def _decode(self, token: str) -> dict[str, Any]:
-        if self._secret:
+        header = jwt.get_unverified_header(token)
+        algorithm = header.get("alg")
+        if algorithm in HMAC_ALGORITHMS:
+            if not self._secret:
+                raise InvalidToken("HS256 tokens are not accepted: no SUPABASE_JWT_SECRET is set")
             return self._checked(token, self._secret, HMAC_ALGORITHMS)
-        if self._jwks_url is None:
-            raise InvalidToken("no SUPABASE_JWT_SECRET or SUPABASE_URL to verify tokens with")
-        if self._jwks is None:
-            self._jwks = jwt.PyJWKClient(
-                self._jwks_url, cache_keys=True, lifespan=600, timeout=self._timeout
-            )
-        key = self._jwks.get_signing_key_from_jwt(token)
-        return self._checked(token, key, KEY_ALGORITHMS)
+        if algorithm in KEY_ALGORITHMS:
+            if self._keys is None:
+                raise InvalidToken("no SUPABASE_URL to read the project's signing keys from")
+            kid = header.get("kid")
+            if not isinstance(kid, str) or not kid:
+                raise InvalidToken("token names no signing key")
+            key = self._keys.key(kid)
+            # The key's own algorithm, not the token's: a key is used only as what it is.
+            return self._checked(token, key, [str(key.algorithm_name)])
+        raise InvalidToken(f"tokens signed with {algorithm!r} are not accepted")
 
     def _checked(self, token: str, key: Any, algorithms: list[str]) -> dict[str, Any]:
         """Signature, then `exp`, `aud` and `iss`."""

@@ -35,8 +35,8 @@ WAIT = 20.0  # seconds a step may take before the demo gives up (Pub/Sub retries
 OFFLINE = {
     "app_env": "development",
     "supabase_url": None,
-    "supabase_anon_key": None,
-    "supabase_service_role_key": None,
+    "supabase_publishable_key": None,
+    "supabase_secret_key": None,
     "supabase_jwt_secret": None,
     "stripe_secret_key": None,
     "stripe_api_base": None,

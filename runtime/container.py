@@ -7,6 +7,7 @@ buyers' accounts and sign-in links, and access loads PyGithub to take a refunded
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -15,6 +16,8 @@ from core.email.render import Brand
 from core.events import Event
 from runtime.lazy import once
 from subscribers import TARGETS
+
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from adapters.accounts import Accounts
@@ -82,7 +85,7 @@ class Container:
         s = self.settings
         return SupabaseAuth(
             url=str(s.supabase_url) if s.supabase_url else None,
-            anon_key=secret(s.supabase_anon_key),
+            anon_key=secret(s.supabase_publishable_key),
             timeout=s.outbound_timeout_seconds,
         )
 
@@ -102,16 +105,23 @@ class Container:
         from adapters.accounts import LocalAccounts, SupabaseAccounts
 
         s = self.settings
-        if s.supabase_url and s.supabase_service_role_key:
+        if s.supabase_url and s.supabase_secret_key:
             origin = s.site_origin
             return SupabaseAccounts(
                 url=str(s.supabase_url),
-                service_role_key=s.supabase_service_role_key.get_secret_value(),
+                service_role_key=s.supabase_secret_key.get_secret_value(),
                 redirect_to=origin + s.auth_callback_url if origin else None,
                 timeout=s.outbound_timeout_seconds,
             )
         if s.is_production:
-            raise RuntimeError("SUPABASE_SERVICE_ROLE_KEY is required in production")
+            raise RuntimeError("SUPABASE_SECRET_KEY is required in production")
+        if s.supabase_url:
+            # Said once, when the subscribers are built (a process builds this once), never
+            # discovered later as accounts that Supabase Auth does not know.
+            log.warning(
+                "SUPABASE_URL is set but SUPABASE_SECRET_KEY is not: guest buyers' accounts and"
+                " sign-in links are made in the local database, not in Supabase Auth"
+            )
         return LocalAccounts(self.db, signin_url=self.brand.url("/signin"))
 
     @once

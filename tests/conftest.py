@@ -141,7 +141,7 @@ def settings_factory(
             "stripe_secret_key": "sk_test_fake",
             "stripe_api_base": stripe.server.url,
             "supabase_url": supabase.server.url,
-            "supabase_anon_key": "anon-key",
+            "supabase_publishable_key": "anon-key",
             "supabase_jwt_secret": JWT_SECRET,
             "email_outbox_dir": tmp_path / "outbox",
             "data_dir": tmp_path / "data",
@@ -201,7 +201,7 @@ def api(api_factory: Callable[..., Api]) -> Api:
 # Secrets a production deployment could have: none public, each one distinctive.
 PRODUCTION_SECRETS = {
     "supabase_jwt_secret": "prod-jwt-secret-5a1f0c9e7b3d4e2f8a6b1c0d9e8f7a6b",
-    "supabase_service_role_key": "service-role-key",
+    "supabase_secret_key": "service-role-key",
     "stripe_webhook_secret": "whsec_prod_4f9d2c7a1e8b6d3f0a5c9e2b7d4f1a8c",
     "resend_api_key": "re_prod_8c1e4a7d2f9b6e3a0d5c8f1b4e7a2d9c",
 }

@@ -22,8 +22,8 @@ PRODUCTION = {
     "DATABASE_URL": "postgresql://u:p@db.example.com:6543/postgres?sslmode=require",
     "SITE_URL": "https://shop.acme.dev",
     "SUPABASE_URL": "https://proj.supabase.co",
-    "SUPABASE_ANON_KEY": "anon",
-    "SUPABASE_SERVICE_ROLE_KEY": "service",
+    "SUPABASE_PUBLISHABLE_KEY": "anon",
+    "SUPABASE_SECRET_KEY": "service",
     "STRIPE_SECRET_KEY": "sk_live_x",
     "STRIPE_PUBLISHABLE_KEY": "pk_live_x",
     "STRIPE_WEBHOOK_SECRET": "whsec_live",
@@ -80,7 +80,7 @@ def test_production_names_each_missing_secret_of_its_target(
     ("target", "unneeded"),
     [
         ("api", "RESEND_API_KEY"),
-        ("api", "SUPABASE_SERVICE_ROLE_KEY"),
+        ("api", "SUPABASE_SECRET_KEY"),
         ("emails", "STRIPE_SECRET_KEY"),
     ],
 )

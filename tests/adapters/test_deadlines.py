@@ -7,7 +7,9 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 
+import jwt
 import pytest
+from cryptography.hazmat.primitives.asymmetric import ec
 
 from adapters.accounts import AccountError, SupabaseAccounts
 from adapters.github_api import GitHubGateway, GitHubUnavailable
@@ -15,7 +17,6 @@ from adapters.stripe_api import PaymentsUnavailable, StripeGateway
 from adapters.supabase_auth import SupabaseAuth
 from adapters.tokens import InvalidToken, TokenVerifier
 from tests.fakes.http import hanging_server
-from tests.fakes.supabase import hs256_token
 
 DEADLINE = 0.3
 # Generous: each SDK retries a couple of times with backoff; the point is seconds, not minutes.
@@ -73,7 +74,7 @@ def test_supabase_admin_api(stuck: str) -> None:
 
 def test_supabase_jwks(stuck: str) -> None:
     tokens = TokenVerifier(jwt_secret=None, supabase_url=stuck, timeout=DEADLINE)
-    token = hs256_token(
-        sub="00000000-0000-0000-0000-000000000001", email="a@example.com", issuer=stuck + "/auth/v1"
-    )
+    claims = {"sub": "00000000-0000-0000-0000-000000000001", "iss": stuck + "/auth/v1"}
+    key = ec.generate_private_key(ec.SECP256R1())
+    token = jwt.encode(claims, key, algorithm="ES256", headers={"kid": "k1"})
     assert gives_up(lambda: tokens.verify(token), InvalidToken) < BOUND

@@ -29,8 +29,8 @@ ROOT = Path(__file__).resolve().parents[2]
 # The settings that are secrets (Secret Manager entries, cloudbuild.yaml's availableSecrets).
 SECRETS = {
     "database_url",
-    "supabase_anon_key",
-    "supabase_service_role_key",
+    "supabase_publishable_key",
+    "supabase_secret_key",
     "supabase_jwt_secret",
     "stripe_secret_key",
     "stripe_webhook_secret",
@@ -70,8 +70,8 @@ def everything(tmp_path: Path) -> Settings:
             "database_url": "postgresql://u:p@127.0.0.1:1/db",
             "site_url": "https://shop.example.com",
             "supabase_url": "https://proj.supabase.co",
-            "supabase_anon_key": "anon",
-            "supabase_service_role_key": "service",
+            "supabase_publishable_key": "anon",
+            "supabase_secret_key": "service",
             "supabase_jwt_secret": "jwt-secret-of-at-least-thirty-two-characters",
             "stripe_secret_key": "sk_test_x",
             "stripe_publishable_key": "pk_test_x",

@@ -140,7 +140,7 @@ def test_production_start_up_names_every_missing_secret(tmp_path: Path, target: 
     assert not answers(url)
     assert "Booting worker" not in output
     assert "APP_ENV=production refuses to start; missing: DATABASE_URL" in output
-    for name in ("STRIPE_WEBHOOK_SECRET", "RESEND_API_KEY", "SUPABASE_SERVICE_ROLE_KEY"):
+    for name in ("STRIPE_WEBHOOK_SECRET", "RESEND_API_KEY", "SUPABASE_SECRET_KEY"):
         assert name in output
 
 

@@ -1,4 +1,10 @@
-"""Supabase Auth (GoTrue) as documented: the PKCE token grant and the JWKS document."""
+"""Supabase Auth (GoTrue) behind today's API gateway, as documented.
+
+The gateway wants the project's API key in `apikey` and refuses an `Authorization` bearer that
+is neither that key again (as supabase-js sends it) nor a JWT. The project signs tokens with an
+ES256 key it publishes in its JWKS beside a standby key; `rotate()` makes the standby current
+(the one before stays published until `revoke_previous()`), while the service runs.
+"""
 
 from __future__ import annotations
 
@@ -16,6 +22,9 @@ from werkzeug.wrappers import Request, Response
 from tests.fakes.http import FakeServer, json_response
 
 JWT_SECRET = "super-secret-jwt-token-with-at-least-32-characters-long"
+# A project's keys as the dashboard shows them today.
+SECRET_KEY = "sb_secret_test_9b2f4c1e0d7a6b5c4d3e2f1a"
+PUBLISHABLE_KEY = "sb_publishable_test_1a2b3c4d5e6f7a8b9c0d"
 
 
 @dataclass
@@ -27,6 +36,13 @@ class FakeSupabaseAuth:
         default_factory=lambda: ec.generate_private_key(ec.SECP256R1())
     )
     kid: str = "test-key-1"
+    # The standby key, published before it signs anything, and the one a rotation retired.
+    standby: tuple[str, ec.EllipticCurvePrivateKey] = field(
+        default_factory=lambda: ("test-key-2", ec.generate_private_key(ec.SECP256R1()))
+    )
+    previous: tuple[str, ec.EllipticCurvePrivateKey] | None = None
+    # The secret API keys the admin routes take (legacy service_role, today's sb_secret_).
+    secret_keys: frozenset[str] = frozenset({"service-role-key", SECRET_KEY})
     links: list[str] = field(default_factory=list)
     # Supabase Auth writes its users into the project's own Postgres; so does this fake.
     database_url: str | None = None
@@ -41,6 +57,17 @@ class FakeSupabaseAuth:
         self.server.reset()
         self.codes.clear()
         self.links.clear()
+
+    def rotate(self) -> None:
+        """The standby key signs from now on; a new standby is published; the retired key
+        stays in the JWKS (tokens it signed are still live) until `revoke_previous`."""
+        self.previous = (self.kid, self.signing_key)
+        self.kid, self.signing_key = self.standby
+        number = int(self.kid.rsplit("-", 1)[-1]) + 1
+        self.standby = (f"test-key-{number}", ec.generate_private_key(ec.SECP256R1()))
+
+    def revoke_previous(self) -> None:
+        self.previous = None
 
     def issue_code(
         self,
@@ -67,6 +94,8 @@ class FakeSupabaseAuth:
         return jwt.encode(claims, self.signing_key, algorithm="ES256", headers={"kid": self.kid})
 
     def _token(self, request: Request) -> Response:
+        if (refused := gateway_refusal(request)) is not None:
+            return refused
         body = request.get_json()
         found = self.codes.pop(body.get("auth_code"), None)
         if (
@@ -105,7 +134,7 @@ class FakeSupabaseAuth:
         )
 
     def _create_user(self, request: Request) -> Response:
-        if (denied := _service_role_only(request)) is not None:
+        if (denied := self._service_role_only(request)) is not None:
             return denied
         body = request.get_json()
         user_id = str(uuid.uuid4())
@@ -129,7 +158,7 @@ class FakeSupabaseAuth:
 
     def _generate_link(self, request: Request) -> Response:
         """As GoTrue: a magic link for an existing user, with the hashed token and redirect."""
-        if (denied := _service_role_only(request)) is not None:
+        if (denied := self._service_role_only(request)) is not None:
             return denied
         body = request.get_json()
         assert self.database_url is not None
@@ -160,14 +189,38 @@ class FakeSupabaseAuth:
         )
 
     def _jwks(self, request: Request) -> Response:
-        jwk = jwt.algorithms.ECAlgorithm.to_jwk(self.signing_key.public_key(), as_dict=True)
-        return json_response({"keys": [{**jwk, "kid": self.kid, "alg": "ES256", "use": "sig"}]})
+        published = [(self.kid, self.signing_key), self.standby]
+        if self.previous is not None:
+            published.append(self.previous)
+        keys = [
+            {
+                **jwt.algorithms.ECAlgorithm.to_jwk(key.public_key(), as_dict=True),
+                "kid": kid,
+                "alg": "ES256",
+                "use": "sig",
+                "key_ops": ["verify"],
+            }
+            for kid, key in published
+        ]
+        return json_response({"keys": keys})
+
+    def _service_role_only(self, request: Request) -> Response | None:
+        if (refused := gateway_refusal(request)) is not None:
+            return refused
+        if request.headers.get("apikey") in self.secret_keys:
+            return None
+        return json_response({"code": 401, "error_code": "no_authorization", "msg": "no"}, 401)
 
 
-def _service_role_only(request: Request) -> Response | None:
-    if request.headers.get("Authorization") == "Bearer service-role-key":
-        return None
-    return json_response({"code": 401, "error_code": "no_authorization", "msg": "no"}, 401)
+def gateway_refusal(request: Request) -> Response | None:
+    """What the API gateway answers before Auth sees the request, if it refuses it."""
+    key = request.headers.get("apikey")
+    if not key:
+        return json_response({"message": "No API key found in request"}, 401)
+    _, _, bearer = request.headers.get("Authorization", "").partition(" ")
+    if bearer and not (bearer == key or bearer.count(".") == 2):
+        return json_response({"message": "Invalid authorization header"}, 401)
+    return None
 
 
 def _user(user_id: str, email: str, metadata: dict[str, Any]) -> dict[str, Any]:

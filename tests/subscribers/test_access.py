@@ -318,7 +318,7 @@ def test_a_guest_buyer_gets_an_account_and_a_sign_in_link_in_our_own_email(
 ) -> None:
     seed_demo_products(db)
     api = api_factory(
-        supabase_service_role_key="service-role-key",
+        supabase_secret_key="service-role-key",
         site_url="https://app.example.com",
         email_from_noreply="Acme <noreply@acme.example>",
     )

@@ -122,7 +122,7 @@ def test_users_are_refused_in_production(cli: Callable[..., Cli], db: Database) 
         event_bus="pubsub",
         site_url="https://shop.acme.dev",
         supabase_jwt_secret=None,  # the tests' is Supabase's public local one
-        supabase_service_role_key="service",
+        supabase_secret_key="service",
         stripe_publishable_key="pk_test_x",
         stripe_webhook_secret="whsec_prod",
         resend_api_key="re_x",
