@@ -22,6 +22,7 @@ from pydantic import ValidationError
 
 from adapters.db.pool import Database
 from adapters.db.products import seed_demo_products
+from adapters.supabase_auth import encode_value, read_session, storage_key
 from config import SUPABASE_LOCAL_KEYS, Settings, supabase_key_role
 from tests.conftest import Api
 from tests.fakes.stripe import FakeStripe
@@ -271,3 +272,22 @@ def test_a_project_without_its_secret_key_says_where_accounts_go(
     with caplog.at_level("WARNING"):
         Container(settings_factory(supabase_secret_key=SECRET_KEY)).subscriber("access")
     assert not [r for r in caplog.records if "SUPABASE_SECRET_KEY" in r.getMessage()]
+
+
+def test_the_sign_in_callback_exchanges_its_code_with_a_publishable_key(
+    api_factory: Callable[..., Api], supabase: FakeSupabaseAuth
+) -> None:
+    api = api_factory(supabase_publishable_key=PUBLISHABLE_KEY)
+    user = str(uuid.uuid4())
+    code = supabase.issue_code(verifier="v-today", user_id=user, email="today@example.com")
+    key = storage_key(supabase.server.url)
+    response = api.get(
+        f"/api/auth/callback?code={code}",
+        cookies={f"{key}-code-verifier": encode_value("v-today")},
+    )
+    assert response.status_code == 302
+    session = read_session(key, {c.name: c.value or "" for c in response.cookies})
+    assert session is not None
+    assert session["user"]["id"] == user
+    [call] = supabase.server.calls("POST", "/auth/v1/token")
+    assert call.headers["Apikey"] == PUBLISHABLE_KEY
