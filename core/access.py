@@ -10,6 +10,7 @@ from datetime import datetime
 from typing import Any
 
 from core.events import Event, stripe_id
+from core.stripe_objects import invoice_subscription
 
 # Subscription states in which the customer has paid for access.
 ACTIVE_STATUSES = frozenset({"active", "trialing"})
@@ -92,9 +93,7 @@ def access_change(event: Event) -> AccessChange | None:
     if customer is None:
         return None
     if event.type == "invoice.paid":
-        return AccessChange(
-            customer, grant=True, subscription_id=stripe_id(obj.get("subscription"))
-        )
+        return AccessChange(customer, grant=True, subscription_id=invoice_subscription(obj))
     if event.type == "customer.subscription.deleted":
         return AccessChange(customer, grant=False, subscription_id=stripe_id(obj.get("id")))
     if event.type == "customer.subscription.updated":

@@ -45,6 +45,8 @@ class Event:
     object: Mapping[str, Any] = field(repr=False)
     # `data.previous_attributes` of an `*.updated` event: the fields that changed, as they were.
     previous: Mapping[str, Any] = field(default_factory=dict, repr=False)
+    # The Stripe API version that shaped the object (the endpoint's); None for our own events.
+    api_version: str | None = None
 
     @property
     def attributes(self) -> dict[str, str]:
@@ -91,6 +93,7 @@ def parse_event(payload: Any) -> Event:
         livemode=bool(payload.get("livemode", False)),
         object=obj,
         previous=_previous(payload["data"]),
+        api_version=version if isinstance(version := payload.get("api_version"), str) else None,
     )
 
 

@@ -6,6 +6,7 @@ import logging
 
 from adapters.bus import EventBus, PublishError
 from adapters.stripe_api import SignatureError, verify_signature
+from core import stripe_objects
 from core.events import InvalidEvent, event_from_json, is_subscribed
 from services.errors import InvalidRequest, Unavailable
 
@@ -39,6 +40,22 @@ def receive(
             "live" if livemode else "test",
         )
         raise InvalidRequest("Event mode (live or test) does not match this service's Stripe key")
+    if not stripe_objects.is_supported(event.api_version):
+        # Read half, an event could grant or revoke on facts it does not hold: refused, so
+        # Stripe keeps it (and retries) until the service reads that version; then it is
+        # delivered again, or `events reconcile` recovers it.
+        log.error(
+            "webhook: refusing %s %s: Stripe API version %s is not one this service reads (%s)",
+            event.type,
+            event.id,
+            event.api_version,
+            stripe_objects.SUPPORTED,
+            extra={"event_id": event.id, "api_version": event.api_version},
+        )
+        raise InvalidRequest(
+            f"Unsupported Stripe API version {event.api_version}; supported: "
+            + stripe_objects.SUPPORTED
+        )
     if not is_subscribed(event.type):
         log.info("webhook: ignoring %s %s (no subscriber)", event.type, event.id)
         return "ignored"

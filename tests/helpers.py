@@ -47,19 +47,24 @@ def stripe_event(
     created: int | None = None,
     event_id: str | None = None,
     livemode: bool = False,
+    api_version: str = "2023-08-16",
+    previous: dict[str, Any] | None = None,
 ) -> bytes:
     """A Stripe event body as the webhook receives it."""
+    data: dict[str, Any] = {"object": obj}
+    if previous is not None:
+        data["previous_attributes"] = previous
     return json.dumps(
         {
             "id": event_id or f"evt_{uuid.uuid4().hex[:24]}",
             "object": "event",
-            "api_version": "2023-08-16",
+            "api_version": api_version,
             "created": int(time.time()) if created is None else created,
             "livemode": livemode,
             "pending_webhooks": 1,
             "request": {"id": None, "idempotency_key": None},
             "type": event_type,
-            "data": {"object": obj},
+            "data": data,
         }
     ).encode()
 

@@ -15,6 +15,7 @@ from core.access import (
 )
 from core.email.render import format_amount
 from core.events import Event, is_app_event, stripe_id
+from core.stripe_objects import invoice_period, invoice_price, subscription_period_end
 
 ACCOUNT_CREATED = "app.account.created"
 GITHUB_ACCESS_GRANTED = "app.github_access.granted"
@@ -57,7 +58,7 @@ def price_of(event: Event) -> str | None:
     elif event.type == "checkout.session.expired":
         found = _get(obj, "metadata", "price_id")
     elif event.type.startswith("invoice."):
-        found = _get(_first(_get(obj, "lines", "data")), "price", "id")
+        found = invoice_price(obj)
     elif event.type.startswith("customer.subscription."):
         found = subscription_price(obj)
     else:
@@ -131,14 +132,14 @@ def _invoice_paid(event: Event, product: ProductFacts | None, site: str) -> Prop
     invoice = event.object
     if invoice.get("billing_reason") == "subscription_create":
         return None  # the purchase confirmation already covers the first invoice
-    period = _get(_first(_get(invoice, "lines", "data")), "period") or {}
+    start, end = invoice_period(invoice)
     return "invoice-paid", {
         "amount": _amount(invoice.get("amount_paid"), invoice.get("currency")),
         "invoice_number": invoice.get("number") or str(invoice.get("id")),
         "product_name": product.name if product else None,
         "paid_date": _get(invoice, "status_transitions", "paid_at") or invoice.get("created"),
-        "period_start": period.get("start"),
-        "period_end": period.get("end"),
+        "period_start": start,
+        "period_end": end,
         "receipt_url": invoice.get("hosted_invoice_url"),
     }
 
@@ -164,7 +165,7 @@ def _cancellation_scheduled(event: Event, product: ProductFacts | None, site: st
     )
     if not turned_on:
         return None
-    end = subscription.get("cancel_at") or subscription.get("current_period_end")
+    end = subscription.get("cancel_at") or subscription_period_end(subscription)
     return "subscription-cancelled", {
         "product_name": product.name if product else None,
         "access_end_date": end,

@@ -1,0 +1,97 @@
+"""Where each fact lives in Stripe's objects, in every API version the service reads.
+
+A webhook endpoint sends events at its own API version (a new account's is the current one;
+an endpoint made earlier keeps its version). Between 2023-08-16 and the current generation,
+Stripe moved some of what the service reads (Stripe's changelog, 2025-03-31.basil):
+
+- an invoice's subscription: `invoice.subscription` became
+  `invoice.parent.subscription_details.subscription`;
+- an invoice line's price: `line.price` became `line.pricing.price_details.price` (an id);
+- a subscription's billing period: `current_period_start` / `current_period_end` moved from the
+  subscription onto each of its items.
+
+Every reader here takes either shape; where a fact is absent the answer is None, and what is
+said to a customer then says less rather than something untrue.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from core.events import stripe_id
+
+# The version the service has always pinned, and the current generation: from basil
+# (2025-03-31) to endive (2026-10-28, what stripe-python 16 pins). Their releases are named
+# alphabetically after plants; a version outside these is not read (see `is_supported`).
+PINNED_VERSION = "2023-08-16"
+CURRENT_VERSION = "2026-10-28.endive"
+_GENERATION = re.compile(r"^(?P<date>\d{4}-\d{2}-\d{2})\.(?P<name>basil|clover|dahlia|endive)$")
+OLDEST_CURRENT = "2025-03-31"
+SUPPORTED = f"{PINNED_VERSION}, or {OLDEST_CURRENT}.basil to {CURRENT_VERSION}"
+
+
+def is_supported(api_version: str | None) -> bool:
+    """Whether events of this API version are read in full (None: not said, as in tests)."""
+    if api_version is None or api_version == PINNED_VERSION:
+        return True
+    found = _GENERATION.match(api_version)
+    return bool(found and OLDEST_CURRENT <= found["date"] <= CURRENT_VERSION[:10])
+
+
+def invoice_subscription(invoice: Mapping[str, Any]) -> str | None:
+    """The subscription an invoice bills, if any."""
+    legacy = stripe_id(invoice.get("subscription"))
+    if legacy:
+        return legacy
+    details = _mapping(_mapping(invoice.get("parent")).get("subscription_details"))
+    return stripe_id(details.get("subscription"))
+
+
+def line_price(line: Mapping[str, Any]) -> str | None:
+    """The price of an invoice line."""
+    legacy = stripe_id(line.get("price"))
+    if legacy:
+        return legacy
+    details = _mapping(_mapping(line.get("pricing")).get("price_details"))
+    return stripe_id(details.get("price"))
+
+
+def invoice_price(invoice: Mapping[str, Any]) -> str | None:
+    """The price of an invoice's first line (a subscription's invoice has one per plan)."""
+    return line_price(_first_line(invoice))
+
+
+def invoice_period(invoice: Mapping[str, Any]) -> tuple[int | None, int | None]:
+    """The service period the invoice's first line covers (start, end), as Unix times."""
+    period = _mapping(_first_line(invoice).get("period"))
+    return _int(period.get("start")), _int(period.get("end"))
+
+
+def subscription_period_end(subscription: Mapping[str, Any]) -> int | None:
+    """When the subscription's current period ends: on the subscription (2023-08-16), else the
+    latest end among its items (the current generation)."""
+    legacy = _int(subscription.get("current_period_end"))
+    if legacy is not None:
+        return legacy
+    items = _mapping(subscription.get("items")).get("data")
+    ends = [
+        end
+        for item in (items if isinstance(items, list) else [])
+        if (end := _int(_mapping(item).get("current_period_end"))) is not None
+    ]
+    return max(ends) if ends else None
+
+
+def _first_line(invoice: Mapping[str, Any]) -> Mapping[str, Any]:
+    lines = _mapping(invoice.get("lines")).get("data")
+    return _mapping(lines[0]) if isinstance(lines, list) and lines else {}
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
