@@ -162,7 +162,12 @@ class Settings(BaseSettings):
     stripe_publishable_key: str | None = None
     stripe_webhook_secret: SecretStr | None = None
     stripe_api_base: AnyHttpUrl | None = None
-    stripe_api_version: str = "2023-08-16"
+    # The version of Stripe's API the service's own calls use (checkout and portal sessions,
+    # subscriptions, events): the current one, what stripe-python 16 pins
+    # (core/stripe_objects.py lists the versions whose events it reads).
+    stripe_api_version: str = Field(
+        default="2026-10-28.endive", pattern=r"^\d{4}-\d{2}-\d{2}(\.[a-z]+)?$"
+    )
 
     resend_api_key: SecretStr | None = None
     resend_api_url: AnyHttpUrl | None = None

@@ -1,4 +1,5 @@
-"""Stripe-shaped sample events (API version 2023-08-16) for local runs: one per subscribed type.
+"""Stripe-shaped sample events for local runs: one per subscribed type, at the current API
+version (what a new account's webhook endpoint sends) or at 2023-08-16.
 
 Only the fields Stripe sends that this service reads, plus the ones that make an object
 recognisable (`object`, `livemode`, `created`); ids follow Stripe's prefixes.
@@ -12,7 +13,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-API_VERSION = "2023-08-16"
+from core.stripe_objects import CURRENT_VERSION, PINNED_VERSION
+
+API_VERSIONS = (CURRENT_VERSION, PINNED_VERSION)
+API_VERSION = CURRENT_VERSION
 DEFAULT_EMAIL = "buyer@example.com"
 DEFAULT_PRICE = "price_demo_team_monthly"  # the monthly demo product `make run` seeds
 PERIOD = 30 * 24 * 3600
@@ -39,21 +43,63 @@ class Facts:
         return "sub_" + _digest("subscription", self.customer_id)
 
 
-def sample_event(event_type: str, facts: Facts, *, created: int) -> dict[str, Any]:
-    """A whole Stripe event body of `event_type` about `facts`, created at `created`."""
+def sample_event(
+    event_type: str, facts: Facts, *, created: int, api_version: str = API_VERSION
+) -> dict[str, Any]:
+    """A whole Stripe event body of `event_type` about `facts`, created at `created`, shaped
+    as `api_version` shapes it."""
     if event_type not in _OBJECTS:
         raise ValueError(f"no sample for {event_type!r}; one of {', '.join(sorted(_OBJECTS))}")
+    if api_version not in API_VERSIONS:
+        raise ValueError(f"no samples at {api_version!r}; one of {', '.join(API_VERSIONS)}")
+    obj = _OBJECTS[event_type](facts, created)
+    if api_version != PINNED_VERSION:
+        obj = current_shape(obj)
     return {
         "id": "evt_" + secrets.token_hex(12),
         "object": "event",
-        "api_version": API_VERSION,
+        "api_version": api_version,
         "created": created,
-        "data": {"object": _OBJECTS[event_type](facts, created)},
+        "data": {"object": obj},
         "livemode": False,
         "pending_webhooks": 1,
         "request": {"id": None, "idempotency_key": None},
         "type": event_type,
     }
+
+
+def current_shape(obj: dict[str, Any]) -> dict[str, Any]:
+    """A 2023-08-16 object as the current versions shape it (core/stripe_objects.py lists the
+    moves): an invoice's subscription under `parent`, its lines' price under `pricing`, a
+    subscription's period on its items."""
+    reshaped = dict(obj)
+    if obj.get("object") == "invoice":
+        subscription = reshaped.pop("subscription", None)
+        reshaped["parent"] = (
+            {
+                "type": "subscription_details",
+                "subscription_details": {"subscription": subscription, "metadata": {}},
+            }
+            if subscription
+            else None
+        )
+        lines = obj["lines"]
+        reshaped["lines"] = {**lines, "data": [_current_line(line) for line in lines["data"]]}
+    elif obj.get("object") == "subscription":
+        start = reshaped.pop("current_period_start", None)
+        end = reshaped.pop("current_period_end", None)
+        items = obj["items"]
+        period = {"current_period_start": start, "current_period_end": end}
+        reshaped["items"] = {**items, "data": [item | period for item in items["data"]]}
+    return reshaped
+
+
+def _current_line(line: dict[str, Any]) -> dict[str, Any]:
+    reshaped = dict(line)
+    price = reshaped.pop("price", None)
+    price_id = price.get("id") if isinstance(price, dict) else price
+    reshaped["pricing"] = {"type": "price_details", "price_details": {"price": price_id}}
+    return reshaped
 
 
 def _session(facts: Facts, created: int, *, status: str, paid: str) -> dict[str, Any]:

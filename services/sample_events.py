@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from adapters.stripe_api import sign
-from core.sample_events import Facts, sample_event
+from core.sample_events import API_VERSION, Facts, sample_event
 
 LOOPBACK = frozenset({"localhost", "127.0.0.1", "::1"})
 # A proxy from the environment must not see requests to this machine.
@@ -33,10 +33,18 @@ class Delivery:
 
 
 def send(
-    *, event_type: str, facts: Facts, created: int, url: str, secret: str, timeout: float = 10
+    *,
+    event_type: str,
+    facts: Facts,
+    created: int,
+    url: str,
+    secret: str,
+    timeout: float = 10,
+    api_version: str = API_VERSION,
 ) -> Delivery:
-    """Build the sample (created at `created`), sign it with `secret` now, POST it to `url`."""
-    event = sample_event(event_type, facts, created=created)
+    """Build the sample (created at `created`, shaped as `api_version` shapes it), sign it with
+    `secret` now, POST it to `url`."""
+    event = sample_event(event_type, facts, created=created, api_version=api_version)
     payload = json.dumps(event).encode()
     request = urllib.request.Request(  # noqa: S310 - the URL is the operator's own
         url,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+import stripe
 from pydantic import ValidationError
 
 from config import (
@@ -14,6 +15,7 @@ from config import (
     SUPABASE_LOCAL_JWT_SECRET,
     Settings,
 )
+from core.stripe_objects import CURRENT_VERSION
 from tests.test_env_example import ENV_EXAMPLE
 
 PRODUCTION = {
@@ -42,8 +44,9 @@ def test_local_defaults() -> None:
     assert (s.google_cloud_project, s.pubsub_topic, s.stripe_api_version) == (
         "local-project",
         "payment-events",
-        "2023-08-16",
+        CURRENT_VERSION,
     )
+    assert stripe.api_version == CURRENT_VERSION, "the SDK pins the version the service reads"
     assert s.webhook_secret == DEV_WEBHOOK_SECRET
     assert s.test_email_enabled is True
     assert str(s.email_outbox_dir) == ".data/outbox"

@@ -8,7 +8,14 @@ import click
 from flask import current_app
 from flask.cli import AppGroup
 
-from core.sample_events import DEFAULT_EMAIL, DEFAULT_PRICE, SAMPLE_TYPES, Facts
+from core.sample_events import (
+    API_VERSION,
+    API_VERSIONS,
+    DEFAULT_EMAIL,
+    DEFAULT_PRICE,
+    SAMPLE_TYPES,
+    Facts,
+)
 from runtime.commands.recovery import reconcile_command, replay_dead_letters_command
 from runtime.container import Container
 from services import sample_events
@@ -41,6 +48,13 @@ events.add_command(replay_dead_letters_command)
     default=None,
     help="The webhook [default: http://localhost:$PORT/api/webhook/payments].",
 )
+@click.option(
+    "--api-version",
+    type=click.Choice(API_VERSIONS),
+    default=API_VERSION,
+    show_default=True,
+    help="The Stripe API version whose shapes the event takes.",
+)
 def send_command(
     event_type: str,
     email: str,
@@ -50,8 +64,9 @@ def send_command(
     session: str | None,
     created: int | None,
     url: str | None,
+    api_version: str,
 ) -> None:
-    """Send a Stripe-shaped TYPE event (API 2023-08-16), signed with the webhook secret."""
+    """Send a Stripe-shaped TYPE event, signed with the webhook secret."""
     settings = _container().settings
     delivery = sample_events.send(
         event_type=event_type,
@@ -59,6 +74,7 @@ def send_command(
         created=created if created is not None else int(time.time()),
         url=url or f"http://localhost:{settings.port}/api/webhook/payments",
         secret=settings.webhook_secret,
+        api_version=api_version,
     )
     click.echo(f"{delivery.event_type} {delivery.event_id} -> {delivery.status} {delivery.body}")
     if not delivery.ok:

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import datetime
+import functools
 import itertools
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,13 +32,16 @@ class FakeStripe:
 
     def __post_init__(self) -> None:
         self.responding.set()
-        s = self.server
-        s.route("/v1/checkout/sessions", ("POST",), self._create_session)
-        s.route("/v1/checkout/sessions/<session_id>", ("GET",), self._get_session)
-        s.route("/v1/billing_portal/sessions", ("POST",), self._create_portal)
-        s.route("/v1/subscriptions/<sub_id>", ("GET",), self._get_subscription)
-        s.route("/v1/checkout/sessions", ("GET",), self._list_sessions)
-        s.route("/v1/events", ("GET",), self._list_events)
+        routes: list[tuple[str, tuple[str, ...], Callable[..., Response]]] = [
+            ("/v1/checkout/sessions", ("POST",), self._create_session),
+            ("/v1/checkout/sessions/<session_id>", ("GET",), self._get_session),
+            ("/v1/billing_portal/sessions", ("POST",), self._create_portal),
+            ("/v1/subscriptions/<sub_id>", ("GET",), self._get_subscription),
+            ("/v1/checkout/sessions", ("GET",), self._list_sessions),
+            ("/v1/events", ("GET",), self._list_events),
+        ]
+        for rule, methods, handler in routes:
+            self.server.route(rule, methods, _versioned(handler))
 
     def reset(self) -> None:
         self.server.reset()
@@ -145,6 +151,30 @@ class FakeStripe:
 
 def _page(data: list[dict[str, Any]], url: str, has_more: bool) -> Response:
     return json_response({"object": "list", "url": url, "has_more": has_more, "data": data})
+
+
+def _versioned(handler: Callable[..., Response]) -> Callable[..., Response]:
+    """As Stripe: a request naming an API version that does not exist is refused."""
+
+    @functools.wraps(handler)
+    def checked(request: Request, **args: Any) -> Response:
+        version = request.headers.get("Stripe-Version")
+        if version is not None and not _released(version):
+            message = f"Invalid Stripe API version: {version}"
+            error = {"message": message, "type": "invalid_request_error"}
+            return json_response({"error": error}, 400)
+        return handler(request, **args)
+
+    return checked
+
+
+def _released(version: str) -> bool:
+    date, _, name = version.partition(".")
+    try:
+        datetime.date.fromisoformat(date)
+    except ValueError:
+        return False
+    return name in {"", "acacia", "basil", "clover", "dahlia", "endive"}
 
 
 def _api_error() -> Response:

@@ -9,6 +9,7 @@ import pytest
 from adapters.db.pool import Database
 from adapters.db.products import seed_demo_products
 from adapters.supabase_auth import encode_value, storage_key
+from core.stripe_objects import CURRENT_VERSION
 from tests.conftest import Api
 from tests.fakes.stripe import FakeStripe
 from tests.fakes.supabase import FakeSupabaseAuth
@@ -130,8 +131,26 @@ def test_guest_one_time_checkout(api: Api, stripe: FakeStripe) -> None:
         "payment_intent_data": {"setup_future_usage": "on_session"},
     }
     request = stripe.server.calls("POST", "/v1/checkout/sessions")[0]
-    assert request.headers["Stripe-Version"] == "2023-08-16"
+    assert request.headers["Stripe-Version"] == CURRENT_VERSION
     assert request.headers["Authorization"] == "Bearer sk_test_fake"
+
+
+def test_the_calls_go_out_at_the_configured_version(
+    api_factory: Any, stripe: FakeStripe, db: Database
+) -> None:
+    api = api_factory(stripe_api_version="2023-08-16")
+    assert checkout(api, {"priceId": ONE_TIME, "mode": "payment", **URLS}).status_code == 200
+    [request] = stripe.server.calls("POST", "/v1/checkout/sessions")
+    assert request.headers["Stripe-Version"] == "2023-08-16"
+
+
+def test_a_version_stripe_does_not_know_is_refused_by_stripe(
+    api_factory: Any, stripe: FakeStripe
+) -> None:
+    api = api_factory(stripe_api_version="2019-13-45.nothing")
+    response = checkout(api, {"priceId": ONE_TIME, "mode": "payment", **URLS})
+    assert response.status_code == 200
+    assert response.json() == {"url": None}  # Stripe refused: the spec's answer
 
 
 def test_signed_in_new_customer_payment(api: Api, stripe: FakeStripe, db: Database) -> None:
