@@ -83,14 +83,15 @@ def current_shape(obj: dict[str, Any]) -> dict[str, Any]:
             if subscription
             else None
         )
-        lines = obj["lines"]
-        reshaped["lines"] = {**lines, "data": [_current_line(line) for line in lines["data"]]}
+        lines = obj.get("lines") or {"data": []}
+        data = [_current_line(line) for line in lines.get("data", [])]
+        reshaped["lines"] = {**lines, "data": data}
     elif obj.get("object") == "subscription":
         start = reshaped.pop("current_period_start", None)
         end = reshaped.pop("current_period_end", None)
-        items = obj["items"]
+        items = obj.get("items") or {"data": []}
         period = {"current_period_start": start, "current_period_end": end}
-        reshaped["items"] = {**items, "data": [item | period for item in items["data"]]}
+        reshaped["items"] = {**items, "data": [item | period for item in items.get("data", [])]}
     return reshaped
 
 

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from adapters.bus import EventBus, PublishError
 from adapters.db import ledger
 from adapters.db.pool import Database
+from core import stripe_objects
 from core.events import SUBSCRIBED_TYPES, Event, InvalidEvent, event_from_json, parse_event
 from services.errors import InvalidRequest
 
@@ -97,6 +98,11 @@ def reconcile(
     unpublished: list[str] = []
     for event, body in missing:
         report(f"missing: {event.id} {event.type} created {event.created:%Y-%m-%d %H:%M:%S}")
+        if not stripe_objects.is_supported(event.api_version):
+            # As the webhook does: never applied half-read (docs/deploy.md, "API versions").
+            report(f"not republished: {event.id} is at API version {event.api_version}")
+            unpublished.append(event.id)
+            continue
         data = json.dumps(body, separators=(",", ":")).encode()
         if not dry_run and not _published(bus, event, data, report):
             unpublished.append(event.id)

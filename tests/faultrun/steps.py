@@ -14,6 +14,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from core.sample_events import API_VERSIONS, current_shape
+from core.stripe_objects import PINNED_VERSION
+
 DAY = 86_400
 FIRST_INVOICE = "subscription_create"  # covered by the purchase confirmation: no e-mail
 SUBSCRIPTION_PRICES = ("price_demo_team_monthly", "price_fr_plus_monthly", "price_fr_plus_yearly")
@@ -87,10 +90,14 @@ def event(
     line: Timeline, type_: str, obj: dict[str, Any], *, created: int, **effect: Any
 ) -> Planned:
     event_id = line.next_id("evt")
+    # Stripe sends each endpoint's version: the run draws both that the service reads.
+    api_version = line.rng.choice(API_VERSIONS)
+    if api_version != PINNED_VERSION:
+        obj = current_shape(obj)
     body = {
         "id": event_id,
         "object": "event",
-        "api_version": "2023-08-16",
+        "api_version": api_version,
         "created": created,
         "livemode": False,
         "pending_webhooks": 1,

@@ -213,3 +213,21 @@ def test_the_flask_command_applies_a_missed_event_once_before_it_exits(
     second = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
     assert second.returncode == 0, second.stdout + second.stderr
     assert "republished 0 event(s)" in second.stdout
+
+
+def test_reconcile_does_not_republish_an_event_of_a_version_it_does_not_read(
+    cli: Callable[..., Result], stripe_fake: FakeStripe, db: Database
+) -> None:
+    old = stripe_event(
+        "invoice.paid",
+        {"id": "in_v", "customer": "cus_v"},
+        event_id="evt_old_version",
+        api_version="2019-02-19",
+    )
+    stripe_fake.events[:] = [stripe_listed(old)]
+
+    result = cli("reconcile", "--since", "72h")
+
+    assert result.exit_code == 1, result.output
+    assert "not republished: evt_old_version is at API version 2019-02-19" in result.output
+    assert db.fetch_all("select 1 from public.processed_events") == []
