@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from core.events import Event, stripe_id
+from core.stripe_objects import charge_invoice, charge_payment_intent
 
 
 @dataclass(frozen=True)
@@ -41,8 +42,9 @@ def refund_from(event: Event) -> Refund | None:
     refunded = charge.get("amount_refunded")
     return Refund(
         charge_id=str(charge.get("id")),
-        payment_intent=stripe_id(charge.get("payment_intent")),
-        invoice_id=stripe_id(charge.get("invoice")),
+        payment_intent=charge_payment_intent(charge),
+        # Unknown at the current versions: the subscriber then asks Stripe (has_checkout_for).
+        invoice_id=charge_invoice(charge),
         amount_refunded=refunded if isinstance(refunded, int) else 0,
         # Stripe sets `refunded` only once the whole amount has been given back.
         full=charge.get("refunded") is True,

@@ -8,7 +8,9 @@ Stripe moved some of what the service reads (Stripe's changelog, 2025-03-31.basi
   `invoice.parent.subscription_details.subscription`;
 - an invoice line's price: `line.price` became `line.pricing.price_details.price` (an id);
 - a subscription's billing period: `current_period_start` / `current_period_end` moved from the
-  subscription onto each of its items.
+  subscription onto each of its items;
+- invoices take several payments ("multiple partial payments on invoices"): `payment_intent`,
+  `charge` and `paid` left the Invoice, and `invoice` left the Charge and the PaymentIntent.
 
 Every reader here takes either shape; where a fact is absent the answer is None, and what is
 said to a customer then says less rather than something untrue.
@@ -82,6 +84,24 @@ def subscription_period_end(subscription: Mapping[str, Any]) -> int | None:
         if (end := _int(_mapping(item).get("current_period_end"))) is not None
     ]
     return max(ends) if ends else None
+
+
+def invoice_link(invoice: Mapping[str, Any]) -> str | None:
+    """The invoice's hosted page (the same field in every version)."""
+    found = invoice.get("hosted_invoice_url")
+    return found if isinstance(found, str) and found else None
+
+
+def charge_payment_intent(charge: Mapping[str, Any]) -> str | None:
+    """The payment a charge belongs to (the same field in every version)."""
+    return stripe_id(charge.get("payment_intent"))
+
+
+def charge_invoice(charge: Mapping[str, Any]) -> str | None:
+    """The invoice a charge paid, where the version still says so (2023-08-16); None at the
+    current versions, where a charge no longer names it: the caller must not read None as
+    "no invoice"."""
+    return stripe_id(charge.get("invoice"))
 
 
 def _first_line(invoice: Mapping[str, Any]) -> Mapping[str, Any]:

@@ -15,7 +15,12 @@ from core.access import (
 )
 from core.email.render import format_amount
 from core.events import Event, is_app_event, stripe_id
-from core.stripe_objects import invoice_period, invoice_price, subscription_period_end
+from core.stripe_objects import (
+    invoice_link,
+    invoice_period,
+    invoice_price,
+    subscription_period_end,
+)
 
 ACCOUNT_CREATED = "app.account.created"
 GITHUB_ACCESS_GRANTED = "app.github_access.granted"
@@ -140,7 +145,7 @@ def _invoice_paid(event: Event, product: ProductFacts | None, site: str) -> Prop
         "paid_date": _get(invoice, "status_transitions", "paid_at") or invoice.get("created"),
         "period_start": start,
         "period_end": end,
-        "receipt_url": invoice.get("hosted_invoice_url"),
+        "receipt_url": invoice_link(invoice),
     }
 
 
@@ -150,7 +155,7 @@ def _payment_failed(event: Event, product: ProductFacts | None, site: str) -> Pr
         "amount": _amount(invoice.get("amount_due"), invoice.get("currency")),
         "product_name": product.name if product else None,
         "next_attempt_date": invoice.get("next_payment_attempt"),
-        "invoice_url": invoice.get("hosted_invoice_url"),
+        "invoice_url": invoice_link(invoice),
     }
 
 
