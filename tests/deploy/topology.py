@@ -34,8 +34,15 @@ _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
 # `gcloud`, recorded: each call's arguments separated by \x1f, calls by \x1e.
 _RECORDER = r"""
+# Each call is recorded in one write: a pipeline runs two stubs at once, and records written in
+# pieces would interleave.
+record() {
+  local line
+  line="$(printf '%s\x1f' "$@")"
+  printf '%s\x1e' "$line" >> "$GCLOUD_CALLS"
+}
 gcloud() {
-  printf '%s\x1f' "$@" >> "$GCLOUD_CALLS"; printf '\x1e' >> "$GCLOUD_CALLS"
+  record "$@"
   case "$1 $2 $3" in
     "pubsub topics describe" | "pubsub subscriptions describe") return 1 ;;  # nothing exists
     "run services describe") echo "__SERVICE_URL__$4" ;;
@@ -45,7 +52,7 @@ gcloud() {
 # No network in a dry run: python3 (the revision URL's lookup, the smoke test) is recorded and
 # answers a placeholder URL.
 python3() {
-  printf '%s\x1f' python3 "$@" >> "$GCLOUD_CALLS"; printf '\x1e' >> "$GCLOUD_CALLS"
+  record python3 "$@"
   cat > /dev/null
   echo "https://tagged.run.invalid"
 }
