@@ -10,7 +10,7 @@ from datetime import datetime
 from typing import Any
 
 from core.events import Event, stripe_id
-from core.stripe_objects import invoice_subscription
+from core.stripe_objects import customer_contact, invoice_subscription
 
 # Subscription states in which the customer has paid for access.
 ACTIVE_STATUSES = frozenset({"active", "trialing"})
@@ -68,12 +68,12 @@ def checkout_from(event: Event) -> Checkout | None:
         return None
     session = event.object
     metadata = _mapping(session.get("metadata"))
-    details = _mapping(session.get("customer_details"))
+    email, name = customer_contact(session)
     return Checkout(
         session_id=str(session["id"]),
         user_id=_uuid(session.get("client_reference_id") or metadata.get("user_id")),
-        email=details.get("email") or session.get("customer_email"),
-        name=details.get("name"),
+        email=email,
+        name=name,
         customer_id=stripe_id(session.get("customer")),
         price_id=metadata.get("price_id"),
         subscription_id=stripe_id(session.get("subscription")),

@@ -86,6 +86,19 @@ def subscription_period_end(subscription: Mapping[str, Any]) -> int | None:
     return max(ends) if ends else None
 
 
+def customer_contact(obj: Mapping[str, Any]) -> tuple[str | None, str | None]:
+    """The buyer's e-mail address and name an object carries (a checkout's customer details, an
+    invoice's customer fields, or our own events' `email` and `name`): the same in every
+    version."""
+    details = _mapping(obj.get("customer_details"))
+    email = details.get("email") or obj.get("customer_email") or obj.get("email")
+    name = details.get("name") or obj.get("customer_name") or obj.get("name")
+    return (
+        email if isinstance(email, str) and email else None,
+        name if isinstance(name, str) and name else None,
+    )
+
+
 def invoice_link(invoice: Mapping[str, Any]) -> str | None:
     """The invoice's hosted page (the same field in every version)."""
     found = invoice.get("hosted_invoice_url")

@@ -16,6 +16,7 @@ from core.access import (
 from core.email.render import format_amount
 from core.events import Event, is_app_event, stripe_id
 from core.stripe_objects import (
+    customer_contact,
     invoice_link,
     invoice_period,
     invoice_price,
@@ -78,10 +79,8 @@ def customer_of(event: Event) -> str | None:
 
 def recipient_in(event: Event) -> Recipient | None:
     """The address the event itself carries, if any."""
-    obj = event.object
-    email = _get(obj, "customer_details", "email") or obj.get("customer_email") or obj.get("email")
-    name = _get(obj, "customer_details", "name") or obj.get("customer_name") or obj.get("name")
-    return Recipient(email=str(email), name=name) if email else None
+    email, name = customer_contact(event.object)
+    return Recipient(email=email, name=name) if email else None
 
 
 def plan(
