@@ -93,7 +93,21 @@ def run(container: Container, url: str) -> str:
     first = int(time.time()) - len(STEPS) + 1
     for index, step in enumerate(STEPS):
         send_and_watch(c, url, facts, step, number=index + 3, created=first + index)
+        if index == 0:
+            check_purchase(c, session, str(profile.id))
     return email
+
+
+def check_purchase(c: Container, session: str, user_id: str) -> None:
+    """The paid checkout is one purchase of the user's, under its own session id."""
+    rows = c.db.fetch_all(
+        "select user_id::text as user_id, paid, amount_total, currency from public.purchases"
+        " where stripe_checkout_session_id = %s",
+        (session,),
+    )
+    if len(rows) != 1 or rows[0]["user_id"] != user_id or rows[0]["paid"] is not True:
+        raise DemoFailed(f"the purchase of {session} is not recorded as paid: {rows}")
+    print(f"      purchase    {session} paid, {rows[0]['amount_total']} {rows[0]['currency']}")
 
 
 def send_and_watch(

@@ -9,8 +9,8 @@ would cause are sent with `flask --app main events send` (or `stripe listen` in 
 from __future__ import annotations
 
 import contextlib
-import itertools
 import json
+import secrets
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -41,8 +41,6 @@ class StripeStandIn:
     def __init__(self) -> None:
         self.url = ""
         self.sessions: dict[str, dict[str, Any]] = {}
-        self._ids = itertools.count(1)
-        self._lock = threading.Lock()
 
     def __call__(self, environ: dict[str, Any], start_response: Any) -> Any:
         request = Request(environ)
@@ -63,8 +61,9 @@ class StripeStandIn:
 
     def create_session(self, request: Request) -> Response:
         form = dict(parse_qsl(request.get_data(as_text=True), keep_blank_values=True))
-        with self._lock:
-            sid = f"cs_test_local_{next(self._ids):04d}"
+        # Random, as Stripe's are: a counter started again with each `make run`, and a kept
+        # database then met the same checkout id twice (the second purchase not recorded).
+        sid = f"cs_test_local_{secrets.token_hex(12)}"
         session = {
             "id": sid,
             "object": "checkout.session",

@@ -68,3 +68,15 @@ def test_make_demo_runs_the_whole_loop_and_exits_0(tmp_path: Path, bus: str) -> 
         assert "Pub/Sub emulator on 127.0.0.1:" in out
         # The targets check push tokens: access was granted through Cloud Run's front.
         assert len(re.findall(r"target on \S+ behind Cloud Run's front on http", out)) == 2
+
+
+def test_make_demo_twice_on_one_database_records_two_purchases(tmp_path: Path) -> None:
+    first, second = run_demo(tmp_path), run_demo(tmp_path)
+    assert first.returncode == 0, first.stdout + first.stderr[-3000:]
+    assert second.returncode == 0, second.stdout + second.stderr[-3000:]
+    sessions = [
+        re.findall(r"purchase    (cs_test_local_[0-9a-f]{24}) paid", done.stdout)
+        for done in (first, second)
+    ]
+    assert [len(found) for found in sessions] == [1, 1]
+    assert sessions[0] != sessions[1], "a new checkout id after a restart"
