@@ -1,0 +1,55 @@
+"""What a lifecycle e-mail claims is what is so, in each situation Stripe can produce: read
+through the webhook, the subscribers and the outbox, against the event that caused it."""
+
+from __future__ import annotations
+
+import pytest
+
+from adapters.db.pool import Database
+from adapters.db.products import seed_demo_products
+from tests.conftest import Api
+from tests.helpers import create_user, stripe_event
+from tests.subscribers.lifecycle_helpers import link
+from tests.subscribers.test_access import post_event
+from tests.subscribers.test_emails import outbox, text_of
+
+NEXT_ATTEMPT = 1_798_675_200  # 2026-12-31
+
+
+def failed_invoice(next_attempt: int | None) -> dict[str, object]:
+    return {
+        "id": "in_failed",
+        "object": "invoice",
+        "customer": "cus_failing",
+        "customer_email": "failing@example.com",
+        "subscription": "sub_failing",
+        "amount_due": 1900,
+        "currency": "usd",
+        "status": "open",
+        "attempt_count": 4 if next_attempt is None else 1,
+        "next_payment_attempt": next_attempt,
+        "hosted_invoice_url": "https://invoice.stripe.com/i/acct_1/test_failed",
+        "lines": {"data": [{"price": {"id": "price_demo_team_monthly"}, "period": {}}]},
+    }
+
+
+@pytest.mark.parametrize("next_attempt", [NEXT_ATTEMPT, None], ids=["retry due", "last attempt"])
+def test_a_failed_payment_says_whether_stripe_will_try_again(
+    api: Api, db: Database, next_attempt: int | None
+) -> None:
+    seed_demo_products(db)
+    link(db, create_user(db, "failing@example.com"), "cus_failing")
+    body = stripe_event("invoice.payment_failed", failed_invoice(next_attempt))
+    assert post_event(api, body).status_code == 200
+    assert api.container.bus.wait_idle(15)  # type: ignore[attr-defined]
+
+    [mail] = [m for m in outbox(api) if "payment failed" in m["Subject"]]
+    text = " ".join(text_of(mail).split())
+    if next_attempt is None:
+        assert "no further retry is scheduled" in text
+        assert "retry the payment automatically" not in text
+        assert "Next attempt" not in text
+    else:
+        assert "We will retry the payment automatically on December 31, 2026" in text
+        assert "no further retry" not in text
+    assert "https://invoice.stripe.com/i/acct_1/test_failed" in text
