@@ -152,3 +152,11 @@ def _uuid(value: Any) -> str | None:
 
 def _mapping(value: Any) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
+
+
+def end_reason(subscription: Mapping[str, Any]) -> str:
+    """Why a deleted subscription ended: `payment_failed` when Stripe ended it for want of
+    payment (its `cancellation_details.reason`), else `subscription_ended` (the customer or the
+    business cancelled it)."""
+    details = _mapping(subscription.get("cancellation_details"))
+    return "payment_failed" if details.get("reason") == "payment_failed" else "subscription_ended"

@@ -20,7 +20,14 @@ from adapters.stripe_api import (
     StripeCallFailed,
     StripeGateway,
 )
-from core.access import AccessChange, Checkout, access_change, checkout_from, subscription_price
+from core.access import (
+    AccessChange,
+    Checkout,
+    access_change,
+    checkout_from,
+    end_reason,
+    subscription_price,
+)
 from core.announcements import Person, access_granted, access_revoked, account_invited
 from core.events import Event, is_app_event
 from core.refunds import dispute_from, refund_from
@@ -259,7 +266,7 @@ class AccessSubscriber:
                 to=Person(email=profile.email, name=profile.name),
                 customer_id=change.customer_id,
                 price_id=subscription_price(event.object),
-                reason="subscription_ended",
+                reason=end_reason(event.object),
             )
         )
 

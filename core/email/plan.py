@@ -179,12 +179,15 @@ def _cancellation_scheduled(event: Event, product: ProductFacts | None, site: st
 def _access_ended(event: Event, product: ProductFacts | None, site: str) -> Props:
     """Sent from `app.access.revoked` once the revocation of an ended subscription is committed."""
     revoked = event.object
-    if revoked.get("reason") != "subscription_ended":
+    reason = revoked.get("reason")
+    if reason not in ("subscription_ended", "payment_failed"):
         return None
     return "subscription-cancelled", {
         "product_name": product.name if product else None,
         "access_end_date": revoked.get("ended_at"),
         "access_ended": True,
+        # Stripe ended it for want of payment: the customer chose nothing, so nothing asks why.
+        "unpaid": reason == "payment_failed",
     }
 
 

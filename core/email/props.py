@@ -162,6 +162,8 @@ class SubscriptionCancelledProps(EmailProps):
     product_name: Text | None = None
     access_end_date: Day | None = None
     access_ended: bool = False
+    # Ended by Stripe after the last failed payment, not by the customer.
+    unpaid: bool = False
     reactivate_url: Link | None = None
     feedback_url: Link | None = None
 

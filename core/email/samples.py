@@ -79,6 +79,7 @@ SAMPLES: dict[str, dict[str, Any]] = {
         "product_name": "Team plan",
         "access_end_date": date(2026, 12, 20),
         "access_ended": False,
+        "unpaid": False,
         "reactivate_url": f"{_SHOP}/dashboard/billing",
         "feedback_url": f"{_SHOP}/feedback?topic=cancellation",
     },

@@ -53,3 +53,37 @@ def test_a_failed_payment_says_whether_stripe_will_try_again(
         assert "We will retry the payment automatically on December 31, 2026" in text
         assert "no further retry" not in text
     assert "https://invoice.stripe.com/i/acct_1/test_failed" in text
+
+
+@pytest.mark.parametrize("reason", ["payment_failed", "cancellation_requested"])
+def test_an_ended_subscription_says_why_and_asks_why_only_a_customer_who_chose(
+    api: Api, db: Database, reason: str
+) -> None:
+    seed_demo_products(db)
+    link(db, create_user(db, "ended@example.com"), "cus_ended")
+    with db.transaction() as conn:
+        conn.execute("update public.profiles set has_access = true where customer_id = 'cus_ended'")
+    ended = {
+        "id": "sub_ended",
+        "object": "subscription",
+        "customer": "cus_ended",
+        "status": "canceled",
+        "ended_at": NEXT_ATTEMPT,
+        "cancellation_details": {"reason": reason, "comment": None, "feedback": None},
+        "items": {"data": [{"price": {"id": "price_demo_team_monthly"}}]},
+    }
+    body = stripe_event("customer.subscription.deleted", ended)
+    assert post_event(api, body).status_code == 200
+    assert api.container.bus.wait_idle(15)  # type: ignore[attr-defined]
+
+    [mail] = [m for m in outbox(api) if m["Subject"].startswith("Subscription ended")]
+    text = " ".join(text_of(mail).split())
+    assert "Your access ended on December 31, 2026" in text
+    if reason == "payment_failed":
+        assert "the last payment could not be collected" in text
+        assert "Subscribe again" in text
+        assert "why you cancelled" not in text
+        assert "Changed your mind" not in text
+    else:
+        assert "why you cancelled" in text
+        assert "could not be collected" not in text
