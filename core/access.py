@@ -2,19 +2,27 @@
 
 from __future__ import annotations
 
-import enum
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
+from core.entitlements import (
+    ACCESS_STATUSES,
+    PURCHASE,
+    SUBSCRIPTION,
+    Change,
+)
 from core.events import Event, stripe_id
-from core.stripe_objects import customer_contact, invoice_subscription
+from core.stripe_objects import (
+    customer_contact,
+    invoice_period,
+    invoice_subscription,
+    subscription_period_end,
+)
 
-# Subscription states in which the customer has paid for access.
-ACTIVE_STATUSES = frozenset({"active", "trialing"})
-# States that end access; others (past_due, incomplete) leave it as it is while Stripe retries.
+# States that end access (paused: a trial ended without a payment method); `incomplete` (the
+# first payment awaits the customer) changes nothing: the checkout is not paid either.
 ENDED_STATUSES = frozenset({"canceled", "unpaid", "incomplete_expired", "paused"})
 # A checkout in these states has been paid for (or costs nothing).
 PAID_STATUSES = frozenset({"paid", "no_payment_required"})
@@ -48,18 +56,19 @@ class Checkout:
 
 @dataclass(frozen=True)
 class AccessChange:
-    """Set `has_access` to `grant` on the profile that owns `customer_id`."""
+    """A change to one subscription's entitlement, on the profile that owns `customer_id`."""
 
     customer_id: str
-    grant: bool
-    subscription_id: str | None
+    change: Change
     price_id: str | None = None  # the plan the change puts the customer on, when it says
 
+    @property
+    def grant(self) -> bool:
+        return self.change.grant
 
-class Ordering(enum.Enum):
-    NEWER = "newer"
-    STALE = "stale"
-    TIE = "tie"
+    @property
+    def subscription_id(self) -> str:
+        return self.change.source_id
 
 
 def checkout_from(event: Event) -> Checkout | None:
@@ -86,32 +95,83 @@ def checkout_from(event: Event) -> Checkout | None:
     )
 
 
+# The subscription events whose object is the subscription as it now is.
+SUBSCRIPTION_STATE_EVENTS = frozenset(
+    {"customer.subscription.created", "customer.subscription.updated"}
+)
+
+
 def access_change(event: Event) -> AccessChange | None:
-    """The access change of an invoice or subscription event, keyed by customer."""
+    """The access change of an invoice or subscription event, keyed by customer.
+
+    An invoice without a subscription (a one-off invoice; a one-time checkout's own invoice)
+    changes no entitlement: its checkout does.
+    """
     obj = event.object
     customer = stripe_id(obj.get("customer"))
     if customer is None:
         return None
     if event.type == "invoice.paid":
-        return AccessChange(customer, grant=True, subscription_id=invoice_subscription(obj))
+        subscription = invoice_subscription(obj)
+        if subscription is None:
+            return None
+        _, period_end = invoice_period(obj)
+        change = Change(
+            subscription, SUBSCRIPTION, grant=True, status="active", current_period_end=period_end
+        )
+        return AccessChange(customer, change)
     if event.type == "customer.subscription.deleted":
-        return AccessChange(customer, grant=False, subscription_id=stripe_id(obj.get("id")))
-    if event.type == "customer.subscription.updated":
-        return _subscription_status_change(customer, obj)
+        return _subscription_change(customer, obj, grant=False)
+    if event.type in SUBSCRIPTION_STATE_EVENTS:
+        status = obj.get("status")
+        if status in ACCESS_STATUSES:
+            return _subscription_change(customer, obj, grant=True)
+        if status in ENDED_STATUSES:
+            return _subscription_change(customer, obj, grant=False)
     return None
 
 
-def _subscription_status_change(
-    customer: str, subscription: Mapping[str, Any]
+def _subscription_change(
+    customer: str, subscription: Mapping[str, Any], *, grant: bool
 ) -> AccessChange | None:
-    status = subscription.get("status")
     sub_id = stripe_id(subscription.get("id"))
-    if status in ACTIVE_STATUSES:
-        price = subscription_price(subscription)
-        return AccessChange(customer, grant=True, subscription_id=sub_id, price_id=price)
-    if status in ENDED_STATUSES:
-        return AccessChange(customer, grant=False, subscription_id=sub_id)
-    return None
+    if sub_id is None:
+        return None
+    status = subscription.get("status")
+    price = subscription_price(subscription)
+    change = Change(
+        sub_id,
+        SUBSCRIPTION,
+        grant=grant,
+        status=status if isinstance(status, str) else ("active" if grant else "canceled"),
+        price_id=price,
+        current_period_end=subscription_period_end(subscription),
+        cancel_at_period_end=_bool(subscription.get("cancel_at_period_end")),
+        trial_end=_int(subscription.get("trial_end")),
+        ended_at=_int(subscription.get("ended_at")),
+    )
+    # The plan: what an active subscription is on now (an ended one names the plan it was on).
+    return AccessChange(customer, change, price_id=price if grant else None)
+
+
+def checkout_change(checkout: Checkout) -> Change:
+    """The grant a paid checkout makes: its subscription's, or a one-time purchase's."""
+    if checkout.subscription_id:
+        return Change(
+            checkout.subscription_id,
+            SUBSCRIPTION,
+            grant=True,
+            status="active",
+            price_id=checkout.price_id,
+        )
+    return Change(
+        checkout.session_id, PURCHASE, grant=True, status="paid", price_id=checkout.price_id
+    )
+
+
+def refund_change(session_id: str) -> Change:
+    """A one-time purchase refunded in full: its grant ends."""
+    return Change(session_id, PURCHASE, grant=False, status="refunded")
 
 
 def subscription_price(subscription: Mapping[str, Any]) -> str | None:
@@ -119,27 +179,6 @@ def subscription_price(subscription: Mapping[str, Any]) -> str | None:
     items = _mapping(subscription.get("items")).get("data")
     first = items[0] if isinstance(items, list) and items else None
     return stripe_id(_mapping(first).get("price"))
-
-
-def ordering(event_created: datetime, last_applied: datetime | None) -> Ordering:
-    """Compare an event with the newest access change already applied to the profile."""
-    if last_applied is None or event_created > last_applied:
-        return Ordering.NEWER
-    if event_created < last_applied:
-        return Ordering.STALE
-    return Ordering.TIE
-
-
-def grant_at_tie(*, wanted: bool, subscription_status: str | None) -> bool:
-    """Resolve two changes in the same second by what Stripe says now.
-
-    Stripe's `created` has one-second resolution, so a grant and a revoke can tie. The
-    subscription's current status is the truth both events describe; without a subscription
-    (a one-time purchase) nothing newer can contradict the change, so it stands.
-    """
-    if subscription_status is None:
-        return wanted
-    return subscription_status in ACTIVE_STATUSES
 
 
 def _uuid(value: Any) -> str | None:
@@ -155,8 +194,32 @@ def _mapping(value: Any) -> Mapping[str, Any]:
 
 
 def end_reason(subscription: Mapping[str, Any]) -> str:
-    """Why a deleted subscription ended: `payment_failed` when Stripe ended it for want of
-    payment (its `cancellation_details.reason`), else `subscription_ended` (the customer or the
-    business cancelled it)."""
+    """Why a subscription's access ended.
+
+    `payment_failed` when Stripe ended it for want of payment (`cancellation_details.reason`,
+    or the status `unpaid` after the last retry); `trial_ended` when a trial ended without a
+    payment method (Stripe pauses it, or cancels it at the trial's end with no payment); else
+    `subscription_ended` (the customer or the business cancelled it).
+    """
     details = _mapping(subscription.get("cancellation_details"))
-    return "payment_failed" if details.get("reason") == "payment_failed" else "subscription_ended"
+    if details.get("reason") == "payment_failed" or subscription.get("status") == "unpaid":
+        return "payment_failed"
+    if subscription.get("status") == "paused" or _trial_ran_out(subscription, details):
+        return "trial_ended"
+    return "subscription_ended"
+
+
+def _trial_ran_out(subscription: Mapping[str, Any], details: Mapping[str, Any]) -> bool:
+    """Cancelled by Stripe as its trial ended: nobody asked for it, and it ended at the trial's
+    end (`trial_settings.end_behavior.missing_payment_method` = cancel)."""
+    trial_end, ended = _int(subscription.get("trial_end")), _int(subscription.get("ended_at"))
+    asked = details.get("reason") == "cancellation_requested"
+    return not asked and trial_end is not None and ended is not None and ended == trial_end
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _bool(value: Any) -> bool | None:
+    return value if isinstance(value, bool) else None

@@ -55,9 +55,16 @@ def access_granted(
 
 
 def access_revoked(
-    source: Event, *, to: Person, customer_id: str, price_id: str | None, reason: str
+    source: Event,
+    *,
+    to: Person,
+    customer_id: str,
+    price_id: str | None,
+    reason: str,
+    access_remains: bool,
 ) -> Announcement:
-    """A revocation is committed (`reason`: `subscription_ended` or `refunded`)."""
+    """The end of a subscription's access is committed (`reason`: see `core.access.end_reason`);
+    `access_remains`: the customer keeps access through another purchase or subscription."""
     ended = source.object.get("ended_at")
     return app_event(
         ACCESS_REVOKED,
@@ -68,6 +75,7 @@ def access_revoked(
             "customer": customer_id,
             "price_id": price_id,
             "reason": reason,
+            "access_remains": access_remains,
             "ended_at": ended if isinstance(ended, int) else int(source.created.timestamp()),
         },
         created=source.created,

@@ -7,9 +7,8 @@ from pathlib import Path
 import click
 
 from config import Settings
-from core.email.props import KINDS
+from core.email.kinds import KINDS, sample_props
 from core.email.render import Brand, EmailContent, render
-from core.email.samples import sample_props
 from runtime.container import brand_for
 
 PREVIEW_SITE = "https://acme.example.com"

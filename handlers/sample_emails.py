@@ -11,7 +11,7 @@ from flask.typing import ResponseReturnValue
 from pydantic import WithJsonSchema, field_validator
 
 from core.addresses import email_address
-from core.email.props import KINDS
+from core.email.kinds import KINDS
 from handlers.deps import caller, container
 from handlers.parsing import EMAIL_SCHEMA, RequestModel, validate
 from services.sample_emails import recipient, send_samples

@@ -9,8 +9,8 @@ from adapters.db import profiles
 from adapters.db.pool import Database
 from adapters.mail.message import Mailer, MailError, send_email
 from adapters.tokens import User
+from core.email.kinds import sample_props
 from core.email.render import Brand, render
-from core.email.samples import sample_props
 from services.errors import Forbidden
 from services.identity import require_user
 

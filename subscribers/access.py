@@ -6,11 +6,11 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 
 from adapters.accounts import Accounts
-from adapters.db import ledger, products, profiles, purchases
+from adapters.db import entitlements, ledger, products, profiles, purchases
 from adapters.db.pool import Connection, Database
 from adapters.db.profiles import Profile
 from adapters.github_api import GitHubGateway
@@ -24,11 +24,13 @@ from core.access import (
     AccessChange,
     Checkout,
     access_change,
+    checkout_change,
     checkout_from,
     end_reason,
     subscription_price,
 )
 from core.announcements import Person, access_granted, access_revoked, account_invited
+from core.entitlements import REVOKED
 from core.events import Event, is_app_event
 from core.refunds import dispute_from, refund_from
 from subscribers.changes import ChangeBatch, ProfileNotLinked, Result
@@ -150,16 +152,11 @@ class AccessSubscriber:
             if price_id:
                 apply_plan(conn, event, profile, price_id=price_id)
             return "linked (unpaid)", profile
-        outcome = apply_access(
-            conn,
-            event,
-            profile,
-            grant=True,
-            subscription_id=checkout.subscription_id,
-            tie_statuses=tie_statuses,
-            price_id=price_id,
+        change = checkout_change(replace(checkout, price_id=price_id))
+        applied = apply_access(
+            conn, event, profile, change, tie_statuses=tie_statuses, price_id=price_id
         )
-        return outcome, profile
+        return applied.outcome, profile
 
     def _announce_grant(
         self, event: Event, checkout: Checkout, profile: Profile, facts: CheckoutFacts
@@ -225,7 +222,7 @@ class AccessSubscriber:
         """
         batch, recorded = with_tie_statuses(self.stripe, partial(self._apply_batch, items))
         return [
-            self._announced(event, change, result, batch.before.get(change.customer_id))
+            self._announced(event, change, result, batch)
             for (event, change), result in zip(items, batch.results(recorded), strict=True)
         ]
 
@@ -238,35 +235,41 @@ class AccessSubscriber:
             batch = ChangeBatch(items, claimed)
             recorded = ledger.outcomes(conn, consumer=CONSUMER, event_ids=batch.redelivered)
             locked = profiles.lock_by_customers(conn, batch.customers)
-            if unlinked := batch.apply(locked, tie_statuses):
+            held = entitlements.lock_for_users(conn, [p.id for p in locked.values()])
+            if unlinked := batch.apply(locked, held, tie_statuses):
                 ledger.release(conn, consumer=CONSUMER, event_ids=unlinked)
+            entitlements.save(conn, batch.changed.values(), adopted=batch.adopted)
             profiles.save_states(conn, batch.states)
             ledger.settle_many(conn, consumer=CONSUMER, outcomes=batch.settled)
         return batch, dict(recorded)
 
     def _announced(
-        self, event: Event, change: AccessChange, result: Result, profile: Profile | None
+        self, event: Event, change: AccessChange, result: Result, batch: ChangeBatch
     ) -> str | Exception:
         """The item's outcome, once the end of its subscription is announced. A redelivery
-        announces again, with the same ids, should the first try have failed after the commit."""
-        if event.type == "customer.subscription.deleted" and result.outcome == "revoked":
+        announces again, with the same ids, should the first try have failed after the commit
+        (what it says of the rest of the customer's access is then read anew)."""
+        if result.outcome == REVOKED:
             try:
-                found = profile or profiles.by_customer(self.db, change.customer_id)
-                self._announce_end(event, change, found)
+                after = batch.ended.get(event.id) or profiles.by_customer(
+                    self.db, change.customer_id
+                )
+                self._announce_end(event, change, after)
             except Exception as exc:  # the bus did not take it: the delivery comes back
                 return exc
         return result.outcome if result.claimed else "duplicate"
 
-    def _announce_end(self, event: Event, change: AccessChange, profile: Profile | None) -> None:
-        if profile is None or not profile.email:
+    def _announce_end(self, event: Event, change: AccessChange, after: Profile | None) -> None:
+        if after is None or not after.email:
             return
         self.publish(
             *access_revoked(
                 event,
-                to=Person(email=profile.email, name=profile.name),
+                to=Person(email=after.email, name=after.name),
                 customer_id=change.customer_id,
                 price_id=subscription_price(event.object),
                 reason=end_reason(event.object),
+                access_remains=after.has_access,
             )
         )
 

@@ -1,8 +1,10 @@
-"""Access changes folded over the profiles they lock, to be written with one statement each step.
+"""Access changes folded over the profiles and entitlements they lock, to be written with one
+statement each step.
 
 A batch of renewals and subscription changes costs Postgres about what one change does: one
-statement claims them all in the ledger, one locks their profiles, one writes the profiles and
-one records the outcomes. The rules are `ordering.decide`'s, applied in the events' order.
+statement claims them all in the ledger, one locks their profiles, one their entitlements, one
+writes the entitlements, one the profiles and one records the outcomes. The rules are
+`ordering.decide`'s, applied in the events' order.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from dataclasses import dataclass, field
 
 from adapters.db.profiles import Profile
 from core.access import AccessChange
+from core.entitlements import Entitlement
 from core.events import Event
 from subscribers.ordering import TieStatuses, decide
 
@@ -39,6 +42,11 @@ class ChangeBatch:
     before: dict[str, Profile] = field(default_factory=dict)
     # Profile id -> its state after the batch and the last event that set its access.
     states: dict[str, tuple[Profile, str | None]] = field(default_factory=dict)
+    # The entitlements the batch changed, by source id, and the carried-over rows it adopted.
+    changed: dict[str, Entitlement] = field(default_factory=dict)
+    adopted: dict[str, str] = field(default_factory=dict)
+    # Event id -> the profile after it, for the events whose change ended a grant.
+    ended: dict[str, Profile] = field(default_factory=dict)
     settled: dict[str, str] = field(default_factory=dict)
     _fresh: dict[str, int] = field(default_factory=dict)
     _results: dict[int, str | Exception] = field(default_factory=dict)
@@ -58,11 +66,18 @@ class ChangeBatch:
         """The customers whose profiles the claimed changes lock."""
         return {self.items[n][1].customer_id for n in self._fresh.values()}
 
-    def apply(self, locked: Mapping[str, Profile], tie_statuses: TieStatuses) -> set[str]:
-        """Fold the claimed changes, oldest first, over the locked profiles; returns the claimed
-        events whose customer has no profile (their claims are to be undone)."""
+    def apply(
+        self,
+        locked: Mapping[str, Profile],
+        held: Mapping[str, Sequence[Entitlement]],
+        tie_statuses: TieStatuses,
+    ) -> set[str]:
+        """Fold the claimed changes, oldest first, over the locked profiles and their
+        entitlements (`held`, by user); returns the claimed events whose customer has no
+        profile (their claims are to be undone)."""
         self.before = dict(locked)
         current = dict(locked)
+        grants = {user: tuple(found) for user, found in held.items()}
         set_by: dict[str, str] = {}
         unlinked: set[str] = set()
         for n in sorted(self._fresh.values(), key=self._age):
@@ -76,16 +91,22 @@ class ChangeBatch:
                 continue
             applied = decide(
                 profile,
+                grants.get(profile.id, ()),
                 event,
-                grant=change.grant,
-                subscription_id=change.subscription_id,
+                change.change,
                 tie_statuses=tie_statuses,
                 price_id=change.price_id,
             )
             current[change.customer_id] = applied.profile
+            grants[profile.id] = applied.held
             if applied.access_event_id:
                 set_by[profile.id] = applied.access_event_id
-            if applied.writes(profile):
+                self.changed[applied.stepped.entitlement.source_id] = applied.stepped.entitlement
+            if applied.adopted:
+                self.adopted[applied.adopted[0]] = applied.adopted[1]
+            if applied.stepped.ended_now:
+                self.ended[event.id] = applied.profile
+            if applied.profile != profile or applied.access_event_id:
                 self.states[profile.id] = (applied.profile, set_by.get(profile.id))
             self._results[n] = self.settled[event.id] = applied.outcome
         return unlinked

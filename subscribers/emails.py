@@ -12,8 +12,8 @@ from adapters.accounts import Accounts
 from adapters.db import products, profiles, sent_emails
 from adapters.db.pool import Database
 from adapters.mail.message import Mailer, MailError, UndeliverableEmail, send_email
+from core.email.kinds import kind_of
 from core.email.plan import (
-    NOREPLY_KINDS,
     SIGNIN_LINK,
     PlannedEmail,
     ProductFacts,
@@ -93,7 +93,7 @@ class EmailSubscriber:
                 subject=content.subject,
                 text=content.text,
                 html=content.html,
-                from_=self.noreply_sender if planned.kind in NOREPLY_KINDS else self.sender,
+                from_=self.noreply_sender if kind_of(planned.kind).noreply else self.sender,
                 reply_to=self.reply_to,
                 idempotency_key=f"{event.id}/{planned.kind}",
             )

@@ -1,38 +1,44 @@
-"""Apply access (and plan) changes to locked profiles, unless a newer one was applied.
+"""Apply access (and plan) changes to locked profiles and their entitlements, unless a newer
+change to the same grant was applied.
 
-`decide` computes a profile's next state from one event without writing, so a batch of events
-can be folded over the profiles it locked and written once; `apply_access` is one such step.
+`decide` computes the next state from one event without writing, so a batch of events can be
+folded over the rows it locked and written once; `apply_access` is one such step, written.
 
-Stripe is never asked while rows are locked: at a tie (two changes within one second) the
-subscription's status must come from Stripe, and `decide` raises `StatusNeededAtTie` unless the
-caller fetched it beforehand; the caller's transaction rolls back, the caller asks Stripe with
-no transaction open (`with_tie_statuses`) and runs the transaction again with the answer.
+Stripe is never asked while rows are locked: at a tie (two changes to one subscription within
+one second) its status must come from Stripe, and `core.entitlements.step` raises
+`StatusNeededAtTie` unless the caller fetched it beforehand; the caller's transaction rolls
+back, the caller asks Stripe with no transaction open (`with_tie_statuses`) and runs the
+transaction again with the answer.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TypeVar
 
-from adapters.db import profiles
+from adapters.db import entitlements, profiles
 from adapters.db.pool import Connection
 from adapters.db.profiles import Profile
 from adapters.stripe_api import StripeGateway
-from core.access import Ordering, grant_at_tie, ordering
+from core.entitlements import (
+    Change,
+    Entitlement,
+    Ordering,
+    StatusNeededAtTie,
+    Stepped,
+    TieStatuses,
+    find,
+    has_access,
+    last_change,
+    ordering,
+    step,
+)
 from core.events import Event
 
 T = TypeVar("T")
-# Subscription id -> its status at Stripe, fetched before the transaction that needs it.
-TieStatuses = Mapping[str, str | None]
 
-
-class StatusNeededAtTie(Exception):  # a request, not a failure
-    """A tie needs this subscription's status from Stripe, which was not fetched beforehand."""
-
-    def __init__(self, subscription_id: str) -> None:
-        super().__init__(f"a tie needs the status of {subscription_id}")
-        self.subscription_id = subscription_id
+__all__ = ["StatusNeededAtTie", "TieStatuses", "apply_access", "decide", "with_tie_statuses"]
 
 
 def with_tie_statuses(
@@ -51,39 +57,53 @@ def with_tie_statuses(
 
 @dataclass(frozen=True)
 class Applied:
-    """A profile after one access change, and what the change did."""
+    """A profile and its entitlements after one change, and what the change did."""
 
     profile: Profile
-    outcome: str  # granted, revoked or stale
-    access_event_id: str | None  # the event that set access, None when it was stale
+    held: tuple[Entitlement, ...]  # the user's entitlements after the change
+    stepped: Stepped
+    adopted: tuple[str, str] | None = None  # a carried-over row's (old, new) source id
 
-    def writes(self, before: Profile) -> bool:
-        """Whether the profile is to be written (a tie may set access to what it was)."""
-        return self.profile != before or self.access_event_id is not None
+    @property
+    def outcome(self) -> str:
+        return self.stepped.outcome
+
+    @property
+    def access_event_id(self) -> str | None:
+        """The event that last set access, when this one did."""
+        return self.stepped.entitlement.event_id if self.stepped.applied else None
 
 
 def decide(
     profile: Profile,
+    held: Sequence[Entitlement],
     event: Event,
+    change: Change,
     *,
-    grant: bool,
-    subscription_id: str | None,
     tie_statuses: TieStatuses,
     price_id: str | None = None,
 ) -> Applied:
-    """Access as the event says, 'stale' when a newer access change was applied; and the plan
-    it carries, unless a newer plan change was applied (each is ordered on its own)."""
+    """The grant as the event says, 'stale' when a newer change to it was applied; the profile's
+    access derived from all its grants; and the plan the event carries, unless a newer plan
+    change was applied (each is ordered on its own)."""
     after = profile if price_id is None else plan_after(profile, event, price_id=price_id)
-    order = ordering(event.created, profile.access_changed_at)
-    if order is Ordering.STALE:
-        return Applied(after, "stale", None)
-    if order is Ordering.TIE:
-        if subscription_id and subscription_id not in tie_statuses:
-            raise StatusNeededAtTie(subscription_id)
-        status = tie_statuses.get(subscription_id) if subscription_id else None
-        grant = grant_at_tie(wanted=grant, subscription_status=status)
-    after = replace(after, has_access=grant, access_changed_at=event.created)
-    return Applied(after, "granted" if grant else "revoked", event.id)
+    current = find(held, change)
+    stepped = step(
+        current,
+        change,
+        user_id=profile.id,
+        created=event.created,
+        event_id=event.id,
+        tie_statuses=tie_statuses,
+    )
+    if not stepped.applied:
+        return Applied(after, tuple(held), stepped)
+    now = (*(e for e in held if e is not current), stepped.entitlement)
+    adopted = None
+    if current is not None and current.source_id != change.source_id:
+        adopted = (current.source_id, change.source_id)
+    after = replace(after, has_access=has_access(now), access_changed_at=last_change(now))
+    return Applied(after, now, stepped, adopted)
 
 
 def plan_after(profile: Profile, event: Event, *, price_id: str) -> Profile:
@@ -101,24 +121,23 @@ def apply_access(
     conn: Connection,
     event: Event,
     profile: Profile,
+    change: Change,
     *,
-    grant: bool,
-    subscription_id: str | None,
     tie_statuses: TieStatuses,
     price_id: str | None = None,
-) -> str:
-    """`decide`, written to the locked profile; returns the outcome."""
-    applied = decide(
-        profile,
-        event,
-        grant=grant,
-        subscription_id=subscription_id,
-        tie_statuses=tie_statuses,
-        price_id=price_id,
-    )
-    if applied.writes(profile):
-        profiles.save_states(conn, {applied.profile.id: (applied.profile, applied.access_event_id)})
-    return applied.outcome
+) -> Applied:
+    """`decide` over the profile (locked by the caller) and its entitlements, written."""
+    held = entitlements.lock_for_users(conn, [profile.id])[profile.id]
+    applied = decide(profile, held, event, change, tie_statuses=tie_statuses, price_id=price_id)
+    if applied.stepped.applied:
+        entitlements.save(
+            conn,
+            [applied.stepped.entitlement],
+            adopted=dict([applied.adopted] if applied.adopted else []),
+        )
+    if applied.profile != profile or applied.access_event_id:
+        profiles.save_states(conn, {profile.id: (applied.profile, applied.access_event_id)})
+    return applied
 
 
 def apply_plan(conn: Connection, event: Event, profile: Profile, *, price_id: str) -> None:

@@ -11,6 +11,7 @@ from adapters.db.pool import Connection, Database
 from adapters.db.purchases import PaidPurchase
 from adapters.github_api import GitHubGateway
 from adapters.stripe_api import StripeGateway
+from core.access import refund_change
 from core.events import Event
 from core.refunds import Dispute, Refund
 from subscribers.ordering import apply_access
@@ -75,9 +76,11 @@ def _record(
     profile = profiles.lock_by_id(conn, purchase.user_id)
     if profile is None:
         return "refunded"
-    # No subscription to ask Stripe about: a tie keeps the refund's revocation.
-    access = apply_access(conn, event, profile, grant=False, subscription_id=None, tie_statuses={})
-    return f"refunded, access {access}"
+    # A purchase's grant: no subscription to ask Stripe about, a tie keeps the refund's end.
+    applied = apply_access(
+        conn, event, profile, refund_change(purchase.session_id), tie_statuses={}
+    )
+    return f"refunded, access {applied.outcome}"
 
 
 def record_dispute(event: Event, dispute: Dispute, *, db: Database) -> str:

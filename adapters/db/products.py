@@ -10,7 +10,7 @@ from adapters.db.pool import Connection, Database
 
 COLUMNS = (
     "id, name, description, price, stripe_price_id, type, billing_type, billing_interval,"
-    " is_active, is_featured, github_repo, download_url"
+    " is_active, is_featured, github_repo, download_url, trial_days"
 )
 
 
@@ -28,6 +28,7 @@ class Product:
     is_featured: bool
     github_repo: str | None
     download_url: str | None
+    trial_days: int | None = None  # a free trial that checkout offers, in days
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> Product:

@@ -64,6 +64,7 @@ class PaidPurchase:
     """A purchase as a refund sees it: whose, of what, delivered where."""
 
     id: str
+    session_id: str
     user_id: str | None
     one_time: bool
     repository: str | None
@@ -73,7 +74,7 @@ class PaidPurchase:
 def by_payment_intent(db: Database, payment_intent: str) -> PaidPurchase | None:
     """The purchase paid with this payment intent."""
     rows = db.fetch_all(
-        "select pu.id::text, pu.user_id::text,"
+        "select pu.id::text, pu.stripe_checkout_session_id as session_id, pu.user_id::text,"
         " coalesce(pr.billing_type = 'one_time', true) as one_time,"
         " pr.github_repo as repository, gg.github_username"
         " from public.purchases pu left join public.products pr on pr.id = pu.product_id"

@@ -27,9 +27,6 @@ ACCOUNT_CREATED = "app.account.created"
 GITHUB_ACCESS_GRANTED = "app.github_access.granted"
 # The sign-in link is made when the e-mail is sent (it expires soon), never carried on the bus.
 SIGNIN_LINK = "signin-link"
-# Account mails go from EMAIL_FROM_NOREPLY (ShipFast's `resend.fromNoReply`); the rest from
-# EMAIL_FROM_ADMIN, to which a customer may reply.
-NOREPLY_KINDS = frozenset({SIGNIN_LINK})
 
 
 @dataclass(frozen=True)
@@ -180,14 +177,17 @@ def _access_ended(event: Event, product: ProductFacts | None, site: str) -> Prop
     """Sent from `app.access.revoked` once the revocation of an ended subscription is committed."""
     revoked = event.object
     reason = revoked.get("reason")
-    if reason not in ("subscription_ended", "payment_failed"):
+    if reason not in ("subscription_ended", "payment_failed", "trial_ended"):
         return None
     return "subscription-cancelled", {
         "product_name": product.name if product else None,
         "access_end_date": revoked.get("ended_at"),
         "access_ended": True,
-        # Stripe ended it for want of payment: the customer chose nothing, so nothing asks why.
+        # Stripe ended it (for want of payment, or a trial ran out): the customer chose
+        # nothing, so nothing asks why.
         "unpaid": reason == "payment_failed",
+        "trial_ended": reason == "trial_ended",
+        "access_remains": revoked.get("access_remains") is True,
     }
 
 

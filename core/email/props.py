@@ -164,6 +164,10 @@ class SubscriptionCancelledProps(EmailProps):
     access_ended: bool = False
     # Ended by Stripe after the last failed payment, not by the customer.
     unpaid: bool = False
+    # Ended by Stripe because a free trial ran out with no payment method on file.
+    trial_ended: bool = False
+    # The customer keeps access through another purchase or subscription.
+    access_remains: bool = False
     reactivate_url: Link | None = None
     feedback_url: Link | None = None
 
@@ -175,31 +179,6 @@ class SigninLinkProps(EmailProps):
     signin_url: Link
     product_name: Text | None = None
     dashboard_url: Link | None = None
-
-
-PROPS: dict[str, type[EmailProps]] = {
-    "purchase-confirmation": PurchaseConfirmationProps,
-    "payment-failed": PaymentFailedProps,
-    "invoice-paid": InvoicePaidProps,
-    "new-signup": NewSignupProps,
-    "github-access-granted": GithubAccessGrantedProps,
-    "checkout-expired": CheckoutExpiredProps,
-    "subscription-cancelled": SubscriptionCancelledProps,
-    "signin-link": SigninLinkProps,
-}
-KINDS: tuple[str, ...] = tuple(PROPS)
-
-
-class UnknownEmailKind(ValueError):
-    """The e-mail kind is not one of KINDS."""
-
-
-def props_model(kind: str) -> type[EmailProps]:
-    """The props model of an e-mail kind."""
-    try:
-        return PROPS[kind]
-    except KeyError:
-        raise UnknownEmailKind(f"unknown e-mail kind {kind!r}; expected one of {KINDS}") from None
 
 
 # Link props left empty point at these pages of the site.

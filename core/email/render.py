@@ -3,34 +3,26 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import date
 from decimal import Decimal
 from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 import css_inline
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 from pydantic import BaseModel
 
-from core.addresses import web_url
-from core.email.props import (
-    DEFAULT_PATHS,
-    CheckoutExpiredProps,
-    EmailProps,
-    GithubAccessGrantedProps,
-    InvoicePaidProps,
-    PaymentFailedProps,
-    PurchaseConfirmationProps,
-    SubscriptionCancelledProps,
-    props_model,
-)
+from core.email.brand import Brand
+from core.email.kinds import kind_of
+from core.email.props import DEFAULT_PATHS, EmailProps
+from core.email.subjects import SUBJECT_LIMIT
+
+__all__ = ["SUBJECT_LIMIT", "Brand", "EmailContent", "format_amount", "render"]
 
 TEMPLATE_DIR = Path(__file__).resolve().parents[2] / "templates" / "emails"
-SUBJECT_LIMIT = 49
 
 # Stripe's zero-decimal currencies, and the ISO 4217 three-decimal ones it supports.
 _ZERO_DECIMAL = frozenset(
@@ -52,33 +44,6 @@ _SYMBOLS = {
     "brl": "R$",
     "mxn": "MX$",
 }
-
-
-@dataclass(frozen=True)
-class Brand:
-    """Who the e-mail comes from; built from settings."""
-
-    product_name: str
-    site_url: str
-    support_email: str
-
-    def __post_init__(self) -> None:
-        # Relative links are dead links in an inbox: refuse them where the brand is built.
-        try:
-            web_url(self.site_url)
-        except ValueError as exc:
-            raise ValueError(f"Brand.site_url {exc}: {self.site_url!r}") from None
-        if not self.product_name.strip() or "@" not in self.support_email:
-            raise ValueError("Brand needs a product name and a support e-mail address")
-
-    def url(self, path: str) -> str:
-        """An absolute URL on the site for a path such as '/dashboard'."""
-        return self.site_url.rstrip("/") + path
-
-    @property
-    def site_host(self) -> str:
-        """The site without scheme, for display: 'acme.example.com'."""
-        return urlsplit(self.site_url).netloc or self.site_url
 
 
 @dataclass(frozen=True)
@@ -111,10 +76,11 @@ def render(kind: str, props: BaseModel | Mapping[str, Any], *, brand: Brand) -> 
 
 
 def _context(kind: str, props: BaseModel | Mapping[str, Any], brand: Brand) -> dict[str, Any]:
-    model = props_model(kind)
+    registered = kind_of(kind)
+    model = registered.props
     validated = props if isinstance(props, model) else model.model_validate(_as_mapping(props))
     filled = _fill_links(validated, brand)
-    subject = _SUBJECTS[kind](filled, brand)
+    subject = registered.subject(filled, brand)
     return {"props": filled, "brand": brand, "subject": subject, "kind": kind}
 
 
@@ -130,80 +96,6 @@ def _fill_links(props: EmailProps, brand: Brand) -> EmailProps:
         if field in type(props).model_fields and getattr(props, field) is None
     }
     return props.model_copy(update=missing) if missing else props
-
-
-def _truncate(text: str, width: int) -> str:
-    if len(text) <= width:
-        return text
-    cut = text[: width - 1]
-    space = cut.rfind(" ")
-    if space >= width // 2:
-        cut = cut[:space]
-    return cut.rstrip(" ,.;:-(/\u2013\u2014") + "\u2026"
-
-
-def _fit(prefix: str, value: str, suffix: str = "") -> str:
-    return prefix + _truncate(value, SUBJECT_LIMIT - len(prefix) - len(suffix)) + suffix
-
-
-def _fits(subject: str) -> bool:
-    return len(subject) <= SUBJECT_LIMIT
-
-
-def _subject_purchase(p: PurchaseConfirmationProps, _: Brand) -> str:
-    return _fit("Order confirmed: ", p.product_name)
-
-
-def _subject_payment_failed(p: PaymentFailedProps, _: Brand) -> str:
-    subject = f"Action needed: your {p.amount} payment failed"
-    return subject if _fits(subject) else "Action needed: your payment failed"
-
-
-def _subject_invoice_paid(p: InvoicePaidProps, _: Brand) -> str:
-    prefix = f"Receipt: {p.amount} for "
-    # The product name needs room to say something; else the amount alone.
-    if p.product_name is not None and len(prefix) <= SUBJECT_LIMIT - 15:
-        return _fit(prefix, p.product_name)
-    subject = f"Receipt: {p.amount} paid"
-    return subject if _fits(subject) else _fit("Receipt for invoice ", p.invoice_number)
-
-
-def _subject_signup(_: EmailProps, brand: Brand) -> str:
-    return _fit("Welcome to ", brand.product_name)
-
-
-def _subject_github(p: GithubAccessGrantedProps, _: Brand) -> str:
-    return _fit("GitHub access granted: ", p.repository)
-
-
-def _subject_checkout_expired(p: CheckoutExpiredProps, _: Brand) -> str:
-    return _fit("Still thinking about ", p.product_name, "?")
-
-
-def _subject_cancelled(p: SubscriptionCancelledProps, _: Brand) -> str:
-    if p.access_ended:
-        if p.product_name is None:
-            return "Your subscription has ended"
-        return _fit("Subscription ended: ", p.product_name)
-    if p.product_name is None:
-        return "Your subscription has been cancelled"
-    return _fit("Subscription cancelled: ", p.product_name)
-
-
-def _subject_signin(_: EmailProps, brand: Brand) -> str:
-    return _fit("Sign in to ", brand.product_name)
-
-
-_SUBJECTS: dict[str, Callable[[Any, Brand], str]] = {
-    "purchase-confirmation": _subject_purchase,
-    "payment-failed": _subject_payment_failed,
-    "invoice-paid": _subject_invoice_paid,
-    "new-signup": _subject_signup,
-    "github-access-granted": _subject_github,
-    "checkout-expired": _subject_checkout_expired,
-    "subscription-cancelled": _subject_cancelled,
-    "signin-link": _subject_signin,
-}
 
 
 # English month names whatever the process locale (strftime's %B follows LC_TIME).

@@ -1,11 +1,10 @@
-"""Realistic props of every e-mail kind, for previews and the sample-mail route."""
+"""Realistic props of every e-mail kind, for previews and the sample-mail route (each kind's
+entry in `core.email.kinds` takes its sample from here)."""
 
 from __future__ import annotations
 
 from datetime import date
 from typing import Any
-
-from core.email.props import EmailProps, props_model
 
 _SHOP = "https://acme.example.com"
 SAMPLES: dict[str, dict[str, Any]] = {
@@ -80,6 +79,8 @@ SAMPLES: dict[str, dict[str, Any]] = {
         "access_end_date": date(2026, 12, 20),
         "access_ended": False,
         "unpaid": False,
+        "trial_ended": False,
+        "access_remains": False,
         "reactivate_url": f"{_SHOP}/dashboard/billing",
         "feedback_url": f"{_SHOP}/feedback?topic=cancellation",
     },
@@ -92,8 +93,3 @@ SAMPLES: dict[str, dict[str, Any]] = {
         "dashboard_url": f"{_SHOP}/dashboard",
     },
 }
-
-
-def sample_props(kind: str) -> EmailProps:
-    """The kind's sample, validated into its props model."""
-    return props_model(kind).model_validate(SAMPLES[kind])

@@ -28,6 +28,7 @@ def differences(
         outcomes = access_outcomes(conn)
         found: list[str] = []
         found += _profiles(scenario, conn)
+        found += _entitlements(scenario, conn)
         found += _ledger(scenario, outcomes)
         found += _emails(scenario, conn, resend, outcomes)
     found += _dead_letters(scenario, dead, accepted, subscription_name(topic, "access"))
@@ -46,6 +47,27 @@ def _profiles(scenario: Scenario, conn: psycopg.Connection[dict[str, Any]]) -> l
         f"profile {user}: expected {expected.get(user)}, found {actual.get(user)}"
         for user in sorted(expected.keys() | actual.keys())
         if expected.get(user) != actual.get(user)
+    ]
+
+
+def _entitlements(scenario: Scenario, conn: psycopg.Connection[dict[str, Any]]) -> list[str]:
+    """One row per grant of each linked customer, active as the grant's newest change says."""
+    expected = {
+        source: active
+        for customer in scenario.customers
+        if customer.user_id is not None
+        for source, active in scenario.grants(customer).items()
+    }
+    users = [c.user_id for c in scenario.customers if c.user_id is not None]
+    rows = conn.execute(
+        "select source_id, active from public.entitlements where user_id::text = any(%s)",
+        (users,),
+    ).fetchall()
+    actual = {r["source_id"]: r["active"] for r in rows}
+    return [
+        f"entitlement {source}: expected {expected.get(source)}, found {actual.get(source)}"
+        for source in sorted(expected.keys() | actual.keys())
+        if expected.get(source) != actual.get(source)
     ]
 
 

@@ -46,21 +46,29 @@ class Scenario:
         return sum(len(batch) for batch in self.batches)
 
     def profiles(self) -> dict[str, Profile]:
-        """Each linked customer's profile after all events: the newest access change wins, and
-        the newest plan change (each ordered on its own), whatever the order of delivery."""
+        """Each linked customer's profile after all events, whatever the order of delivery:
+        access while any grant (a subscription, a one-time purchase) is active, each grant as
+        its newest change says; and the newest plan change (ordered on its own)."""
         expected = {}
         for customer in self.customers:
             if customer.user_id is None:
                 continue
             mine = self._of(customer)
-            grants = [e.grant for e in mine if e.grant is not None]
             prices = [e.price_id for e in mine if e.price_id]
             expected[customer.user_id] = Profile(
-                has_access=grants[-1] if grants else False,
+                has_access=any(self.grants(customer).values()),
                 customer_id=customer.customer_id,
                 price_id=prices[-1] if prices else None,
             )
         return expected
+
+    def grants(self, customer: Customer) -> dict[str, bool]:
+        """Each of the customer's grants, by source, active or not: its newest change wins."""
+        found: dict[str, bool] = {}
+        for e in self._of(customer):
+            if e.grant is not None and e.source is not None:
+                found[e.source] = e.grant
+        return found
 
     def _of(self, customer: Customer) -> list[Planned]:
         return sorted((e for e in self.events if e.customer == customer), key=lambda e: e.created)
@@ -88,13 +96,13 @@ class Scenario:
         }
 
     def newest_changes(self) -> set[str]:
-        """Each linked customer's newest access change: never stale, whatever the order."""
+        """Each grant's newest change: never stale, whatever the order."""
         newest: dict[str, Planned] = {}
         for e in self.events:
-            if e.customer.user_id is None or e.grant is None:
+            if e.customer.user_id is None or e.grant is None or e.source is None:
                 continue
-            if e.customer.user_id not in newest or e.created > newest[e.customer.user_id].created:
-                newest[e.customer.user_id] = e
+            if e.source not in newest or e.created > newest[e.source].created:
+                newest[e.source] = e
         return {e.event_id for e in newest.values()}
 
     def sessions(self) -> list[dict[str, object]]:

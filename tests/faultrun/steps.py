@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import random
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from core.sample_events import API_VERSIONS, current_shape
@@ -46,6 +46,8 @@ class Planned:
     created: int
     body: bytes
     grant: bool | None = None  # the access it sets if it is the newest change; None: none
+    # The grant it changes: a subscription's id, or a one-time purchase's checkout session.
+    source: str | None = None
     price_id: str | None = None  # the plan it puts the profile on
     email: str | None = None  # the kind of e-mail it calls for, to the customer
     # The e-mail follows the access subscriber's announcement, sent only when the change was
@@ -72,7 +74,8 @@ class Timeline:
     clock: int
     price: str = ""  # the subscription plan, once chosen
     subscription: str | None = None
-    purchases: list[tuple[str, str]] = field(default_factory=list)  # (checkout event, intent)
+    # (checkout event, payment intent, checkout session) of each unrefunded one-time purchase
+    purchases: list[tuple[str, str, str]] = field(default_factory=list)
     serial: int = 0
     events: list[Planned] = field(default_factory=list)
 
@@ -125,6 +128,7 @@ def checkout(line: Timeline) -> list[Planned]:
         amount=1900,
         mode="subscription",
         subscription=line.subscription,
+        source=line.subscription,
     )
     return [first, _invoice(line, "invoice.paid", FIRST_INVOICE, grant=True)]
 
@@ -135,11 +139,15 @@ def one_time_purchase(line: Timeline) -> list[Planned]:
     bought = _checkout(
         line, price=ONE_TIME_PRICE, amount=ONE_TIME_AMOUNT, mode="payment", payment_intent=intent
     )
-    line.purchases.append((bought.event_id, intent))
-    return [bought]
+    assert bought.session is not None
+    session = str(bought.session["id"])
+    line.purchases.append((bought.event_id, intent, session))
+    return [replace(bought, source=session)]
 
 
-def _checkout(line: Timeline, *, price: str, amount: int, **session_fields: Any) -> Planned:
+def _checkout(
+    line: Timeline, *, price: str, amount: int, source: str | None = None, **session_fields: Any
+) -> Planned:
     """A completed, paid checkout; Stripe's API knows its session (a refund looks it up)."""
     c, created = line.customer, line.tick()
     session = {
@@ -169,13 +177,14 @@ def _checkout(line: Timeline, *, price: str, amount: int, **session_fields: Any)
         announced_on="granted",
         links=not line.events,
         session=known,
+        source=source,
     )
 
 
 def refund(line: Timeline) -> list[Planned]:
     """A refund of the newest one-time purchase: in full (access revoked, by the ordering
     rule) or in part (recorded only; it may be refunded in full later)."""
-    checkout_event, intent = line.purchases[-1]
+    checkout_event, intent, session = line.purchases[-1]
     full = line.rng.random() < 0.6
     if full:
         line.purchases.pop()
@@ -193,9 +202,10 @@ def refund(line: Timeline) -> list[Planned]:
     }
     created = line.tick()
     grant = False if full else None
-    return [
-        event(line, "charge.refunded", charge, created=created, grant=grant, after=checkout_event)
-    ]
+    refunded = event(
+        line, "charge.refunded", charge, created=created, grant=grant, after=checkout_event
+    )
+    return [replace(refunded, source=session)]
 
 
 def renewal(line: Timeline) -> list[Planned]:
@@ -208,17 +218,21 @@ def failure(line: Timeline) -> list[Planned]:
 
 
 def status_change(line: Timeline) -> list[Planned]:
-    """The subscription's status moves (dunning, recovery, or given up on: unpaid)."""
+    """The subscription's status moves (dunning, recovery, or given up on: unpaid, which ends
+    the access and says so once)."""
     status = line.rng.choice(["past_due", "active", "unpaid"])
-    grant = {"past_due": None, "active": True, "unpaid": False}[status]
+    ended = status == "unpaid"
     created = line.tick()
     updated = event(
         line,
         "customer.subscription.updated",
         _subscription(line, status),
         created=created,
-        grant=grant,
-        price_id=line.price if status == "active" else None,  # an active status names its plan
+        grant=not ended,  # past_due keeps access while Stripe retries
+        price_id=None if ended else line.price,  # a status with access names its plan
+        source=line.subscription,
+        email="subscription-cancelled" if ended else None,
+        announced_on="revoked" if ended else None,
     )
     if status == "unpaid":
         line.subscription = None
@@ -238,6 +252,7 @@ def plan_change(line: Timeline) -> list[Planned]:
             created=created,
             grant=True,
             price_id=line.price,
+            source=line.subscription,
         )
     ]
 
@@ -251,6 +266,7 @@ def cancellation(line: Timeline) -> list[Planned]:
         grant=False,
         email="subscription-cancelled",
         announced_on="revoked",
+        source=line.subscription,
     )
     line.subscription = None
     return [deleted]
@@ -288,7 +304,8 @@ def _invoice(
             ],
         },
     }
-    return event(line, type_, invoice, created=created, grant=grant, email=email)
+    source = line.subscription if grant is not None else None
+    return event(line, type_, invoice, created=created, grant=grant, email=email, source=source)
 
 
 def _subscription(line: Timeline, status: str) -> dict[str, Any]:

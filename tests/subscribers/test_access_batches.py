@@ -30,7 +30,7 @@ from tests.subscribers.lifecycle_helpers import link, post_event, settle
 T0 = 1_700_000_000
 PRICES = ("price_a", "price_b")
 # What a step of a customer's life is, and whether it calls for an access change.
-KINDS = ("paid", "active", "canceled", "deleted", "past_due")
+KINDS = ("paid", "active", "canceled", "deleted", "past_due", "incomplete")
 
 
 @dataclass
@@ -260,7 +260,7 @@ def test_other_events_in_a_batch_take_their_own_path(
 ) -> None:
     [a] = customers(db, "o", 1)
     batch = [
-        event("past_due", a, created=T0, event_id="evt_o1"),  # no access change: recorded only
+        event("incomplete", a, created=T0, event_id="evt_o1"),  # no access change: recorded only
         event("paid", a, created=T0 + 1, event_id="evt_o2"),
     ]
     assert access.apply_many(batch) == ["ignored", "granted"]
@@ -273,7 +273,7 @@ def test_the_app_applies_a_burst_queued_behind_busy_workers_in_one_transaction(
     caplog.set_level(logging.INFO, logger="subscribers.access")
     [a] = customers(db, "h", 1)
     # First invoices: no e-mail, access only.
-    invoice = {"customer": a, "billing_reason": "subscription_create"}
+    invoice = {"customer": a, "subscription": f"sub_{a}", "billing_reason": "subscription_create"}
     bodies = [
         stripe_event("invoice.paid", invoice, created=T0 + n, event_id=f"evt_h{n}")
         for n in range(12)

@@ -17,7 +17,7 @@ import pytest
 from adapters.db import sent_emails
 from adapters.db.pool import Database
 from adapters.db.products import seed_demo_products
-from core.email.props import KINDS
+from core.email.kinds import KINDS
 from core.events import parse_event
 from tests.conftest import Api
 from tests.fakes.resend import FakeResend

@@ -80,12 +80,17 @@ def test_access_applies_other_events_while_stripe_hangs_on_a_tie(
     tied, other = create_user(db, "tied@example.com"), create_user(db, "other@example.com")
     now = int(time.time())
     with db.transaction() as conn:
-        # `tied` had its access set at `now`: a change created in the same second is a tie,
-        # which only Stripe's status can settle.
+        # `tied`'s subscription was last changed at `now`: a change created in the same second
+        # is a tie, which only Stripe's status can settle.
         conn.execute(
             "update public.profiles set customer_id = 'cus_tied', has_access = true,"
             " access_changed_at = to_timestamp(%s) where id = %s",
             (now, tied),
+        )
+        conn.execute(
+            "insert into public.entitlements (user_id, source_id, kind, status, active, changed_at)"
+            " values (%s, 'sub_tied', 'subscription', 'active', true, to_timestamp(%s))",
+            (tied, now),
         )
         conn.execute("update public.profiles set customer_id = 'cus_other' where id = %s", (other,))
     tie = stripe_event(

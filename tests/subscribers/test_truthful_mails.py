@@ -9,7 +9,7 @@ from adapters.db.pool import Database
 from adapters.db.products import seed_demo_products
 from tests.conftest import Api
 from tests.helpers import create_user, stripe_event
-from tests.subscribers.lifecycle_helpers import link
+from tests.subscribers.lifecycle_helpers import MONTHLY, link, profile, session, subscription
 from tests.subscribers.test_access import post_event
 from tests.subscribers.test_emails import outbox, text_of
 
@@ -87,3 +87,140 @@ def test_an_ended_subscription_says_why_and_asks_why_only_a_customer_who_chose(
     else:
         assert "why you cancelled" in text
         assert "could not be collected" not in text
+
+
+def entitlements_of(db: Database, user: str) -> dict[str, tuple[str, bool]]:
+    rows = db.fetch_all(
+        "select source_id, status, active from public.entitlements where user_id = %s", (user,)
+    )
+    return {r["source_id"]: (r["status"], r["active"]) for r in rows}
+
+
+def ended_mails(api: Api) -> list[str]:
+    return [
+        " ".join(text_of(m).split())
+        for m in outbox(api)
+        if m["Subject"].startswith("Subscription ended")
+    ]
+
+
+def test_a_lifetime_purchase_outlives_the_subscription_beside_it_and_the_mail_says_so(
+    api: Api, db: Database
+) -> None:
+    seed_demo_products(db)
+    ada = create_user(db, "ada@example.com", name="Ada Lovelace")
+    t0 = 1_790_000_000
+    events = [
+        ("checkout.session.completed", session(ada), t0),
+        (
+            "checkout.session.completed",
+            session(
+                ada,
+                price=MONTHLY,
+                id="cs_test_sub0001",
+                mode="subscription",
+                subscription="sub_ada",
+                payment_intent=None,
+            ),
+            t0 + 10,
+        ),
+        (
+            "customer.subscription.deleted",
+            subscription(status="canceled", ended_at=t0 + 99),
+            t0 + 99,
+        ),
+    ]
+    for event_type, obj, created in events:
+        post_event(api, stripe_event(event_type, obj, created=created))
+        assert api.container.bus.wait_idle(15)  # type: ignore[attr-defined]
+
+    assert entitlements_of(db, ada) == {
+        "cs_test_life0001": ("paid", True),
+        "sub_ada": ("canceled", False),
+    }
+    assert profile(db, ada)["has_access"] is True
+    [text] = ended_mails(api)
+    assert text.startswith("Acme") or "Hi Ada Lovelace" in text
+    assert "Your access through this subscription ended" in text
+    assert "Everything else you bought is not affected" in text
+
+
+def test_a_refund_takes_back_only_its_own_purchase(api: Api, db: Database) -> None:
+    seed_demo_products(db)
+    ada = create_user(db, "ada@example.com")
+    t0 = 1_790_000_000
+    post_event(api, stripe_event("checkout.session.completed", session(ada), created=t0))
+    second = session(ada, id="cs_test_life0002", payment_intent="pi_ada_2")
+    post_event(api, stripe_event("checkout.session.completed", second, created=t0 + 5))
+    charge = {
+        "id": "ch_ada",
+        "object": "charge",
+        "customer": "cus_ada",
+        "payment_intent": "pi_ada",
+        "amount": 4900,
+        "amount_refunded": 4900,
+        "refunded": True,
+        "currency": "usd",
+        "invoice": None,
+    }
+    assert api.container.bus.wait_idle(15)  # type: ignore[attr-defined]
+    post_event(api, stripe_event("charge.refunded", charge, created=t0 + 60))
+    assert api.container.bus.wait_idle(15)  # type: ignore[attr-defined]
+    assert entitlements_of(db, ada) == {
+        "cs_test_life0001": ("refunded", False),
+        "cs_test_life0002": ("paid", True),
+    }
+    assert profile(db, ada)["has_access"] is True
+
+
+@pytest.mark.parametrize(
+    ("status", "needle"),
+    [
+        ("unpaid", "the last payment could not be collected"),
+        ("paused", "the free trial ran out before a payment method was added"),
+    ],
+)
+def test_access_ended_through_an_update_is_told_once(
+    api: Api, db: Database, status: str, needle: str
+) -> None:
+    seed_demo_products(db)
+    ada = create_user(db, "ada@example.com")
+    link(db, ada, "cus_ada")
+    t0 = 1_790_000_000
+    post_event(api, stripe_event("customer.subscription.updated", subscription(), created=t0))
+    ended = subscription(status=status)
+    post_event(api, stripe_event("customer.subscription.updated", ended, created=t0 + 50))
+    # Stripe may delete it later: the end was told already, so nothing is sent again.
+    deleted = subscription(status="canceled", ended_at=t0 + 90)
+    post_event(api, stripe_event("customer.subscription.deleted", deleted, created=t0 + 90))
+    assert api.container.bus.wait_idle(15)  # type: ignore[attr-defined]
+
+    assert profile(db, ada)["has_access"] is False
+    assert entitlements_of(db, ada) == {"sub_ada": ("canceled", False)}
+    [text] = ended_mails(api)
+    assert needle in text
+    assert "why you cancelled" not in text
+    assert "Everything else you bought" not in text
+
+
+def test_a_trial_cancelled_at_its_end_for_want_of_a_card_says_so(api: Api, db: Database) -> None:
+    seed_demo_products(db)
+    ada = create_user(db, "ada@example.com")
+    link(db, ada, "cus_ada")
+    trial_end = 1_790_000_000
+    trialing = subscription(status="trialing", trial_end=trial_end)
+    post_event(
+        api, stripe_event("customer.subscription.created", trialing, created=trial_end - 86400 * 14)
+    )
+    ended = subscription(
+        status="canceled",
+        trial_end=trial_end,
+        ended_at=trial_end,
+        cancellation_details={"reason": None, "comment": None, "feedback": None},
+    )
+    post_event(api, stripe_event("customer.subscription.deleted", ended, created=trial_end))
+    assert api.container.bus.wait_idle(15)  # type: ignore[attr-defined]
+    [text] = ended_mails(api)
+    assert "the free trial ran out" in text
+    assert "nothing was charged" in text
+    assert "why you cancelled" not in text

@@ -15,9 +15,8 @@ from click.testing import CliRunner
 from pydantic import BaseModel, SecretStr, ValidationError
 
 from core.email import render as rendering
-from core.email.props import KINDS, PROPS, UnknownEmailKind, props_model
+from core.email.kinds import KINDS, PROPS, UnknownEmailKind, props_model, sample_props
 from core.email.render import Brand, EmailContent, format_amount, render
-from core.email.samples import sample_props
 from dev.previews import emails_preview
 
 BRAND = Brand(

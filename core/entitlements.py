@@ -1,0 +1,203 @@
+"""What each purchase and subscription entitles a user to, and how one event changes it.
+
+Access is kept per grant: one entitlement per subscription (keyed by its id) and one per
+one-time purchase (keyed by its checkout session). Each is ordered on its own by Stripe's
+`created`, so the end of a subscription ends only that subscription's entitlement, and a refund
+only its purchase's; a profile has access while any of its entitlements is active.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from typing import Literal
+
+Kind = Literal["subscription", "purchase"]
+SUBSCRIPTION: Kind = "subscription"
+PURCHASE: Kind = "purchase"
+# Rows carried over from the single `has_access` flag: a subscription whose id was not kept.
+# The first event of one of the user's subscriptions adopts it.
+CARRIED_OVER = "profile:"
+
+# Subscription states in which the customer has paid for access.
+ACTIVE_STATUSES = frozenset({"active", "trialing"})
+# A failed renewal: Stripe retries the card and access stays until it gives up.
+ACCESS_STATUSES = ACTIVE_STATUSES | {"past_due"}
+
+GRANTED, REVOKED, STALE, ENDED_ALREADY = "granted", "revoked", "stale", "ended already"
+
+
+class Ordering(enum.Enum):
+    NEWER = "newer"
+    STALE = "stale"
+    TIE = "tie"
+
+
+def ordering(event_created: datetime, last_applied: datetime | None) -> Ordering:
+    """Compare an event with the newest access change already applied to the profile."""
+    if last_applied is None or event_created > last_applied:
+        return Ordering.NEWER
+    if event_created < last_applied:
+        return Ordering.STALE
+    return Ordering.TIE
+
+
+def grant_at_tie(*, wanted: bool, subscription_status: str | None) -> bool:
+    """Resolve two changes in the same second by what Stripe says now.
+
+    Stripe's `created` has one-second resolution, so a grant and a revoke can tie. The
+    subscription's current status is the truth both events describe; without a subscription
+    (a one-time purchase) nothing newer can contradict the change, so it stands.
+    """
+    if subscription_status is None:
+        return wanted
+    return subscription_status in ACCESS_STATUSES
+
+
+class StatusNeededAtTie(Exception):  # a request, not a failure
+    """A tie needs this subscription's status from Stripe, which was not fetched beforehand."""
+
+    def __init__(self, subscription_id: str) -> None:
+        super().__init__(f"a tie needs the status of {subscription_id}")
+        self.subscription_id = subscription_id
+
+
+# Subscription id -> its status at Stripe, fetched before the transaction that needs it.
+TieStatuses = Mapping[str, str | None]
+
+
+@dataclass(frozen=True)
+class Entitlement:
+    """One grant of access, as stored; dates are aware datetimes."""
+
+    user_id: str
+    source_id: str  # the subscription id, or the checkout session id of a one-time purchase
+    kind: Kind
+    price_id: str | None
+    status: str  # Stripe's subscription status; `paid` or `refunded` for a purchase
+    active: bool
+    current_period_end: datetime | None = None
+    cancel_at_period_end: bool = False
+    trial_end: datetime | None = None
+    ended_at: datetime | None = None
+    changed_at: datetime | None = None  # Stripe's `created` of the newest change applied
+    event_id: str | None = None
+
+
+@dataclass(frozen=True)
+class Change:
+    """What one event says of one grant; None facts leave what is stored as it is."""
+
+    source_id: str
+    kind: Kind
+    grant: bool
+    status: str
+    price_id: str | None = None
+    current_period_end: int | None = None
+    cancel_at_period_end: bool | None = None
+    trial_end: int | None = None
+    ended_at: int | None = None
+
+
+@dataclass(frozen=True)
+class Stepped:
+    """An entitlement after one change, and what the change did."""
+
+    entitlement: Entitlement
+    outcome: str  # granted, revoked, stale or ended already
+    applied: bool  # False: stale, nothing written
+
+    @property
+    def ended_now(self) -> bool:
+        """Whether this change is the one that ended the grant (its end is announced once)."""
+        return self.outcome == REVOKED
+
+
+def find(entitlements: Iterable[Entitlement], change: Change) -> Entitlement | None:
+    """The stored grant a change is about: its own, else (for a subscription) a carried-over
+    one of the user's, which the change adopts."""
+    mine = list(entitlements)
+    for entitlement in mine:
+        if entitlement.source_id == change.source_id:
+            return entitlement
+    if change.kind == SUBSCRIPTION:
+        for entitlement in mine:
+            if entitlement.source_id.startswith(CARRIED_OVER):
+                return entitlement
+    return None
+
+
+def step(
+    current: Entitlement | None,
+    change: Change,
+    *,
+    user_id: str,
+    created: datetime,
+    event_id: str,
+    tie_statuses: TieStatuses,
+) -> Stepped:
+    """Apply one change to a grant unless a newer change to it was applied.
+
+    At a tie (Stripe's `created` has one-second resolution) a subscription's current status at
+    Stripe decides; `StatusNeededAtTie` asks the caller to fetch it outside any transaction. A
+    purchase has nothing newer to ask about: the change stands.
+    """
+    before = current or _new(change, user_id)
+    order = ordering(created, current.changed_at if current else None)
+    if order is Ordering.STALE:
+        return Stepped(before, STALE, applied=False)
+    grant, status = change.grant, change.status
+    if order is Ordering.TIE and change.kind == SUBSCRIPTION:
+        if change.source_id not in tie_statuses:
+            raise StatusNeededAtTie(change.source_id)
+        now = tie_statuses[change.source_id]
+        grant = grant_at_tie(wanted=grant, subscription_status=now)
+        status = now or status
+    after = replace(
+        before,
+        source_id=change.source_id,
+        price_id=change.price_id or before.price_id,
+        status=status,
+        active=grant,
+        current_period_end=_when(change.current_period_end) or before.current_period_end,
+        cancel_at_period_end=_either(change.cancel_at_period_end, before.cancel_at_period_end),
+        trial_end=_when(change.trial_end) or before.trial_end,
+        ended_at=None if grant else (_when(change.ended_at) or before.ended_at or created),
+        changed_at=created,
+        event_id=event_id,
+    )
+    if grant:
+        return Stepped(after, GRANTED, applied=True)
+    ended_before = current is not None and not current.active and current.ended_at is not None
+    return Stepped(after, ENDED_ALREADY if ended_before else REVOKED, applied=True)
+
+
+def has_access(entitlements: Iterable[Entitlement]) -> bool:
+    """A profile's `has_access`: true while any of its grants is active."""
+    return any(entitlement.active for entitlement in entitlements)
+
+
+def last_change(entitlements: Iterable[Entitlement]) -> datetime | None:
+    """When access last changed, for operators (`profiles.access_changed_at`)."""
+    return max((e.changed_at for e in entitlements if e.changed_at), default=None)
+
+
+def _new(change: Change, user_id: str) -> Entitlement:
+    return Entitlement(
+        user_id=user_id,
+        source_id=change.source_id,
+        kind=change.kind,
+        price_id=change.price_id,
+        status=change.status,
+        active=False,
+    )
+
+
+def _when(timestamp: int | None) -> datetime | None:
+    return datetime.fromtimestamp(timestamp, tz=UTC) if timestamp is not None else None
+
+
+def _either(value: bool | None, kept: bool) -> bool:
+    return kept if value is None else value
