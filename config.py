@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
@@ -123,6 +124,15 @@ def unsafe_reason(value: object) -> str | None:
     return None
 
 
+_LABEL = r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?"
+_DOMAIN = re.compile(rf"{_LABEL}(?:\.{_LABEL})+")
+
+
+def cors_origin_list(value: str) -> list[str]:
+    """The origins of CORS_ORIGINS, without a trailing slash."""
+    return [origin.strip().rstrip("/") for origin in value.split(",") if origin.strip()]
+
+
 class Settings(BaseSettings):
     """Every setting of the service; names match the environment variables."""
 
@@ -169,6 +179,24 @@ class Settings(BaseSettings):
         default="2026-10-28.endive", pattern=r"^\d{4}-\d{2}-\d{2}(\.[a-z]+)?$"
     )
 
+    # Checkout sessions ask Stripe for a recovery link, sent in the checkout-expired mail, that
+    # reopens the same cart; with CHECKOUT_PROMOTIONS_CONSENT (US merchants only, as Stripe
+    # offers it) Checkout asks for consent where the customer's locale needs it, and that mail
+    # goes only to those who gave it.
+    checkout_recovery: bool = True
+    checkout_promotions_consent: bool = False
+
+    # Origins (scheme://host[:port], exact) of frontends on other hosts that may call the API
+    # from a browser, with credentials; none by default (comma-separated).
+    cors_origins: str = ""
+    # The domain the sign-in cookies are set for, so that a frontend on a sibling host of the
+    # same parent (app.example.com beside api.example.com) sends them: `example.com`. Unset: the
+    # API's host only.
+    cookie_domain: str | None = None
+    # How long a sign-in link works: Supabase Auth's "Email OTP Expiration" (3600 s unless
+    # changed in the project's settings). The sign-in mail states it; keep the two equal.
+    signin_link_lifetime_seconds: int = Field(default=3600, ge=60, le=86_400)
+
     resend_api_key: SecretStr | None = None
     resend_api_url: AnyHttpUrl | None = None
     email_from_noreply: str = "Acme <noreply@example.com>"
@@ -203,6 +231,7 @@ class Settings(BaseSettings):
     rate_limit_checkout: str = "10/minute,60/hour"
     rate_limit_portal: str = "10/minute"
     rate_limit_github_access: str = "5/minute,20/hour"
+    rate_limit_me: str = "120/minute"
     rate_limit_test_email: str = "3/minute,20/hour"
     # Proxies that append to X-Forwarded-For in front of the app (Cloud Run: 1; with an
     # external load balancer in front of Cloud Run: 2); the client is the entry before them.
@@ -236,6 +265,29 @@ class Settings(BaseSettings):
         blank = isinstance(value, str) and not value.strip()
         return None if blank and field is not None and field.default is None else value
 
+    @field_validator("cors_origins")
+    @classmethod
+    def _origins(cls, value: str) -> str:
+        # Exact origins only: a wildcard with credentials would let any site act as the user.
+        for origin in cors_origin_list(value):
+            parts = urlsplit(origin)
+            exact = parts.scheme in ("http", "https") and parts.netloc and not parts.path
+            if not exact or "*" in origin or parts.query or parts.fragment:
+                raise ValueError(
+                    f"CORS_ORIGINS: {origin!r} is not an origin (scheme://host[:port])"
+                )
+        return value
+
+    @field_validator("cookie_domain")
+    @classmethod
+    def _cookie_domain(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        domain = value.strip().lstrip(".").lower()
+        if not _DOMAIN.fullmatch(domain):
+            raise ValueError("COOKIE_DOMAIN must be a domain such as example.com")
+        return domain
+
     @field_validator("auth_callback_url")
     @classmethod
     def _path_only(cls, value: str) -> str:
@@ -253,6 +305,7 @@ class Settings(BaseSettings):
         "rate_limit_checkout",
         "rate_limit_portal",
         "rate_limit_github_access",
+        "rate_limit_me",
         "rate_limit_test_email",
     )
     @classmethod

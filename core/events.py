@@ -11,14 +11,17 @@ from typing import Any
 import orjson
 
 # The types the Stripe webhook endpoint is configured to send; anything else is acknowledged
-# and dropped at the door. `async_payment_succeeded` completes a delayed (bank) payment.
+# and dropped at the door. `async_payment_succeeded` completes a delayed (bank) payment;
+# `subscription.created` carries a trial's end; `trial_will_end` comes three days before it.
 SUBSCRIBED_TYPES = frozenset(
     {
         "checkout.session.completed",
         "checkout.session.async_payment_succeeded",
         "checkout.session.expired",
+        "customer.subscription.created",
         "customer.subscription.updated",
         "customer.subscription.deleted",
+        "customer.subscription.trial_will_end",
         "invoice.paid",
         "invoice.payment_failed",
         "charge.refunded",

@@ -21,6 +21,8 @@ def callback() -> ResponseReturnValue:
     target = redirect_target(site_origin=c.settings.site_origin, path=c.settings.auth_callback_url)
     response = redirect(target, code=302)
     secure = request.scheme == "https"
+    # COOKIE_DOMAIN: the parent domain a frontend on a sibling host shares with the API.
+    domain = c.settings.cookie_domain
     for cookie in changes.set:
         response.set_cookie(
             cookie.name,
@@ -30,8 +32,9 @@ def callback() -> ResponseReturnValue:
             secure=secure,
             httponly=False,
             samesite="Lax",
+            domain=domain,
         )
     for name in changes.clear:
-        response.delete_cookie(name, path="/", secure=secure, samesite="Lax")
+        response.delete_cookie(name, path="/", secure=secure, samesite="Lax", domain=domain)
     response.headers["Cache-Control"] = "no-store"
     return response

@@ -13,6 +13,7 @@ from pydantic.json_schema import models_json_schema
 
 from handlers.github import AccessRequest
 from handlers.leads import LeadRequest
+from handlers.me import MeAnswer
 from handlers.payments import CheckoutRequest, PortalRequest
 from handlers.sample_emails import SampleEmailQuery
 
@@ -109,6 +110,8 @@ OPERATIONS = (
     Operation("post", "/api/github/access", "Invite the buyer's GitHub account",
               {200: RepositoriesAnswer, 401: ErrorAnswer, 403: ErrorAnswer, 409: ErrorAnswer,
                **COMMON, **LIMITED}, AccessRequest, signed_in=True),
+    Operation("get", "/api/me", "The signed-in user's access and entitlements",
+              {200: MeAnswer, 401: ErrorAnswer, 503: ErrorAnswer, **LIMITED}, signed_in=True),
     Operation("get", "/api/products/public", "Active products, featured first",
               {200: ProductsAnswer, 503: ErrorAnswer}),
     Operation("get", "/api/test-email", "Send sample e-mails (not in production by default)",

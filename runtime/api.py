@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 from flask import Flask
+from flask_cors import CORS
 from werkzeug.middleware.proxy_fix import ProxyFix
 
+from config import cors_origin_list
 from handlers import (
     auth,
     errors,
     github,
     health,
     leads,
+    me,
     openapi,
     payments,
     products,
@@ -49,9 +52,21 @@ def build_api(container: Container) -> Flask:
         webhook.bp,
         products.bp,
         github.bp,
+        me.bp,
         openapi.bp,
     ):
         app.register_blueprint(blueprint)
+    if origins := cors_origin_list(container.settings.cors_origins):
+        # Exact origins, with credentials (the session cookies, or a bearer token): a browser
+        # on one of them may read the answers; preflights are answered here, before any route.
+        CORS(
+            app,
+            resources={r"/api/*": {"origins": origins}},
+            supports_credentials=True,
+            allow_headers=["Authorization", "Content-Type"],
+            methods=["GET", "POST", "OPTIONS"],
+            max_age=600,
+        )
     if container.settings.test_email_enabled:
         app.register_blueprint(sample_emails.bp)
     limits.install(app, container.settings)

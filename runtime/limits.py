@@ -26,6 +26,7 @@ ROUTE_LIMITS = {
     "payments.create_checkout": "rate_limit_checkout",
     "payments.create_portal": "rate_limit_portal",
     "github.github_access": "rate_limit_github_access",
+    "me.me": "rate_limit_me",
     "sample_emails.send_sample_emails": "rate_limit_test_email",
 }
 

@@ -165,6 +165,9 @@ class Api:
     def get(self, path: str, **kwargs: Any) -> requests.Response:
         return requests.get(self.url + path, timeout=10, allow_redirects=False, **kwargs)
 
+    def options(self, path: str, **kwargs: Any) -> requests.Response:
+        return requests.options(self.url + path, timeout=10, allow_redirects=False, **kwargs)
+
     def token(self, **claims: Any) -> str:
         """An HS256 access token as the project this app trusts issues it; override any part."""
         settings = self.container.settings

@@ -22,6 +22,7 @@ def test_past_max_pending_the_webhook_answers_503(api_factory: Callable[..., Api
     unlinked = {
         "object": "invoice",
         "customer": "cus_nobody",
+        "subscription": "sub_nobody",
         "billing_reason": "subscription_create",
     }
     assert post(api, stripe_event("invoice.paid", unlinked)) == 200

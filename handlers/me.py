@@ -1,0 +1,86 @@
+"""GET /api/me: what the signed-in user has, for a frontend to show and to gate on."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from flask import Blueprint, jsonify
+from flask.typing import ResponseReturnValue
+from pydantic import BaseModel, ConfigDict
+
+from adapters.db.entitlements import Held
+from handlers.deps import caller, container
+from services.account import account_of
+from services.identity import require_user
+
+bp = Blueprint("me", __name__)
+
+
+class _Answer(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class EntitledProduct(_Answer):
+    id: str
+    name: str
+    type: str
+
+
+class EntitlementAnswer(_Answer):
+    product: EntitledProduct | None  # None: a price no product row is sold at any more
+    priceId: str | None
+    kind: Literal["subscription", "purchase"]
+    status: str
+    active: bool
+    currentPeriodEnd: datetime | None
+    cancelAtPeriodEnd: bool
+    trialEnd: datetime | None
+    endedAt: datetime | None
+
+
+class MeAnswer(_Answer):
+    id: str
+    email: str | None
+    name: str | None
+    hasAccess: bool
+    portalAvailable: bool
+    entitlements: list[EntitlementAnswer]
+
+
+@bp.get("/api/me")
+def me() -> ResponseReturnValue:
+    c = container()
+    account = account_of(require_user(caller()), db=c.db)
+    answer = MeAnswer(
+        id=account.user_id,
+        email=account.email,
+        name=account.name,
+        hasAccess=account.has_access,
+        portalAvailable=account.portal_available,
+        entitlements=[_entitlement(held) for held in account.held],
+    )
+    response = jsonify(answer.model_dump(mode="json"))
+    # Per user and changing with every payment: never kept by a shared cache.
+    response.headers["Cache-Control"] = "private, no-store"
+    return response
+
+
+def _entitlement(held: Held) -> EntitlementAnswer:
+    e = held.entitlement
+    product = (
+        EntitledProduct(id=held.product_id, name=held.product_name, type=held.product_type)
+        if held.product_id and held.product_name and held.product_type
+        else None
+    )
+    return EntitlementAnswer(
+        product=product,
+        priceId=e.price_id,
+        kind=e.kind,
+        status=e.status,
+        active=e.active,
+        currentPeriodEnd=e.current_period_end,
+        cancelAtPeriodEnd=e.cancel_at_period_end,
+        trialEnd=e.trial_end,
+        endedAt=e.ended_at,
+    )

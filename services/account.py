@@ -1,0 +1,36 @@
+"""What a signed-in user has: their access and the grants behind it, for their frontend."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from adapters.db import entitlements, profiles
+from adapters.db.entitlements import Held
+from adapters.db.pool import Database
+from adapters.tokens import User
+
+
+@dataclass(frozen=True)
+class Account:
+    user_id: str
+    email: str | None
+    name: str | None
+    has_access: bool
+    portal_available: bool  # a Stripe customer exists: the customer portal can open
+    held: list[Held]
+
+
+def account_of(user: User, *, db: Database) -> Account:
+    """The user's profile and entitlements (a user the profile trigger has not reached yet, or
+    whose profile is gone, has nothing)."""
+    profile = profiles.by_id(db, user.id)
+    if profile is None:
+        return Account(user.id, user.email, None, False, False, [])
+    return Account(
+        user_id=profile.id,
+        email=profile.email or user.email,
+        name=profile.name,
+        has_access=profile.has_access,
+        portal_available=bool(profile.customer_id),
+        held=entitlements.of_user(db, profile.id),
+    )
