@@ -34,14 +34,26 @@ class Accounts(Protocol):
     def sign_in_link(self, *, email: str) -> str:
         """A one-time link that signs the user in and lands on the site's callback page."""
 
+    @property
+    def link_lifetime(self) -> int | None:
+        """Seconds a link from `sign_in_link` works (None: it does not expire)."""
+
 
 class SupabaseAccounts:
     """Creates users and their magic links with the service-role key; Supabase sends nothing."""
 
     def __init__(
-        self, *, url: str, service_role_key: str, redirect_to: str | None, timeout: float
+        self,
+        *,
+        url: str,
+        service_role_key: str,
+        redirect_to: str | None,
+        timeout: float,
+        link_lifetime: int,
     ) -> None:
         self._timeout = timeout
+        # Supabase Auth's "Email OTP Expiration": its API does not say it, the settings do.
+        self.link_lifetime: int | None = link_lifetime
         self._url = url.rstrip("/") + "/auth/v1"
         self._key = service_role_key
         self._redirect_to = redirect_to
@@ -107,3 +119,7 @@ class LocalAccounts:
     def sign_in_link(self, *, email: str) -> str:
         # No auth server runs locally: the site's sign-in page (`users token` makes a session).
         return self._signin_url
+
+    @property
+    def link_lifetime(self) -> int | None:
+        return None  # the sign-in page does not expire

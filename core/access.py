@@ -33,6 +33,9 @@ ACCESS_GRANTED = "app.access.granted"
 ACCESS_REVOKED = "app.access.revoked"
 # A guest buyer's account exists and has access: they get a sign-in link by e-mail.
 ACCOUNT_INVITED = "app.account.invited"
+# A trial the customer still holds ends in three days (Stripe's `trial_will_end`): they are told.
+TRIAL_ENDING = "app.trial.ending"
+TRIAL_WILL_END = "customer.subscription.trial_will_end"
 
 
 @dataclass(frozen=True)

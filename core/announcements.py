@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from core.access import ACCESS_GRANTED, ACCESS_REVOKED, ACCOUNT_INVITED, Checkout
+from core.access import ACCESS_GRANTED, ACCESS_REVOKED, ACCOUNT_INVITED, TRIAL_ENDING, Checkout
 from core.events import Event, app_event
 
 Announcement = tuple[Event, bytes]
 
-_PREFIXES = ("granted_", "revoked_", "invited_")
+_PREFIXES = ("granted_", "revoked_", "invited_", "trial_")
 
 
 def announced_ids(event_id: str) -> tuple[str, ...]:
@@ -88,5 +88,21 @@ def account_invited(source: Event, *, to: Person, price_id: str | None) -> Annou
         ACCOUNT_INVITED,
         event_id=f"invited_{source.id}",
         obj={"email": to.email, "name": to.name, "price_id": price_id},
+        created=source.created,
+    )
+
+
+def trial_ending(source: Event, *, to: Person, price_id: str | None) -> Announcement:
+    """A trial the customer still holds ends soon: the subscription as Stripe sent it says
+    when, what it will cost and what happens without a payment method."""
+    return app_event(
+        TRIAL_ENDING,
+        event_id=f"trial_{source.id}",
+        obj={
+            "email": to.email,
+            "name": to.name,
+            "price_id": price_id,
+            "subscription": dict(source.object),
+        },
         created=source.created,
     )

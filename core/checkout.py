@@ -18,6 +18,15 @@ class Buyer:
     customer_id: str | None = None
 
 
+@dataclass(frozen=True)
+class Offer:
+    """What the product and the operator add to a checkout."""
+
+    trial_days: int | None = None  # a free trial, for a subscription
+    recovery: bool = True  # Stripe makes a link that reopens the cart once the session expires
+    promotions_consent: bool = False  # Checkout asks for marketing consent where the law needs it
+
+
 def session_params(
     *,
     price_id: str,
@@ -26,6 +35,7 @@ def session_params(
     cancel_url: str,
     buyer: Buyer,
     coupon_id: str | None = None,
+    offer: Offer = Offer(),
 ) -> dict[str, Any]:
     """Build the `checkout.sessions.create` parameters."""
     params: dict[str, Any] = {
@@ -44,7 +54,25 @@ def session_params(
     else:
         params["allow_promotion_codes"] = True
     params.update(_customer_params(mode=mode, buyer=buyer))
+    params.update(_offer_params(mode=mode, offer=offer))
     return params
+
+
+def _offer_params(*, mode: Mode, offer: Offer) -> dict[str, Any]:
+    extra: dict[str, Any] = {}
+    if offer.trial_days and mode == "subscription":
+        # A trial asks for a card only if the customer wants to give one; without one Stripe
+        # cancels the subscription as the trial ends, and access ends with it (and says why).
+        extra["subscription_data"] = {
+            "trial_period_days": offer.trial_days,
+            "trial_settings": {"end_behavior": {"missing_payment_method": "cancel"}},
+        }
+        extra["payment_method_collection"] = "if_required"
+    if offer.recovery:
+        extra["after_expiration"] = {"recovery": {"enabled": True}}
+    if offer.promotions_consent:
+        extra["consent_collection"] = {"promotions": "auto"}
+    return extra
 
 
 def _customer_params(*, mode: Mode, buyer: Buyer) -> dict[str, Any]:

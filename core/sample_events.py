@@ -33,6 +33,9 @@ class Facts:
     session: str | None = None
     amount: int = 1900
     currency: str = "usd"
+    # The product's: a `payment` checkout is a one-time (lifetime) purchase, no subscription.
+    mode: str = "subscription"
+    interval: str = "month"
 
     @property
     def customer_id(self) -> str:
@@ -44,23 +47,31 @@ class Facts:
 
 
 def sample_event(
-    event_type: str, facts: Facts, *, created: int, api_version: str = API_VERSION
+    event_type: str,
+    facts: Facts,
+    *,
+    created: int,
+    api_version: str = API_VERSION,
+    variant: str | None = None,
 ) -> dict[str, Any]:
     """A whole Stripe event body of `event_type` about `facts`, created at `created`, shaped
-    as `api_version` shapes it."""
+    as `api_version` shapes it; `variant`: one of the type's situations (VARIANTS)."""
     if event_type not in _OBJECTS:
         raise ValueError(f"no sample for {event_type!r}; one of {', '.join(sorted(_OBJECTS))}")
     if api_version not in API_VERSIONS:
         raise ValueError(f"no samples at {api_version!r}; one of {', '.join(API_VERSIONS)}")
     obj = _OBJECTS[event_type](facts, created)
+    if variant is not None:
+        obj = variant_of(event_type, variant)(obj, created)
     if api_version != PINNED_VERSION:
         obj = current_shape(obj)
+    previous = PREVIOUS.get((event_type, variant or ""))
     return {
         "id": "evt_" + secrets.token_hex(12),
         "object": "event",
         "api_version": api_version,
         "created": created,
-        "data": {"object": obj},
+        "data": {"object": obj} | ({"previous_attributes": previous} if previous else {}),
         "livemode": False,
         "pending_webhooks": 1,
         "request": {"id": None, "idempotency_key": None},
@@ -105,6 +116,7 @@ def _current_line(line: dict[str, Any]) -> dict[str, Any]:
 
 def _session(facts: Facts, created: int, *, status: str, paid: str) -> dict[str, Any]:
     session_id = facts.session or "cs_test_" + secrets.token_hex(12)
+    subscribed = facts.mode == "subscription"
     metadata = {"price_id": facts.price} | ({"user_id": facts.user_id} if facts.user_id else {})
     return {
         "id": session_id,
@@ -120,10 +132,11 @@ def _session(facts: Facts, created: int, *, status: str, paid: str) -> dict[str,
         "expires_at": created + 24 * 3600,
         "livemode": False,
         "metadata": metadata,
-        "mode": "subscription",
+        "mode": facts.mode,
+        "payment_intent": None if subscribed else "pi_" + _digest("intent", session_id),
         "payment_status": paid,
         "status": status,
-        "subscription": facts.subscription_id,
+        "subscription": facts.subscription_id if subscribed else None,
         "url": None,
     }
 
@@ -186,7 +199,7 @@ def _price(facts: Facts) -> dict[str, Any]:
         "id": facts.price,
         "object": "price",
         "currency": facts.currency,
-        "recurring": {"interval": "month", "interval_count": 1},
+        "recurring": {"interval": facts.interval, "interval_count": 1},
         "type": "recurring",
         "unit_amount": facts.amount,
     }
@@ -258,12 +271,84 @@ _OBJECTS: dict[str, Callable[[Facts, int], dict[str, Any]]] = {
     "checkout.session.expired": _expired,
     "invoice.paid": lambda f, t: _invoice(f, t, paid=True),
     "invoice.payment_failed": lambda f, t: _invoice(f, t, paid=False),
+    "customer.subscription.created": lambda f, t: _subscription(f, t, status="active"),
     "customer.subscription.updated": lambda f, t: _subscription(f, t, status="active"),
+    "customer.subscription.trial_will_end": lambda f, t: _trialing(
+        _subscription(f, t, status="trialing"), t + 3 * DAY
+    ),
     "customer.subscription.deleted": lambda f, t: _subscription(f, t, status="canceled"),
     "charge.refunded": _charge,
     "charge.dispute.created": _dispute,
 }
 SAMPLE_TYPES = tuple(sorted(_OBJECTS))
+
+DAY = 24 * 3600
+Variant = Callable[[dict[str, Any], int], dict[str, Any]]
+
+
+def _trialing(subscription: dict[str, Any], trial_end: int) -> dict[str, Any]:
+    return subscription | {
+        "status": "trialing",
+        "trial_start": trial_end - 14 * DAY,
+        "trial_end": trial_end,
+        "trial_settings": {"end_behavior": {"missing_payment_method": "cancel"}},
+        "default_payment_method": None,
+    }
+
+
+def _cancelled_by(reason: str) -> Variant:
+    def ended(subscription: dict[str, Any], created: int) -> dict[str, Any]:
+        details = {"reason": reason, "comment": None, "feedback": None}
+        return subscription | {"cancellation_details": details}
+
+    return ended
+
+
+def _trial_ran_out(subscription: dict[str, Any], created: int) -> dict[str, Any]:
+    trial = _trialing(subscription, created)
+    details = {"reason": None, "comment": None, "feedback": None}
+    return trial | {"status": "canceled", "ended_at": created, "cancellation_details": details}
+
+
+# The situations of a customer's life each type can describe, beyond its default: what
+# `events send TYPE --variant NAME` sends.
+VARIANTS: dict[str, dict[str, Variant]] = {
+    "customer.subscription.updated": {
+        "cancel-at-period-end": lambda o, t: (
+            o | {"cancel_at_period_end": True, "cancel_at": t + 30 * DAY}
+        ),
+        "past-due": lambda o, t: o | {"status": "past_due"},
+        "unpaid": lambda o, t: o | {"status": "unpaid"},
+        "trialing": lambda o, t: _trialing(o, t + 14 * DAY),
+    },
+    "customer.subscription.created": {
+        "trialing": lambda o, t: _trialing(o, t + 14 * DAY),
+    },
+    "customer.subscription.trial_will_end": {
+        "with-card": lambda o, t: o | {"default_payment_method": "pm_" + _digest("pm", o["id"])},
+    },
+    "customer.subscription.deleted": {
+        "payment-failed": _cancelled_by("payment_failed"),
+        "requested": _cancelled_by("cancellation_requested"),
+        "trial-ended": _trial_ran_out,
+    },
+    "invoice.payment_failed": {
+        "last-attempt": lambda o, t: o | {"attempt_count": 4, "next_payment_attempt": None},
+    },
+}
+# The `previous_attributes` Stripe sends with an update, where what changed matters.
+PREVIOUS = {
+    ("customer.subscription.updated", "cancel-at-period-end"): {"cancel_at_period_end": False}
+}
+
+
+def variant_of(event_type: str, name: str) -> Variant:
+    """A situation of `event_type` (VARIANTS), or ValueError naming those there are."""
+    found = VARIANTS.get(event_type, {})
+    if name not in found:
+        known = ", ".join(sorted(found)) or "none"
+        raise ValueError(f"{event_type} has no variant {name!r}; its variants: {known}")
+    return found[name]
 
 
 def _digest(kind: str, value: str) -> str:

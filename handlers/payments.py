@@ -8,7 +8,7 @@ from flask import Blueprint, jsonify
 from flask.typing import ResponseReturnValue
 from pydantic import ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
-from core.checkout import Mode
+from core.checkout import Mode, Offer
 from handlers.deps import caller, container
 from handlers.fields import absolute_url
 from handlers.parsing import RequestModel, json_object, validate
@@ -81,6 +81,10 @@ def create_checkout() -> ResponseReturnValue:
         user=caller(),
         db=c.db,
         stripe=c.stripe,
+        offer=Offer(
+            recovery=c.settings.checkout_recovery,
+            promotions_consent=c.settings.checkout_promotions_consent,
+        ),
     )
     return jsonify(url=url)
 

@@ -112,6 +112,7 @@ class Container:
                 service_role_key=s.supabase_secret_key.get_secret_value(),
                 redirect_to=origin + s.auth_callback_url if origin else None,
                 timeout=s.outbound_timeout_seconds,
+                link_lifetime=s.signin_link_lifetime_seconds,
             )
         if s.is_production:
             raise RuntimeError("SUPABASE_SECRET_KEY is required in production")

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 
 from adapters.db import products, profiles
 from adapters.db.pool import Database
 from adapters.stripe_api import PaymentsNotConfigured, PaymentsUnavailable, StripeGateway
 from adapters.tokens import User
-from core.checkout import Buyer, Mode, mode_matches, session_params
+from core.checkout import Buyer, Mode, Offer, mode_matches, session_params
 from services.errors import InvalidRequest, NotConfigured, Unavailable
 
 
@@ -22,8 +23,10 @@ def create_checkout(
     user: User | None,
     db: Database,
     stripe: StripeGateway,
+    offer: Offer | None = None,
 ) -> str | None:
-    """The Stripe Checkout URL for one product; None when Stripe refuses."""
+    """The Stripe Checkout URL for one product; None when Stripe refuses. `offer`: the
+    operator's (recovery, consent); the product's trial is added here."""
     product = products.active_by_price(db, price_id)
     if product is None:
         raise InvalidRequest("Unknown or inactive price ID")
@@ -37,6 +40,7 @@ def create_checkout(
         success_url=success_url,
         cancel_url=cancel_url,
         buyer=_buyer(user, db),
+        offer=replace(offer or Offer(), trial_days=product.trial_days),
     )
     with _stripe_errors():
         return stripe.create_checkout_session(params)

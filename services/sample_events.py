@@ -6,9 +6,11 @@ import json
 import time
 import urllib.error
 import urllib.request
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from urllib.parse import urlsplit
 
+from adapters.db import products
+from adapters.db.pool import Database
 from adapters.stripe_api import sign
 from core.sample_events import API_VERSION, Facts, sample_event
 
@@ -41,10 +43,13 @@ def send(
     secret: str,
     timeout: float = 10,
     api_version: str = API_VERSION,
+    variant: str | None = None,
 ) -> Delivery:
     """Build the sample (created at `created`, shaped as `api_version` shapes it), sign it with
     `secret` now, POST it to `url`."""
-    event = sample_event(event_type, facts, created=created, api_version=api_version)
+    event = sample_event(
+        event_type, facts, created=created, api_version=api_version, variant=variant
+    )
     payload = json.dumps(event).encode()
     request = urllib.request.Request(  # noqa: S310 - the URL is the operator's own
         url,
@@ -68,4 +73,20 @@ def send(
         status=status,
         body=body.strip(),
         object=event["data"]["object"],
+    )
+
+
+def product_facts(facts: Facts, *, db: Database) -> Facts:
+    """`facts` with the amount, mode and interval of the product sold at its price, when one is
+    (a one-time product's checkout is a `payment` one: a lifetime purchase)."""
+    with db.transaction() as conn:
+        product = products.by_price(conn, facts.price)
+    if product is None:
+        return facts
+    subscribed = product.billing_type == "subscription"
+    return replace(
+        facts,
+        amount=int(product.price * 100),
+        mode="subscription" if subscribed else "payment",
+        interval=product.billing_interval or "month",
     )

@@ -21,6 +21,7 @@ from adapters.stripe_api import (
     StripeGateway,
 )
 from core.access import (
+    TRIAL_WILL_END,
     AccessChange,
     Checkout,
     access_change,
@@ -29,9 +30,15 @@ from core.access import (
     end_reason,
     subscription_price,
 )
-from core.announcements import Person, access_granted, access_revoked, account_invited
+from core.announcements import (
+    Person,
+    access_granted,
+    access_revoked,
+    account_invited,
+    trial_ending,
+)
 from core.entitlements import REVOKED
-from core.events import Event, is_app_event
+from core.events import Event, is_app_event, stripe_id
 from core.refunds import dispute_from, refund_from
 from subscribers.changes import ChangeBatch, ProfileNotLinked, Result
 from subscribers.envelope import outcome_fields
@@ -73,6 +80,8 @@ class AccessSubscriber:
             )
         elif (dispute := dispute_from(event)) is not None:
             outcome = record_dispute(event, dispute, db=self.db)
+        elif event.type == TRIAL_WILL_END:
+            outcome = self._trial_ending(event)
         else:
             outcome = self._ignore(event)
         log.info(
@@ -272,6 +281,29 @@ class AccessSubscriber:
                 access_remains=after.has_access,
             )
         )
+
+    def _trial_ending(self, event: Event) -> str:
+        """Announce a trial's coming end to its customer, unless its grant has ended already
+        (cancelled during the trial); recorded once, announced again on a redelivery."""
+        subscription_id = stripe_id(event.object.get("id"))
+        customer_id = stripe_id(event.object.get("customer"))
+        with self.db.transaction() as conn:
+            claimed = ledger.claim(conn, consumer=CONSUMER, event=event)
+            profile = profiles.lock_by_customer(conn, customer_id) if customer_id else None
+            held = entitlements.lock_for_users(conn, [profile.id])[profile.id] if profile else []
+            grant = next((e for e in held if e.source_id == subscription_id), None)
+            if profile is None or not profile.email:
+                outcome = "ignored (no profile)"
+            elif grant is not None and not grant.active:
+                outcome = "ignored (trial over)"
+            else:
+                outcome = "trial ending announced"
+            if claimed:
+                ledger.settle(conn, consumer=CONSUMER, event=event, outcome=outcome)
+        if profile is not None and profile.email and outcome == "trial ending announced":
+            to = Person(email=profile.email, name=profile.name)
+            self.publish(*trial_ending(event, to=to, price_id=subscription_price(event.object)))
+        return outcome if claimed else "duplicate"
 
     def _ignore(self, event: Event) -> str:
         """Recorded all the same: `events reconcile` then knows the event arrived."""

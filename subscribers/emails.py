@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 
 from pydantic import ValidationError
 
@@ -71,8 +72,16 @@ class EmailSubscriber:
     def _render(self, planned: PlannedEmail) -> EmailContent:
         props = planned.props
         if planned.kind == SIGNIN_LINK:
-            # Made only when it is about to be sent: a new magic link voids the one before it.
-            props = {**props, "signin_url": self.accounts.sign_in_link(email=planned.to)}
+            # Made only when it is about to be sent: a new magic link voids the one before it;
+            # the mail says until when it works, counted from now.
+            lifetime = self.accounts.link_lifetime
+            props = {
+                **props,
+                "signin_url": self.accounts.sign_in_link(email=planned.to),
+                "link_expires_at": datetime.now(UTC) + timedelta(seconds=lifetime)
+                if lifetime
+                else None,
+            }
         try:
             return render(planned.kind, props, brand=self.brand)
         except ValidationError as exc:

@@ -23,6 +23,7 @@ from core.email.props import (
     PurchaseConfirmationProps,
     SigninLinkProps,
     SubscriptionCancelledProps,
+    TrialEndingProps,
 )
 from core.email.samples import SAMPLES
 
@@ -50,6 +51,7 @@ _ALL = (
     EmailKind("checkout-expired", CheckoutExpiredProps, subjects.checkout_expired),
     EmailKind("subscription-cancelled", SubscriptionCancelledProps, subjects.cancelled),
     EmailKind("signin-link", SigninLinkProps, subjects.signin, noreply=True),
+    EmailKind("trial-ending", TrialEndingProps, subjects.trial_ending),
 )
 REGISTRY: dict[str, EmailKind] = {kind.name: kind for kind in _ALL}
 KINDS: tuple[str, ...] = tuple(REGISTRY)

@@ -10,6 +10,7 @@ from core.access import (
     ACCESS_GRANTED,
     ACCESS_REVOKED,
     ACCOUNT_INVITED,
+    TRIAL_ENDING,
     checkout_from,
     subscription_price,
 )
@@ -118,12 +119,22 @@ def _purchase(event: Event, product: ProductFacts | None, site: str) -> Props:
 
 
 def _expired(event: Event, product: ProductFacts | None, site: str) -> Props:
+    """A reminder, which is promotional mail: where Checkout asked for consent, only to those
+    who gave it (Stripe's abandoned-cart guide); never to whoever declined."""
     session = event.object
+    consent = _get(session, "consent", "promotions")
+    asked = _get(session, "consent_collection", "promotions") == "auto"
+    if consent == "opt_out" or (asked and consent != "opt_in"):
+        return None
     # Stripe's recovery link reopens the same cart when enabled; else the pricing page.
     recovery = _get(session, "after_expiration", "recovery", "url")
     return "checkout-expired", {
         "product_name": product.name if product else "your order",
         "checkout_url": recovery or site.rstrip("/") + "/#pricing",
+        "recovers_cart": bool(recovery),
+        "link_expires": _get(session, "after_expiration", "recovery", "expires_at")
+        if recovery
+        else None,
         "amount": _amount(session.get("amount_total"), session.get("currency")),
         "billing": product.billing if product else None,
     }
@@ -191,6 +202,59 @@ def _access_ended(event: Event, product: ProductFacts | None, site: str) -> Prop
     }
 
 
+def _trial_ending(event: Event, product: ProductFacts | None, site: str) -> Props:
+    """Sent from `app.trial.ending`, three days before a trial the customer holds ends: the
+    date, what it will cost, and what happens without a payment method, each as the
+    subscription says (a trial that already ended says nothing)."""
+    subscription = event.object.get("subscription")
+    if not isinstance(subscription, Mapping):
+        return None
+    trial_end = subscription.get("trial_end")
+    if subscription.get("status") != "trialing" or not isinstance(trial_end, int):
+        return None
+    behaviour = _get(subscription, "trial_settings", "end_behavior", "missing_payment_method")
+    discounted = bool(subscription.get("discount") or subscription.get("discounts"))
+    return "trial-ending", {
+        "trial_end_date": trial_end,
+        "product_name": product.name if product else None,
+        "amount": None if discounted else _first_period_amount(subscription),
+        "billing": _interval(subscription, product),
+        "discounted": discounted,
+        "plus_tax": _get(subscription, "automatic_tax", "enabled") is True,
+        "has_payment_method": bool(
+            subscription.get("default_payment_method") or subscription.get("default_source")
+        ),
+        "without_card": behaviour if behaviour in ("pause", "create_invoice") else "cancel",
+    }
+
+
+def _first_period_amount(subscription: Mapping[str, Any]) -> str | None:
+    """The items' prices times their quantities, when every item says so in one currency."""
+    items = _get(subscription, "items", "data")
+    if not isinstance(items, list) or not items:
+        return None
+    total, currencies = 0, set()
+    for item in items:
+        price = _get(item, "price")
+        unit, quantity = _get(price, "unit_amount"), _get(item, "quantity")
+        if not isinstance(unit, int) or _get(price, "recurring", "usage_type") == "metered":
+            return None
+        total += unit * (quantity if isinstance(quantity, int) else 1)
+        currencies.add(_get(price, "currency"))
+    [currency] = currencies if len(currencies) == 1 else [None]
+    return _amount(total, currency) if isinstance(currency, str) else None
+
+
+def _interval(subscription: Mapping[str, Any], product: ProductFacts | None) -> str | None:
+    """`month` or `year` when the plan bills once a month or a year (another period: the amount
+    is said without one); the product's when the subscription's price does not say."""
+    recurring = _get(_first(_get(subscription, "items", "data")), "price", "recurring")
+    if not isinstance(recurring, Mapping):
+        return product.billing if product and product.billing != "one_time" else None
+    found, count = recurring.get("interval"), recurring.get("interval_count")
+    return found if found in ("month", "year") and count in (None, 1) else None
+
+
 def _signin(event: Event, product: ProductFacts | None, site: str) -> Props:
     return SIGNIN_LINK, {
         "customer_email": event.object.get("email"),
@@ -216,6 +280,7 @@ _BUILDERS = {
     "invoice.paid": _invoice_paid,
     "invoice.payment_failed": _payment_failed,
     "customer.subscription.updated": _cancellation_scheduled,
+    TRIAL_ENDING: _trial_ending,
     ACCESS_GRANTED: _purchase,
     ACCESS_REVOKED: _access_ended,
     ACCOUNT_INVITED: _signin,

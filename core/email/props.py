@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
+    AwareDatetime,
     BaseModel,
     BeforeValidator,
     ConfigDict,
@@ -151,6 +152,10 @@ class CheckoutExpiredProps(EmailProps):
 
     product_name: Text
     checkout_url: Link
+    # True: the link is Stripe's recovery link, which reopens the same cart (until
+    # `link_expires`); False: it is the pricing page, where a new checkout starts.
+    recovers_cart: bool = False
+    link_expires: Day | None = None
     product_description: Text | None = None
     amount: Text | None = None
     billing: Billing | None = None
@@ -172,11 +177,30 @@ class SubscriptionCancelledProps(EmailProps):
     feedback_url: Link | None = None
 
 
+class TrialEndingProps(EmailProps):
+    """A free trial ends in three days (Stripe's `customer.subscription.trial_will_end`)."""
+
+    trial_end_date: Day
+    product_name: Text | None = None
+    # What the first period will cost, when it can be said exactly (no discount).
+    amount: Text | None = None
+    billing: Billing | None = None
+    discounted: bool = False
+    plus_tax: bool = False  # Stripe Tax adds tax on top of the amount
+    has_payment_method: bool = False
+    # What Stripe does at the trial's end with no payment method (the subscription's
+    # `trial_settings.end_behavior.missing_payment_method`).
+    without_card: Literal["cancel", "pause", "create_invoice"] = "cancel"
+    manage_url: Link | None = None
+
+
 class SigninLinkProps(EmailProps):
     """A guest buyer's account is ready: a one-time link signs them in."""
 
     customer_email: EmailStr
     signin_url: Link
+    # When the link stops working (None: it does not expire, as the local sign-in page).
+    link_expires_at: AwareDatetime | None = None
     product_name: Text | None = None
     dashboard_url: Link | None = None
 
@@ -187,5 +211,6 @@ DEFAULT_PATHS: dict[str, str] = {
     "products_url": "/dashboard/products",
     "update_payment_url": "/dashboard",
     "reactivate_url": "/dashboard",
+    "manage_url": "/dashboard",
     "signin_url": "/signin",
 }

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import date
+from datetime import UTC, date, datetime
 from decimal import Decimal
 from functools import cache, lru_cache
 from pathlib import Path
@@ -116,6 +116,12 @@ def _date_range(bounds: tuple[date, date]) -> str:
     return f"{_long_date(start)} {EN_DASH} {_long_date(end)}"
 
 
+def _utc_time(value: datetime) -> str:
+    """'15:30 UTC on November 21, 2026': a moment every reader can place."""
+    moment = value.astimezone(UTC)
+    return f"{moment:%H:%M} UTC on {_long_date(moment.date())}"
+
+
 @cache
 def _environment(*, html: bool) -> Environment:
     env = Environment(
@@ -131,6 +137,7 @@ def _environment(*, html: bool) -> Environment:
     )
     env.filters["long_date"] = _long_date
     env.filters["date_range"] = _date_range
+    env.filters["utc_time"] = _utc_time
     return env
 
 

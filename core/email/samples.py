@@ -3,7 +3,7 @@ entry in `core.email.kinds` takes its sample from here)."""
 
 from __future__ import annotations
 
-from datetime import date
+from datetime import UTC, date, datetime
 from typing import Any
 
 _SHOP = "https://acme.example.com"
@@ -68,7 +68,9 @@ SAMPLES: dict[str, dict[str, Any]] = {
     "checkout-expired": {
         "customer_name": "Ada Lovelace",
         "product_name": "Starter Kit Pro",
-        "checkout_url": "https://checkout.stripe.com/c/pay/cs_test_a1B2c3D4",
+        "checkout_url": "https://buy.stripe.com/r/live_YWNjdF8xQWNtZQ",
+        "recovers_cart": True,
+        "link_expires": date(2026, 12, 21),
         "product_description": "Production-ready SaaS boilerplate with auth, billing and e-mail.",
         "amount": "$149.00",
         "billing": "one_time",
@@ -89,7 +91,20 @@ SAMPLES: dict[str, dict[str, Any]] = {
         "customer_email": "ada@example.com",
         "signin_url": "https://abcdefgh.supabase.co/auth/v1/verify?token=pkce_4817&type=magiclink"
         f"&redirect_to={_SHOP}/dashboard",
+        "link_expires_at": datetime(2026, 11, 21, 15, 30, tzinfo=UTC),
         "product_name": "Starter Kit Pro",
         "dashboard_url": f"{_SHOP}/dashboard",
+    },
+    "trial-ending": {
+        "customer_name": "Ada Lovelace",
+        "trial_end_date": date(2026, 12, 8),
+        "product_name": "Team plan",
+        "amount": "$29.00",
+        "billing": "month",
+        "discounted": False,
+        "plus_tax": False,
+        "has_payment_method": True,
+        "without_card": "cancel",
+        "manage_url": f"{_SHOP}/dashboard/billing",
     },
 }

@@ -11,6 +11,7 @@ from core.email.props import (
     PaymentFailedProps,
     PurchaseConfirmationProps,
     SubscriptionCancelledProps,
+    TrialEndingProps,
 )
 
 # Longer subjects are cut in most inboxes' lists.
@@ -77,3 +78,8 @@ def cancelled(p: SubscriptionCancelledProps, _: Brand) -> str:
 
 def signin(_: EmailProps, brand: Brand) -> str:
     return _fit("Sign in to ", brand.product_name)
+
+
+def trial_ending(p: TrialEndingProps, _: Brand) -> str:
+    day = f"{p.trial_end_date:%b} {p.trial_end_date.day}"
+    return f"Your free trial ends on {day}"

@@ -14,7 +14,9 @@ from core.sample_events import (
     DEFAULT_EMAIL,
     DEFAULT_PRICE,
     SAMPLE_TYPES,
+    VARIANTS,
     Facts,
+    variant_of,
 )
 from runtime.commands.recovery import reconcile_command, replay_dead_letters_command
 from runtime.container import Container
@@ -39,7 +41,20 @@ events.add_command(replay_dead_letters_command)
     help="Stripe customer id [default: derived from --email, so that later events for the"
     " same e-mail name the customer its checkout linked].",
 )
-@click.option("--price", default=DEFAULT_PRICE, show_default=True, help="Stripe price id.")
+@click.option(
+    "--price",
+    default=DEFAULT_PRICE,
+    show_default=True,
+    help="Stripe price id; a product sold at it gives the amount and the mode (a one-time"
+    " product: a payment checkout, a lifetime purchase).",
+)
+@click.option(
+    "--variant",
+    default=None,
+    help="A situation of TYPE: "
+    + "; ".join(f"{t}: {', '.join(sorted(v))}" for t, v in sorted(VARIANTS.items()))
+    + ".",
+)
 @click.option("--user", "user_id", default=None, help="User id for client_reference_id.")
 @click.option("--session", default=None, help="Checkout session id [default: a new one].")
 @click.option("--created", type=int, default=None, help="The event's Unix time [default: now].")
@@ -65,12 +80,21 @@ def send_command(
     created: int | None,
     url: str | None,
     api_version: str,
+    variant: str | None,
 ) -> None:
     """Send a Stripe-shaped TYPE event, signed with the webhook secret."""
-    settings = _container().settings
+    container = _container()
+    settings = container.settings
+    if variant is not None:
+        try:
+            variant_of(event_type, variant)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint="--variant") from None
+    facts = Facts(email=email, customer=customer, price=price, user_id=user_id, session=session)
     delivery = sample_events.send(
         event_type=event_type,
-        facts=Facts(email=email, customer=customer, price=price, user_id=user_id, session=session),
+        facts=sample_events.product_facts(facts, db=container.db),
+        variant=variant,
         created=created if created is not None else int(time.time()),
         url=url or f"http://localhost:{settings.port}/api/webhook/payments",
         secret=settings.webhook_secret,

@@ -66,7 +66,7 @@ def test_supabase_code_exchange(stuck: str) -> None:
 
 def test_supabase_admin_api(stuck: str) -> None:
     accounts = SupabaseAccounts(
-        url=stuck, service_role_key="srk", redirect_to=None, timeout=DEADLINE
+        url=stuck, service_role_key="srk", redirect_to=None, timeout=DEADLINE, link_lifetime=3600
     )
     assert gives_up(lambda: accounts.ensure(email="a@example.com", name=None), AccountError) < BOUND
     assert gives_up(lambda: accounts.sign_in_link(email="a@example.com"), AccountError) < BOUND

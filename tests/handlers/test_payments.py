@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -129,6 +130,7 @@ def test_guest_one_time_checkout(api: Api, stripe: FakeStripe) -> None:
         "tax_id_collection": {"enabled": "true"},
         "customer_creation": "always",
         "payment_intent_data": {"setup_future_usage": "on_session"},
+        "after_expiration": {"recovery": {"enabled": "true"}},
     }
     request = stripe.server.calls("POST", "/v1/checkout/sessions")[0]
     assert request.headers["Stripe-Version"] == CURRENT_VERSION
@@ -199,6 +201,7 @@ def test_existing_customer_is_reused_and_nothing_else_added(
         "client_reference_id": user_id,
         "allow_promotion_codes": "true",
         "customer": "cus_existing",
+        "after_expiration": {"recovery": {"enabled": "true"}},
     }
 
 
@@ -303,3 +306,43 @@ def test_portal_url_for_a_customer(api: Api, stripe: FakeStripe, db: Database) -
         "customer": "cus_portal",
         "return_url": "https://app.example.com/dashboard",
     }
+
+
+def test_a_product_with_a_trial_offers_it_and_asks_for_no_card(
+    api: Api, stripe: FakeStripe, db: Database
+) -> None:
+    with db.transaction() as conn:
+        conn.execute(
+            "update public.products set trial_days = 14 where stripe_price_id = %s", (MONTHLY,)
+        )
+    assert checkout(api, {"priceId": MONTHLY, "mode": "subscription", **URLS}).status_code == 200
+    [sent] = stripe.checkout_params()
+    assert sent["subscription_data"] == {
+        "trial_period_days": "14",
+        "trial_settings": {"end_behavior": {"missing_payment_method": "cancel"}},
+    }
+    assert sent["payment_method_collection"] == "if_required"
+
+
+def test_no_trial_without_one_on_the_product_nor_for_a_one_time_price(
+    api: Api, stripe: FakeStripe, db: Database
+) -> None:
+    with db.transaction() as conn:
+        conn.execute(
+            "update public.products set trial_days = 7 where stripe_price_id = %s", (ONE_TIME,)
+        )
+    assert checkout(api, {"priceId": ONE_TIME, "mode": "payment", **URLS}).status_code == 200
+    assert checkout(api, {"priceId": MONTHLY, "mode": "subscription", **URLS}).status_code == 200
+    for sent in stripe.checkout_params():
+        assert "subscription_data" not in sent
+        assert "payment_method_collection" not in sent
+
+
+def test_recovery_and_consent_follow_the_settings(
+    api_factory: Callable[..., Api], stripe: FakeStripe
+) -> None:
+    api = api_factory(checkout_recovery=False, checkout_promotions_consent=True)
+    assert checkout(api, {"priceId": ONE_TIME, "mode": "payment", **URLS}).status_code == 200
+    [sent] = stripe.checkout_params()
+    assert "after_expiration" not in sent
+    assert sent["consent_collection"] == {"promotions": "auto"}

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import re
 import time
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -347,3 +349,36 @@ def test_a_guest_buyer_gets_an_account_and_a_sign_in_link_in_our_own_email(
     assert signin["To"] == "guest@example.com"
     assert supabase_fake.links == [supabase_fake.links[0]]
     assert supabase_fake.links[0] in text_of(signin)
+
+
+def test_the_sign_in_mail_says_until_when_the_link_works(
+    api_factory: Any, db: Database, supabase_fake: Any
+) -> None:
+    seed_demo_products(db)
+    api = api_factory(supabase_secret_key="service-role-key", signin_link_lifetime_seconds=1800)
+    before = datetime.now(UTC)
+    post_event(
+        api, stripe_event("checkout.session.completed", completed(None, email="g@example.com"))
+    )
+    assert api.container.bus.wait_idle(15)
+    after = datetime.now(UTC)
+    [signin] = [m for m in outbox(api) if m["Subject"].startswith("Sign in to")]
+    found = re.search(
+        r"once, until (\d\d:\d\d) UTC on (\w+ \d+, \d{4})", " ".join(text_of(signin).split())
+    )
+    assert found is not None
+    until = datetime.strptime(f"{found[1]} {found[2]}", "%H:%M %B %d, %Y").replace(tzinfo=UTC)
+    # To the minute, half an hour after the link was made.
+    assert before + timedelta(minutes=29) <= until <= after + timedelta(minutes=30)
+    assert "expires soon" not in text_of(signin)
+
+
+def test_a_local_sign_in_page_is_not_said_to_expire(api: Any, db: Database) -> None:
+    seed_demo_products(db)
+    post_event(
+        api, stripe_event("checkout.session.completed", completed(None, email="l@example.com"))
+    )
+    assert api.container.bus.wait_idle(15)
+    [signin] = [m for m in outbox(api) if m["Subject"].startswith("Sign in to")]
+    assert "signs you in once." in " ".join(text_of(signin).split())
+    assert " until " not in text_of(signin)

@@ -224,3 +224,164 @@ def test_a_trial_cancelled_at_its_end_for_want_of_a_card_says_so(api: Api, db: D
     assert "the free trial ran out" in text
     assert "nothing was charged" in text
     assert "why you cancelled" not in text
+
+
+def trial_will_end(**extra: object) -> dict[str, object]:
+    trial = subscription(status="trialing", trial_end=1_796_083_200)  # 2026-12-01
+    trial["items"] = {
+        "object": "list",
+        "data": [
+            {
+                "id": "si_1",
+                "quantity": 2,
+                "price": {
+                    "id": MONTHLY,
+                    "unit_amount": 1900,
+                    "currency": "usd",
+                    "recurring": {"interval": "month", "interval_count": 1},
+                },
+            }
+        ],
+    }
+    return {**trial, **extra}
+
+
+@pytest.mark.parametrize(
+    ("extra", "says", "never"),
+    [
+        (
+            {"default_payment_method": "pm_1"},
+            ["ends on December 1, 2026", "$38.00 per month, charged to the payment method on file"],
+            ["add a payment method", "tax"],
+        ),
+        (
+            {"default_payment_method": "pm_1", "automatic_tax": {"enabled": True}},
+            ["$38.00 per month, plus any tax that applies"],
+            [],
+        ),
+        (
+            {"default_payment_method": "pm_1", "discounts": ["di_1"]},
+            ["its price, less your discount"],
+            ["$38.00"],
+        ),
+        (
+            {"default_payment_method": None},
+            ["add a payment method before then", "ends with the trial and nothing is charged"],
+            ["charged to the payment method on file"],
+        ),
+        (
+            {"trial_settings": {"end_behavior": {"missing_payment_method": "create_invoice"}}},
+            ["its first invoice is sent to you to pay"],
+            ["nothing is charged"],
+        ),
+    ],
+    ids=["card", "tax", "discount", "no card", "no card, invoice"],
+)
+def test_a_trial_ending_says_when_what_it_costs_and_what_happens_without_a_card(
+    api: Api, db: Database, extra: dict[str, object], says: list[str], never: list[str]
+) -> None:
+    seed_demo_products(db)
+    link(db, create_user(db, "trial@example.com", name="Tess"), "cus_ada")
+    body = stripe_event("customer.subscription.trial_will_end", trial_will_end(**extra))
+    assert post_event(api, body).status_code == 200
+    assert api.container.bus.wait_idle(15)  # type: ignore[attr-defined]
+    [mail] = [m for m in outbox(api) if "free trial ends" in m["Subject"]]
+    assert mail["Subject"] == "Your free trial ends on Dec 1"
+    text = " ".join(text_of(mail).split())
+    assert "Hi Tess," in text
+    for claim in says:
+        assert claim in text
+    for claim in never:
+        assert claim not in text
+
+
+def test_no_trial_mail_once_the_trial_is_over(api: Api, db: Database) -> None:
+    seed_demo_products(db)
+    link(db, create_user(db, "trial@example.com"), "cus_ada")
+    body = stripe_event("customer.subscription.trial_will_end", trial_will_end(status="active"))
+    assert post_event(api, body).status_code == 200
+    assert api.container.bus.wait_idle(15)  # type: ignore[attr-defined]
+    assert outbox(api) == []
+
+
+def expired_session(**extra: object) -> dict[str, object]:
+    return {
+        "id": "cs_test_gone",
+        "object": "checkout.session",
+        "status": "expired",
+        "customer": None,
+        "customer_details": {"email": "gone@example.com", "name": "Gwen"},
+        "metadata": {"price_id": "price_demo_starter_one_time"},
+        "amount_total": 4900,
+        "currency": "usd",
+        **extra,
+    }
+
+
+RECOVERY = {
+    "recovery": {
+        "enabled": True,
+        "url": "https://buy.stripe.com/r/test_x",
+        "expires_at": 1_796_083_200,
+    }
+}
+
+
+@pytest.mark.parametrize(
+    ("extra", "says", "never"),
+    [
+        (
+            {"after_expiration": RECOVERY},
+            ["opens your checkout again, as you left it, until December 1, 2026",
+             "https://buy.stripe.com/r/test_x"],
+            ["pricing page"],
+        ),
+        (
+            {"after_expiration": None},
+            ["start a new checkout from our pricing page", "/#pricing"],
+            ["as you left it", "Return to checkout"],
+        ),
+    ],
+    ids=["recovery link", "no recovery"],
+)  # fmt: skip
+def test_an_expired_checkout_promises_only_what_its_link_does(
+    api: Api, db: Database, extra: dict[str, object], says: list[str], never: list[str]
+) -> None:
+    seed_demo_products(db)
+    assert (
+        post_event(
+            api, stripe_event("checkout.session.expired", expired_session(**extra))
+        ).status_code
+        == 200
+    )
+    assert api.container.bus.wait_idle(15)  # type: ignore[attr-defined]
+    [mail] = outbox(api)
+    text = " ".join(text_of(mail).split())
+    assert "Hi Gwen," in text
+    for claim in says:
+        assert claim in text
+    for claim in never:
+        assert claim not in text
+
+
+@pytest.mark.parametrize(
+    ("consent", "sent"),
+    [
+        ({"consent_collection": {"promotions": "auto"}, "consent": {"promotions": "opt_in"}}, True),
+        ({"consent_collection": {"promotions": "auto"}, "consent": {"promotions": None}}, False),
+        ({"consent_collection": {"promotions": "auto"}, "consent": None}, False),
+        ({"consent": {"promotions": "opt_out"}}, False),
+        ({}, True),
+    ],
+    ids=["opted in", "asked, no answer", "asked, nothing recorded", "opted out", "not asked"],
+)
+def test_an_expired_checkout_is_mailed_only_with_consent_where_it_was_asked(
+    api: Api, db: Database, consent: dict[str, object], sent: bool
+) -> None:
+    seed_demo_products(db)
+    body = stripe_event(
+        "checkout.session.expired", expired_session(after_expiration=RECOVERY, **consent)
+    )
+    assert post_event(api, body).status_code == 200
+    assert api.container.bus.wait_idle(15)  # type: ignore[attr-defined]
+    assert len(outbox(api)) == (1 if sent else 0)

@@ -19,12 +19,15 @@ from tests.conftest import Api
 from tests.helpers import create_user, wait_for
 from tests.subscribers.test_emails import outbox, text_of
 
+ONE_TIME_CENTS = 4900  # the one-time demo product, at 49.00
 # Each type after the checkout: has_access afterwards (None: the access subscriber ignores it)
 # and the e-mail it sends.
 FOLLOW_UPS = {
     "invoice.paid": (True, "invoice-paid"),
     "invoice.payment_failed": (None, "payment-failed"),
     "customer.subscription.updated": (True, None),
+    "customer.subscription.created": (True, None),
+    "customer.subscription.trial_will_end": (None, "trial-ending"),
     "checkout.session.expired": (None, "checkout-expired"),
     "customer.subscription.deleted": (False, "subscription-cancelled"),
     "checkout.session.async_payment_succeeded": (True, "purchase-confirmation"),
@@ -127,3 +130,62 @@ def test_a_wrong_secret_is_refused_by_the_webhook_and_exits_non_zero(
     assert "-> 400" in done.output
     assert "the webhook answered 400" in done.output
     assert db.fetch_all("select 1 from public.processed_events") == []
+
+
+def test_the_lifecycle_variants_and_a_lifetime_purchase_beside_a_subscription(
+    api: Api, db: Database, settings_factory: Callable[..., Settings]
+) -> None:
+    seed_demo_products(db)
+    user = create_user(db, "ada@example.com")
+    settings = settings_factory()
+    created = iter(range(1_800_000_000, 1_800_001_000, 10))
+
+    def step(event_type: str, *options: str) -> str:
+        result = send(
+            settings, api, event_type, "--email", "ada@example.com", "--created",
+            str(next(created)), *options,
+        )  # fmt: skip
+        assert result.exit_code == 0, result.output
+        event_id = result.output.split()[1]
+        wait_for(lambda: applied(db, event_id))
+        assert api.container.bus.wait_idle(15)  # type: ignore[attr-defined]
+        return event_id
+
+    step("checkout.session.completed", "--price", "price_demo_starter_one_time")
+    step("checkout.session.completed")
+    [lifetime] = db.fetch_all(
+        "select amount_total from public.purchases p join public.entitlements e"
+        " on e.source_id = p.stripe_checkout_session_id where e.kind = 'purchase'"
+    )
+    assert lifetime["amount_total"] == ONE_TIME_CENTS
+    assert kinds_of(db, user) == {"purchase": (True, "paid"), "subscription": (True, "active")}
+
+    step("customer.subscription.updated", "--variant", "cancel-at-period-end")
+    step("invoice.payment_failed", "--variant", "last-attempt")
+    step("customer.subscription.updated", "--variant", "past-due")
+    assert kinds_of(db, user)["subscription"] == (True, "past_due")
+    step("customer.subscription.updated", "--variant", "unpaid")
+    assert kinds_of(db, user) == {"purchase": (True, "paid"), "subscription": (False, "unpaid")}
+    assert state(db, user)["has_access"] is True  # the lifetime purchase
+    texts = {m["Subject"]: " ".join(text_of(m).split()) for m in outbox(api)}
+    assert "no further retry is scheduled" in texts["Action needed: your $19.00 payment failed"]
+    [ended] = [t for s, t in texts.items() if s.startswith("Subscription ended")]
+    assert "could not be collected" in ended
+    assert "Everything else you bought is not affected" in ended
+    [scheduled] = [t for s, t in texts.items() if s.startswith("Subscription cancelled")]
+    assert "You keep full access until" in scheduled
+
+
+def kinds_of(db: Database, user: str) -> dict[str, tuple[bool, str]]:
+    rows = db.fetch_all(
+        "select kind, active, status from public.entitlements where user_id = %s", (user,)
+    )
+    return {r["kind"]: (r["active"], r["status"]) for r in rows}
+
+
+def test_an_unknown_variant_is_refused_with_the_known_ones(
+    api: Api, settings_factory: Callable[..., Settings]
+) -> None:
+    done = send(settings_factory(), api, "invoice.paid", "--variant", "nope")
+    assert done.exit_code == 2
+    assert "invoice.paid has no variant 'nope'" in done.output
