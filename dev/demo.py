@@ -110,6 +110,18 @@ def check_purchase(c: Container, session: str, user_id: str) -> None:
     print(f"      purchase    {session} paid, {rows[0]['amount_total']} {rows[0]['currency']}")
 
 
+def check_entitlement(c: Container, subscription_id: str, user_id: str, *, active: bool) -> None:
+    """The subscription is one entitlement of the user's, active as access says."""
+    rows = c.db.fetch_all(
+        "select user_id::text as user_id, kind, status, active from public.entitlements"
+        " where source_id = %s",
+        (subscription_id,),
+    )
+    if len(rows) != 1 or rows[0]["user_id"] != user_id or rows[0]["active"] is not active:
+        raise DemoFailed(f"the entitlement of {subscription_id} is not active={active}: {rows}")
+    print(f"      entitlement {subscription_id} {rows[0]['status']}")
+
+
 def send_and_watch(
     c: Container,
     url: str,
@@ -138,6 +150,7 @@ def send_and_watch(
     print(f"      has_access  {str(has_access).lower()}")
     if has_access is not access:
         raise DemoFailed(f"has_access is {has_access} after {event_type}, not {access}")
+    check_entitlement(c, facts.subscription_id, user_id, active=access)
     path, subject = wait(lambda: sent(c, f"{delivery.event_id}/{kind}"), f"the {kind} e-mail")
     print(f"      e-mail      {kind}: {subject!r}\n                  {path}")
 
