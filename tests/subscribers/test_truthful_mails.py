@@ -385,3 +385,24 @@ def test_an_expired_checkout_is_mailed_only_with_consent_where_it_was_asked(
     assert post_event(api, body).status_code == 200
     assert api.container.bus.wait_idle(15)  # type: ignore[attr-defined]
     assert len(outbox(api)) == (1 if sent else 0)
+
+
+def test_a_carried_over_grant_is_adopted_by_the_first_event_of_a_subscription(
+    api: Api, db: Database
+) -> None:
+    seed_demo_products(db)
+    ada = create_user(db, "ada@example.com")
+    link(db, ada, "cus_ada", access=True)
+    with db.transaction() as conn:
+        conn.execute(
+            "insert into public.entitlements (user_id, source_id, kind, status, active, changed_at)"
+            " values (%s, 'profile:' || %s, 'subscription', 'active', true, to_timestamp(1))",
+            (ada, ada),
+        )
+    ended = subscription(status="canceled", ended_at=1_790_000_000)
+    post_event(api, stripe_event("customer.subscription.deleted", ended, created=1_790_000_000))
+    assert api.container.bus.wait_idle(15)  # type: ignore[attr-defined]
+    assert entitlements_of(db, ada) == {"sub_ada": ("canceled", False)}
+    assert profile(db, ada)["has_access"] is False
+    [text] = ended_mails(api)
+    assert "Everything else you bought" not in text
