@@ -45,7 +45,11 @@ REQUIRED: dict[str, dict[str, Any]] = {
         "customer_email": "ada@example.com",
         "signin_url": "https://project.supabase.co/auth/v1/verify?token=t1&type=magiclink",
     },
+    "trial-ending": {"trial_end_date": "2026-12-01"},
 }
+
+# Required values a template shows in another form (a date as words).
+DISPLAYED: dict[str, list[str]] = {"trial-ending": ["December 1, 2026"]}
 
 GITHUB_PURCHASE = sample_props("purchase-confirmation").model_copy(
     update={"product_type": "github", "repository": "acme-labs/saas-starter", "download_links": ()}
@@ -106,6 +110,7 @@ def test_kinds_and_props_models_line_up() -> None:
         "checkout-expired",
         "subscription-cancelled",
         "signin-link",
+        "trial-ending",
     )
     assert tuple(PROPS) == KINDS
 
@@ -115,7 +120,8 @@ def test_renders_with_only_required_props(kind: str) -> None:
     content = render(kind, REQUIRED[kind], brand=BRAND)
 
     _assert_well_formed(content)
-    for fact in [*REQUIRED[kind].values(), "Hi there,", "help@acme.example.com"]:
+    shown = DISPLAYED.get(kind, list(REQUIRED[kind].values()))
+    for fact in [*shown, "Hi there,", "help@acme.example.com"]:
         assert fact in _visible(content.html), fact
         assert fact in content.text, fact
 
