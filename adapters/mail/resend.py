@@ -4,8 +4,11 @@
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import time
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from adapters.mail.message import MailError, OutgoingEmail, UndeliverableEmail, checked_key
@@ -23,21 +26,58 @@ MAX_ATTEMPTS = 3
 # redelivers later, instead of a push outliving its acknowledgement deadline.
 MAX_WAIT_SECONDS = 5.0
 
-# The resend SDK keeps its key, base URL and HTTP client in module globals read per request.
-_RESEND_LOCK = threading.Lock()
+
+class SdkGlobals:
+    """The resend SDK reads its key, base URL and HTTP client from module globals on each
+    request. Sends under one configuration (a process has one mailer) run side by side; a
+    mailer with another configuration waits until those in flight are done, then sets its own."""
+
+    def __init__(self) -> None:
+        self._changed = threading.Condition()
+        self._current: tuple[object, ...] | None = None
+        self._in_flight = 0
+
+    @contextmanager
+    def using(self, config: tuple[object, ...], apply: Callable[[], None]) -> Iterator[None]:
+        with self._changed:
+            while self._current != config and self._in_flight:
+                self._changed.wait()
+            if self._current != config:
+                apply()
+                self._current = config
+            self._in_flight += 1
+        try:
+            yield
+        finally:
+            with self._changed:
+                self._in_flight -= 1
+                if not self._in_flight:
+                    self._changed.notify_all()
+
+
+_SDK = SdkGlobals()
 
 
 class Pacer:
-    """Spaces request starts at least 1/rate seconds apart, across threads."""
+    """Spaces request starts at least 1/rate seconds apart, across threads; learns the rate and
+    the window's state from Resend's `ratelimit-*` headers (IETF draft fields), so the
+    configured rate is only where it starts."""
 
     # A tenth more than 1/rate: the provider counts arrivals, and network jitter can bring two
     # requests sent exactly 1/rate apart closer together than that.
     MARGIN = 1.1
+    # Resend counts requests per second per team (its API reference, "Rate limit").
+    WINDOW_SECONDS = 1.0
 
     def __init__(self, rate_per_second: float) -> None:
         self._interval = self.MARGIN / rate_per_second
         self._next = 0.0
         self._lock = threading.Lock()
+
+    @property
+    def rate(self) -> float:
+        """Request starts per second, as paced now."""
+        return self.MARGIN / self._interval
 
     def wait(self) -> None:
         with self._lock:
@@ -45,6 +85,19 @@ class Pacer:
             slot = max(now, self._next)
             self._next = slot + self._interval
         time.sleep(max(0.0, slot - now))
+
+    def observe(self, headers: Mapping[str, Any] | None) -> None:
+        """Take the account's limit from an answer: `ratelimit-limit` requests per window; with
+        `ratelimit-remaining` at 0, nothing starts before `ratelimit-reset` seconds."""
+        found = {str(k).lower(): v for k, v in (headers or {}).items()}
+        limit = _number(found.get("ratelimit-limit"))
+        remaining = _number(found.get("ratelimit-remaining"))
+        reset = _number(found.get("ratelimit-reset"))
+        with self._lock:
+            if limit and limit > 0:
+                self._interval = self.MARGIN * self.WINDOW_SECONDS / limit
+            if remaining == 0 and reset is not None:
+                self._next = max(self._next, time.monotonic() + reset)
 
 
 class ResendMailer:
@@ -89,15 +142,21 @@ class ResendMailer:
         import resend  # on first use: the SDK adds about 0.4 s to a cold start
 
         options: resend.Emails.SendOptions = {"idempotency_key": key} if key else {}
-        # Held for the whole request so another mailer's key never leaks into it.
-        with _RESEND_LOCK:
-            resend.api_key, resend.api_url = self._api_key, self._api_url
-            resend.default_http_client = resend.RequestsClient(timeout=self._timeout)  # type: ignore[arg-type]
+        with _SDK.using((self._api_key, self._api_url, self._timeout), self._configure):
             try:
-                response = resend.Emails.send(_resend_params(email), options)
+                response = dict(resend.Emails.send(_resend_params(email), options))
             except resend.exceptions.ResendError as exc:
+                self._pacer.observe(exc.headers)
                 raise _classified(exc, email) from exc
-        return {k: v for k, v in dict(response).items() if k != "http_headers"}
+        headers = response.get("http_headers")
+        self._pacer.observe(headers if isinstance(headers, Mapping) else None)
+        return {k: v for k, v in response.items() if k != "http_headers"}
+
+    def _configure(self) -> None:
+        import resend
+
+        resend.api_key, resend.api_url = self._api_key, self._api_url
+        resend.default_http_client = resend.RequestsClient(timeout=self._timeout)  # type: ignore[arg-type]
 
 
 class _Retryable(Exception):
@@ -137,6 +196,14 @@ def _status(code: object) -> int:
         return int(str(code))
     except ValueError:
         return 500
+
+
+def _number(value: Any) -> float | None:
+    try:
+        found = float(value)
+    except (TypeError, ValueError):
+        return None
+    return found if math.isfinite(found) and found >= 0 else None
 
 
 def _retry_after(headers: Any) -> float | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 import uuid
@@ -26,6 +27,11 @@ class FakeResend:
     # Requests per second allowed, as Resend enforces per team (None: no limit).
     rate_limit: float | None = None
     rate_limited: int = 0
+    # Seconds each answer takes (Resend is an internet hop away), and the most requests seen
+    # in flight at once.
+    latency: float = 0.0
+    max_in_flight: int = 0
+    _in_flight: int = 0
     # Cleared, Resend answers nothing until it is set again (a slow API, as seen from here).
     responding: threading.Event = field(default_factory=threading.Event)
     _recent: deque[float] = field(default_factory=deque)
@@ -46,6 +52,8 @@ class FakeResend:
         self.failures_left = 0
         self.rate_limit = None
         self.rate_limited = 0
+        self.latency = 0.0
+        self.max_in_flight = self._in_flight = 0
         self.responding.set()
 
     def fail_next(self, count: int) -> None:
@@ -55,6 +63,33 @@ class FakeResend:
 
     def _send(self, request: Request) -> Response:
         self.responding.wait(timeout=30)
+        with self._lock:
+            self._in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self._in_flight)
+        try:
+            time.sleep(self.latency)
+            response = self._answer(request)
+        finally:
+            with self._lock:
+                self._in_flight -= 1
+        with self._lock:
+            response.headers.update(self._rate_headers())
+        return response
+
+    def _rate_headers(self) -> dict[str, str]:
+        """Resend's `ratelimit-*` headers on every answer, while a limit is set."""
+        if self.rate_limit is None:
+            return {}
+        now = time.monotonic()
+        used = sum(1 for t in self._recent if now - t < 1.0)
+        reset = 1.0 - (now - self._recent[0]) if self._recent else 1.0
+        return {
+            "ratelimit-limit": str(int(self.rate_limit)),
+            "ratelimit-remaining": str(max(0, int(self.rate_limit) - used)),
+            "ratelimit-reset": str(max(1, math.ceil(reset))),
+        }
+
+    def _answer(self, request: Request) -> Response:
         with self._lock:
             if self._over_rate():
                 self.rate_limited += 1

@@ -54,6 +54,45 @@ def test_a_burst_paced_to_the_account_rate_draws_no_429(fake: FakeResend) -> Non
     assert len({r["id"] for r in results}) == 20
 
 
+def test_the_rate_is_read_from_resends_headers_not_assumed(fake: FakeResend) -> None:
+    fake.rate_limit = 2
+    # Configured far above the account's rate: the first answer's headers correct it.
+    mailer = ResendMailer("re_test", fake.server.url, timeout=5, rate_per_second=1000)
+
+    for n in range(6):
+        send(mailer, n)
+
+    assert fake.rate_limited == 0
+    assert len(fake.delivered) == 6
+    assert mailer._pacer.rate == pytest.approx(2.0)
+
+
+def test_several_sends_are_in_flight_at_once_in_one_process(fake: FakeResend) -> None:
+    fake.latency = 0.3  # an internet hop and Resend's own work
+    mailer = ResendMailer("re_test", fake.server.url, timeout=5, rate_per_second=1000)
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        list(pool.map(lambda n: send(mailer, n), range(8)))
+
+    assert len(fake.delivered) == 8
+    assert fake.max_in_flight >= 3
+
+
+def test_two_mailers_never_send_with_each_others_key(fake: FakeResend) -> None:
+    fake.latency = 0.05
+    first = ResendMailer("re_first", fake.server.url, timeout=5, rate_per_second=1000)
+    second = ResendMailer("re_second", fake.server.url, timeout=5, rate_per_second=1000)
+
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        list(pool.map(lambda n: send(first if n % 2 else second, n), range(12)))
+
+    calls = fake.server.calls("POST", "/emails")
+    keys = {c.headers["Idempotency-Key"]: c.headers["Authorization"] for c in calls}
+    for n in range(12):
+        expected = "Bearer re_first" if n % 2 else "Bearer re_second"
+        assert keys[f"evt_{n}/invoice-paid"] == expected
+
+
 def test_a_429_is_retried_after_its_retry_after(fake: FakeResend) -> None:
     limited = {"statusCode": 429, "name": "rate_limit_exceeded", "message": "Too many requests"}
     fake.scripted.append((429, limited, {"retry-after": "1"}))
