@@ -63,9 +63,15 @@ class EmailSubscriber:
         return outcome
 
     def _plan(self, event: Event) -> PlannedEmail | None:
-        to = recipient_in(event) or self._recipient_by_customer(customer_of(event))
+        customer = customer_of(event)
+        to = recipient_in(event) or self._recipient_by_customer(customer)
         if to is None:
             return None
+        if to.name is None and customer:
+            # Stripe's object often names nobody: the greeting uses the profile's name if known.
+            known = self._recipient_by_customer(customer)
+            if known is not None and known.name and known.email.lower() == to.email.lower():
+                to = known
         product = self._product(price_of(event))
         return plan(event, to=to, product=product, site_url=self.brand.site_url)
 

@@ -406,3 +406,15 @@ def test_a_carried_over_grant_is_adopted_by_the_first_event_of_a_subscription(
     assert profile(db, ada)["has_access"] is False
     [text] = ended_mails(api)
     assert "Everything else you bought" not in text
+
+
+def test_a_mail_whose_event_names_nobody_greets_the_customer_by_the_profiles_name(
+    api: Api, db: Database
+) -> None:
+    seed_demo_products(db)
+    link(db, create_user(db, "failing@example.com", name="Grace Hopper"), "cus_failing")
+    body = stripe_event("invoice.payment_failed", failed_invoice(NEXT_ATTEMPT))  # no customer_name
+    assert post_event(api, body).status_code == 200
+    assert api.container.bus.wait_idle(15)  # type: ignore[attr-defined]
+    [mail] = outbox(api)
+    assert "Hi Grace Hopper," in text_of(mail)
