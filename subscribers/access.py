@@ -8,10 +8,11 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from functools import partial
+from typing import Any
 
 from adapters.accounts import Accounts
-from adapters.db import entitlements, ledger, products, profiles, purchases
-from adapters.db.pool import Connection, Database
+from adapters.db import access_changes, entitlements, ledger, products, profiles, purchases
+from adapters.db.pool import Connection, Database, Statement
 from adapters.db.profiles import Profile
 from adapters.github_api import GitHubGateway
 from adapters.stripe_api import (
@@ -238,19 +239,29 @@ class AccessSubscriber:
     def _apply_batch(
         self, items: Sequence[tuple[Event, AccessChange]], tie_statuses: TieStatuses
     ) -> tuple[ChangeBatch, dict[str, str]]:
-        """One transaction: claim, lock, fold, write, settle; Stripe is not called in it."""
-        with self.db.transaction() as conn:
-            claimed = ledger.claim_many(conn, consumer=CONSUMER, events=[e for e, _ in items])
-            batch = ChangeBatch(items, claimed)
-            recorded = ledger.outcomes(conn, consumer=CONSUMER, event_ids=batch.redelivered)
-            locked = profiles.lock_by_customers(conn, batch.customers)
-            held = entitlements.lock_for_users(conn, [p.id for p in locked.values()])
-            if unlinked := batch.apply(locked, held, tie_statuses):
-                ledger.release(conn, consumer=CONSUMER, event_ids=unlinked)
-            entitlements.save(conn, batch.changed.values(), adopted=batch.adopted)
-            profiles.save_states(conn, batch.states)
-            ledger.settle_many(conn, consumer=CONSUMER, outcomes=batch.settled)
-        return batch, dict(recorded)
+        """One transaction in two round trips: claim, lock and read with the BEGIN; fold here;
+        write and settle with the COMMIT. Stripe is not called in it."""
+        read = access_changes.read(CONSUMER, [(e, c.customer_id) for e, c in items])
+
+        def decide(
+            row: dict[str, Any] | None,
+        ) -> tuple[tuple[ChangeBatch, dict[str, str]], list[Statement]]:
+            found = access_changes.parse(row)
+            batch = ChangeBatch(items, found.claimed)
+            unlinked = batch.apply(found.profiles, found.held, tie_statuses)
+            batch.before = {**found.known, **batch.before}
+            write = access_changes.write(
+                CONSUMER,
+                changed=list(batch.changed.values()),
+                adopted=batch.adopted,
+                states=batch.states,
+                released=sorted(unlinked),
+                settled={k: v for k, v in batch.settled.items() if k not in unlinked},
+            )
+            recorded = {k: v for k, v in found.recorded.items() if k in batch.redelivered}
+            return (batch, recorded), [write] if write else []
+
+        return self.db.read_then_write(read, decide)
 
     def _announced(
         self, event: Event, change: AccessChange, result: Result, batch: ChangeBatch
@@ -260,8 +271,10 @@ class AccessSubscriber:
         (what it says of the rest of the customer's access is then read anew)."""
         if result.outcome == REVOKED:
             try:
-                after = batch.ended.get(event.id) or profiles.by_customer(
-                    self.db, change.customer_id
+                after = (
+                    batch.ended.get(event.id)
+                    or batch.before.get(change.customer_id)
+                    or profiles.by_customer(self.db, change.customer_id)
                 )
                 self._announce_end(event, change, after)
             except Exception as exc:  # the bus did not take it: the delivery comes back

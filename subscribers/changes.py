@@ -38,7 +38,8 @@ class ChangeBatch:
 
     items: Sequence[tuple[Event, AccessChange]]
     claimed: set[str]
-    # The profiles as locked, by customer: the e-mail and name an announcement goes to.
+    # The profiles by customer, as locked (a redelivery's: as committed): whom an announcement
+    # goes to, and whether they keep other access.
     before: dict[str, Profile] = field(default_factory=dict)
     # Profile id -> its state after the batch and the last event that set its access.
     states: dict[str, tuple[Profile, str | None]] = field(default_factory=dict)

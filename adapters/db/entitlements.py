@@ -40,27 +40,37 @@ def lock_for_users(conn: Connection, user_ids: Collection[str]) -> dict[str, lis
     return found
 
 
-def save(conn: Connection, entitlements: Iterable[Entitlement], *, adopted: dict[str, str]) -> None:
-    """Write these entitlements with one statement, by source; `adopted` maps a carried-over
-    row's old source id to the subscription id that now owns it."""
+_CASTS = ", ".join(f"%s::{kind}[]" for kind in _TYPES)
+# Inserts or updates entitlements by source id, from `columns`.
+UPSERT = (
+    f"insert into public.entitlements ({COLUMNS}) select * from unnest({_CASTS})"  # noqa: S608
+    " on conflict (source_id) do update set "
+    + ", ".join(f"{name} = excluded.{name}" for name in _FIELDS[2:])
+)
+# Moves carried-over rows to the subscription that adopted them, with its state: (old source
+# ids, then `columns` of the new state).
+ADOPT = (
+    f"update public.entitlements e set {', '.join(f'{n} = v.{n}' for n in _FIELDS[1:])}"  # noqa: S608
+    f" from unnest(%s::text[], {_CASTS}) as v(old, {COLUMNS}) where e.source_id = v.old"
+)
+
+
+def columns(entitlements: Iterable[Entitlement]) -> list[list[Any]]:
+    """The parameters of UPSERT: a list per column."""
     rows = list(entitlements)
-    if adopted:
-        conn.execute(
-            "update public.entitlements e set source_id = v.new from unnest(%s::text[],"
-            " %s::text[]) as v(old, new) where e.source_id = v.old",
-            (list(adopted), list(adopted.values())),
-        )
-    if not rows:
-        return
-    columns = [[getattr(e, name) for e in rows] for name in _FIELDS]
-    casts = ", ".join(f"%s::{kind}[]" for kind in _TYPES)
-    updates = ", ".join(f"{name} = excluded.{name}" for name in _FIELDS[2:])
-    conn.execute(
-        f"insert into public.entitlements ({COLUMNS})"  # noqa: S608 - constant columns
-        f" select * from unnest({casts})"
-        f" on conflict (source_id) do update set {updates}",
-        columns,
-    )
+    return [[getattr(e, name) for e in rows] for name in _FIELDS]
+
+
+def save(conn: Connection, entitlements: Iterable[Entitlement], *, adopted: dict[str, str]) -> None:
+    """Write these entitlements, by source; `adopted` maps a carried-over row's old source id
+    to the subscription id that now owns it (that row is moved, then written)."""
+    rows = list(entitlements)
+    moved = {new: old for old, new in adopted.items()}
+    adopting = [e for e in rows if e.source_id in moved]
+    if adopting:
+        conn.execute(ADOPT, [[moved[e.source_id] for e in adopting], *columns(adopting)])
+    if rest := [e for e in rows if e.source_id not in moved]:
+        conn.execute(UPSERT, columns(rest))
 
 
 @dataclass(frozen=True)

@@ -50,10 +50,17 @@ def claim_many(conn: Connection, *, consumer: str, events: Sequence[Event]) -> s
 
 def release(conn: Connection, *, consumer: str, event_ids: Collection[str]) -> None:
     """Undo this transaction's claims of these events: they are to be applied later."""
-    conn.execute(
-        "delete from public.processed_events where consumer = %s and event_id = any(%s)",
-        (consumer, list(event_ids)),
-    )
+    conn.execute(RELEASE, (consumer, list(event_ids)))
+
+
+# Records many outcomes: (event ids, outcomes, consumer).
+SETTLE_MANY = (
+    "update public.processed_events p set outcome = v.outcome"
+    " from unnest(%s::text[], %s::text[]) as v(event_id, outcome)"
+    " where p.consumer = %s and p.event_id = v.event_id"
+)
+# Undoes claims: (consumer, event ids).
+RELEASE = "delete from public.processed_events where consumer = %s and event_id = any(%s)"
 
 
 def settle_many(conn: Connection, *, consumer: str, outcomes: Mapping[str, str]) -> None:
@@ -62,12 +69,7 @@ def settle_many(conn: Connection, *, consumer: str, outcomes: Mapping[str, str])
         for event_id, outcome in outcomes.items():
             _settle(conn, consumer=consumer, event_id=event_id, outcome=outcome)
         return
-    conn.execute(
-        "update public.processed_events p set outcome = v.outcome"
-        " from unnest(%s::text[], %s::text[]) as v(event_id, outcome)"
-        " where p.consumer = %s and p.event_id = v.event_id",
-        (list(outcomes), list(outcomes.values()), consumer),
-    )
+    conn.execute(SETTLE_MANY, (list(outcomes), list(outcomes.values()), consumer))
 
 
 def outcomes(conn: Connection, *, consumer: str, event_ids: Collection[str]) -> dict[str, str]:

@@ -98,15 +98,20 @@ def lock_by_customers(conn: Connection, customer_ids: Collection[str]) -> dict[s
     return {str(row["customer_id"]): Profile.from_row(row) for row in rows}
 
 
-def save_states(conn: Connection, states: Mapping[str, tuple[Profile, str | None]]) -> None:
-    """Write the access and plan of locked profiles, by id, with one statement.
+# Writes the access and plan of profiles by id, from unnest'ed columns (`state_columns`).
+SAVE_STATES = (
+    "update public.profiles p set has_access = v.has_access,"
+    " access_changed_at = v.access_changed_at,"
+    " access_event_id = coalesce(v.access_event_id, p.access_event_id),"
+    " price_id = v.price_id, price_changed_at = v.price_changed_at"
+    " from unnest(%s::uuid[], %s::bool[], %s::timestamptz[], %s::text[], %s::text[],"
+    " %s::timestamptz[]) as v(id, has_access, access_changed_at, access_event_id, price_id,"
+    " price_changed_at) where p.id = v.id"
+)
 
-    Each comes with the id of the event that last set its access (kept when None), for operators.
-    """
-    if len(states) < 2:
-        for profile, event_id in states.values():
-            _save_state(conn, profile, event_id)
-        return
+
+def state_columns(states: Mapping[str, tuple[Profile, str | None]]) -> tuple[list[Any], ...]:
+    """The parameters of SAVE_STATES, a list per column."""
     columns: tuple[list[Any], ...] = ([], [], [], [], [], [])
     for profile, event_id in states.values():
         values = (
@@ -119,16 +124,19 @@ def save_states(conn: Connection, states: Mapping[str, tuple[Profile, str | None
         )
         for column, value in zip(columns, values, strict=True):
             column.append(value)
-    conn.execute(
-        "update public.profiles p set has_access = v.has_access,"
-        " access_changed_at = v.access_changed_at,"
-        " access_event_id = coalesce(v.access_event_id, p.access_event_id),"
-        " price_id = v.price_id, price_changed_at = v.price_changed_at"
-        " from unnest(%s::uuid[], %s::bool[], %s::timestamptz[], %s::text[], %s::text[],"
-        " %s::timestamptz[]) as v(id, has_access, access_changed_at, access_event_id, price_id,"
-        " price_changed_at) where p.id = v.id",
-        columns,
-    )
+    return columns
+
+
+def save_states(conn: Connection, states: Mapping[str, tuple[Profile, str | None]]) -> None:
+    """Write the access and plan of locked profiles, by id, with one statement.
+
+    Each comes with the id of the event that last set its access (kept when None), for operators.
+    """
+    if len(states) < 2:
+        for profile, event_id in states.values():
+            _save_state(conn, profile, event_id)
+        return
+    conn.execute(SAVE_STATES, state_columns(states))
 
 
 def _save_state(conn: Connection, profile: Profile, event_id: str | None) -> None:
