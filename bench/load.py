@@ -151,10 +151,14 @@ class Events:
         customer = f"cus_bench_{i % self.customers}".encode()
         # Later rounds are later events: no two events of one customer share a `created`.
         created = str(self.base_created + i // self.customers).encode()
+        # Each customer renews its own subscription (the template's id, made unique per
+        # customer at the same length).
+        subscription = f"sub_bench{i % self.customers:019d}".encode()
         return (
             self.template.replace(b"@ID@", f"{self.prefix}{i:08d}".encode())
             .replace(b"@CUSTOMER@", customer)
             .replace(b"1111111111", created)
+            .replace(b"sub_1OxYz02eZvKYlo2CbCdEfGhI", subscription)
         )
 
     def event_id(self, i: int) -> str:

@@ -1,9 +1,8 @@
-"""Access changes folded over the profiles and entitlements they lock, to be written with one
-statement each step.
+"""Access changes folded over the profiles and entitlements they lock, to be written at once.
 
-A batch of renewals and subscription changes costs Postgres about what one change does: one
-statement claims them all in the ledger, one locks their profiles, one their entitlements, one
-writes the entitlements, one the profiles and one records the outcomes. The rules are
+A batch of renewals and subscription changes costs Postgres about what one change does: two
+round trips (`adapters.db.access_changes`), one that claims the events and locks and reads
+their profiles and entitlements, one that writes what the fold decided. The rules are
 `ordering.decide`'s, applied in the events' order.
 """
 
@@ -61,11 +60,6 @@ class ChangeBatch:
     def redelivered(self) -> set[str]:
         """Events this transaction did not claim: applied before (or being applied elsewhere)."""
         return {event.id for event, _ in self.items} - self._fresh.keys()
-
-    @property
-    def customers(self) -> set[str]:
-        """The customers whose profiles the claimed changes lock."""
-        return {self.items[n][1].customer_id for n in self._fresh.values()}
 
     def apply(
         self,

@@ -46,6 +46,8 @@ UPSERT = (
     f"insert into public.entitlements ({COLUMNS}) select * from unnest({_CASTS})"  # noqa: S608
     " on conflict (source_id) do update set "
     + ", ".join(f"{name} = excluded.{name}" for name in _FIELDS[2:])
+    # A subscription is one customer's: a grant of another user's is never written over.
+    + " where public.entitlements.user_id = excluded.user_id"
 )
 # Moves carried-over rows to the subscription that adopted them, with its state: (old source
 # ids, then `columns` of the new state).

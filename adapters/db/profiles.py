@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -80,22 +80,6 @@ def link_customer(conn: Connection, user_id: str, *, customer_id: str | None) ->
         "update public.profiles set customer_id = coalesce(%s, customer_id) where id = %s::uuid",
         (customer_id, user_id),
     )
-
-
-def lock_by_customers(conn: Connection, customer_ids: Collection[str]) -> dict[str, Profile]:
-    """The profiles linked to these customers, by customer, locked until the transaction ends.
-
-    Locked in one order (by id) whoever asks, so two batches never deadlock over them.
-    """
-    if len(customer_ids) < 2:  # the plain statement: cheaper for Postgres to plan
-        found = [lock_by_customer(conn, customer_id) for customer_id in customer_ids]
-        return {p.customer_id: p for p in found if p is not None and p.customer_id}
-    rows = conn.execute(
-        f"select {COLUMNS} from public.profiles"  # noqa: S608 - constants
-        " where customer_id = any(%s) order by id for update",
-        (list(customer_ids),),
-    ).fetchall()
-    return {str(row["customer_id"]): Profile.from_row(row) for row in rows}
 
 
 # Writes the access and plan of profiles by id, from unnest'ed columns (`state_columns`).
