@@ -28,6 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import psutil
 from load import Events, signature
 from measure import Measured, report
+from network import delayed
 from servers import postgres, postgres_cpu, tree_cpu
 from systems import CACHE, System, inline, pubsub, require_wrk, sync_engine
 
@@ -50,8 +51,15 @@ def arguments() -> argparse.Namespace:
     parser.add_argument("--threads", type=int, default=16, help="gunicorn threads per worker")
     parser.add_argument("--only", choices=SYSTEMS, action="append", help="run just these")
     parser.add_argument("--profile", type=Path, help="py-spy flame graphs into this folder")
+    parser.add_argument(
+        "--pg-latency-ms",
+        type=float,
+        default=0.0,
+        help="added each way between every system and Postgres (Supabase: 10-25 ms away)",
+    )
     args = parser.parse_args()
     bounded = 1 <= args.connections <= 256 and 0 < args.duration <= 60 and args.events <= 100_000
+    bounded = bounded and 0 <= args.pg_latency_ms <= 100
     if not bounded or not 1 <= args.rounds <= 4 or not 0 <= args.drain <= 120:
         parser.error("keep it bounded: 256 connections, 60 s, 100000 events, 4 rounds, 120 s")
     return args
@@ -210,8 +218,10 @@ def main() -> None:
     with (
         tempfile.TemporaryDirectory(prefix="bench-") as tmp,
         postgres(Path(tmp), args.customers) as url,
+        delayed(url, args.pg_latency_ms) as remote,
     ):
-        start = starters(scratch, url, args)
+        # The systems reach Postgres over the hop; effects are counted directly.
+        start = starters(scratch, remote, args)
         for n in range(args.rounds):
             order = chosen if n % 2 == 0 else chosen[::-1]
             for name in order:

@@ -83,6 +83,7 @@ def report(results: list[Measured], args: argparse.Namespace) -> None:
     print(
         f"\n{args.connections} connections, {args.duration:.0f} s, {args.customers} customers,"
         f" {args.rounds} round(s); median of rounds; CPU ms per applied event (Postgres apart)"
+        + (f"; Postgres {args.pg_latency_ms:g} ms away each way" if args.pg_latency_ms else "")
     )
     head = ("system", "ack/s", "p99 ms", "applied/s", "e-mails", "mailed/s", "backlog", "RSS MB")
     print(

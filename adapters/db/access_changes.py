@@ -1,7 +1,8 @@
-"""A batch of access changes in two round trips to Postgres: one statement claims the events,
-locks their profiles and entitlements and reads them (sent with BEGIN), one writes everything
-the batch decided (sent with COMMIT). Supabase is an internet hop away: each round trip costs
-more than the statements do. The decisions are the caller's (`subscribers.changes`)."""
+"""A batch of access changes in two round trips to Postgres: one function call claims the
+events, locks their profiles and entitlements and reads them (sent with BEGIN), one statement
+writes everything the batch decided (sent with COMMIT). Supabase is an internet hop away: each
+round trip costs more than the statements do. The decisions are the caller's
+(`subscribers.changes`)."""
 
 from __future__ import annotations
 
@@ -19,36 +20,11 @@ from core.events import Event
 _PROFILE_DATES = ("access_changed_at", "price_changed_at")
 _ENTITLEMENT_DATES = ("current_period_end", "trial_end", "ended_at", "changed_at")
 
-READ = f"""
-with incoming as (
-  select * from unnest(%(ids)s::text[], %(types)s::text[], %(created)s::timestamptz[],
-    %(customers)s::text[]) as e(id, type, created, customer)
-), claimed as (
-  insert into public.processed_events (consumer, event_id, event_type, event_created, outcome)
-  select %(consumer)s, id, type, created, 'pending'
-  from (select distinct on (id) id, type, created from incoming order by id) as d
-  order by id
-  on conflict do nothing returning event_id
-), locked as (
-  select {profiles.COLUMNS} from public.profiles
-  where customer_id in (select customer from incoming where id in (select event_id from claimed))
-  order by id for update
-), held as (
-  select {entitlements.COLUMNS} from public.entitlements
-  where user_id in (select id from locked) order by source_id for update
-), known as (
-  select {profiles.COLUMNS} from public.profiles
-  where customer_id in (
-    select customer from incoming where id not in (select event_id from claimed))
+# The first round trip: migration 20261126010000_access_claim.sql has the statement.
+READ = (
+    "select public.access_claim(%(consumer)s, %(ids)s::text[], %(types)s::text[],"
+    " %(created)s::timestamptz[], %(customers)s::text[]) as read"
 )
-select
-  array(select event_id from claimed) as claimed,
-  coalesce((select jsonb_agg(to_jsonb(l)) from locked l), '[]') as profiles,
-  coalesce((select jsonb_agg(to_jsonb(k)) from known k), '[]') as known,
-  coalesce((select jsonb_agg(to_jsonb(h)) from held h), '[]') as held,
-  coalesce((select jsonb_object_agg(event_id, outcome) from public.processed_events
-    where consumer = %(consumer)s and event_id in (select id from incoming)), '{{}}') as recorded
-"""  # noqa: S608 - constant columns
 
 
 @dataclass(frozen=True)
@@ -79,9 +55,10 @@ def read(consumer: str, items: Sequence[tuple[Event, str]]) -> Statement:
     )
 
 
-def parse(row: Mapping[str, Any] | None) -> Read:
-    if row is None:
-        raise RuntimeError("the claim statement answered no row")
+def parse(answer: Mapping[str, Any] | None) -> Read:
+    if answer is None or not isinstance(answer.get("read"), Mapping):
+        raise RuntimeError("access_claim answered nothing")
+    row = answer["read"]
     found: dict[str, list[Entitlement]] = {}
     locked = [_profile(p) for p in row["profiles"]]
     for profile in locked:

@@ -21,6 +21,7 @@ class Stripe:
     clients: int = 8
     accepted: Counter[str] = field(default_factory=Counter)  # 200s per event id
     refused: Counter[int] = field(default_factory=Counter)  # other answers, by status
+    dropped: int = 0  # requests that got no answer at all (sent again)
     resent: int = 0
     _total: int = 0
     _local: threading.local = field(default_factory=threading.local)
@@ -53,15 +54,22 @@ class Stripe:
         if session is None:
             session = self._local.session = requests.Session()
             session.trust_env = False  # loopback: no proxy from the environment
-        response = session.post(
-            self.webhook,
-            data=event.body,
-            headers={
-                "Stripe-Signature": stripe_signature(event.body),  # signed at each attempt
-                "Content-Type": "application/json",
-            },
-            timeout=30,
-        )
+        try:
+            response = session.post(
+                self.webhook,
+                data=event.body,
+                headers={
+                    "Stripe-Signature": stripe_signature(event.body),  # signed at each attempt
+                    "Content-Type": "application/json",
+                },
+                timeout=30,
+            )
+        except requests.ConnectionError:
+            # A kept-alive connection the server closed as it was reused: no answer is a
+            # failed delivery, which Stripe sends again, as here.
+            with self._lock:
+                self.dropped += 1
+            return False
         with self._lock:
             if response.status_code == 200:
                 self.accepted[event.event_id] += 1

@@ -1,0 +1,87 @@
+"""An internet hop between a system and its Postgres: a TCP relay that holds every chunk for
+`delay` seconds each way (order kept, throughput not capped), as Supabase an internet hop away
+does; what `tc netem` would do, without root or a network namespace."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+from collections.abc import Iterator
+
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+
+class DelayProxy:
+    def __init__(self, host: str, port: int, delay: float) -> None:
+        self._host, self._port, self._delay = host, port, delay
+        self._loop = asyncio.new_event_loop()
+        self._started = threading.Event()
+        self.port = 0
+
+    def start(self) -> int:
+        threading.Thread(target=self._run, daemon=True).start()
+        self._started.wait(10)
+        return self.port
+
+    def stop(self) -> None:
+        self._loop.call_soon_threadsafe(self._loop.stop)
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self._loop)
+        server = self._loop.run_until_complete(asyncio.start_server(self._relay, "127.0.0.1", 0))
+        self.port = server.sockets[0].getsockname()[1]
+        self._started.set()
+        self._loop.run_forever()
+
+    async def _open(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        if self._host.startswith("/"):  # a Unix socket directory, as the embedded server's
+            return await asyncio.open_unix_connection(f"{self._host}/.s.PGSQL.{self._port}")
+        return await asyncio.open_connection(self._host, self._port)
+
+    async def _relay(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        upstream_reader, upstream_writer = await self._open()
+        await asyncio.gather(
+            self._pipe(reader, upstream_writer), self._pipe(upstream_reader, writer)
+        )
+
+    async def _pipe(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        queue: asyncio.Queue[tuple[float, bytes]] = asyncio.Queue()
+        sender = asyncio.create_task(self._send(queue, writer))
+        loop = asyncio.get_running_loop()
+        with contextlib.suppress(ConnectionError):
+            while data := await reader.read(65536):
+                queue.put_nowait((loop.time() + self._delay, data))
+        queue.put_nowait((loop.time() + self._delay, b""))
+        await sender
+
+    async def _send(
+        self, queue: asyncio.Queue[tuple[float, bytes]], writer: asyncio.StreamWriter
+    ) -> None:
+        loop = asyncio.get_running_loop()
+        with contextlib.suppress(ConnectionError):
+            while True:
+                due, data = await queue.get()
+                await asyncio.sleep(max(0.0, due - loop.time()))
+                if not data:
+                    break
+                writer.write(data)
+                await writer.drain()
+        writer.close()
+
+
+@contextlib.contextmanager
+def delayed(database_url: str, delay_ms: float) -> Iterator[str]:
+    """`database_url` reached through a DelayProxy (itself when `delay_ms` is 0)."""
+    if delay_ms <= 0:
+        yield database_url
+        return
+    params = conninfo_to_dict(database_url)
+    proxy = DelayProxy(
+        str(params.get("host") or "127.0.0.1"), int(params.get("port") or 5432), delay_ms / 1000
+    )
+    port = proxy.start()
+    try:
+        yield make_conninfo(database_url, host="127.0.0.1", port=port)
+    finally:
+        proxy.stop()
