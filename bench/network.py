@@ -8,8 +8,9 @@ import asyncio
 import contextlib
 import threading
 from collections.abc import Iterator
+from urllib.parse import quote
 
-from psycopg.conninfo import conninfo_to_dict, make_conninfo
+from psycopg.conninfo import conninfo_to_dict
 
 
 class DelayProxy:
@@ -81,7 +82,10 @@ def delayed(database_url: str, delay_ms: float) -> Iterator[str]:
         str(params.get("host") or "127.0.0.1"), int(params.get("port") or 5432), delay_ms / 1000
     )
     port = proxy.start()
+    user, password = params.get("user") or "", params.get("password")
+    credentials = quote(str(user)) + (f":{quote(str(password))}" if password else "")
+    # A URL, not libpq's key=value form: node-postgres (stripe-sync-engine) reads only URLs.
     try:
-        yield make_conninfo(database_url, host="127.0.0.1", port=port)
+        yield f"postgresql://{credentials}@127.0.0.1:{port}/{quote(str(params.get('dbname')))}"
     finally:
         proxy.stop()

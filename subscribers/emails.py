@@ -146,8 +146,7 @@ class EmailSubscriber:
     def _product(self, price_id: str | None) -> ProductFacts | None:
         if not price_id:
             return None
-        with self.db.transaction() as conn:
-            product = products.by_price(conn, price_id)
+        product = products.read_by_price(self.db, price_id)
         if product is None:
             return None
         return ProductFacts(

@@ -179,8 +179,46 @@ class Database:
         raise psycopg.OperationalError("every pooled connection was broken")
 
     def fetch_all(self, query: str, params: Any = None) -> list[dict[str, Any]]:
-        with self.transaction() as conn:
-            return conn.execute(query, params).fetchall()
+        """The rows of one read, in one round trip (with BEGIN, the timeout and COMMIT)."""
+        [rows] = self.run([Statement(query, params)], read_only=True)
+        return rows
+
+    def run(
+        self, statements: Sequence[Statement], *, read_only: bool = False
+    ) -> list[list[dict[str, Any]]]:
+        """A transaction of statements that need no answer from one another, in one round trip:
+        BEGIN, the timeout, the statements and COMMIT go out together; each one's rows come
+        back. Only a read-only one is tried again on another connection when the first is found
+        broken (a write may have committed before the connection broke)."""
+
+        def whole(conn: Connection) -> list[list[dict[str, Any]]]:
+            cursors = []
+            with conn.pipeline():
+                conn.execute("BEGIN")
+                conn.execute(f"SET LOCAL statement_timeout = {self._timeout_ms}")
+                for statement in statements:
+                    cursor = conn.cursor()
+                    cursor.execute(statement.query, statement.params)
+                    cursors.append(cursor)
+                conn.execute("COMMIT")
+            return [c.fetchall() if c.description else [] for c in cursors]
+
+        try:
+            if read_only:
+                with self._begun(whole) as (conn, rows):
+                    self._last_use.touch(conn)
+                    return rows
+            with self.pool.connection(timeout=self._timeout) as conn:
+                try:
+                    rows = whole(conn)
+                except BaseException:
+                    if not conn.broken:
+                        conn.rollback()
+                    raise
+                self._last_use.touch(conn)
+                return rows
+        except (psycopg.OperationalError, PoolTimeout) as exc:
+            raise DatabaseUnavailable(f"database unavailable: {type(exc).__name__}") from exc
 
     def close(self) -> None:
         with self._lock:

@@ -50,6 +50,15 @@ def active_by_price(db: Database, price_id: str) -> Product | None:
         return by_price(conn, price_id, active_only=True)
 
 
+def read_by_price(db: Database, price_id: str) -> Product | None:
+    """The product sold at a Stripe price (active or not), in one round trip."""
+    rows = db.fetch_all(
+        f"select {COLUMNS} from public.products where stripe_price_id = %s",  # noqa: S608
+        (price_id,),
+    )
+    return Product.from_row(rows[0]) if rows else None
+
+
 def by_price(conn: Connection, price_id: str, *, active_only: bool = False) -> Product | None:
     """The product sold at a Stripe price, inside a caller's transaction."""
     row = conn.execute(

@@ -34,20 +34,17 @@ class Profile:
 
 def by_id(db: Database, user_id: str) -> Profile | None:
     """A profile by user id."""
-    with db.transaction() as conn:
-        return _one(conn, "id = %s::uuid", user_id, lock=False)
+    return _read(db, "id = %s::uuid", user_id)
 
 
 def by_email(db: Database, email: str) -> Profile | None:
     """The oldest profile with this e-mail, ignoring case."""
-    with db.transaction() as conn:
-        return _one(conn, "lower(email) = lower(%s)", email, lock=False)
+    return _read(db, "lower(email) = lower(%s)", email)
 
 
 def by_customer(db: Database, customer_id: str) -> Profile | None:
     """The profile linked to a Stripe customer."""
-    with db.transaction() as conn:
-        return _one(conn, "customer_id = %s", customer_id, lock=False)
+    return _read(db, "customer_id = %s", customer_id)
 
 
 def lock_by_id(conn: Connection, user_id: str) -> Profile | None:
@@ -63,6 +60,16 @@ def lock_by_customer(conn: Connection, customer_id: str) -> Profile | None:
 def lock_by_email(conn: Connection, email: str) -> Profile | None:
     """The oldest profile with this e-mail (ignoring case), locked."""
     return _one(conn, "lower(email) = lower(%s)", email, lock=True)
+
+
+def _read(db: Database, where: str, value: str) -> Profile | None:
+    """The oldest profile matching, in one round trip, unlocked."""
+    rows = db.fetch_all(
+        f"select {COLUMNS} from public.profiles where {where}"  # noqa: S608 - constants
+        " order by created_at limit 1",
+        (value,),
+    )
+    return Profile.from_row(rows[0]) if rows else None
 
 
 def _one(conn: Connection, where: str, value: str, *, lock: bool) -> Profile | None:

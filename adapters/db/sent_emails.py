@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from adapters.db.pool import Database
+from adapters.db.pool import Database, Statement
 
 # How long a claim keeps other deliveries of the same e-mail away: longer than any send can take
 # (a push is answered within its 60 s deadline), so an older claim is one whose process died.
 CLAIM_LEASE_SECONDS = 120
+
+
+_DROP_CLAIM = "delete from public.email_claims where event_id = %s and kind = %s"
 
 
 class SendInProgress(RuntimeError):
@@ -18,20 +21,23 @@ def claim(db: Database, *, event_id: str, kind: str) -> bool:
     before the send; False when it was sent already. SendInProgress while another delivery holds
     a fresh claim; a claim older than the lease (its process died mid-send) is taken over, and
     the send repeated with the same idempotency key, which Resend answers with the first send."""
-    with db.transaction() as conn:
-        sent = conn.execute(
-            "select 1 from public.sent_emails where event_id = %s and kind = %s",
-            (event_id, kind),
-        ).fetchone()
-        if sent is not None:
-            return False
-        claimed = conn.execute(
-            "insert into public.email_claims (event_id, kind) values (%s, %s)"
-            " on conflict (event_id, kind) do update set claimed_at = now()"
-            " where email_claims.claimed_at < now() - make_interval(secs => %s)"
-            " returning 1",
-            (event_id, kind, CLAIM_LEASE_SECONDS),
-        ).fetchone()
+    [[row]] = db.run(
+        [
+            Statement(
+                "with sent as (select 1 from public.sent_emails where event_id = %(e)s"
+                " and kind = %(k)s), taken as (insert into public.email_claims (event_id, kind)"
+                " select %(e)s, %(k)s where not exists (select 1 from sent)"
+                " on conflict (event_id, kind) do update set claimed_at = now()"
+                " where email_claims.claimed_at < now() - make_interval(secs => %(lease)s)"
+                " returning 1) select exists (select 1 from sent) as sent,"
+                " exists (select 1 from taken) as claimed",
+                {"e": event_id, "k": kind, "lease": CLAIM_LEASE_SECONDS},
+            )
+        ]
+    )
+    if row["sent"]:
+        return False
+    claimed = row["claimed"] or None
     if claimed is None:
         raise SendInProgress(f"{event_id}/{kind} is being sent by another delivery")
     return True
@@ -39,10 +45,7 @@ def claim(db: Database, *, event_id: str, kind: str) -> bool:
 
 def release(db: Database, *, event_id: str, kind: str) -> None:
     """Drop a claim: the send failed before Resend took it, or never will succeed."""
-    with db.transaction() as conn:
-        conn.execute(
-            "delete from public.email_claims where event_id = %s and kind = %s", (event_id, kind)
-        )
+    db.run([Statement(_DROP_CLAIM, (event_id, kind))])
 
 
 def any_sent(db: Database, event_id: str) -> bool:
@@ -56,12 +59,13 @@ def record(
     db: Database, *, event_id: str, kind: str, recipient: str, provider_id: str | None
 ) -> None:
     """The e-mail was sent: record it, and settle its claim, in one transaction."""
-    with db.transaction() as conn:
-        conn.execute(
-            "insert into public.sent_emails (event_id, kind, recipient, provider_id)"
-            " values (%s, %s, %s, %s) on conflict do nothing",
-            (event_id, kind, recipient, provider_id),
-        )
-        conn.execute(
-            "delete from public.email_claims where event_id = %s and kind = %s", (event_id, kind)
-        )
+    db.run(
+        [
+            Statement(
+                "insert into public.sent_emails (event_id, kind, recipient, provider_id)"
+                " values (%s, %s, %s, %s) on conflict do nothing",
+                (event_id, kind, recipient, provider_id),
+            ),
+            Statement(_DROP_CLAIM, (event_id, kind)),
+        ]
+    )
