@@ -26,7 +26,15 @@ class DelayProxy:
         return self.port
 
     def stop(self) -> None:
+        asyncio.run_coroutine_threadsafe(self._shutdown(), self._loop).result(timeout=10)
         self._loop.call_soon_threadsafe(self._loop.stop)
+
+    async def _shutdown(self) -> None:
+        """Cancel the relays still open, so none is left pending when the loop stops."""
+        others = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+        for task in others:
+            task.cancel()
+        await asyncio.gather(*others, return_exceptions=True)
 
     def _run(self) -> None:
         asyncio.set_event_loop(self._loop)
