@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -98,7 +99,8 @@ class EmailSubscriber:
         """Claim, send, record: three steps, no transaction open while Resend is called (a
         slow send would hold one of the pooler's few server connections from every other
         service). The idempotency key makes a repeated send after a crash a no-op at Resend."""
-        if not sent_emails.claim(self.db, event_id=event.id, kind=planned.kind):
+        holder = uuid.uuid4().hex  # this delivery: the claim may be sent twice, not taken twice
+        if not sent_emails.claim(self.db, event_id=event.id, kind=planned.kind, holder=holder):
             return "duplicate"
         content = self._render(planned)
         try:

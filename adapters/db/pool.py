@@ -28,6 +28,17 @@ class Statement:
     params: Any = None
 
 
+# Server errors that end the connection, not the statement: the administrator's (a restart)
+# and class 08, connection exceptions.
+_LOST = frozenset({"57P01", "57P02", "57P03"})
+
+
+def _connection_lost(exc: psycopg.OperationalError) -> bool:
+    """Whether the error says the connection is gone (client-side errors carry no SQLSTATE)."""
+    state = exc.sqlstate
+    return state is None or state.startswith("08") or state in _LOST
+
+
 class _LastUse:
     """When each pooled connection last answered, so a fresh one skips the pool's check."""
 
@@ -165,31 +176,44 @@ class Database:
     def _begun(self, begin: Callable[[Connection], T]) -> Iterator[tuple[Connection, T]]:
         """A pooled connection on which `begin`, the transaction's first round trip, went
         through. A connection handed out unchecked (used moments ago) may have died since (a
-        Postgres restart): it is dropped and the next one tried; nothing was done on it."""
+        Postgres restart): it is dropped and the next one tried. `begin` must be safe to run
+        again: it commits nothing, or only what a second run leaves as it is."""
         for _ in range(self._max_size + 1):
-            with self.pool.connection(timeout=self._timeout) as conn:
-                try:
-                    first = begin(conn)
-                except psycopg.OperationalError:
-                    if not conn.broken:
-                        raise
-                    continue  # the pool discards a broken connection as it takes it back
+            conn = self.pool.getconn(timeout=self._timeout)
+            try:
+                first = begin(conn)
+            except psycopg.OperationalError as exc:
+                if not _connection_lost(exc):
+                    self.pool.putconn(conn)
+                    raise  # the statement's own failure (a timeout): another try is no better
+                # Killed mid-pipeline, psycopg may not mark it broken yet ("cannot exit
+                # pipeline mode while busy"): closed here, the pool drops it.
+                conn.close()
+                self.pool.putconn(conn)
+                continue
+            except BaseException:
+                self.pool.putconn(conn)
+                raise
+            try:
                 yield conn, first
-                return
+            finally:
+                self.pool.putconn(conn)
+            return
         raise psycopg.OperationalError("every pooled connection was broken")
 
     def fetch_all(self, query: str, params: Any = None) -> list[dict[str, Any]]:
         """The rows of one read, in one round trip (with BEGIN, the timeout and COMMIT)."""
-        [rows] = self.run([Statement(query, params)], read_only=True)
+        [rows] = self.run([Statement(query, params)], repeatable=True)
         return rows
 
     def run(
-        self, statements: Sequence[Statement], *, read_only: bool = False
+        self, statements: Sequence[Statement], *, repeatable: bool = False
     ) -> list[list[dict[str, Any]]]:
         """A transaction of statements that need no answer from one another, in one round trip:
         BEGIN, the timeout, the statements and COMMIT go out together; each one's rows come
-        back. Only a read-only one is tried again on another connection when the first is found
-        broken (a write may have committed before the connection broke)."""
+        back. `repeatable` (a read, or writes whose second run changes nothing more): tried
+        again on another connection when the first is found broken, as a connection handed out
+        unchecked may be; otherwise the error is the caller's (it may have committed)."""
 
         def whole(conn: Connection) -> list[list[dict[str, Any]]]:
             cursors = []
@@ -204,7 +228,7 @@ class Database:
             return [c.fetchall() if c.description else [] for c in cursors]
 
         try:
-            if read_only:
+            if repeatable:
                 with self._begun(whole) as (conn, rows):
                     self._last_use.touch(conn)
                     return rows

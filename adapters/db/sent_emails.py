@@ -16,24 +16,29 @@ class SendInProgress(RuntimeError):
     """Another delivery of the same event is sending this e-mail now: retry later."""
 
 
-def claim(db: Database, *, event_id: str, kind: str) -> bool:
+def claim(db: Database, *, event_id: str, kind: str, holder: str) -> bool:
     """Claim the (event, kind) e-mail for one send, in a transaction of its own that commits
     before the send; False when it was sent already. SendInProgress while another delivery holds
     a fresh claim; a claim older than the lease (its process died mid-send) is taken over, and
-    the send repeated with the same idempotency key, which Resend answers with the first send."""
+    the send repeated with the same idempotency key, which Resend answers with the first send.
+    `holder` names this delivery: claiming again under it is the same claim, so the claim can
+    be sent again over another connection when the first broke."""
     [[row]] = db.run(
         [
             Statement(
                 "with sent as (select 1 from public.sent_emails where event_id = %(e)s"
-                " and kind = %(k)s), taken as (insert into public.email_claims (event_id, kind)"
-                " select %(e)s, %(k)s where not exists (select 1 from sent)"
-                " on conflict (event_id, kind) do update set claimed_at = now()"
-                " where email_claims.claimed_at < now() - make_interval(secs => %(lease)s)"
+                " and kind = %(k)s), taken as (insert into public.email_claims"
+                " (event_id, kind, holder) select %(e)s, %(k)s, %(h)s"
+                " where not exists (select 1 from sent)"
+                " on conflict (event_id, kind) do update set claimed_at = now(), holder = %(h)s"
+                " where email_claims.holder = %(h)s"
+                " or email_claims.claimed_at < now() - make_interval(secs => %(lease)s)"
                 " returning 1) select exists (select 1 from sent) as sent,"
                 " exists (select 1 from taken) as claimed",
-                {"e": event_id, "k": kind, "lease": CLAIM_LEASE_SECONDS},
+                {"e": event_id, "k": kind, "h": holder, "lease": CLAIM_LEASE_SECONDS},
             )
-        ]
+        ],
+        repeatable=True,
     )
     if row["sent"]:
         return False
@@ -45,7 +50,7 @@ def claim(db: Database, *, event_id: str, kind: str) -> bool:
 
 def release(db: Database, *, event_id: str, kind: str) -> None:
     """Drop a claim: the send failed before Resend took it, or never will succeed."""
-    db.run([Statement(_DROP_CLAIM, (event_id, kind))])
+    db.run([Statement(_DROP_CLAIM, (event_id, kind))], repeatable=True)
 
 
 def any_sent(db: Database, event_id: str) -> bool:
@@ -67,5 +72,6 @@ def record(
                 (event_id, kind, recipient, provider_id),
             ),
             Statement(_DROP_CLAIM, (event_id, kind)),
-        ]
+        ],
+        repeatable=True,  # the insert skips a recorded send, the delete an absent claim
     )

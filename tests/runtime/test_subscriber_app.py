@@ -111,9 +111,16 @@ WRONG_CLAIMS = [
     {"email_verified": False},
     {"email_verified": "true"},
     {"iss": "https://evil.example"},
-    {"exp": int(time.time()) - 120, "iat": int(time.time()) - 3720},
-    {"iat": int(time.time()) + 600, "exp": int(time.time()) + 4200},
+    {"exp": -120, "iat": -3720},  # seconds from when the test runs (see `at_run`)
+    {"iat": 600, "exp": 4200},
 ]
+
+
+def at_run(changes: dict[str, Any]) -> dict[str, Any]:
+    """The claims with `iat` and `exp` made absolute now, not when the module was collected
+    (the suite runs for minutes: a token "from the future" at collection is not one later)."""
+    now = int(time.time())
+    return {k: now + v if k in ("iat", "exp") else v for k, v in changes.items()}
 
 
 @pytest.mark.parametrize("removed", [False, True], ids=["signed", "as-cloud-run-forwards-it"])
@@ -121,7 +128,7 @@ WRONG_CLAIMS = [
 def test_a_wrong_claim_is_401_and_changes_nothing(
     guarded: FlaskClient, google: GoogleCerts, db: Database, changes: dict[str, Any], removed: bool
 ) -> None:
-    assert push(guarded, db, google.token(removed=removed, **changes)) == (401, False)
+    assert push(guarded, db, google.token(removed=removed, **at_run(changes))) == (401, False)
 
 
 def test_a_foreign_signature_is_401(

@@ -313,18 +313,22 @@ def test_test_route_reports_a_provider_failure(resend_api: Api, resend: FakeRese
 
 
 def test_a_claim_keeps_a_second_sender_away_until_its_lease_runs_out(db: Database) -> None:
-    assert sent_emails.claim(db, event_id="evt_lease", kind="receipt") is True
+    assert sent_emails.claim(db, event_id="evt_lease", kind="receipt", holder="first") is True
+    # The same delivery claiming again (its connection broke after the claim) keeps its claim.
+    assert sent_emails.claim(db, event_id="evt_lease", kind="receipt", holder="first") is True
     with pytest.raises(sent_emails.SendInProgress):
-        sent_emails.claim(db, event_id="evt_lease", kind="receipt")
+        sent_emails.claim(db, event_id="evt_lease", kind="receipt", holder="second")
     # The first sender's process died mid-send: once the lease is over, another takes over.
     with db.transaction() as conn:
         conn.execute(
             "update public.email_claims set claimed_at = now() - interval '121 seconds'"
             " where event_id = 'evt_lease'"
         )
-    assert sent_emails.claim(db, event_id="evt_lease", kind="receipt") is True
+    assert sent_emails.claim(db, event_id="evt_lease", kind="receipt", holder="second") is True
+    with pytest.raises(sent_emails.SendInProgress):
+        sent_emails.claim(db, event_id="evt_lease", kind="receipt", holder="first")
     sent_emails.record(
         db, event_id="evt_lease", kind="receipt", recipient="a@example.com", provider_id="re_1"
     )
-    assert sent_emails.claim(db, event_id="evt_lease", kind="receipt") is False
+    assert sent_emails.claim(db, event_id="evt_lease", kind="receipt", holder="third") is False
     assert db.fetch_all("select * from public.email_claims where event_id = 'evt_lease'") == []
