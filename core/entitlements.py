@@ -174,6 +174,13 @@ def step(
     return Stepped(after, ENDED_ALREADY if ended_before else REVOKED, applied=True)
 
 
+def still_held(entitlements: Iterable[Entitlement], source_id: str | None) -> bool:
+    """Whether the grant from `source_id` has not ended (one not recorded yet, its checkout
+    perhaps still on the way, has not): what a trial's coming end is announced for."""
+    grant = next((e for e in entitlements if e.source_id == source_id), None)
+    return grant is None or grant.active
+
+
 def has_access(entitlements: Iterable[Entitlement]) -> bool:
     """A profile's `has_access`: true while any of its grants is active."""
     return any(entitlement.active for entitlement in entitlements)

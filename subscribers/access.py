@@ -38,7 +38,7 @@ from core.announcements import (
     account_invited,
     trial_ending,
 )
-from core.entitlements import REVOKED
+from core.entitlements import REVOKED, still_held
 from core.events import Event, is_app_event, stripe_id
 from core.refunds import dispute_from, refund_from
 from subscribers.changes import ChangeBatch, ProfileNotLinked, Result
@@ -304,10 +304,9 @@ class AccessSubscriber:
             claimed = ledger.claim(conn, consumer=CONSUMER, event=event)
             profile = profiles.lock_by_customer(conn, customer_id) if customer_id else None
             held = entitlements.lock_for_users(conn, [profile.id])[profile.id] if profile else []
-            grant = next((e for e in held if e.source_id == subscription_id), None)
             if profile is None or not profile.email:
                 outcome = "ignored (no profile)"
-            elif grant is not None and not grant.active:
+            elif not still_held(held, subscription_id):
                 outcome = "ignored (trial over)"
             else:
                 outcome = "trial ending announced"

@@ -101,7 +101,7 @@ class ChangeBatch:
                 self.adopted[applied.adopted[0]] = applied.adopted[1]
             if applied.stepped.ended_now:
                 self.ended[event.id] = applied.profile
-            if applied.profile != profile or applied.access_event_id:
+            if applied.writes(profile):
                 self.states[profile.id] = (applied.profile, set_by.get(profile.id))
             self._results[n] = self.settled[event.id] = applied.outcome
         return unlinked

@@ -65,14 +65,15 @@ class EmailSubscriber:
 
     def _plan(self, event: Event) -> PlannedEmail | None:
         customer = customer_of(event)
-        to = recipient_in(event) or self._recipient_by_customer(customer)
+        to = recipient_in(event)
+        if to is None or to.name is None:
+            # Stripe's object often names nobody: the profile's address, or its name for the
+            # greeting when it is the same person.
+            known = self._recipient_by_customer(customer)
+            if to is None or (known and known.name and known.email.lower() == to.email.lower()):
+                to = known
         if to is None:
             return None
-        if to.name is None and customer:
-            # Stripe's object often names nobody: the greeting uses the profile's name if known.
-            known = self._recipient_by_customer(customer)
-            if known is not None and known.name and known.email.lower() == to.email.lower():
-                to = known
         product = self._product(price_of(event))
         return plan(event, to=to, product=product, site_url=self.brand.site_url)
 

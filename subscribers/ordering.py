@@ -68,6 +68,10 @@ class Applied:
     def outcome(self) -> str:
         return self.stepped.outcome
 
+    def writes(self, before: Profile) -> bool:
+        """Whether the profile is to be written (a tie may leave its access as it was)."""
+        return self.profile != before or self.access_event_id is not None
+
     @property
     def access_event_id(self) -> str | None:
         """The event that last set access, when this one did."""
@@ -135,7 +139,7 @@ def apply_access(
             [applied.stepped.entitlement],
             adopted=dict([applied.adopted] if applied.adopted else []),
         )
-    if applied.profile != profile or applied.access_event_id:
+    if applied.writes(profile):
         profiles.save_states(conn, {profile.id: (applied.profile, applied.access_event_id)})
     return applied
 

@@ -86,15 +86,7 @@ def write(
 ) -> Statement | None:
     """Everything a batch decided, as one statement of data-modifying CTEs (each on rows the
     others do not touch); None when there is nothing to write."""
-    moved = {new: old for old, new in adopted.items()}
-    adopting = [e for e in changed if e.source_id in moved]
-    upserting = [e for e in changed if e.source_id not in moved]
-    parts: list[tuple[str, list[Any]]] = []
-    if adopting:
-        old = [moved[e.source_id] for e in adopting]
-        parts.append((entitlements.ADOPT, [old, *entitlements.columns(adopting)]))
-    if upserting:
-        parts.append((entitlements.UPSERT, entitlements.columns(upserting)))
+    parts = entitlements.writes(changed, adopted=adopted)
     if states:
         parts.append((profiles.SAVE_STATES, list(profiles.state_columns(states))))
     if released:

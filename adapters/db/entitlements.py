@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -63,16 +63,30 @@ def columns(entitlements: Iterable[Entitlement]) -> list[list[Any]]:
     return [[getattr(e, name) for e in rows] for name in _FIELDS]
 
 
-def save(conn: Connection, entitlements: Iterable[Entitlement], *, adopted: dict[str, str]) -> None:
-    """Write these entitlements, by source; `adopted` maps a carried-over row's old source id
-    to the subscription id that now owns it (that row is moved, then written)."""
+def writes(
+    entitlements: Iterable[Entitlement], *, adopted: Mapping[str, str]
+) -> list[tuple[str, list[Any]]]:
+    """The statements (SQL, parameters) that write these entitlements, by source; `adopted`
+    maps a carried-over row's old source id to the subscription id that now owns it (that row
+    is moved and written; the others are upserted). They touch disjoint rows."""
     rows = list(entitlements)
     moved = {new: old for old, new in adopted.items()}
     adopting = [e for e in rows if e.source_id in moved]
+    rest = [e for e in rows if e.source_id not in moved]
+    found: list[tuple[str, list[Any]]] = []
     if adopting:
-        conn.execute(ADOPT, [[moved[e.source_id] for e in adopting], *columns(adopting)])
-    if rest := [e for e in rows if e.source_id not in moved]:
-        conn.execute(UPSERT, columns(rest))
+        found.append((ADOPT, [[moved[e.source_id] for e in adopting], *columns(adopting)]))
+    if rest:
+        found.append((UPSERT, columns(rest)))
+    return found
+
+
+def save(
+    conn: Connection, entitlements: Iterable[Entitlement], *, adopted: Mapping[str, str]
+) -> None:
+    """Write these entitlements (see `writes`)."""
+    for query, params in writes(entitlements, adopted=adopted):
+        conn.execute(query, params)
 
 
 @dataclass(frozen=True)

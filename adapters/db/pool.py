@@ -151,8 +151,7 @@ class Database:
 
         def first_trip(conn: Connection) -> dict[str, Any] | None:
             with conn.pipeline():
-                conn.execute("BEGIN")
-                conn.execute(f"SET LOCAL statement_timeout = {self._timeout_ms}")
+                self._open(conn)
                 cursor = conn.execute(read.query, read.params)
             return cursor.fetchone()
 
@@ -203,23 +202,20 @@ class Database:
 
     def fetch_all(self, query: str, params: Any = None) -> list[dict[str, Any]]:
         """The rows of one read, in one round trip (with BEGIN, the timeout and COMMIT)."""
-        [rows] = self.run([Statement(query, params)], repeatable=True)
+        [rows] = self.run([Statement(query, params)])
         return rows
 
-    def run(
-        self, statements: Sequence[Statement], *, repeatable: bool = False
-    ) -> list[list[dict[str, Any]]]:
+    def run(self, statements: Sequence[Statement]) -> list[list[dict[str, Any]]]:
         """A transaction of statements that need no answer from one another, in one round trip:
         BEGIN, the timeout, the statements and COMMIT go out together; each one's rows come
-        back. `repeatable` (a read, or writes whose second run changes nothing more): tried
-        again on another connection when the first is found broken, as a connection handed out
-        unchecked may be; otherwise the error is the caller's (it may have committed)."""
+        back. The statements must be repeatable (a read, or writes whose second run changes
+        nothing more): on a connection found broken, as one handed out unchecked may be, the
+        whole is sent again on another, though the first may have committed."""
 
         def whole(conn: Connection) -> list[list[dict[str, Any]]]:
             cursors = []
             with conn.pipeline():
-                conn.execute("BEGIN")
-                conn.execute(f"SET LOCAL statement_timeout = {self._timeout_ms}")
+                self._open(conn)
                 for statement in statements:
                     cursor = conn.cursor()
                     cursor.execute(statement.query, statement.params)
@@ -228,21 +224,16 @@ class Database:
             return [c.fetchall() if c.description else [] for c in cursors]
 
         try:
-            if repeatable:
-                with self._begun(whole) as (conn, rows):
-                    self._last_use.touch(conn)
-                    return rows
-            with self.pool.connection(timeout=self._timeout) as conn:
-                try:
-                    rows = whole(conn)
-                except BaseException:
-                    if not conn.broken:
-                        conn.rollback()
-                    raise
+            with self._begun(whole) as (conn, rows):
                 self._last_use.touch(conn)
                 return rows
         except (psycopg.OperationalError, PoolTimeout) as exc:
             raise DatabaseUnavailable(f"database unavailable: {type(exc).__name__}") from exc
+
+    def _open(self, conn: Connection) -> None:
+        """BEGIN and the statement timeout, queued in the caller's pipeline."""
+        conn.execute("BEGIN")
+        conn.execute(f"SET LOCAL statement_timeout = {self._timeout_ms}")
 
     def close(self) -> None:
         with self._lock:

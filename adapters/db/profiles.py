@@ -49,35 +49,32 @@ def by_customer(db: Database, customer_id: str) -> Profile | None:
 
 def lock_by_id(conn: Connection, user_id: str) -> Profile | None:
     """A profile by user id, locked until the transaction ends."""
-    return _one(conn, "id = %s::uuid", user_id, lock=True)
+    return _one(conn, "id = %s::uuid", user_id)
 
 
 def lock_by_customer(conn: Connection, customer_id: str) -> Profile | None:
     """The profile linked to a Stripe customer, locked until the transaction ends."""
-    return _one(conn, "customer_id = %s", customer_id, lock=True)
+    return _one(conn, "customer_id = %s", customer_id)
 
 
 def lock_by_email(conn: Connection, email: str) -> Profile | None:
     """The oldest profile with this e-mail (ignoring case), locked."""
-    return _one(conn, "lower(email) = lower(%s)", email, lock=True)
+    return _one(conn, "lower(email) = lower(%s)", email)
+
+
+def _oldest(where: str) -> str:
+    return f"select {COLUMNS} from public.profiles where {where} order by created_at limit 1"  # noqa: S608
 
 
 def _read(db: Database, where: str, value: str) -> Profile | None:
     """The oldest profile matching, in one round trip, unlocked."""
-    rows = db.fetch_all(
-        f"select {COLUMNS} from public.profiles where {where}"  # noqa: S608 - constants
-        " order by created_at limit 1",
-        (value,),
-    )
+    rows = db.fetch_all(_oldest(where), (value,))
     return Profile.from_row(rows[0]) if rows else None
 
 
-def _one(conn: Connection, where: str, value: str, *, lock: bool) -> Profile | None:
-    suffix = " order by created_at limit 1" + (" for update" if lock else "")
-    row = conn.execute(
-        f"select {COLUMNS} from public.profiles where {where}{suffix}",  # noqa: S608 - constants
-        (value,),
-    ).fetchone()
+def _one(conn: Connection, where: str, value: str) -> Profile | None:
+    """The oldest profile matching, locked until the transaction ends."""
+    row = conn.execute(_oldest(where) + " for update", (value,)).fetchone()
     return Profile.from_row(row) if row else None
 
 

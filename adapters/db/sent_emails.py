@@ -37,8 +37,7 @@ def claim(db: Database, *, event_id: str, kind: str, holder: str) -> bool:
                 " exists (select 1 from taken) as claimed",
                 {"e": event_id, "k": kind, "h": holder, "lease": CLAIM_LEASE_SECONDS},
             )
-        ],
-        repeatable=True,
+        ]
     )
     if row["sent"]:
         return False
@@ -50,7 +49,7 @@ def claim(db: Database, *, event_id: str, kind: str, holder: str) -> bool:
 
 def release(db: Database, *, event_id: str, kind: str) -> None:
     """Drop a claim: the send failed before Resend took it, or never will succeed."""
-    db.run([Statement(_DROP_CLAIM, (event_id, kind))], repeatable=True)
+    db.run([Statement(_DROP_CLAIM, (event_id, kind))])
 
 
 def any_sent(db: Database, event_id: str) -> bool:
@@ -71,7 +70,7 @@ def record(
                 " values (%s, %s, %s, %s) on conflict do nothing",
                 (event_id, kind, recipient, provider_id),
             ),
+            # Repeatable: the insert skips a recorded send, the delete an absent claim.
             Statement(_DROP_CLAIM, (event_id, kind)),
-        ],
-        repeatable=True,  # the insert skips a recorded send, the delete an absent claim
+        ]
     )

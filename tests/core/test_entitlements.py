@@ -21,6 +21,7 @@ from core.entitlements import (
     find,
     has_access,
     step,
+    still_held,
 )
 
 USER = "00000000-0000-4000-8000-000000000001"
@@ -134,3 +135,11 @@ def test_a_paid_checkout_grants_its_subscription_or_its_purchase() -> None:
     purchase = checkout_change(Checkout(session_id="cs_1", subscription_id=None, **base))  # type: ignore[arg-type]
     assert (subscription.source_id, subscription.kind) == ("sub_9", SUBSCRIPTION)
     assert (purchase.source_id, purchase.kind, purchase.status) == ("cs_1", PURCHASE, "paid")
+
+
+def test_a_grant_is_still_held_until_it_has_ended() -> None:
+    trialing = apply(None, sub(True, "trialing"), 1).entitlement
+    ended = apply(trialing, sub(False, "canceled"), 2).entitlement
+    assert still_held([trialing], "sub_1")
+    assert still_held([], "sub_1")  # its checkout may still be on the way
+    assert not still_held([ended], "sub_1")

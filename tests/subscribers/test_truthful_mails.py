@@ -421,3 +421,23 @@ def test_a_mail_whose_event_names_nobody_greets_the_customer_by_the_profiles_nam
     assert api.container.bus.wait_idle(15)  # type: ignore[attr-defined]
     [mail] = outbox(api)
     assert "Hi Grace Hopper," in text_of(mail)
+
+
+def test_no_trial_mail_for_a_trial_already_cancelled(api: Api, db: Database) -> None:
+    seed_demo_products(db)
+    link(db, create_user(db, "trial@example.com"), "cus_ada")
+    cancelled = subscription(status="canceled", trial_end=1_796_083_200, ended_at=1_795_000_000)
+    body = stripe_event("customer.subscription.deleted", cancelled, created=1_795_000_000)
+    assert post_event(api, body).status_code == 200
+    assert api.container.bus.wait_idle(15)  # type: ignore[attr-defined]
+    late = stripe_event(
+        "customer.subscription.trial_will_end", trial_will_end(), created=1_794_000_000
+    )
+    assert post_event(api, late).status_code == 200  # Stripe's notice, delivered after the end
+    assert api.container.bus.wait_idle(15)  # type: ignore[attr-defined]
+    assert [m["Subject"] for m in outbox(api) if "trial" in m["Subject"]] == []
+    [row] = db.fetch_all(
+        "select outcome from public.processed_events where event_type = %s",
+        ("customer.subscription.trial_will_end",),
+    )
+    assert row["outcome"] == "ignored (trial over)"
