@@ -253,6 +253,13 @@ class Settings(BaseSettings):
     function_target: str = "api"
     web_concurrency: int = Field(default=2, ge=1, le=64)
     gunicorn_threads: int = Field(default=8, ge=1, le=256)
+    # How a subscriber target receives events: `push` (a Cloud Run service behind a push
+    # subscription: the default) or `pull` (StreamingPull, in a worker pool or an always-on
+    # service: access then applies up to PULL_BATCH_SIZE events in one transaction). Pull holds
+    # at most PULL_MAX_MESSAGES leased at once; e-mail sends GUNICORN_THREADS at a time.
+    subscriber_delivery: Literal["push", "pull"] = "push"
+    pull_max_messages: int = Field(default=500, ge=1, le=10_000)
+    pull_batch_size: int = Field(default=64, ge=1, le=500)
     # Set by Cloud Run on every instance: the service and revision that wrote a log line.
     k_service: str | None = None
     k_revision: str | None = None
@@ -336,6 +343,17 @@ class Settings(BaseSettings):
     def _push_pair(self) -> Settings:
         if (self.push_audience is None) != (self.push_service_account is None):
             raise ValueError("set PUSH_AUDIENCE and PUSH_SERVICE_ACCOUNT together, or neither")
+        return self
+
+    @model_validator(mode="after")
+    def _pull_target(self) -> Settings:
+        if self.subscriber_delivery == "pull" and self.function_target not in TARGETS:
+            raise ValueError(
+                "SUBSCRIBER_DELIVERY=pull is for a subscriber target: set FUNCTION_TARGET to"
+                f" one of {', '.join(TARGETS)}, not {self.function_target!r}"
+            )
+        if self.subscriber_delivery == "pull" and self.event_bus != "pubsub":
+            raise ValueError("SUBSCRIBER_DELIVERY=pull reads Pub/Sub: set EVENT_BUS=pubsub")
         return self
 
     @field_validator("function_target")

@@ -90,20 +90,32 @@ def server_env(scratch: Path, database_url: str, **settings: str) -> dict[str, s
 
 @contextlib.contextmanager
 def gunicorn(
-    app: str, env: dict[str, str], *, workers: int, threads: int, clients: int, log: Path
+    app: str,
+    env: dict[str, str],
+    *,
+    workers: int,
+    threads: int,
+    clients: int | None,
+    log: Path,
 ) -> Iterator[tuple[int, int]]:
     """`app` under the service's own gunicorn.conf.py (gthread), on loopback; yields the port
-    and the master's pid."""
+    and the master's pid.
+
+    `clients`: how many keep-alive connections the load holds, spread evenly over the workers;
+    None for a client that does not reuse its connections (the emulator's push), which a cap
+    would starve: each closed slot waits out gunicorn's keep-alive before it is free again.
+    """
     port = pubsub_emulator.free_port()
-    # Keep-alive connections stay with the worker that accepted them, and one worker often
-    # accepts them all: capping connections per worker spreads the clients evenly.
-    per_worker = -(-clients // workers) + 1
     command = [
         str(Path(sys.executable).parent / "gunicorn"),
         *("--config=gunicorn.conf.py", f"--bind=127.0.0.1:{port}"),
-        *(f"--workers={workers}", f"--threads={threads}", f"--worker-connections={per_worker}"),
-        app,
+        *(f"--workers={workers}", f"--threads={threads}"),
     ]
+    if clients is not None:
+        # Keep-alive connections stay with the worker that accepted them, and one worker often
+        # accepts them all: capping connections per worker spreads the clients evenly.
+        command.append(f"--worker-connections={-(-clients // workers) + 1}")
+    command.append(app)
     with spawn(command, env, port, log) as pid:
         yield port, pid
 

@@ -134,7 +134,7 @@ def pubsub(
                     env,
                     workers=1,
                     threads=threads,
-                    clients=threads,
+                    clients=None,
                     log=scratch / f"{target}.log",
                 )
             )

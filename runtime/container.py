@@ -22,6 +22,7 @@ log = logging.getLogger(__name__)
 if TYPE_CHECKING:
     from adapters.accounts import Accounts
     from adapters.bus import EventBus
+    from adapters.bus.pull import PullConsumer
     from adapters.db.pool import Database
     from adapters.github_api import GitHubGateway
     from adapters.mail.message import Mailer
@@ -198,6 +199,31 @@ class Container:
         raise ValueError(f"unknown subscriber target {target!r}; expected one of {TARGETS}")
 
     @once
+    def pull_consumer(self) -> PullConsumer:
+        """FUNCTION_TARGET's subscriber fed by its pull subscription (SUBSCRIBER_DELIVERY=pull):
+        access takes batches into one transaction; e-mail takes one event per thread."""
+        from adapters.bus.pull import PullConsumer, one_at_a_time
+        from adapters.bus.topology import subscription_name
+
+        s = self.settings
+        target = s.function_target
+        name = subscription_name(s.pubsub_topic, target)
+        batched = target == "access"
+        return PullConsumer(
+            subscription=f"projects/{s.google_cloud_project}/subscriptions/{name}",
+            handle=(
+                self.access_subscriber.apply_many
+                if batched
+                else one_at_a_time(self.subscriber(target))
+            ),
+            batch_size=s.pull_batch_size if batched else 1,
+            # Two for batches (one applies while the next gathers), as the in-process bus does.
+            workers=2 if batched else s.gunicorn_threads,
+            max_messages=s.pull_max_messages,
+            emulator_host=s.pubsub_emulator_host,
+        )
+
+    @once
     def bus(self) -> EventBus:
         if self.settings.event_bus == "pubsub":
             from adapters.bus.pubsub import PubSubBus
@@ -218,7 +244,9 @@ class Container:
         )
 
     def close(self) -> None:
-        """Flush the bus and close the pool (on SIGTERM, at worker exit)."""
+        """Stop pulling, flush the bus and close the pool (on SIGTERM, at worker exit)."""
+        if "pull_consumer" in self.__dict__:
+            self.pull_consumer.stop()
         if "bus" in self.__dict__:
             self.bus.close()
         if "db" in self.__dict__:

@@ -1,7 +1,9 @@
-"""Topics and push subscriptions, created or brought up to date (development and tests).
+"""Topics and subscriptions, created or brought up to date (development and tests).
 
 Production provisions the same shape in `cloudbuild.yaml`: one topic, one push subscription
 per subscriber named `<topic>-<subscriber>`, retries with backoff, then a dead-letter topic.
+A subscriber given no endpoint gets a pull subscription of the same name and policy (read by
+`adapters/bus/pull.py`).
 tests/deploy/topology.py reads cloudbuild.yaml's setup, builds it on the emulator with this
 module and compares; `PushPolicy()`'s defaults are checked against it.
 """
@@ -58,16 +60,17 @@ def ensure_topology(
     *,
     project: str,
     topic: str,
-    push_endpoints: Mapping[str, str],
+    push_endpoints: Mapping[str, str | None],
     dead_letter_topic: str | None = None,
     policy: PushPolicy = PushPolicy(),
     push_service_account: str | None = None,
     push_audiences: Mapping[str, str] | None = None,
     emulator_host: str | None = None,
 ) -> list[str]:
-    """Create the topic and one push subscription per subscriber; returns their paths.
+    """Create the topic and one subscription per subscriber (push to its endpoint, or pull
+    where the endpoint is None); returns their paths.
 
-    Idempotent: what exists is updated to the given endpoint and policy.
+    Idempotent: what exists is updated to the given endpoint (or to pull) and policy.
     """
     dead_letter = dead_letter_topic or f"{topic}-dead-letter"
     with clients(emulator_host) as (publisher, subscriber):
@@ -111,14 +114,15 @@ def _kept(policy: PushPolicy, *, retain_acked: bool) -> dict[str, object]:
 
 def _push(
     path: str,
-    endpoint: str,
+    endpoint: str | None,
     dead_letter: str,
     policy: PushPolicy,
     service_account: str | None,
     audience: str | None,
 ) -> dict[str, object]:
-    push_config: dict[str, object] = {"push_endpoint": endpoint}
-    if service_account:  # Pub/Sub signs each push with an OIDC token of this account
+    # An empty push config is a pull subscription (and turns a push one into pull).
+    push_config: dict[str, object] = {"push_endpoint": endpoint} if endpoint else {}
+    if service_account and endpoint:  # Pub/Sub signs each push with an OIDC token of this account
         token = {"service_account_email": service_account}
         push_config["oidc_token"] = token | ({"audience": audience} if audience else {})
     return {
@@ -170,15 +174,19 @@ def _duration(seconds: float) -> duration_pb2.Duration:
 def clients(
     emulator_host: str | None,
 ) -> Iterator[tuple[pubsub_v1.PublisherClient, pubsub_v1.SubscriberClient]]:
-    if emulator_host:
-        channel = grpc.insecure_channel(emulator_host)
-        transport = SubscriberGrpcTransport(channel=channel, host=emulator_host)
-        subscriber = pubsub_v1.SubscriberClient(transport=transport)
-    else:
-        subscriber = pubsub_v1.SubscriberClient()
+    subscriber = subscriber_client(emulator_host)
     publisher = pubsub_v1.PublisherClient(transport=publisher_transport(emulator_host))
     try:
         yield publisher, subscriber
     finally:
         publisher.transport.close()
         subscriber.close()
+
+
+def subscriber_client(emulator_host: str | None) -> pubsub_v1.SubscriberClient:
+    """A subscriber client for Pub/Sub, or for the emulator at `emulator_host` (no TLS)."""
+    if emulator_host:
+        channel = grpc.insecure_channel(emulator_host)
+        transport = SubscriberGrpcTransport(channel=channel, host=emulator_host)
+        return pubsub_v1.SubscriberClient(transport=transport)
+    return pubsub_v1.SubscriberClient()

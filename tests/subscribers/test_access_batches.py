@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import logging
 import random
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -301,3 +302,39 @@ def waiting_on_locks(db: Database, count: int) -> bool:
         "select count(*) as n from pg_stat_activity where wait_event_type = 'Lock'"
     )
     return int(row["n"]) == count
+
+
+def test_a_change_waiting_on_the_profile_sees_the_grant_committed_while_it_waited(
+    access: AccessSubscriber, db: Database, database_url: str
+) -> None:
+    """The first change to a subscription inserts its entitlement while another change of the
+    same customer waits for the profile's lock: the waiting one must read that new row (not the
+    snapshot from before it waited) and, being older, change nothing."""
+    [a] = customers(db, "w", 1)
+    [user] = [
+        r["id"] for r in db.fetch_all("select id from public.profiles where customer_id = %s", (a,))
+    ]
+    older = event("paid", a, created=T0, event_id="evt_w0")
+    outcome: list[list[str | Exception]] = []
+    with psycopg.connect(database_url) as holder:
+        # As the newer event's transaction does: profile locked, its grant inserted.
+        holder.execute("select 1 from public.profiles where id = %s for update", (user,))
+        holder.execute(
+            "insert into public.entitlements (user_id, source_id, kind, price_id, status, active,"
+            " changed_at, event_id) values (%s, %s, 'subscription', 'price_a', 'active', true,"
+            " to_timestamp(%s), 'evt_w9')",
+            (user, f"sub_{a}", T0 + 9),
+        )
+        worker = threading.Thread(target=lambda: outcome.append(access.apply_many([older])))
+        worker.start()
+        wait_for(partial(waiting_on_locks, db, 1))
+        holder.commit()
+    worker.join(timeout=15)
+    assert outcome == [["stale"]]
+    [row] = db.fetch_all(
+        "select event_id, changed_at from public.entitlements where source_id = %s", (f"sub_{a}",)
+    )
+    assert (row["event_id"], row["changed_at"]) == (
+        "evt_w9",
+        datetime.fromtimestamp(T0 + 9, tz=UTC),
+    )
