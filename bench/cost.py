@@ -1,9 +1,10 @@
 """Cost per event, side by side: `uv run python bench/cost.py` (or `make bench`).
 
 wrk posts unique signed ~4 KB `invoice.paid` renewals (one e-mail each) for customers already
-linked to profiles at three systems in turn, in alternating rounds: stripe-sync-engine (Node,
+linked to profiles at four systems in turn, in alternating rounds: stripe-sync-engine (Node,
 one upsert before answering), this service with the in-process bus, and this service on the
-Pub/Sub emulator (api, access and emails targets). After the load it counts effects until they
+Pub/Sub emulator (api, access and emails targets behind push subscriptions, or reading pull
+subscriptions with StreamingPull). After the load it counts effects until they
 stop growing (at most `--drain` s), then replays already applied events (duplicates). CPU is
 each process tree's own (psutil), divided by the events it applied. See bench/README.md.
 """
@@ -34,12 +35,12 @@ from systems import CACHE, System, inline, pubsub, require_wrk, sync_engine
 
 from config import DEV_WEBHOOK_SECRET
 
-SYSTEMS = ("sync-engine", "inline", "pubsub")
+SYSTEMS = ("sync-engine", "inline", "pubsub", "pull")
 LUA = Path(__file__).resolve().parent / "replay.lua"
 
 
 def arguments() -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description="CPU per applied event, three systems.")
+    parser = argparse.ArgumentParser(description="CPU per applied event, four systems.")
     parser.add_argument("--connections", type=int, default=16, help="wrk connections")
     parser.add_argument("--duration", type=float, default=15.0, help="seconds of load")
     parser.add_argument("--events", type=int, default=60_000, help="unique events prepared")
@@ -202,6 +203,9 @@ def starters(
         "sync-engine": lambda tag: sync_engine(scratch, url),
         "inline": lambda tag: inline(scratch, url, args.workers, args.threads),
         "pubsub": lambda tag: pubsub(scratch, url, args.workers, args.threads, f"bench-{tag}"),
+        "pull": lambda tag: pubsub(
+            scratch, url, args.workers, args.threads, f"bench-{tag}", pull=True
+        ),
     }
 
 

@@ -1,6 +1,7 @@
-"""The three systems bench/cost.py drives, each started on loopback with its processes named:
+"""The systems bench/cost.py drives, each started on loopback with its processes named:
 stripe-sync-engine (Node), this service with the in-process bus, and this service on the Pub/Sub
-emulator (the api, access and emails targets). Also wrk and the npm package, installed if missing.
+emulator (the api, and the access and emails targets fed by push, or by StreamingPull). Also
+wrk and the npm package, installed if missing.
 """
 
 from __future__ import annotations
@@ -113,9 +114,11 @@ def inline(scratch: Path, database_url: str, workers: int, threads: int) -> Iter
 
 @contextlib.contextmanager
 def pubsub(
-    scratch: Path, database_url: str, workers: int, threads: int, topic: str
+    scratch: Path, database_url: str, workers: int, threads: int, topic: str, *, pull: bool = False
 ) -> Iterator[System]:
-    """The emulator, the access and emails targets behind push subscriptions, and the api."""
+    """The emulator, the access and emails targets, and the api. The targets sit behind push
+    subscriptions, as the design deploys them, or (`pull`) read pull subscriptions through
+    StreamingPull (`bin/serve` with SUBSCRIBER_DELIVERY=pull: access in batches)."""
     with contextlib.ExitStack() as stack:
         emulator = stack.enter_context(pubsub_emulator.running(project=PROJECT))
         settings = {
@@ -125,9 +128,25 @@ def pubsub(
             "pubsub_emulator_host": emulator.host,
         }
         processes: dict[str, int] = {}
-        endpoints = {}
+        endpoints: dict[str, str | None] = {}
+        if pull:
+            # The subscriptions first: a consumer whose subscription is missing exits.
+            ensure_topology(
+                project=PROJECT,
+                topic=topic,
+                push_endpoints=dict.fromkeys(("access", "emails")),
+                emulator_host=emulator.host,
+            )
         for target in ("access", "emails"):
             env = server_env(scratch, database_url, function_target=target, **settings)
+            if pull:
+                port = pubsub_emulator.free_port()
+                env |= {"SUBSCRIBER_DELIVERY": "pull", "PORT": str(port)}
+                env |= {"GUNICORN_THREADS": str(threads)}
+                command = [str(ROOT / "bin" / "serve")]
+                log = scratch / f"{target}.log"
+                processes[target] = stack.enter_context(spawn(command, env, port, log))
+                continue
             port, pid = stack.enter_context(
                 gunicorn(
                     "runtime.subscriber_app:create_app()",
@@ -140,9 +159,10 @@ def pubsub(
             )
             processes[target] = pid
             endpoints[target] = f"http://127.0.0.1:{port}/"
-        ensure_topology(
-            project=PROJECT, topic=topic, push_endpoints=endpoints, emulator_host=emulator.host
-        )
+        if not pull:
+            ensure_topology(
+                project=PROJECT, topic=topic, push_endpoints=endpoints, emulator_host=emulator.host
+            )
         env = server_env(scratch, database_url, **settings)
         port, pid = stack.enter_context(
             gunicorn(
@@ -155,4 +175,4 @@ def pubsub(
             )
         )
         processes = {"api": pid, **processes, "emulator": emulator.process.pid}
-        yield System("pubsub", port, processes)
+        yield System("pull" if pull else "pubsub", port, processes)

@@ -11,8 +11,10 @@ from datetime import UTC, datetime, timedelta
 from pydantic import ValidationError
 
 from adapters.accounts import Accounts
-from adapters.db import products, profiles, sent_emails
+from adapters.db import sent_emails
 from adapters.db.pool import Database
+from adapters.db.products import Product
+from adapters.db.profiles import Profile
 from adapters.mail.message import Mailer, MailError, UndeliverableEmail, send_email
 from core.email.kinds import kind_of
 from core.email.plan import (
@@ -47,12 +49,15 @@ class EmailSubscriber:
     reply_to: str
 
     def __call__(self, event: Event) -> str:
-        # An event calls for one e-mail at most, so a redelivery of one already mailed ends at
-        # a single indexed read, before the look-ups planning takes (it was 3 transactions).
-        if sent_emails.any_sent(self.db, event.id):
+        # An event calls for one e-mail at most, so whether it was mailed is read with what
+        # planning needs, in one round trip: a redelivery of one already mailed ends there.
+        facts = sent_emails.look_up(
+            self.db, event_id=event.id, customer_id=customer_of(event), price_id=price_of(event)
+        )
+        if facts.sent:
             outcome = "duplicate"
         else:
-            planned = self._plan(event)
+            planned = self._plan(event, facts)
             outcome = self._send_once(event, planned) if planned else "no e-mail"
         verb, _, kind = outcome.partition(" ")
         fields = (
@@ -63,18 +68,17 @@ class EmailSubscriber:
         log.info("emails: %s %s -> %s", event.type, event.id, outcome, extra=fields)
         return outcome
 
-    def _plan(self, event: Event) -> PlannedEmail | None:
-        customer = customer_of(event)
+    def _plan(self, event: Event, facts: sent_emails.Facts) -> PlannedEmail | None:
         to = recipient_in(event)
         if to is None or to.name is None:
             # Stripe's object often names nobody: the profile's address, or its name for the
             # greeting when it is the same person.
-            known = self._recipient_by_customer(customer)
+            known = _recipient(facts.profile)
             if to is None or (known and known.name and known.email.lower() == to.email.lower()):
                 to = known
         if to is None:
             return None
-        product = self._product(price_of(event))
+        product = _product_facts(facts.product)
         return plan(event, to=to, product=product, site_url=self.brand.site_url)
 
     def _render(self, planned: PlannedEmail) -> EmailContent:
@@ -140,22 +144,20 @@ class EmailSubscriber:
             raise
         return f"sent {planned.kind}"
 
-    def _recipient_by_customer(self, customer_id: str | None) -> Recipient | None:
-        profile = profiles.by_customer(self.db, customer_id) if customer_id else None
-        if profile is None or not profile.email:
-            return None
-        return Recipient(email=profile.email, name=profile.name)
 
-    def _product(self, price_id: str | None) -> ProductFacts | None:
-        if not price_id:
-            return None
-        product = products.read_by_price(self.db, price_id)
-        if product is None:
-            return None
-        return ProductFacts(
-            name=product.name,
-            type=product.type,
-            billing=product.billing_interval or "one_time",
-            download_url=product.download_url,
-            github_repo=product.github_repo,
-        )
+def _recipient(profile: Profile | None) -> Recipient | None:
+    if profile is None or not profile.email:
+        return None
+    return Recipient(email=profile.email, name=profile.name)
+
+
+def _product_facts(product: Product | None) -> ProductFacts | None:
+    if product is None:
+        return None
+    return ProductFacts(
+        name=product.name,
+        type=product.type,
+        billing=product.billing_interval or "one_time",
+        download_url=product.download_url,
+        github_repo=product.github_repo,
+    )

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from adapters.db.pool import Connection, Database
+from adapters.db.pool import Connection, Database, Statement
 
 COLUMNS = (
     "id, name, description, price, stripe_price_id, type, billing_type, billing_interval,"
@@ -50,12 +51,14 @@ def active_by_price(db: Database, price_id: str) -> Product | None:
         return by_price(conn, price_id, active_only=True)
 
 
-def read_by_price(db: Database, price_id: str) -> Product | None:
-    """The product sold at a Stripe price (active or not), in one round trip."""
-    rows = db.fetch_all(
-        f"select {COLUMNS} from public.products where stripe_price_id = %s",  # noqa: S608
-        (price_id,),
-    )
+def by_price_statement(price_id: str) -> Statement:
+    """The product sold at a Stripe price (active or not), as a statement to read with others
+    in one round trip (`first` makes the product of its rows)."""
+    query = f"select {COLUMNS} from public.products where stripe_price_id = %s"  # noqa: S608
+    return Statement(query, (price_id,))
+
+
+def first(rows: Sequence[dict[str, Any]]) -> Product | None:
     return Product.from_row(rows[0]) if rows else None
 
 

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from adapters.db.pool import Connection, Database
+from adapters.db.pool import Connection, Database, Statement
 
 COLUMNS = (
     "id, email, name, customer_id, price_id, has_access, is_admin, access_changed_at,"
@@ -45,6 +45,15 @@ def by_email(db: Database, email: str) -> Profile | None:
 def by_customer(db: Database, customer_id: str) -> Profile | None:
     """The profile linked to a Stripe customer."""
     return _read(db, "customer_id = %s", customer_id)
+
+
+def by_customer_statement(customer_id: str) -> Statement:
+    """`by_customer` as a statement, to read with others in one round trip (`first`)."""
+    return Statement(_oldest("customer_id = %s"), (customer_id,))
+
+
+def first(rows: Sequence[dict[str, Any]]) -> Profile | None:
+    return Profile.from_row(rows[0]) if rows else None
 
 
 def lock_by_id(conn: Connection, user_id: str) -> Profile | None:

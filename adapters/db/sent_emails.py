@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+from adapters.db import products, profiles
 from adapters.db.pool import Database, Statement
+from adapters.db.products import Product
+from adapters.db.profiles import Profile
 
 # How long a claim keeps other deliveries of the same e-mail away: longer than any send can take
 # (a push is answered within its 60 s deadline), so an older claim is one whose process died.
@@ -52,10 +57,31 @@ def release(db: Database, *, event_id: str, kind: str) -> None:
     db.run([Statement(_DROP_CLAIM, (event_id, kind))])
 
 
-def any_sent(db: Database, event_id: str) -> bool:
-    """Whether an e-mail was recorded for this event (of any kind); no transaction held."""
-    return bool(
-        db.fetch_all("select 1 from public.sent_emails where event_id = %s limit 1", (event_id,))
+_ANY_SENT = "select 1 from public.sent_emails where event_id = %s limit 1"
+
+
+@dataclass(frozen=True)
+class Facts:
+    """What an event's e-mail needs from the database before it is planned."""
+
+    sent: bool  # an e-mail was recorded for the event already (a redelivery)
+    profile: Profile | None  # the customer's
+    product: Product | None  # the price's
+
+
+def look_up(db: Database, *, event_id: str, customer_id: str | None, price_id: str | None) -> Facts:
+    """Whether the event was mailed, the customer's profile and the price's product, read in
+    one round trip (three, one after another, before)."""
+    statements = [Statement(_ANY_SENT, (event_id,))]
+    if customer_id:
+        statements.append(profiles.by_customer_statement(customer_id))
+    if price_id:
+        statements.append(products.by_price_statement(price_id))
+    sent, *rest = db.run(statements)
+    return Facts(
+        sent=bool(sent),
+        profile=profiles.first(rest.pop(0)) if customer_id else None,
+        product=products.first(rest.pop(0)) if price_id else None,
     )
 
 

@@ -3,6 +3,7 @@ each way), they, not statements, bound what an instance applies per second."""
 
 from __future__ import annotations
 
+import json
 import socket
 import threading
 from collections.abc import Callable, Iterator
@@ -12,9 +13,12 @@ import pytest
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from adapters.db.pool import Database
+from adapters.db.products import seed_demo_products
 from config import Settings
+from core.events import parse_event
 from runtime.container import Container
 from subscribers.access import AccessSubscriber
+from tests.helpers import stripe_event
 from tests.subscribers.test_access_batches import customers, event
 
 T0 = 1_700_000_000
@@ -120,3 +124,37 @@ def test_an_access_change_takes_two_round_trips_alone_or_in_a_batch(
     counter.reset()
     assert access_over.apply_many(batch) == ["duplicate"] * size  # a redelivery: still two
     assert counter.turns <= 2
+
+
+def test_a_renewal_mail_takes_three_round_trips_and_its_redelivery_one(
+    counted: tuple[TurnCounter, str], settings_factory: Callable[..., Settings], db: Database
+) -> None:
+    """Look-ups (mailed already? the profile, the product) in one, the claim, then the record
+    after the send; a redelivery ends at the first."""
+    counter, url = counted
+    seed_demo_products(db)
+    [customer] = customers(db, "rtm", 1)
+    container = Container(settings_factory(database_url=url, database_pool_size=1))
+    try:
+        emails = container.email_subscriber
+        invoice = {
+            "id": "in_rtm",
+            "customer": customer,
+            "subscription": f"sub_{customer}",
+            "billing_reason": "subscription_cycle",
+            "amount_paid": 1900,
+            "currency": "usd",
+            "lines": {"data": [{"price": {"id": "price_demo_team_monthly"}}]},
+        }
+        body = stripe_event("invoice.paid", invoice, created=T0, event_id="evt_rtm")
+        renewal = parse_event(json.loads(body))
+        warm = stripe_event("invoice.paid", {**invoice, "id": "in_w"}, event_id="evt_rtm_warm")
+        assert emails(parse_event(json.loads(warm))) == "sent invoice-paid"  # the pool is open
+        counter.reset()
+        assert emails(renewal) == "sent invoice-paid"
+        assert counter.turns == 3
+        counter.reset()
+        assert emails(renewal) == "duplicate"
+        assert counter.turns == 1
+    finally:
+        container.close()
