@@ -25,18 +25,9 @@ def event_from_message(data: Any) -> Event:
     if not isinstance(encoded, str):
         raise InvalidEvent("not a Pub/Sub message with data")
     try:
-        data = base64.b64decode(encoded, validate=True)
-    except binascii.Error as exc:
-        raise InvalidEvent(f"message data is not base64: {exc}") from exc
-    return event_from_data(data)
-
-
-def event_from_data(data: bytes) -> Event:
-    """The event in a message's data (as a pull delivers it: the bytes the webhook published)."""
-    try:
-        payload = orjson.loads(data)
-    except ValueError as exc:
-        raise InvalidEvent(f"message data is not JSON: {exc}") from exc
+        payload = orjson.loads(base64.b64decode(encoded, validate=True))
+    except (binascii.Error, ValueError) as exc:
+        raise InvalidEvent(f"message data is not base64 JSON: {exc}") from exc
     return parse_event(payload)
 
 

@@ -23,8 +23,7 @@ from google.cloud.pubsub_v1.subscriber.message import Message
 from adapters.bus import BatchHandler
 from adapters.bus.topology import subscriber_client
 from core import tracing
-from core.events import Event, InvalidEvent
-from subscribers.envelope import event_from_data
+from core.events import Event, event_from_json
 
 log = logging.getLogger(__name__)
 
@@ -128,8 +127,8 @@ class PullConsumer:
         events: list[tuple[Message, Event]] = []
         for message in batch:
             try:
-                events.append((message, event_from_data(message.data)))
-            except InvalidEvent as exc:
+                events.append((message, event_from_json(message.data)))
+            except ValueError as exc:  # not JSON, or not an event (InvalidEvent)
                 log.error("pull: dropping message %s, not an event (%s)", message.message_id, exc)
                 message.ack()
         if not events:

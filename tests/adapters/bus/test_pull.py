@@ -162,7 +162,9 @@ def test_a_burst_is_applied_in_batches_and_every_message_acknowledged(
             publisher(renewal(customer, n))
     pulling("access")
     wait_for(lambda: len(applied(db, "cus_pb")) == 40, timeout=20)
-    assert set(applied(db, "cus_pb").values()) == {"granted"}
+    # Two workers apply two batches at once: an event older than one the other applied first
+    # is stale; either way each customer ends at its newest renewal.
+    assert set(applied(db, "cus_pb").values()) <= {"granted", "stale"}
     rows = db.fetch_all(
         "select customer_id, has_access, access_event_id from public.profiles"
         " where customer_id like 'cus_pb%' order by customer_id"
