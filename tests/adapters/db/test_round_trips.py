@@ -24,14 +24,25 @@ from tests.subscribers.test_access_batches import customers, event
 T0 = 1_700_000_000
 
 
+# Client messages after which it waits for the server: Sync, Flush (a pipeline asking for the
+# answers so far) and a simple Query.
+_ASKS = frozenset(b"HSQ")
+_FLUSH = ord("H")
+# Startup-phase requests with no type byte that another untyped message follows.
+_NEGOTIATIONS = frozenset({80877103, 80877104})  # SSLRequest, GSSENCRequest
+
+
 @dataclass
 class TurnCounter:
     """A TCP relay in front of Postgres that counts the client's turns: each time the client
-    speaks after the server did is one round trip."""
+    speaks again after it asked for answers (Sync, Flush, Query) and the server answered is one
+    round trip. Answers that arrive while the client is still writing its pipeline (a BEGIN's,
+    under load) are not a turn: the client had not asked for them yet."""
 
     target: tuple[str, int]
     turns: int = 0
-    _last: str = "server"
+    _asked: bool = True
+    _answered: bool = True
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _listener: socket.socket = field(default_factory=socket.socket)
 
@@ -43,7 +54,7 @@ class TurnCounter:
 
     def reset(self) -> None:
         with self._lock:
-            self.turns, self._last = 0, "server"
+            self.turns, self._asked, self._answered = 0, True, True
 
     def _accept(self) -> None:
         while True:
@@ -52,19 +63,42 @@ class TurnCounter:
             except OSError:
                 return
             server = _connect(self.target)
-            threading.Thread(
-                target=self._pump, args=(client, server, "client"), daemon=True
-            ).start()
-            threading.Thread(
-                target=self._pump, args=(server, client, "server"), daemon=True
-            ).start()
+            threading.Thread(target=self._from_client, args=(client, server), daemon=True).start()
+            threading.Thread(target=self._from_server, args=(server, client), daemon=True).start()
 
-    def _pump(self, source: socket.socket, sink: socket.socket, side: str) -> None:
+    def _from_client(self, source: socket.socket, sink: socket.socket) -> None:
+        pending, typed = b"", False
+        while data := _recv(source):
+            kinds: list[int] = []
+            pending += data
+            while True:
+                head = 1 if typed else 0
+                if len(pending) < head + 4:
+                    break
+                size = head + int.from_bytes(pending[head : head + 4], "big")
+                if len(pending) < size:
+                    break
+                if typed:
+                    kinds.append(pending[0])
+                elif int.from_bytes(pending[4:8], "big") not in _NEGOTIATIONS:
+                    typed = True  # the startup message: typed messages from now on
+                pending = pending[size:]
+            # A Flush alone (psycopg sends one right after a Sync) asks for nothing new.
+            work = not kinds or any(kind != _FLUSH for kind in kinds)
+            with self._lock:
+                if work and self._asked and self._answered:
+                    self.turns += 1
+                if work:
+                    self._answered = False
+                if kinds:
+                    self._asked = kinds[-1] in _ASKS
+            sink.sendall(data)
+        sink.close()
+
+    def _from_server(self, source: socket.socket, sink: socket.socket) -> None:
         while data := _recv(source):
             with self._lock:
-                if side == "client" and self._last == "server":
-                    self.turns += 1
-                self._last = side
+                self._answered = True
             sink.sendall(data)
         sink.close()
 

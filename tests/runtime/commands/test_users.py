@@ -91,7 +91,8 @@ def test_show_tells_access_purchases_and_emails(
     api.post(
         "/api/webhook/payments", data=body, headers={"Stripe-Signature": stripe_signature(body)}
     )
-    wait_for(lambda: db.fetch_all("select 1 from public.sent_emails"))
+    # Both mails: the confirmation, and the sign-in link the account's invitation calls for.
+    wait_for(lambda: len(db.fetch_all("select 1 from public.sent_emails")) == 2)
     shown = users("show", "ada@example.com").output
     assert "has_access  true" in shown
     assert "customer    cus_show" in shown
