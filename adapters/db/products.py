@@ -59,6 +59,7 @@ def by_price_statement(price_id: str) -> Statement:
 
 
 def first(rows: Sequence[dict[str, Any]]) -> Product | None:
+    """The product in a read's rows, if any."""
     return Product.from_row(rows[0]) if rows else None
 
 

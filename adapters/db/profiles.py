@@ -53,6 +53,7 @@ def by_customer_statement(customer_id: str) -> Statement:
 
 
 def first(rows: Sequence[dict[str, Any]]) -> Profile | None:
+    """The profile in a read's rows, if any."""
     return Profile.from_row(rows[0]) if rows else None
 
 
@@ -77,8 +78,7 @@ def _oldest(where: str) -> str:
 
 def _read(db: Database, where: str, value: str) -> Profile | None:
     """The oldest profile matching, in one round trip, unlocked."""
-    rows = db.fetch_all(_oldest(where), (value,))
-    return Profile.from_row(rows[0]) if rows else None
+    return first(db.fetch_all(_oldest(where), (value,)))
 
 
 def _one(conn: Connection, where: str, value: str) -> Profile | None:

@@ -77,12 +77,11 @@ def look_up(db: Database, *, event_id: str, customer_id: str | None, price_id: s
         statements.append(profiles.by_customer_statement(customer_id))
     if price_id:
         statements.append(products.by_price_statement(price_id))
-    sent, *rest = db.run(statements)
-    return Facts(
-        sent=bool(sent),
-        profile=profiles.first(rest.pop(0)) if customer_id else None,
-        product=products.first(rest.pop(0)) if price_id else None,
-    )
+    results = iter(db.run(statements))
+    sent = bool(next(results))
+    profile = profiles.first(next(results)) if customer_id else None
+    product = products.first(next(results)) if price_id else None
+    return Facts(sent=sent, profile=profile, product=product)
 
 
 def record(
