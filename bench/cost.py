@@ -30,13 +30,16 @@ import psutil
 from load import Events, signature
 from measure import Measured, report
 from network import delayed
+from resend_sink import resend_sink
 from servers import postgres, postgres_cpu, tree_cpu
 from systems import CACHE, System, inline, pubsub, require_wrk, sync_engine
 
 from config import DEV_WEBHOOK_SECRET
+from tests.pooler import running as pooler_running
 
 SYSTEMS = ("sync-engine", "inline", "pubsub", "pull")
 LUA = Path(__file__).resolve().parent / "replay.lua"
+BURST_SECONDS = 300
 
 
 def arguments() -> argparse.Namespace:
@@ -46,10 +49,15 @@ def arguments() -> argparse.Namespace:
     parser.add_argument("--events", type=int, default=60_000, help="unique events prepared")
     parser.add_argument("--customers", type=int, default=128, help="linked customers")
     parser.add_argument("--drain", type=float, default=60.0, help="max wait for effects, s")
+    parser.add_argument(
+        "--warmup", type=int, default=512, help="renewals sent and applied before measuring"
+    )
     parser.add_argument("--replay", type=float, default=5.0, help="seconds of duplicates; 0: off")
     parser.add_argument("--rounds", type=int, default=2, help="rounds, alternating the order")
     parser.add_argument("--workers", type=int, default=2, help="gunicorn workers (api, inline)")
-    parser.add_argument("--threads", type=int, default=16, help="gunicorn threads per worker")
+    parser.add_argument(
+        "--threads", type=int, default=8, help="threads per worker (production: GUNICORN_THREADS 8)"
+    )
     parser.add_argument("--only", choices=SYSTEMS, action="append", help="run just these")
     parser.add_argument("--profile", type=Path, help="py-spy flame graphs into this folder")
     parser.add_argument(
@@ -58,11 +66,28 @@ def arguments() -> argparse.Namespace:
         default=0.0,
         help="added each way between every system and Postgres (Supabase: 10-25 ms away)",
     )
+    parser.add_argument(
+        "--pooler",
+        type=int,
+        default=0,
+        help="PgBouncer in transaction mode with this many server connections (Supavisor: 15)",
+    )
+    parser.add_argument(
+        "--burst",
+        type=int,
+        default=0,
+        help="instead of --duration s of load, this many renewals as fast as they are taken",
+    )
     args = parser.parse_args()
     bounded = 1 <= args.connections <= 256 and 0 < args.duration <= 60 and args.events <= 100_000
-    bounded = bounded and 0 <= args.pg_latency_ms <= 100
-    if not bounded or not 1 <= args.rounds <= 4 or not 0 <= args.drain <= 120:
-        parser.error("keep it bounded: 256 connections, 60 s, 100000 events, 4 rounds, 120 s")
+    bounded = bounded and 0 <= args.warmup <= 5_000
+    bounded = bounded and 0 <= args.pg_latency_ms <= 100 and 0 <= args.pooler <= 100
+    bounded = bounded and 0 <= args.burst <= min(args.events, 50_000)
+    if not bounded or not 1 <= args.rounds <= 4 or not 0 <= args.drain <= 600:
+        parser.error(
+            "keep it bounded: 256 connections, 60 s, 100000 events (a burst: 50000, at most"
+            " --events), 4 rounds, 600 s of drain, 100 ms each way, a pool of 100"
+        )
     return args
 
 
@@ -75,7 +100,10 @@ def write_events(path: Path, events: Events, count: int) -> None:
             out.write(sig + b"\n" + str(len(body)).encode() + b"\n" + body)
 
 
-def wrk(port: int, path: Path, args: argparse.Namespace, duration: float) -> dict[str, float]:
+def wrk(
+    port: int, path: Path, args: argparse.Namespace, duration: float, limit: int = 0
+) -> dict[str, float]:
+    """wrk's summary after `duration` s, or (`limit`) once about that many were answered."""
     threads, seconds = 2, max(1, round(duration))
     command = [
         require_wrk(),
@@ -83,6 +111,7 @@ def wrk(port: int, path: Path, args: argparse.Namespace, duration: float) -> dic
         *("-s", str(LUA), f"http://127.0.0.1:{port}"),
     ]
     env = os.environ | {"BENCH_EVENTS": str(path), "BENCH_THREADS": str(threads)}
+    env |= {"BENCH_LIMIT": str(limit)}
     done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         raise RuntimeError(f"wrk failed: {done.stderr.strip() or done.stdout.strip()}")
@@ -109,7 +138,8 @@ def profiling(system: System, folder: Path | None, seconds: float) -> Iterator[N
     if folder is not None:
         folder.mkdir(parents=True, exist_ok=True)
         for stage, pid in system.processes.items():
-            for n, proc in enumerate(psutil.Process(pid).children(recursive=True)):
+            root = psutil.Process(pid)
+            for n, proc in enumerate([root, *root.children(recursive=True)]):
                 if "python" not in proc.name() and "gunicorn" not in " ".join(proc.cmdline()):
                     continue
                 out = folder / f"{system.name}-{stage}-{n}.txt".replace("+", "_")
@@ -131,14 +161,39 @@ def profiling(system: System, folder: Path | None, seconds: float) -> Iterator[N
             spy.wait(timeout=seconds + 30)
 
 
+def warm_up(system: System, database_url: str, args: argparse.Namespace, tag: str) -> None:
+    """Send `--warmup` earlier renewals and wait (at most 60 s) until their effects are in:
+    the measured load finds every process's clients built and its modules imported, as a
+    serving instance's are (the first event's imports alone cost a second of CPU)."""
+    if not args.warmup:
+        return
+    events = Events(
+        prefix=f"w{tag}", customers=args.customers, base_created=int(time.time()) - 7200
+    )
+    path = CACHE / "warmup.bin"
+    write_events(path, events, args.warmup)
+    load = wrk(system.port, path, args, 60, limit=args.warmup)
+    acked = int(load["requests"] - load["status_errors"])
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        applied, mailed = system.applied(database_url, f"w{tag}")
+        if applied >= acked and (mailed >= acked or not system.emails):
+            break
+        time.sleep(0.2)
+    settle(system)
+
+
 def run(system: System, database_url: str, args: argparse.Namespace, tag: str) -> Measured:
+    warm_up(system, database_url, args, tag)
     events = Events(prefix=tag, customers=args.customers)
     path = CACHE / "events.bin"
-    write_events(path, events, args.events)
+    write_events(path, events, args.burst or args.events)
     m = Measured(system.name, emails=system.emails)
     cpu0, pg0, started = cpu(system), postgres_cpu(database_url), time.monotonic()
-    with profiling(system, args.profile, args.duration):
-        m.load = wrk(system.port, path, args, args.duration)
+    # A burst: at most BURST_SECONDS to hand it over, then it is measured as it stands.
+    seconds = BURST_SECONDS if args.burst else args.duration
+    with profiling(system, args.profile, seconds):
+        m.load = wrk(system.port, path, args, seconds, limit=args.burst)
     # wrk spends seconds reading the events before the first request: the load began here.
     started = time.monotonic() - m.load["duration_us"] / 1e6
     m.load_seconds = m.load["duration_us"] / 1e6
@@ -197,16 +252,32 @@ def settle(system: System, quiet: float = 0.05) -> None:
 
 
 def starters(
-    scratch: Path, url: str, args: argparse.Namespace
+    scratch: Path, url: str, args: argparse.Namespace, mail: dict[str, str]
 ) -> dict[str, Callable[[str], AbstractContextManager[System]]]:
+    w, t = args.workers, args.threads
     return {
         "sync-engine": lambda tag: sync_engine(scratch, url),
-        "inline": lambda tag: inline(scratch, url, args.workers, args.threads),
-        "pubsub": lambda tag: pubsub(scratch, url, args.workers, args.threads, f"bench-{tag}"),
-        "pull": lambda tag: pubsub(
-            scratch, url, args.workers, args.threads, f"bench-{tag}", pull=True
-        ),
+        "inline": lambda tag: inline(scratch, url, w, t, mail),
+        "pubsub": lambda tag: pubsub(scratch, url, w, t, f"bench-{tag}", mail),
+        "pull": lambda tag: pubsub(scratch, url, w, t, f"bench-{tag}", mail, pull=True),
     }
+
+
+@contextlib.contextmanager
+def database(scratch: Path, args: argparse.Namespace) -> Iterator[tuple[str, str]]:
+    """(the systems' URL, a direct one to count effects): Postgres, behind PgBouncer in
+    transaction mode when `--pooler` is set, then behind the delay when `--pg-latency-ms` is."""
+    with contextlib.ExitStack() as stack:
+        url = stack.enter_context(postgres(scratch, args.customers))
+        served = url
+        if args.pooler:
+            pooler = stack.enter_context(
+                contextlib.contextmanager(pooler_running)(
+                    url, scratch / "pgbouncer", pool_size=args.pooler
+                )
+            )
+            served = pooler.url()
+        yield stack.enter_context(delayed(served, args.pg_latency_ms)), url
 
 
 def main() -> None:
@@ -221,15 +292,16 @@ def main() -> None:
     scratch.mkdir()
     with (
         tempfile.TemporaryDirectory(prefix="bench-") as tmp,
-        postgres(Path(tmp), args.customers) as url,
-        delayed(url, args.pg_latency_ms) as remote,
+        database(Path(tmp), args) as (remote, url),
+        resend_sink(Path(tmp)) as sink,
     ):
         # The systems reach Postgres over the hop; effects are counted directly.
-        start = starters(scratch, remote, args)
+        start = starters(scratch, remote, args, sink.settings())
         for n in range(args.rounds):
             order = chosen if n % 2 == 0 else chosen[::-1]
             for name in order:
                 tag = f"{name[:2]}{n}{int(time.time())}"
+                sink.resend.reset()  # what it keeps of each mail, not to hold a run's worth
                 with start[name](tag) as system:
                     results.append(run(system, url, args, tag))
                 print(results[-1].line(), flush=True)

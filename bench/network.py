@@ -8,7 +8,7 @@ import asyncio
 import contextlib
 import threading
 from collections.abc import Iterator
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
 from psycopg.conninfo import conninfo_to_dict
 
@@ -81,19 +81,23 @@ class DelayProxy:
 
 @contextlib.contextmanager
 def delayed(database_url: str, delay_ms: float) -> Iterator[str]:
-    """`database_url` reached through a DelayProxy (itself when `delay_ms` is 0)."""
+    """`database_url` reached through a DelayProxy (itself when `delay_ms` is 0). The URL keeps
+    its parameters (TLS to a pooler) and names `localhost` when the original did (the pooler's
+    certificate is for that name)."""
     if delay_ms <= 0:
         yield database_url
         return
     params = conninfo_to_dict(database_url)
-    proxy = DelayProxy(
-        str(params.get("host") or "127.0.0.1"), int(params.get("port") or 5432), delay_ms / 1000
-    )
+    host = str(params.pop("host", None) or "127.0.0.1")
+    proxy = DelayProxy(host, int(params.pop("port", None) or 5432), delay_ms / 1000)
     port = proxy.start()
-    user, password = params.get("user") or "", params.get("password")
+    user, password = params.pop("user", None) or "", params.pop("password", None)
+    dbname = quote(str(params.pop("dbname", None) or ""))
     credentials = quote(str(user)) + (f":{quote(str(password))}" if password else "")
+    name = "localhost" if host == "localhost" else "127.0.0.1"
+    query = urlencode({k: str(v) for k, v in params.items()})
     # A URL, not libpq's key=value form: node-postgres (stripe-sync-engine) reads only URLs.
     try:
-        yield f"postgresql://{credentials}@127.0.0.1:{port}/{quote(str(params.get('dbname')))}"
+        yield f"postgresql://{credentials}@{name}:{port}/{dbname}" + (f"?{query}" if query else "")
     finally:
         proxy.stop()

@@ -1,6 +1,7 @@
 -- wrk script: POST pre-signed Stripe events from the file named by BENCH_EVENTS, each once in
 -- order (thread t of n takes records t, t+n, ...), wrapping around when a thread runs out.
 -- Record format: "<Stripe-Signature>\n<length>\n<body>". Prints one JSON line at the end.
+-- BENCH_LIMIT (optional): a burst; each thread stops once its share of that many is answered.
 local threads = {}
 local counter = 0
 
@@ -13,7 +14,8 @@ end
 function init(args)
   local n = tonumber(os.getenv("BENCH_THREADS"))
   local file = assert(io.open(os.getenv("BENCH_EVENTS"), "rb"))
-  requests, index, sent = {}, 0, 0
+  requests, index, sent, answered = {}, 0, 0, 0
+  share = tonumber(os.getenv("BENCH_LIMIT") or "0") / n
   local record = 0
   while true do
     local sig = file:read("*l")
@@ -33,6 +35,13 @@ function request()
   index = index % #requests + 1
   sent = sent + 1
   return requests[index]
+end
+
+function response(status, headers, body)
+  answered = answered + 1
+  if share > 0 and answered >= share then
+    wrk.thread:stop()
+  end
 end
 
 function done(summary, latency, requests)

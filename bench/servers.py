@@ -81,6 +81,8 @@ def server_env(scratch: Path, database_url: str, **settings: str) -> dict[str, s
     env = {k: v for k, v in os.environ.items() if k not in names}
     return env | {
         "APP_ENV": "test",
+        # Logs as on Cloud Run (which sets K_SERVICE): one JSON object a line.
+        "K_SERVICE": f"bench-{settings.get('function_target', 'api')}",
         "DATABASE_URL": database_url,
         "EMAIL_OUTBOX_DIR": str(scratch / "outbox"),
         "DATA_DIR": str(scratch / "data"),

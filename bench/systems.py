@@ -104,8 +104,11 @@ def sync_engine(scratch: Path, database_url: str) -> Iterator[System]:
 
 
 @contextlib.contextmanager
-def inline(scratch: Path, database_url: str, workers: int, threads: int) -> Iterator[System]:
-    env = server_env(scratch, database_url, event_bus="inline")
+def inline(
+    scratch: Path, database_url: str, workers: int, threads: int, mail: dict[str, str]
+) -> Iterator[System]:
+    """`mail`: the senders' Resend settings (bench/resend_sink.py)."""
+    env = server_env(scratch, database_url, event_bus="inline", **mail)
     with gunicorn(
         "main:app", env, workers=workers, threads=threads, clients=16, log=scratch / "inline.log"
     ) as (port, pid):
@@ -114,7 +117,14 @@ def inline(scratch: Path, database_url: str, workers: int, threads: int) -> Iter
 
 @contextlib.contextmanager
 def pubsub(
-    scratch: Path, database_url: str, workers: int, threads: int, topic: str, *, pull: bool = False
+    scratch: Path,
+    database_url: str,
+    workers: int,
+    threads: int,
+    topic: str,
+    mail: dict[str, str],
+    *,
+    pull: bool = False,
 ) -> Iterator[System]:
     """The emulator, the access and emails targets, and the api. The targets sit behind push
     subscriptions, as the design deploys them, or (`pull`) read pull subscriptions through
@@ -138,7 +148,7 @@ def pubsub(
                 emulator_host=emulator.host,
             )
         for target in ("access", "emails"):
-            env = server_env(scratch, database_url, function_target=target, **settings)
+            env = server_env(scratch, database_url, function_target=target, **settings, **mail)
             if pull:
                 port = pubsub_emulator.free_port()
                 env |= {"SUBSCRIBER_DELIVERY": "pull", "PORT": str(port)}

@@ -201,27 +201,33 @@ class Container:
     @once
     def pull_consumer(self) -> PullConsumer:
         """FUNCTION_TARGET's subscriber fed by its pull subscription (SUBSCRIBER_DELIVERY=pull):
-        access takes batches into one transaction; e-mail takes one event per thread."""
-        from adapters.bus.pull import PullConsumer, one_at_a_time
+        access takes batches into one transaction, on two workers (one applies while the next
+        gathers, as the in-process bus does); e-mail takes batches (three round trips each) on
+        every thread, since its sends wait on Resend."""
+        from adapters.bus.pull import PullConsumer
         from adapters.bus.topology import subscription_name
 
         s = self.settings
-        target = s.function_target
-        name = subscription_name(s.pubsub_topic, target)
-        batched = target == "access"
+        name = subscription_name(s.pubsub_topic, s.function_target)
+        access = s.function_target == "access"
         return PullConsumer(
             subscription=f"projects/{s.google_cloud_project}/subscriptions/{name}",
-            handle=(
-                self.access_subscriber.apply_many
-                if batched
-                else one_at_a_time(self.subscriber(target))
-            ),
-            batch_size=s.pull_batch_size if batched else 1,
-            # Two for batches (one applies while the next gathers), as the in-process bus does.
-            workers=2 if batched else s.gunicorn_threads,
+            handle=self.access_subscriber.apply_many if access else self.email_subscriber.send_many,
+            batch_size=s.pull_batch_size if access else self._email_batch_size(),
+            workers=2 if access else s.gunicorn_threads,
             max_messages=s.pull_max_messages,
             emulator_host=s.pubsub_emulator_host,
         )
+
+    def _email_batch_size(self) -> int:
+        """A batch's e-mails are claimed together, so its last one must go out within the
+        claim's lease (after which another delivery may take it over) even when every worker
+        waits its turn at the account's rate: at Resend's default 2/s and 8 threads, 15."""
+        from adapters.db.sent_emails import CLAIM_LEASE_SECONDS
+
+        s = self.settings
+        within_lease = s.resend_rate_per_second * CLAIM_LEASE_SECONDS / 2 / s.gunicorn_threads
+        return max(1, min(s.pull_batch_size, int(within_lease)))
 
     @once
     def bus(self) -> EventBus:

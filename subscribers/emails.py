@@ -5,8 +5,11 @@ from __future__ import annotations
 import contextlib
 import logging
 import uuid
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from functools import partial
+from typing import TypeVar
 
 from pydantic import ValidationError
 
@@ -34,6 +37,7 @@ from subscribers.envelope import outcome_fields
 log = logging.getLogger(__name__)
 
 CONSUMER = "emails"
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -49,24 +53,37 @@ class EmailSubscriber:
     reply_to: str
 
     def __call__(self, event: Event) -> str:
-        # An event calls for one e-mail at most, so whether it was mailed is read with what
-        # planning needs, in one round trip: a redelivery of one already mailed ends there.
-        facts = sent_emails.look_up(
-            self.db, event_id=event.id, customer_id=customer_of(event), price_id=price_of(event)
-        )
-        if facts.sent:
-            outcome = "duplicate"
-        else:
-            planned = self._plan(event, facts)
-            outcome = self._send_once(event, planned) if planned else "no e-mail"
-        verb, _, kind = outcome.partition(" ")
-        fields = (
-            outcome_fields(CONSUMER, event, verb, email_kind=kind)
-            if verb == "sent"
-            else outcome_fields(CONSUMER, event, outcome)
-        )
-        log.info("emails: %s %s -> %s", event.type, event.id, outcome, extra=fields)
+        [outcome] = self.send_many([event])
+        if isinstance(outcome, Exception):
+            raise outcome
         return outcome
+
+    def send_many(self, events: Sequence[Event]) -> list[str | Exception]:
+        """Send what each event calls for: each event's outcome, or what it failed with (to be
+        redelivered). Whether each was mailed, with what planning needs, is read for the whole
+        batch in one round trip, its e-mails are claimed in one and recorded in one, so a batch
+        costs three round trips, whatever its size. A copy of an event shares its outcome."""
+        unique = list({event.id: event for event in events}.values())
+        # An event calls for one e-mail at most, so whether it was mailed is read with what
+        # planning needs: a redelivery of one already mailed ends there.
+        facts = sent_emails.look_up_many(
+            self.db, [sent_emails.Wanted(e.id, customer_of(e), price_of(e)) for e in unique]
+        )
+        outcomes: dict[str, str | Exception] = {}
+        planned: list[tuple[Event, PlannedEmail]] = []
+        for event, found in zip(unique, facts, strict=True):
+            if found.sent:
+                outcomes[event.id] = "duplicate"
+            elif (mail := _attempt(partial(self._plan, event, found))) is None:
+                outcomes[event.id] = "no e-mail"
+            elif isinstance(mail, Exception):
+                outcomes[event.id] = mail
+            else:
+                planned.append((event, mail))
+        outcomes |= self._send_once(planned)
+        for event in unique:
+            _log_outcome(event, outcomes[event.id])
+        return [outcomes[event.id] for event in events]
 
     def _plan(self, event: Event, facts: sent_emails.Facts) -> PlannedEmail | None:
         to = recipient_in(event)
@@ -100,15 +117,51 @@ class EmailSubscriber:
             # Bad data in the event never gets better: drop it loudly instead of retrying.
             raise InvalidEvent(f"cannot render {planned.kind}: {exc}") from exc
 
-    def _send_once(self, event: Event, planned: PlannedEmail) -> str:
+    def _send_once(self, planned: Sequence[tuple[Event, PlannedEmail]]) -> Outcomes:
         """Claim, send, record: three steps, no transaction open while Resend is called (a
         slow send would hold one of the pooler's few server connections from every other
         service). The idempotency key makes a repeated send after a crash a no-op at Resend."""
         holder = uuid.uuid4().hex  # this delivery: the claim may be sent twice, not taken twice
-        if not sent_emails.claim(self.db, event_id=event.id, kind=planned.kind, holder=holder):
-            return "duplicate"
-        content = self._render(planned)
+        keys = [(event.id, mail.kind) for event, mail in planned]
+        outcomes: Outcomes = {}
+        claimed: list[tuple[Event, PlannedEmail]] = []
+        for (event, mail), taken in zip(
+            planned, sent_emails.claim_many(self.db, keys, holder=holder), strict=True
+        ):
+            if taken is True:
+                claimed.append((event, mail))
+            else:
+                outcomes[event.id] = taken or "duplicate"
+        sent: list[sent_emails.Sent] = []
+        for n, (event, mail) in enumerate(claimed):
+            try:
+                sent.append(self._send(event, mail))
+            except MailError as exc:
+                # Not sent (Resend down or limiting): neither is the rest; their redeliveries
+                # may claim them again at once.
+                rest = claimed[n:]
+                with contextlib.suppress(Exception):
+                    sent_emails.release_many(self.db, [(e.id, m.kind) for e, m in rest])
+                outcomes |= {e.id: exc for e, _ in rest}
+                break
+            except Exception as exc:  # that e-mail alone: dropped (InvalidEvent) or retried
+                outcomes[event.id] = exc
         try:
+            sent_emails.record_many(self.db, sent)
+        except Exception as exc:
+            # Sent but not recorded: the redeliveries send again with the same keys (Resend
+            # answers with these sends) and record them. Should the release fail too, the
+            # claims' lease runs out instead.
+            with contextlib.suppress(Exception):
+                sent_emails.release_many(self.db, [(s.event_id, s.kind) for s in sent])
+            return outcomes | {s.event_id: exc for s in sent}
+        return outcomes | {s.event_id: f"sent {s.kind}" for s in sent}
+
+    def _send(self, event: Event, planned: PlannedEmail) -> sent_emails.Sent:
+        """Render and send one claimed e-mail; InvalidEvent (its claim released) when it can
+        never be sent, MailError (claim held) when Resend failed."""
+        try:
+            content = self._render(planned)
             result = send_email(
                 self.mailer,
                 to=planned.to,
@@ -119,30 +172,38 @@ class EmailSubscriber:
                 reply_to=self.reply_to,
                 idempotency_key=f"{event.id}/{planned.kind}",
             )
-        except (UndeliverableEmail, ValueError) as exc:
-            # An address Resend refuses stays refused: drop it loudly instead of retrying.
+        except (UndeliverableEmail, ValueError) as exc:  # InvalidEvent is a ValueError
+            # An address Resend refuses stays refused, and bad data never gets better: drop it
+            # loudly instead of retrying.
             sent_emails.release(self.db, event_id=event.id, kind=planned.kind)
+            if isinstance(exc, InvalidEvent):
+                raise
             raise InvalidEvent(f"cannot send {planned.kind}: {exc}") from exc
-        except MailError:
-            # Not sent (Resend down or limiting): the redelivery may claim it again at once.
-            sent_emails.release(self.db, event_id=event.id, kind=planned.kind)
-            raise
-        try:
-            sent_emails.record(
-                self.db,
-                event_id=event.id,
-                kind=planned.kind,
-                recipient=planned.to,
-                provider_id=str(result.get("id")) if result.get("id") else None,
-            )
-        except Exception:
-            # Sent but not recorded: the redelivery sends again with the same key (Resend
-            # answers with this send) and records it. Should the release fail too, the claim's
-            # lease runs out instead.
-            with contextlib.suppress(Exception):
-                sent_emails.release(self.db, event_id=event.id, kind=planned.kind)
-            raise
-        return f"sent {planned.kind}"
+        provider_id = str(result.get("id")) if result.get("id") else None
+        return sent_emails.Sent(event.id, planned.kind, planned.to, provider_id)
+
+
+Outcomes = dict[str, str | Exception]
+
+
+def _attempt(step: Callable[[], T]) -> T | Exception:
+    """What `step` returned, or what it failed with."""
+    try:
+        return step()
+    except Exception as exc:
+        return exc
+
+
+def _log_outcome(event: Event, outcome: str | Exception) -> None:
+    if isinstance(outcome, Exception):
+        return  # the bus logs a failed delivery with what it does about it
+    verb, _, kind = outcome.partition(" ")
+    fields = (
+        outcome_fields(CONSUMER, event, verb, email_kind=kind)
+        if verb == "sent"
+        else outcome_fields(CONSUMER, event, outcome)
+    )
+    log.info("emails: %s %s -> %s", event.type, event.id, outcome, extra=fields)
 
 
 def _recipient(profile: Profile | None) -> Recipient | None:

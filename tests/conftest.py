@@ -96,9 +96,9 @@ class HasServer(Protocol):
 Fake = TypeVar("Fake", bound=HasServer)
 
 
-def serving(fake: Fake) -> Iterator[Fake]:
+def serving(fake: Fake, *, keep_alive: bool = False) -> Iterator[Fake]:
     """Serve a fake SaaS API on loopback for as long as the fixture lives."""
-    for url in serve(fake.server):
+    for url in serve(fake.server, keep_alive=keep_alive):
         fake.server.url = url
         yield fake
 

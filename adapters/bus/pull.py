@@ -13,7 +13,7 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from contextlib import suppress
 
 import google.cloud.pubsub_v1 as pubsub_v1
@@ -154,18 +154,3 @@ def _trace(message: Message) -> tracing.Trace | None:
     value = message.attributes.get(tracing.ATTRIBUTE)
     trace = tracing.from_traceparent(value) if value else None
     return trace.child() if trace is not None else None
-
-
-def one_at_a_time(handler: Callable[[Event], object]) -> BatchHandler:
-    """A batch handler from a handler of one event: each outcome, or what it failed with."""
-
-    def handle(events: Sequence[Event]) -> list[object]:
-        outcomes: list[object] = []
-        for event in events:
-            try:
-                outcomes.append(handler(event))
-            except Exception as exc:  # that event alone is redelivered
-                outcomes.append(exc)
-        return outcomes
-
-    return handle

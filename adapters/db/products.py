@@ -51,16 +51,11 @@ def active_by_price(db: Database, price_id: str) -> Product | None:
         return by_price(conn, price_id, active_only=True)
 
 
-def by_price_statement(price_id: str) -> Statement:
-    """The product sold at a Stripe price (active or not), as a statement to read with others
-    in one round trip (`first` makes the product of its rows)."""
-    query = f"select {COLUMNS} from public.products where stripe_price_id = %s"  # noqa: S608
-    return Statement(query, (price_id,))
-
-
-def first(rows: Sequence[dict[str, Any]]) -> Product | None:
-    """The product in a read's rows, if any."""
-    return Product.from_row(rows[0]) if rows else None
+def by_prices_statement(price_ids: Sequence[str]) -> Statement:
+    """The products sold at these Stripe prices (active or not), as a statement to read with
+    others in one round trip (`Product.from_row` makes each row a product)."""
+    query = f"select {COLUMNS} from public.products where stripe_price_id = any(%s)"  # noqa: S608
+    return Statement(query, (list(price_ids),))
 
 
 def by_price(conn: Connection, price_id: str, *, active_only: bool = False) -> Product | None:

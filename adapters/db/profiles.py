@@ -47,9 +47,14 @@ def by_customer(db: Database, customer_id: str) -> Profile | None:
     return _read(db, "customer_id = %s", customer_id)
 
 
-def by_customer_statement(customer_id: str) -> Statement:
-    """`by_customer` as a statement, to read with others in one round trip (`first`)."""
-    return Statement(_oldest("customer_id = %s"), (customer_id,))
+def by_customers_statement(customer_ids: Sequence[str]) -> Statement:
+    """The oldest profile linked to each of these Stripe customers, as a statement to read
+    with others in one round trip (`Profile.from_row` makes each row a profile)."""
+    return Statement(
+        f"select distinct on (customer_id) {COLUMNS} from public.profiles"  # noqa: S608
+        " where customer_id = any(%s) order by customer_id, created_at",
+        (list(customer_ids),),
+    )
 
 
 def first(rows: Sequence[dict[str, Any]]) -> Profile | None:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from adapters.db import products, profiles
 from adapters.db.pool import Database, Statement
@@ -14,11 +16,16 @@ from adapters.db.profiles import Profile
 CLAIM_LEASE_SECONDS = 120
 
 
-_DROP_CLAIM = "delete from public.email_claims where event_id = %s and kind = %s"
-
-
 class SendInProgress(RuntimeError):
     """Another delivery of the same event is sending this e-mail now: retry later."""
+
+
+# Claims and records name their e-mails as parallel arrays: a batch's in one statement.
+_WANTED = "select * from unnest(%(e)s::text[], %(k)s::text[]) as w(event_id, kind)"
+_DROP_CLAIMS = (
+    "delete from public.email_claims c using (" + _WANTED + ") w"  # noqa: S608 - constant
+    " where c.event_id = w.event_id and c.kind = w.kind"
+)
 
 
 def claim(db: Database, *, event_id: str, kind: str, holder: str) -> bool:
@@ -28,36 +35,63 @@ def claim(db: Database, *, event_id: str, kind: str, holder: str) -> bool:
     the send repeated with the same idempotency key, which Resend answers with the first send.
     `holder` names this delivery: claiming again under it is the same claim, so the claim can
     be sent again over another connection when the first broke."""
-    [[row]] = db.run(
+    [claimed] = claim_many(db, [(event_id, kind)], holder=holder)
+    if isinstance(claimed, SendInProgress):
+        raise claimed
+    return claimed
+
+
+def claim_many(
+    db: Database, emails: Sequence[tuple[str, str]], *, holder: str
+) -> list[bool | SendInProgress]:
+    """`claim` for distinct (event id, kind) pairs in one statement: for each, True when
+    claimed, False when sent already, SendInProgress while another delivery holds it. Rows are
+    claimed in key order, so two batches never wait on each other's claims in a cycle."""
+    if not emails:
+        return []
+    [rows] = db.run(
         [
             Statement(
-                "with sent as (select 1 from public.sent_emails where event_id = %(e)s"
-                " and kind = %(k)s), taken as (insert into public.email_claims"
-                " (event_id, kind, holder) select %(e)s, %(k)s, %(h)s"
-                " where not exists (select 1 from sent)"
+                f"with wanted as ({_WANTED}), sent as (select w.event_id, w.kind from wanted w"  # noqa: S608
+                " join public.sent_emails s using (event_id, kind)),"
+                " taken as (insert into public.email_claims (event_id, kind, holder)"
+                " select w.event_id, w.kind, %(h)s from wanted w"
+                " where not exists (select 1 from sent where sent.event_id = w.event_id"
+                " and sent.kind = w.kind) order by w.event_id, w.kind"
                 " on conflict (event_id, kind) do update set claimed_at = now(), holder = %(h)s"
                 " where email_claims.holder = %(h)s"
                 " or email_claims.claimed_at < now() - make_interval(secs => %(lease)s)"
-                " returning 1) select exists (select 1 from sent) as sent,"
-                " exists (select 1 from taken) as claimed",
-                {"e": event_id, "k": kind, "h": holder, "lease": CLAIM_LEASE_SECONDS},
+                " returning event_id, kind)"
+                " select w.event_id, w.kind,"
+                " exists (select 1 from sent where sent.event_id = w.event_id"
+                " and sent.kind = w.kind) as sent,"
+                " exists (select 1 from taken where taken.event_id = w.event_id"
+                " and taken.kind = w.kind) as claimed from wanted w",
+                {**_arrays(emails), "h": holder, "lease": CLAIM_LEASE_SECONDS},
             )
         ]
     )
+    found = {(row["event_id"], row["kind"]): row for row in rows}
+    return [_claimed(found[email], email) for email in emails]
+
+
+def _claimed(row: dict[str, Any], email: tuple[str, str]) -> bool | SendInProgress:
     if row["sent"]:
         return False
-    claimed = row["claimed"] or None
-    if claimed is None:
-        raise SendInProgress(f"{event_id}/{kind} is being sent by another delivery")
-    return True
+    if row["claimed"]:
+        return True
+    return SendInProgress(f"{email[0]}/{email[1]} is being sent by another delivery")
 
 
 def release(db: Database, *, event_id: str, kind: str) -> None:
     """Drop a claim: the send failed before Resend took it, or never will succeed."""
-    db.run([Statement(_DROP_CLAIM, (event_id, kind))])
+    release_many(db, [(event_id, kind)])
 
 
-_ANY_SENT = "select 1 from public.sent_emails where event_id = %s limit 1"
+def release_many(db: Database, emails: Sequence[tuple[str, str]]) -> None:
+    """`release` for several e-mails in one statement."""
+    if emails:
+        db.run([Statement(_DROP_CLAIMS, _arrays(emails))])
 
 
 @dataclass(frozen=True)
@@ -69,33 +103,88 @@ class Facts:
     product: Product | None  # the price's
 
 
+@dataclass(frozen=True)
+class Wanted:
+    """An event whose e-mail is to be planned: its id, its customer's and its price's."""
+
+    event_id: str
+    customer_id: str | None
+    price_id: str | None
+
+
 def look_up(db: Database, *, event_id: str, customer_id: str | None, price_id: str | None) -> Facts:
     """Whether the event was mailed, the customer's profile and the price's product, read in
     one round trip (three, one after another, before)."""
-    statements = [Statement(_ANY_SENT, (event_id,))]
-    if customer_id:
-        statements.append(profiles.by_customer_statement(customer_id))
-    if price_id:
-        statements.append(products.by_price_statement(price_id))
-    results = iter(db.run(statements))
-    sent = bool(next(results))
-    profile = profiles.first(next(results)) if customer_id else None
-    product = products.first(next(results)) if price_id else None
-    return Facts(sent=sent, profile=profile, product=product)
+    [facts] = look_up_many(db, [Wanted(event_id, customer_id, price_id)])
+    return facts
+
+
+def look_up_many(db: Database, wanted: Sequence[Wanted]) -> list[Facts]:
+    """`look_up` for a batch of events: three statements in one round trip, whatever its size."""
+    customers = sorted({w.customer_id for w in wanted if w.customer_id})
+    prices = sorted({w.price_id for w in wanted if w.price_id})
+    sent_rows, profile_rows, product_rows = db.run(
+        [
+            Statement(
+                "select distinct event_id from public.sent_emails where event_id = any(%s)",
+                ([w.event_id for w in wanted],),
+            ),
+            profiles.by_customers_statement(customers),
+            products.by_prices_statement(prices),
+        ]
+    )
+    sent = {row["event_id"] for row in sent_rows}
+    by_customer = {p.customer_id: p for p in map(Profile.from_row, profile_rows)}
+    by_price = {p.stripe_price_id: p for p in map(Product.from_row, product_rows)}
+    return [
+        Facts(
+            sent=w.event_id in sent,
+            profile=by_customer.get(w.customer_id) if w.customer_id else None,
+            product=by_price.get(w.price_id) if w.price_id else None,
+        )
+        for w in wanted
+    ]
 
 
 def record(
     db: Database, *, event_id: str, kind: str, recipient: str, provider_id: str | None
 ) -> None:
     """The e-mail was sent: record it, and settle its claim, in one transaction."""
+    record_many(db, [Sent(event_id, kind, recipient, provider_id)])
+
+
+@dataclass(frozen=True)
+class Sent:
+    """An e-mail Resend took: what `record_many` writes."""
+
+    event_id: str
+    kind: str
+    recipient: str
+    provider_id: str | None
+
+
+def record_many(db: Database, sent: Sequence[Sent]) -> None:
+    """Record sent e-mails and settle their claims, in one transaction and one round trip."""
+    if not sent:
+        return
+    emails = [(s.event_id, s.kind) for s in sent]
     db.run(
         [
             Statement(
                 "insert into public.sent_emails (event_id, kind, recipient, provider_id)"
-                " values (%s, %s, %s, %s) on conflict do nothing",
-                (event_id, kind, recipient, provider_id),
+                " select * from unnest(%(e)s::text[], %(k)s::text[], %(r)s::text[],"
+                " %(p)s::text[]) on conflict do nothing",
+                {
+                    **_arrays(emails),
+                    "r": [s.recipient for s in sent],
+                    "p": [s.provider_id for s in sent],
+                },
             ),
             # Repeatable: the insert skips a recorded send, the delete an absent claim.
-            Statement(_DROP_CLAIM, (event_id, kind)),
+            Statement(_DROP_CLAIMS, _arrays(emails)),
         ]
     )
+
+
+def _arrays(emails: Sequence[tuple[str, str]]) -> dict[str, list[str]]:
+    return {"e": [event_id for event_id, _ in emails], "k": [kind for _, kind in emails]}

@@ -16,6 +16,8 @@ from adapters.mail.message import MailError, OutgoingEmail, UndeliverableEmail, 
 if TYPE_CHECKING:
     import resend
 
+    from adapters.mail.resend_http import KeptAliveClient
+
 log = logging.getLogger(__name__)
 
 DEFAULT_RESEND_API_URL = "https://api.resend.com"
@@ -25,6 +27,9 @@ MAX_ATTEMPTS = 3
 # A Retry-After longer than this is not waited for here: the subscriber fails and Pub/Sub
 # redelivers later, instead of a push outliving its acknowledgement deadline.
 MAX_WAIT_SECONDS = 5.0
+# Connections kept open to Resend per mailer: the sends a process has in flight at most (its
+# threads); more are opened when needed and closed after.
+POOL_SIZE = 16
 
 
 class SdkGlobals:
@@ -112,6 +117,7 @@ class ResendMailer:
         self._api_url = (api_url or DEFAULT_RESEND_API_URL).rstrip("/")
         self._timeout = timeout
         self._pacer = Pacer(rate_per_second)
+        self._client: KeptAliveClient | None = None  # built with the first send
 
     def __repr__(self) -> str:
         return f"ResendMailer(api_url={self._api_url!r})"
@@ -119,6 +125,10 @@ class ResendMailer:
     def send(self, email: OutgoingEmail, *, idempotency_key: str | None = None) -> dict[str, Any]:
         """Send one message; MailError when Resend fails, UndeliverableEmail when it refuses."""
         key = checked_key(idempotency_key)
+        # Loaded before the pacer gives this send its slot: a first send spending its slot on
+        # the import would start late, next to the sends paced after it.
+        import adapters.mail.resend_http  # noqa: F401  (the SDK too)
+
         for attempt in range(1, MAX_ATTEMPTS + 1):
             self._pacer.wait()
             try:
@@ -142,7 +152,8 @@ class ResendMailer:
         import resend  # on first use: the SDK adds about 0.4 s to a cold start
 
         options: resend.Emails.SendOptions = {"idempotency_key": key} if key else {}
-        with _SDK.using((self._api_key, self._api_url, self._timeout), self._configure):
+        # The mailer itself too: its HTTP client (pool, CA bundle) goes with it.
+        with _SDK.using((self._api_key, self._api_url, self._timeout, self), self._configure):
             try:
                 response = dict(resend.Emails.send(_resend_params(email), options))
             except resend.exceptions.ResendError as exc:
@@ -155,8 +166,12 @@ class ResendMailer:
     def _configure(self) -> None:
         import resend
 
+        from adapters.mail.resend_http import KeptAliveClient
+
+        if self._client is None:
+            self._client = KeptAliveClient(self._timeout, connections=POOL_SIZE, url=self._api_url)
         resend.api_key, resend.api_url = self._api_key, self._api_url
-        resend.default_http_client = resend.RequestsClient(timeout=self._timeout)  # type: ignore[arg-type]
+        resend.default_http_client = self._client
 
 
 class _Retryable(Exception):

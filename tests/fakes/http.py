@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import socket
+import ssl
 import threading
 from collections.abc import Callable, Generator, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qsl
 
 from werkzeug.routing import Map, Rule
 from werkzeug.serving import make_server
+from werkzeug.test import EnvironBuilder, run_wsgi_app
 from werkzeug.wrappers import Request, Response
 
 Handler = Callable[..., Response]
@@ -26,6 +30,8 @@ class Recorded:
     headers: dict[str, str]
     query: list[tuple[str, str]]
     body: bytes
+    # The client's port: requests that share it came over one kept-alive connection.
+    client_port: int = 0
 
     def form(self) -> dict[str, Any]:
         """The body decoded the way Stripe encodes parameters (`a[b][0][c]=v`)."""
@@ -42,6 +48,7 @@ class FakeServer:
     requests: list[Recorded] = field(default_factory=list)
     _map: Map = field(default_factory=Map)
     _handlers: dict[str, Handler] = field(default_factory=dict)
+    _connections: dict[int, socket.socket] = field(default_factory=dict)
     url: str = ""
 
     def route(self, rule: str, methods: tuple[str, ...], handler: Handler) -> None:
@@ -52,6 +59,8 @@ class FakeServer:
     def __call__(self, environ: dict[str, Any], start_response: Any) -> Any:
         request = Request(environ)
         body = request.get_data()
+        if isinstance(connection := environ.get("werkzeug.socket"), socket.socket):
+            self._connections[id(connection)] = connection
         self.requests.append(
             Recorded(
                 request.method,
@@ -59,6 +68,7 @@ class FakeServer:
                 dict(request.headers),
                 list(request.args.items(multi=True)),
                 body,
+                int(environ.get("REMOTE_PORT") or 0),
             )
         )
         adapter = self._map.bind_to_environ(environ)
@@ -79,6 +89,13 @@ class FakeServer:
     def reset(self) -> None:
         self.requests.clear()
 
+    def close_connections(self) -> None:
+        """Close every connection clients keep alive, as a server's idle timeout does."""
+        for connection in self._connections.values():
+            with contextlib.suppress(OSError):
+                connection.shutdown(socket.SHUT_RDWR)
+        self._connections.clear()
+
 
 def json_response(
     data: Any, status: int = 200, *, headers: dict[str, str] | None = None
@@ -97,16 +114,71 @@ def hanging_server() -> Iterator[str]:
         yield f"http://127.0.0.1:{sock.getsockname()[1]}"
 
 
-def serve(app: Callable[..., Any]) -> Generator[str, None, None]:
-    """Serve a WSGI app on a free loopback port until the generator is closed."""
-    server = make_server("127.0.0.1", 0, app, threaded=True)
+class KeepAliveHandler(BaseHTTPRequestHandler):
+    """HTTP/1.1 with connections kept alive, as the faked APIs' servers do. Werkzeug's server
+    closes every connection (and drains the socket after each answer), so a client's reuse of
+    connections could not be seen there. Bodies come with a Content-Length, as the SDKs send."""
+
+    protocol_version = "HTTP/1.1"
+
+    def _handle(self) -> None:
+        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        environ = EnvironBuilder(
+            path=self.path,
+            method=self.command,
+            headers=list(self.headers.items()),
+            data=body,
+            environ_overrides={
+                "REMOTE_ADDR": self.client_address[0],
+                "REMOTE_PORT": str(self.client_address[1]),
+                "werkzeug.socket": self.connection,
+            },
+        ).get_environ()
+        chunks, status, headers = run_wsgi_app(self.server.app, environ, buffered=True)  # type: ignore[attr-defined]
+        payload = b"".join(chunks)
+        self.send_response(int(status.split()[0]))
+        for name, value in headers.items():
+            if name.lower() not in {"content-length", "connection"}:
+                self.send_header(name, value)
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+    do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _handle
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@contextmanager
+def _threaded(server: Any) -> Iterator[None]:
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
-        yield f"http://127.0.0.1:{server.server_port}"
+        yield
     finally:
         server.shutdown()
         thread.join(5)
+        server.server_close()
+
+
+def serve(
+    app: Callable[..., Any], *, keep_alive: bool = False, tls: ssl.SSLContext | None = None
+) -> Generator[str, None, None]:
+    """Serve a WSGI app on a free loopback port until the generator is closed; `keep_alive`
+    keeps connections open between requests (KeepAliveHandler) where werkzeug closes them;
+    `tls` serves HTTPS (for `localhost`, the name in the URL), as the real APIs do."""
+    if keep_alive or tls:
+        server: Any = ThreadingHTTPServer(("127.0.0.1", 0), KeepAliveHandler)
+        server.daemon_threads = True
+        server.app = app
+        if tls:
+            server.socket = tls.wrap_socket(server.socket, server_side=True)
+    else:
+        server = make_server("127.0.0.1", 0, app, threaded=True)
+    with _threaded(server):
+        scheme, host = ("https", "localhost") if tls else ("http", "127.0.0.1")
+        yield f"{scheme}://{host}:{server.server_port}"
 
 
 def decode_stripe_form(pairs: list[tuple[str, str]]) -> dict[str, Any]:

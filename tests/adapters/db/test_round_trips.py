@@ -171,18 +171,8 @@ def test_a_renewal_mail_takes_three_round_trips_and_its_redelivery_one(
     container = Container(settings_factory(database_url=url, database_pool_size=1))
     try:
         emails = container.email_subscriber
-        invoice = {
-            "id": "in_rtm",
-            "customer": customer,
-            "subscription": f"sub_{customer}",
-            "billing_reason": "subscription_cycle",
-            "amount_paid": 1900,
-            "currency": "usd",
-            "lines": {"data": [{"price": {"id": "price_demo_team_monthly"}}]},
-        }
-        body = stripe_event("invoice.paid", invoice, created=T0, event_id="evt_rtm")
-        renewal = parse_event(json.loads(body))
-        warm = stripe_event("invoice.paid", {**invoice, "id": "in_w"}, event_id="evt_rtm_warm")
+        renewal = parse_event(json.loads(renewal_body(customer, "evt_rtm")))
+        warm = renewal_body(customer, "evt_rtm_warm")
         assert emails(parse_event(json.loads(warm))) == "sent invoice-paid"  # the pool is open
         counter.reset()
         assert emails(renewal) == "sent invoice-paid"
@@ -192,3 +182,43 @@ def test_a_renewal_mail_takes_three_round_trips_and_its_redelivery_one(
         assert counter.turns == 1
     finally:
         container.close()
+
+
+def test_a_batch_of_renewal_mails_takes_three_round_trips_and_its_redelivery_one(
+    counted: tuple[TurnCounter, str], settings_factory: Callable[..., Settings], db: Database
+) -> None:
+    """What the pull consumer hands e-mail: eight renewals of eight customers, looked up,
+    claimed and recorded together."""
+    counter, url = counted
+    seed_demo_products(db)
+    linked = customers(db, "rtb", 8)
+    container = Container(settings_factory(database_url=url, database_pool_size=1))
+    try:
+        emails = container.email_subscriber
+        batch = [
+            parse_event(json.loads(renewal_body(customer, f"evt_rtb{n}")))
+            for n, customer in enumerate(linked)
+        ]
+        warm = parse_event(json.loads(renewal_body(linked[0], "evt_rtb_warm")))
+        assert emails.send_many([warm]) == ["sent invoice-paid"]  # the pool is open
+        counter.reset()
+        assert emails.send_many(batch) == ["sent invoice-paid"] * 8
+        assert counter.turns == 3
+        counter.reset()
+        assert emails.send_many(batch) == ["duplicate"] * 8
+        assert counter.turns == 1
+    finally:
+        container.close()
+
+
+def renewal_body(customer: str, event_id: str) -> bytes:
+    invoice = {
+        "id": f"in_{event_id}",
+        "customer": customer,
+        "subscription": f"sub_{customer}",
+        "billing_reason": "subscription_cycle",
+        "amount_paid": 1900,
+        "currency": "usd",
+        "lines": {"data": [{"price": {"id": "price_demo_team_monthly"}}]},
+    }
+    return stripe_event("invoice.paid", invoice, created=T0, event_id=event_id)

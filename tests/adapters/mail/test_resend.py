@@ -4,24 +4,27 @@ honoured), a refused message given up at once, a stuck API abandoned at the dead
 from __future__ import annotations
 
 import logging
+import ssl
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
 
 from adapters.mail.message import MailError, UndeliverableEmail, send_email
 from adapters.mail.resend import ResendMailer
 from tests.conftest import serving
-from tests.fakes.http import hanging_server
+from tests.fakes.http import hanging_server, serve
 from tests.fakes.resend import FakeResend
+from tests.pooler import authority
 
 SENDER = "Acme Team <hello@acme.example.com>"
 
 
 @pytest.fixture(scope="module")
 def served() -> Iterator[FakeResend]:
-    yield from serving(FakeResend())
+    yield from serving(FakeResend(), keep_alive=True)
 
 
 @pytest.fixture
@@ -76,6 +79,35 @@ def test_several_sends_are_in_flight_at_once_in_one_process(fake: FakeResend) ->
 
     assert len(fake.delivered) == 8
     assert fake.max_in_flight >= 3
+
+
+def test_sends_reuse_kept_alive_connections(fake: FakeResend) -> None:
+    # The SDK's own client opens a connection (in production, a TLS session) per e-mail.
+    mailer = ResendMailer("re_test", fake.server.url, timeout=5, rate_per_second=1000)
+
+    for n in range(10):
+        send(mailer, n)
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        list(pool.map(lambda n: send(mailer, n), range(10, 50)))
+
+    calls = fake.server.calls("POST", "/emails")
+    assert len(calls) == 50
+    assert len({c.client_port for c in calls[:10]}) == 1
+    assert len({c.client_port for c in calls}) <= 4
+
+
+def test_a_connection_resend_closed_is_retried_with_the_same_key(fake: FakeResend) -> None:
+    mailer = ResendMailer("re_test", fake.server.url, timeout=5, rate_per_second=1000)
+    send(mailer, 1)
+    fake.server.close_connections()  # Resend's idle timeout, between two sends
+
+    send(mailer, 2)
+
+    assert [c.headers["Idempotency-Key"] for c in fake.server.calls("POST", "/emails")] == [
+        "evt_1/invoice-paid",
+        "evt_2/invoice-paid",
+    ]
+    assert len(fake.delivered) == 2
 
 
 def test_two_mailers_never_send_with_each_others_key(fake: FakeResend) -> None:
@@ -151,3 +183,32 @@ def test_a_stuck_resend_is_abandoned_at_the_deadline() -> None:
             send(mailer)
     # Three attempts of 0.3 s plus backoff: seconds, not the SDK's default 30 s per attempt.
     assert time.monotonic() - started < 10
+
+
+@pytest.fixture(scope="module")
+def over_tls(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[FakeResend, Path]]:
+    """Resend over HTTPS, its certificate signed by a CA of the test's own."""
+    tls = authority(tmp_path_factory.mktemp("resend-tls"))
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(tls.cert, tls.key)
+    fake = FakeResend()
+    for url in serve(fake.server, tls=context):
+        fake.server.url = url
+        yield fake, tls.ca
+
+
+def test_tls_is_verified_against_the_environment_s_ca_bundle(
+    over_tls: tuple[FakeResend, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake, ca = over_tls
+    monkeypatch.delenv("REQUESTS_CA_BUNDLE", raising=False)
+    monkeypatch.delenv("CURL_CA_BUNDLE", raising=False)
+    untrusted = ResendMailer("re_test", fake.server.url, timeout=5, rate_per_second=1000)
+    with pytest.raises(MailError, match=r"(?i)certificate verify failed"):
+        send(untrusted, 1)
+    assert fake.delivered == []
+
+    monkeypatch.setenv("REQUESTS_CA_BUNDLE", str(ca))  # read when the mailer first sends
+    trusted = ResendMailer("re_test", fake.server.url, timeout=5, rate_per_second=1000)
+    send(trusted, 2)
+    assert len(fake.delivered) == 1
