@@ -204,7 +204,7 @@ class Container:
         access takes batches into one transaction, on two workers (one applies while the next
         gathers, as the in-process bus does); e-mail takes batches (three round trips each) on
         every thread, since its sends wait on Resend."""
-        from adapters.bus.pull import PullConsumer
+        from adapters.bus.pull import LINGER_SECONDS, PullConsumer
         from adapters.bus.topology import subscription_name
 
         s = self.settings
@@ -215,6 +215,8 @@ class Container:
             handle=self.access_subscriber.apply_many if access else self.email_subscriber.send_many,
             batch_size=s.pull_batch_size if access else self._email_batch_size(),
             workers=2 if access else s.gunicorn_threads,
+            # A receipt can wait a twentieth of a second for others to share its round trips.
+            linger=LINGER_SECONDS if access else 0.05,
             max_messages=s.pull_max_messages,
             emulator_host=s.pubsub_emulator_host,
         )

@@ -62,7 +62,8 @@ class EmailSubscriber:
         """Send what each event calls for: each event's outcome, or what it failed with (to be
         redelivered). Whether each was mailed, with what planning needs, is read for the whole
         batch in one round trip, its e-mails are claimed in one and recorded in one, so a batch
-        costs three round trips, whatever its size. A copy of an event shares its outcome."""
+        costs three round trips, whatever its size. A second copy of an event in the batch (a
+        redelivery) is a duplicate, or fails with the first."""
         unique = list({event.id: event for event in events}.values())
         # An event calls for one e-mail at most, so whether it was mailed is read with what
         # planning needs: a redelivery of one already mailed ends there.
@@ -81,9 +82,16 @@ class EmailSubscriber:
             else:
                 planned.append((event, mail))
         outcomes |= self._send_once(planned)
-        for event in unique:
-            _log_outcome(event, outcomes[event.id])
-        return [outcomes[event.id] for event in events]
+        seen: set[str] = set()
+        results: list[str | Exception] = []
+        for event in events:
+            outcome = outcomes[event.id]
+            if event.id in seen and not isinstance(outcome, Exception):
+                outcome = "duplicate"  # one event delivered twice into one batch
+            seen.add(event.id)
+            _log_outcome(event, outcome)
+            results.append(outcome)
+        return results
 
     def _plan(self, event: Event, facts: sent_emails.Facts) -> PlannedEmail | None:
         to = recipient_in(event)

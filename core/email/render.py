@@ -131,6 +131,9 @@ def _environment(*, html: bool) -> Environment:
         trim_blocks=True,
         lstrip_blocks=True,
         keep_trailing_newline=True,
+        # The templates ship with the code: no file is looked at again on each send (Jinja's
+        # default checks every template's modification time, a tenth of a render).
+        auto_reload=False,
         # HTML templates mark every value they print, so that CSS is inlined into the markup
         # around the values once per shape of e-mail, not once per send (see `_inline`).
         finalize=_mark if html else None,
