@@ -67,8 +67,9 @@ class Measured:
         return (
             f"{self.system}: acked {self.acked} ({self.ack_rate:.0f}/s, p99 {self.p99_ms:.0f} ms),"
             f" refused {int(self.load['status_errors'])};"
-            f" applied {self.applied} ({self.applied_rate:.0f}/s),"
-            f" e-mails {self.emails_sent} ({self.email_rate:.0f}/s);"
+            f" applied {self.applied} ({self.applied_rate:.0f}/s, last {self.effects_seconds:.1f} s"
+            f" after the first request), e-mails {self.emails_sent} ({self.email_rate:.0f}/s,"
+            f" last {self.emails_seconds:.1f} s after);"
             f" backlog at end of load {self.backlog}; peak RSS {self.peak_rss_mb:.0f} MB;"
             f" CPU ms/applied {self.ms_per_applied():.2f} ({stages or 'one process'}),"
             f" Postgres {1000 * self.postgres_cpu / max(self.applied, 1):.2f};"
@@ -84,6 +85,7 @@ def report(results: list[Measured], args: argparse.Namespace) -> None:
         f"\n{args.connections} connections, {args.duration:.0f} s, {args.customers} customers,"
         f" {args.rounds} round(s); median of rounds; CPU ms per applied event (Postgres apart)"
         + (f"; Postgres {args.pg_latency_ms:g} ms away each way" if args.pg_latency_ms else "")
+        + (f", behind PgBouncer (transaction mode, pool {args.pooler})" if args.pooler else "")
     )
     head = ("system", "ack/s", "p99 ms", "applied/s", "e-mails", "mailed/s", "backlog", "RSS MB")
     print(

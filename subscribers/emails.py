@@ -167,9 +167,16 @@ class EmailSubscriber:
 
     def _send(self, event: Event, planned: PlannedEmail) -> sent_emails.Sent:
         """Render and send one claimed e-mail; InvalidEvent (its claim released) when it can
-        never be sent, MailError (claim held) when Resend failed."""
+        never be sent, MailError when Resend failed (the caller releases the claims)."""
         try:
             content = self._render(planned)
+        except Exception:
+            # Nothing was sent (bad data, or no sign-in link to be had): the redelivery may
+            # claim it again at once rather than after the lease.
+            with contextlib.suppress(Exception):
+                sent_emails.release(self.db, event_id=event.id, kind=planned.kind)
+            raise
+        try:
             result = send_email(
                 self.mailer,
                 to=planned.to,
@@ -180,12 +187,9 @@ class EmailSubscriber:
                 reply_to=self.reply_to,
                 idempotency_key=f"{event.id}/{planned.kind}",
             )
-        except (UndeliverableEmail, ValueError) as exc:  # InvalidEvent is a ValueError
-            # An address Resend refuses stays refused, and bad data never gets better: drop it
-            # loudly instead of retrying.
+        except (UndeliverableEmail, ValueError) as exc:
+            # An address Resend refuses stays refused: drop it loudly instead of retrying.
             sent_emails.release(self.db, event_id=event.id, kind=planned.kind)
-            if isinstance(exc, InvalidEvent):
-                raise
             raise InvalidEvent(f"cannot send {planned.kind}: {exc}") from exc
         provider_id = str(result.get("id")) if result.get("id") else None
         return sent_emails.Sent(event.id, planned.kind, planned.to, provider_id)

@@ -44,6 +44,9 @@ class FakeSupabaseAuth:
     # The secret API keys the admin routes take (legacy service_role, today's sb_secret_).
     secret_keys: frozenset[str] = frozenset({"service-role-key", SECRET_KEY})
     links: list[str] = field(default_factory=list)
+    # The next this many sign-in links find Auth unavailable (503 from the gateway, as in an
+    # outage or a restart).
+    unavailable: int = 0
     # Supabase Auth writes its users into the project's own Postgres; so does this fake.
     database_url: str | None = None
 
@@ -57,6 +60,7 @@ class FakeSupabaseAuth:
         self.server.reset()
         self.codes.clear()
         self.links.clear()
+        self.unavailable = 0
 
     def rotate(self) -> None:
         """The standby key signs from now on; a new standby is published; the retired key
@@ -160,6 +164,11 @@ class FakeSupabaseAuth:
         """As GoTrue: a magic link for an existing user, with the hashed token and redirect."""
         if (denied := self._service_role_only(request)) is not None:
             return denied
+        if self.unavailable > 0:
+            self.unavailable -= 1
+            return json_response(
+                {"message": "An invalid response was received from the upstream server"}, 503
+            )
         body = request.get_json()
         assert self.database_url is not None
         with psycopg.connect(self.database_url) as conn:

@@ -5,18 +5,22 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from datetime import UTC, datetime
 
 import pytest
 
+from adapters.accounts import AccountError
 from adapters.db import sent_emails
 from adapters.db.pool import Database
 from adapters.db.products import seed_demo_products
 from adapters.mail.message import MailError
-from core.events import Event, InvalidEvent, parse_event
+from core.access import ACCOUNT_INVITED
+from core.events import Event, InvalidEvent, app_event, parse_event
 from subscribers.emails import EmailSubscriber
 from tests.adapters.db.test_round_trips import renewal_body
 from tests.conftest import Api
 from tests.fakes.resend import FakeResend
+from tests.fakes.supabase import FakeSupabaseAuth
 from tests.subscribers.test_access_batches import customers
 
 SENT = "sent invoice-paid"
@@ -121,3 +125,36 @@ def test_a_batch_whose_record_fails_is_sent_again_with_the_same_keys(
     keys = [r.headers["Idempotency-Key"] for r in resend.server.calls("POST", "/emails")]
     assert sorted(keys) == sorted(2 * [f"{e.id}/invoice-paid" for e in batch])
     assert len(resend.delivered) == 3  # Resend answered the second sends with the first
+
+
+def test_a_sign_in_link_auth_cannot_make_leaves_no_claim_so_the_redelivery_sends_at_once(
+    api_factory: Callable[..., Api],
+    resend: FakeResend,
+    supabase_fake: FakeSupabaseAuth,
+    db: Database,
+) -> None:
+    supabase_fake.reset()
+    api = api_factory(
+        supabase_secret_key="service-role-key",
+        resend_api_key="re_test_key",
+        resend_api_url=resend.server.url,
+    )
+    mail = api.container.email_subscriber
+    api.container.accounts.ensure(email="guest-down@example.com", name="Ada")
+    invited, _ = app_event(
+        ACCOUNT_INVITED,
+        event_id="invited_evt_auth_down",
+        obj={"email": "guest-down@example.com", "name": "Ada", "price_id": None},
+        created=datetime.now(UTC),
+    )
+    supabase_fake.unavailable = 1
+
+    [failed] = mail.send_many([invited])
+
+    assert isinstance(failed, AccountError)  # retried, not dropped
+    assert claims(db) == []  # not held for the lease: nothing was sent
+    assert resend.delivered == []
+
+    assert mail.send_many([invited]) == ["sent signin-link"]
+    [sent] = resend.delivered
+    assert supabase_fake.links[-1] in sent["text"]
