@@ -16,6 +16,7 @@ import contextlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -27,7 +28,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import psutil
-from load import Events, signature
+from load import WEBHOOK_PATH, Events, signature
 from measure import Measured, report
 from network import delayed
 from resend_sink import resend_sink
@@ -102,21 +103,39 @@ def write_events(path: Path, events: Events, count: int) -> None:
 
 
 def wrk(
-    port: int, path: Path, args: argparse.Namespace, duration: float, limit: int = 0
+    port: int,
+    path: Path,
+    args: argparse.Namespace,
+    duration: float,
+    limit: int = 0,
+    route: str = WEBHOOK_PATH,
 ) -> dict[str, float]:
-    """wrk's summary after `duration` s, or (`limit`) once about that many were answered."""
+    """wrk's summary after `duration` s, or (`limit`) once about that many were answered (a
+    burst handed over: its effects are then counted as they come); the records of `path` go
+    to `route`."""
     threads, seconds = 2, max(1, round(duration))
     command = [
         require_wrk(),
         *(f"-t{threads}", f"-c{args.connections}", f"-d{seconds}s", "--timeout=30s"),
         *("-s", str(LUA), f"http://127.0.0.1:{port}"),
     ]
-    env = os.environ | {"BENCH_EVENTS": str(path), "BENCH_THREADS": str(threads)}
-    env |= {"BENCH_LIMIT": str(limit)}
-    done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
-    if done.returncode != 0:
-        raise RuntimeError(f"wrk failed: {done.stderr.strip() or done.stdout.strip()}")
-    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+    with tempfile.TemporaryDirectory(prefix="wrk-") as done_dir:
+        env = os.environ | {"BENCH_EVENTS": str(path), "BENCH_THREADS": str(threads)}
+        env |= {"BENCH_LIMIT": str(limit), "BENCH_ROUTE": route, "BENCH_DONE": done_dir}
+        process = subprocess.Popen(
+            command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        while process.poll() is None:
+            if limit and len(os.listdir(done_dir)) >= threads:
+                # wrk runs out its -d even when every thread has stopped; SIGINT ends it with
+                # its summary.
+                process.send_signal(signal.SIGINT)
+                break
+            time.sleep(0.2)
+        out, err = process.communicate()
+    if process.returncode != 0:
+        raise RuntimeError(f"wrk failed: {err.strip() or out.strip()}")
+    return dict(json.loads(out.strip().splitlines()[-1]))
 
 
 def cpu(system: System) -> dict[str, float]:
@@ -198,7 +217,8 @@ def run(system: System, database_url: str, args: argparse.Namespace, tag: str) -
     # wrk spends seconds reading the events before the first request: the load began here.
     started = time.monotonic() - m.load["duration_us"] / 1e6
     m.load_seconds = m.load["duration_us"] / 1e6
-    m.backlog = m.acked - system.applied(database_url, tag)[0]
+    # wrk stops without reading the answers in flight: those were applied, never counted acked.
+    m.backlog = max(0, m.acked - system.applied(database_url, tag)[0])
     m.peak_rss_mb = rss_mb(system)
     drain(system, database_url, tag, m, started, limit=args.drain)
     m.peak_rss_mb = max(m.peak_rss_mb, rss_mb(system))

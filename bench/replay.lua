@@ -1,7 +1,9 @@
 -- wrk script: POST pre-signed Stripe events from the file named by BENCH_EVENTS, each once in
 -- order (thread t of n takes records t, t+n, ...), wrapping around when a thread runs out.
 -- Record format: "<Stripe-Signature>\n<length>\n<body>". Prints one JSON line at the end.
--- BENCH_LIMIT (optional): a burst; each thread stops once its share of that many is answered.
+-- BENCH_LIMIT (optional): a burst; each thread stops once its share of that many is answered,
+-- and leaves a file named for itself in the folder BENCH_DONE names.
+-- BENCH_ROUTE (optional): where to post them; the webhook by default.
 local threads = {}
 local counter = 0
 
@@ -15,6 +17,7 @@ function init(args)
   local n = tonumber(os.getenv("BENCH_THREADS"))
   local file = assert(io.open(os.getenv("BENCH_EVENTS"), "rb"))
   requests, index, sent, answered = {}, 0, 0, 0
+  local route = os.getenv("BENCH_ROUTE") or "/api/webhook/payments"
   share = tonumber(os.getenv("BENCH_LIMIT") or "0") / n
   local record = 0
   while true do
@@ -24,7 +27,7 @@ function init(args)
     local body = file:read(length)
     if record % n == id then
       local headers = {["Content-Type"] = "application/json", ["Stripe-Signature"] = sig}
-      table.insert(requests, wrk.format("POST", "/api/webhook/payments", headers, body))
+      table.insert(requests, wrk.format("POST", route, headers, body))
     end
     record = record + 1
   end
@@ -40,6 +43,12 @@ end
 function response(status, headers, body)
   answered = answered + 1
   if share > 0 and answered >= share then
+    if not finished then
+      -- wrk itself runs out its -d: the bench stops it once every thread has said so.
+      finished = true
+      local mark = io.open(os.getenv("BENCH_DONE") .. "/" .. id, "w")
+      if mark then mark:close() end
+    end
     wrk.thread:stop()
   end
 end

@@ -61,7 +61,9 @@ def postgres_cpu(database_url: str) -> float:
 
 
 def tree_cpu(pid: int) -> float:
-    """CPU seconds (user + system) of a process and its live descendants."""
+    """CPU seconds (user + system) of a process and its live descendants, and of the children
+    they have reaped: a Postgres backend that PgBouncer closed, or a worker that was replaced,
+    would otherwise take its CPU with it and the difference of two readings could go negative."""
     total = 0.0
     try:
         root = psutil.Process(pid)
@@ -71,7 +73,7 @@ def tree_cpu(pid: int) -> float:
     for process in processes:
         with contextlib.suppress(psutil.NoSuchProcess):
             times = process.cpu_times()
-            total += times.user + times.system
+            total += times.user + times.system + times.children_user + times.children_system
     return total
 
 
@@ -79,7 +81,10 @@ def server_env(scratch: Path, database_url: str, **settings: str) -> dict[str, s
     """A server's environment: this machine's service settings left out, ours put in."""
     names = {name.upper() for name in Settings.model_fields}
     env = {k: v for k, v in os.environ.items() if k not in names}
+    # bin/serve runs `python` from PATH: this interpreter's, as under `uv run`.
+    path = os.pathsep.join((str(Path(sys.executable).parent), env.get("PATH", "")))
     return env | {
+        "PATH": path,
         "APP_ENV": "test",
         # Logs as on Cloud Run (which sets K_SERVICE): one JSON object a line.
         "K_SERVICE": f"bench-{settings.get('function_target', 'api')}",
