@@ -11,11 +11,9 @@ send, as the SDK is.
 from __future__ import annotations
 
 import json as jsonlib
-import os
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
-from urllib.request import getproxies_environment, proxy_bypass
 
 import certifi
 import urllib3
@@ -30,8 +28,8 @@ class KeptAliveClient(HTTPClient):
 
     def __init__(self, timeout: float, *, connections: int, url: str) -> None:
         self._timeout = urllib3.Timeout(total=timeout)
-        options: dict[str, Any] = {"maxsize": connections, "ca_certs": _ca_bundle()}
-        proxy = _proxy(url)
+        proxy, ca_bundle = _environment(url)
+        options: dict[str, Any] = {"maxsize": connections, "ca_certs": ca_bundle}
         self._pool: urllib3.PoolManager = (
             urllib3.ProxyManager(proxy, **options) if proxy else urllib3.PoolManager(**options)
         )
@@ -63,15 +61,16 @@ class KeptAliveClient(HTTPClient):
         self._pool.clear()
 
 
-def _proxy(url: str) -> str | None:
-    """The proxy the environment names for `url` (HTTPS_PROXY, NO_PROXY), if any."""
-    parts = urlsplit(url)
-    if parts.hostname and proxy_bypass(parts.hostname):
-        return None
-    return getproxies_environment().get(parts.scheme)
+def _environment(url: str) -> tuple[str | None, str]:
+    """The proxy (HTTPS_PROXY, NO_PROXY) and CA bundle (REQUESTS_CA_BUNDLE, CURL_CA_BUNDLE,
+    else certifi's) that requests, the SDK's own client, would take from the environment
+    for `url`: asked of requests once, so that sends through this pool trust and route as
+    the SDK's did."""
+    import requests
 
-
-def _ca_bundle() -> str:
-    """The CA bundle requests would take from the environment, else certifi's, as requests."""
-    found = os.environ.get("REQUESTS_CA_BUNDLE") or os.environ.get("CURL_CA_BUNDLE")
-    return found or certifi.where()
+    with requests.Session() as session:
+        found = session.merge_environment_settings(url, {}, None, None, None)
+    verify = found["verify"]
+    return found["proxies"].get(urlsplit(url).scheme), (
+        verify if isinstance(verify, str) else certifi.where()
+    )
