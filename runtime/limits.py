@@ -48,8 +48,8 @@ def install(app: Flask, settings: Settings) -> Limiter:
             app.view_functions[endpoint] = limited
 
     # The limits live on their routes (the wrappers above), which check them when called. The
-    # extension's own before-request check looks for default limits on every request, finds
-    # none, and cost a tenth of the webhook's CPU during Stripe's bursts: it is taken out.
+    # extension's own before-request check looks for default limits on every request and
+    # finds none: it is taken out (bench/README.md measured it at about 0.04 ms a webhook).
     app.before_request_funcs[None].remove(limiter._check_request_limit)
 
     def too_many(exc: RateLimitExceeded) -> ResponseReturnValue:
