@@ -2,7 +2,7 @@
 
 Each instance counts on its own: a client spread over N instances gets up to N times the limit.
 That is the price of needing no shared store; Cloud Armor in front of the service is the global
-layer (README, "Security model").
+layer (docs/security.md, "The limits are per instance").
 """
 
 from __future__ import annotations

@@ -65,7 +65,7 @@ class PubSub:
 
 @pytest.fixture(scope="session", name="pubsub")
 def pubsub_fixture() -> Iterator[PubSub]:
-    """The real Pub/Sub emulator (fails the tests when it cannot run; see README)."""
+    """The real Pub/Sub emulator (fails the tests when it cannot run; see docs/testing.md)."""
     try:
         emulator = pubsub_emulator.start(project=PROJECT)
     except pubsub_emulator.EmulatorUnavailable as exc:

@@ -1,8 +1,8 @@
 """cloudbuild.yaml parses, names what exists, and speaks the installed gcloud's language.
 
-Every `gcloud` call in its scripts (and in docs/deploy.md) is checked against the installed
-Google Cloud CLI's own `--help`: the command exists and knows each flag. gcloud is slow to start,
-so each command's help is fetched once, in parallel.
+Every `gcloud` call in its scripts (and in the shell blocks of the README and of docs/) is
+checked against the installed Google Cloud CLI's own `--help`: the command exists and knows each
+flag. gcloud is slow to start, so each command's help is fetched once, in parallel.
 """
 
 from __future__ import annotations
@@ -23,7 +23,8 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG = ROOT / "cloudbuild.yaml"
-DOCS = ROOT / "docs" / "deploy.md"
+# Every page a reader may copy commands from.
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 
 # Cloud Build's default substitutions.
 BUILTINS = {
@@ -171,8 +172,10 @@ def gcloud_calls(text: str) -> Iterator[list[str]]:
 
 
 def _doc_scripts() -> Iterator[tuple[str, str]]:
-    blocks = re.findall(r"```(?:bash|sh|shell)\n(.*?)```", DOCS.read_text(), re.S)
-    yield from ((f"docs/deploy.md block {n}", block) for n, block in enumerate(blocks, 1))
+    for page in DOCS:
+        blocks = re.findall(r"```(?:bash|sh|shell)\n(.*?)```", page.read_text(), re.S)
+        name = page.relative_to(ROOT)
+        yield from ((f"{name} block {n}", block) for n, block in enumerate(blocks, 1))
 
 
 def _all_calls(config: dict[str, Any]) -> list[tuple[str, list[str]]]:
