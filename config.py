@@ -237,7 +237,8 @@ class Settings(BaseSettings):
     # external load balancer in front of Cloud Run: 2); the client is the entry before them.
     trusted_proxy_hops: int = Field(default=1, ge=0, le=5)
 
-    # Pub/Sub push authentication on the subscriber targets (off while PUSH_AUDIENCE is unset).
+    # Pub/Sub push authentication on the subscriber targets: the token's audience and account.
+    # Unset, a push target refuses every push (401); production refuses to start without them.
     push_audience: str | None = None
     push_service_account: str | None = None
     push_certs_url: AnyHttpUrl = AnyHttpUrl("https://www.googleapis.com/oauth2/v1/certs")
@@ -392,6 +393,17 @@ class Settings(BaseSettings):
             )
         if self.event_bus != "pubsub":
             raise MissingSecretsError("APP_ENV=production requires EVENT_BUS=pubsub")
+        return self
+
+    @model_validator(mode="after")
+    def _production_push(self) -> Settings:
+        # Without them a push target could not tell Pub/Sub's pushes from anyone's.
+        pushed = self.function_target in TARGETS and self.subscriber_delivery == "push"
+        if self.is_production and pushed and self.push_audience is None:
+            raise MissingSecretsError(
+                f"APP_ENV=production refuses to start; the {self.function_target} push target"
+                " checks Pub/Sub's push token: set PUSH_AUDIENCE and PUSH_SERVICE_ACCOUNT"
+            )
         return self
 
     @property

@@ -109,10 +109,11 @@ def wrk(
     duration: float,
     limit: int = 0,
     route: str = WEBHOOK_PATH,
+    authorization: str | None = None,
 ) -> dict[str, float]:
     """wrk's summary after `duration` s, or (`limit`) once about that many were answered (a
     burst handed over: its effects are then counted as they come); the records of `path` go
-    to `route`."""
+    to `route`, with `authorization` as their Authorization header when given."""
     threads, seconds = 2, max(1, round(duration))
     command = [
         require_wrk(),
@@ -122,6 +123,8 @@ def wrk(
     with tempfile.TemporaryDirectory(prefix="wrk-") as done_dir:
         env = os.environ | {"BENCH_EVENTS": str(path), "BENCH_THREADS": str(threads)}
         env |= {"BENCH_LIMIT": str(limit), "BENCH_ROUTE": route, "BENCH_DONE": done_dir}
+        if authorization:
+            env["BENCH_AUTHORIZATION"] = authorization
         process = subprocess.Popen(
             command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
         )

@@ -30,8 +30,18 @@ from systems import CACHE, PROJECT, System, require_wrk
 
 from adapters.bus.topology import ensure_topology
 from dev import pubsub_emulator
+from dev.local_google import PUSH_ACCOUNT, id_token_claims, new_key, remove_signature, sign
 
 TOPIC = "bench-push"
+# The target checks Pub/Sub's push token; wrk sends it as Cloud Run forwards it once its invoker
+# check verified it (signature removed), so the target checks its claims as in production.
+AUDIENCE = "https://bench-push.run.invalid"
+
+
+def push_token() -> str:
+    """An hour's push token of the local push account, its signature removed."""
+    claims = id_token_claims(audience=AUDIENCE, email=PUSH_ACCOUNT)
+    return remove_signature(sign(claims, new_key(), "bench-1"))
 
 
 def arguments() -> argparse.Namespace:
@@ -55,7 +65,7 @@ def arguments() -> argparse.Namespace:
 
 
 def write_pushes(path: Path, events: Events, count: int, subscription: str) -> None:
-    """Push envelopes in replay.lua's records (no signature: Pub/Sub sends none)."""
+    """Push envelopes in replay.lua's records (no Stripe signature: Pub/Sub sends none)."""
     with path.open("wb") as out:
         for i in range(count):
             body = events.body(i)
@@ -93,7 +103,10 @@ def push(
     subscription = f"projects/{PROJECT}/subscriptions/{TOPIC}-{args.target}"
     write_pushes(path, events, count or args.events, subscription)
     seconds = 60 if count else args.duration
-    return wrk(system.port, path, args, seconds, limit=count, route="/")
+    authorization = f"Bearer {push_token()}"
+    return wrk(
+        system.port, path, args, seconds, limit=count, route="/", authorization=authorization
+    )
 
 
 def wait_for(system: System, url: str, prefix: str, target: str, want: int) -> float:
@@ -130,6 +143,8 @@ def main() -> None:
             "google_cloud_project": PROJECT,
             "pubsub_topic": TOPIC,
             "pubsub_emulator_host": emulator.host,
+            "push_audience": AUDIENCE,
+            "push_service_account": PUSH_ACCOUNT,
         }
         env = server_env(scratch, remote, **settings, **sink.settings())
         with gunicorn(

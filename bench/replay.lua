@@ -4,6 +4,7 @@
 -- BENCH_LIMIT (optional): a burst; each thread stops once its share of that many is answered,
 -- and leaves a file named for itself in the folder BENCH_DONE names.
 -- BENCH_ROUTE (optional): where to post them; the webhook by default.
+-- BENCH_AUTHORIZATION (optional): an Authorization header for every request (a push token).
 local threads = {}
 local counter = 0
 
@@ -18,6 +19,7 @@ function init(args)
   local file = assert(io.open(os.getenv("BENCH_EVENTS"), "rb"))
   requests, index, sent, answered = {}, 0, 0, 0
   local route = os.getenv("BENCH_ROUTE") or "/api/webhook/payments"
+  local authorization = os.getenv("BENCH_AUTHORIZATION")
   share = tonumber(os.getenv("BENCH_LIMIT") or "0") / n
   local record = 0
   while true do
@@ -27,6 +29,7 @@ function init(args)
     local body = file:read(length)
     if record % n == id then
       local headers = {["Content-Type"] = "application/json", ["Stripe-Signature"] = sig}
+      if authorization then headers["Authorization"] = authorization end
       table.insert(requests, wrk.format("POST", route, headers, body))
     end
     record = record + 1

@@ -20,7 +20,8 @@ from servers import ROOT, gunicorn, server_env, spawn
 
 from adapters.bus.topology import ensure_topology
 from config import DEV_WEBHOOK_SECRET
-from dev import pubsub_emulator
+from dev import local_google, pubsub_emulator
+from dev.local_google import PUSH_ACCOUNT
 
 SYNC_ENGINE = {"@supabase/stripe-sync-engine": "0.48.5", "stripe": "23.1.0"}
 CACHE = ROOT / ".data" / "bench"
@@ -131,6 +132,9 @@ def pubsub(
     StreamingPull (`bin/serve` with SUBSCRIBER_DELIVERY=pull: access in batches)."""
     with contextlib.ExitStack() as stack:
         emulator = stack.enter_context(pubsub_emulator.running(project=PROJECT))
+        # The emulator pushes through local Google, which attaches Pub/Sub's push token (the
+        # targets refuse a push without one).
+        google = stack.enter_context(local_google.running())
         settings = {
             "event_bus": "pubsub",
             "google_cloud_project": PROJECT,
@@ -149,6 +153,9 @@ def pubsub(
             )
         for target in ("access", "emails"):
             env = server_env(scratch, database_url, function_target=target, **settings, **mail)
+            audience = f"https://bench-{target}.run.invalid"
+            env |= {"PUSH_AUDIENCE": audience, "PUSH_SERVICE_ACCOUNT": PUSH_ACCOUNT}
+            env |= {"PUSH_CERTS_URL": google.certs_url}
             if pull:
                 port = pubsub_emulator.free_port()
                 env |= {"SUBSCRIBER_DELIVERY": "pull", "PORT": str(port)}
@@ -168,7 +175,9 @@ def pubsub(
                 )
             )
             processes[target] = pid
-            endpoints[target] = f"http://127.0.0.1:{port}/"
+            endpoints[target] = google.push_endpoint(
+                target, to=f"http://127.0.0.1:{port}/", audience=audience
+            )
         if not pull:
             ensure_topology(
                 project=PROJECT, topic=topic, push_endpoints=endpoints, emulator_host=emulator.host

@@ -36,8 +36,9 @@ def create_app(target: str | None = None) -> flask.Flask:
     logs.init_app(app, project_id=settings.google_cloud_project)
     # Cloud Run's startup and liveness probes dial the container directly, with no token.
     app.add_url_rule("/healthz", "healthz", _healthz, methods=["GET"])
-    if settings.push_audience and settings.push_service_account:
-        require_push_token(app, settings.push_audience, settings.push_service_account, settings)
+    # Always: a push target without its push settings refuses every push rather than
+    # accepting anyone's (production does not start without them, config.py).
+    require_push_token(app, settings)
     # After the token check: a stranger's body is never read.
     app.before_request(_join_message_trace)
     return app
@@ -60,22 +61,29 @@ def _healthz() -> flask.typing.ResponseReturnValue:
     return flask.jsonify(status="ok")
 
 
-def require_push_token(app: flask.Flask, audience: str, account: str, settings: Settings) -> None:
+def require_push_token(app: flask.Flask, settings: Settings) -> None:
     """Answer 401 to any request but `GET /healthz` without Pub/Sub's OIDC token for this
-    subscription.
+    subscription; to every one of them while PUSH_AUDIENCE and PUSH_SERVICE_ACCOUNT are unset.
 
     Cloud Run's IAM check already keeps strangers out of a private service, and forwards the
     token it verified with the signature removed: that form is accepted on its claims while
     PUSH_INVOKER_IAM_CHECK is on, unless the request came with X-Serverless-Authorization (then
     Cloud Run checked that header and passed `Authorization` through untouched). With the
     invoker check off (`allUsers` as invoker, `--no-invoker-iam-check`), PUSH_INVOKER_IAM_CHECK
-    must be off too, and only a token with Google's signature passes.
+    must be off too, and only a token with Google's signature passes. The deploy verifies after
+    each release that the check stands (docs/deploy.md, "Push authentication").
     """
     from adapters.push_auth import InvalidPushToken, PushVerifier
 
-    verifier = PushVerifier(
-        audience=audience, service_account=account, certs_url=str(settings.push_certs_url)
-    )
+    verifier = None
+    if settings.push_audience and settings.push_service_account:
+        verifier = PushVerifier(
+            audience=settings.push_audience,
+            service_account=settings.push_service_account,
+            certs_url=str(settings.push_certs_url),
+        )
+    else:
+        log.warning("PUSH_AUDIENCE and PUSH_SERVICE_ACCOUNT are unset: every push is refused (401)")
 
     @app.before_request
     def _authenticate() -> flask.typing.ResponseReturnValue | None:
@@ -86,6 +94,8 @@ def require_push_token(app: flask.Flask, audience: str, account: str, settings: 
             settings.push_invoker_iam_check and "X-Serverless-Authorization" not in request.headers
         )
         try:
+            if verifier is None:
+                raise InvalidPushToken("PUSH_AUDIENCE and PUSH_SERVICE_ACCOUNT are unset")
             verifier.verify(request.headers.get("Authorization"), signature_removed_ok=stripped_ok)
         except InvalidPushToken as exc:
             log.warning("push refused: %s", exc)

@@ -30,6 +30,9 @@ PRODUCTION = {
     "STRIPE_PUBLISHABLE_KEY": "pk_live_x",
     "STRIPE_WEBHOOK_SECRET": "whsec_live",
     "RESEND_API_KEY": "re_live",
+    # What cloudbuild.yaml gives the subscriber targets (the api ignores them).
+    "PUSH_AUDIENCE": "https://saas-access-123456789012.europe-west1.run.app",
+    "PUSH_SERVICE_ACCOUNT": "saas-push@my-project.iam.gserviceaccount.com",
 }
 
 
@@ -94,6 +97,39 @@ def test_a_target_starts_without_the_secrets_it_does_not_read(
         if name != unneeded:
             monkeypatch.setenv(name, value)
     assert Settings().function_target == target
+
+
+@pytest.mark.parametrize("target", ["access", "emails"])
+@pytest.mark.parametrize("value", [None, "", " "])
+def test_a_production_push_target_needs_its_push_audience_and_account(
+    monkeypatch: pytest.MonkeyPatch, target: str, value: str | None
+) -> None:
+    for name, setting in {**PRODUCTION, "FUNCTION_TARGET": target}.items():
+        if not name.startswith("PUSH_"):
+            monkeypatch.setenv(name, setting)
+        elif value is not None:
+            monkeypatch.setenv(name, value)
+    with pytest.raises(ValidationError) as refused:
+        Settings()
+    [error] = refused.value.errors()
+    line = str(error["ctx"]["error"])
+    assert "\n" not in line
+    assert line == (
+        f"APP_ENV=production refuses to start; the {target} push target checks Pub/Sub's push"
+        " token: set PUSH_AUDIENCE and PUSH_SERVICE_ACCOUNT"
+    )
+
+
+def test_push_settings_are_not_needed_by_the_api_nor_a_pull_subscriber(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for name, value in PRODUCTION.items():
+        if not name.startswith("PUSH_"):
+            monkeypatch.setenv(name, value)
+    assert Settings().function_target == "api"
+    monkeypatch.setenv("FUNCTION_TARGET", "access")
+    monkeypatch.setenv("SUBSCRIBER_DELIVERY", "pull")
+    assert Settings().subscriber_delivery == "pull"
 
 
 def test_the_api_needs_resend_when_its_test_route_is_on(monkeypatch: pytest.MonkeyPatch) -> None:

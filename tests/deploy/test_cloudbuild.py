@@ -128,7 +128,9 @@ def _rendered(script: str) -> str:
     return _DOLLAR.sub(lambda m: "$" if m["escaped"] else "substituted", script)
 
 
-@pytest.mark.parametrize("step_id", ["check-substitutions", "provision", "deploy", "subscriptions"])
+@pytest.mark.parametrize(
+    "step_id", ["check-substitutions", "provision", "deploy", "subscriptions", "check-private"]
+)
 def test_scripts_are_valid_bash(config: dict[str, Any], step_id: str) -> None:
     script = dict(_scripts(config))[step_id]
     result = subprocess.run(["bash", "-n", "-c", _rendered(script)], capture_output=True, text=True)

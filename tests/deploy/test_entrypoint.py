@@ -27,6 +27,7 @@ import requests
 from gunicorn.config import Config
 
 from config import PRODUCTION_REQUIRED
+from dev.local_google import id_token_claims, new_key, remove_signature, sign
 from tests.helpers import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -182,14 +183,16 @@ PRODUCTION = {name.upper(): f"stand-in-{name}" for name in PRODUCTION_REQUIRED} 
     "SITE_URL": "https://shop.acme.dev",
     "SUPABASE_URL": "https://ref.supabase.co",
     "DATABASE_URL": "postgresql://u:p@127.0.0.1:1/db",
+    "PUSH_AUDIENCE": "https://saas-access-1.europe-west1.run.app",
+    "PUSH_SERVICE_ACCOUNT": "saas-push@demo.iam.gserviceaccount.com",
 }
 
 
 @pytest.fixture
 def checkout(tmp_path: Path) -> Path:
     """The entry-point files beside a stand-in `main.py`."""
-    # `core` too: the logs' trace lives there (core/tracing.py).
-    for name in (*ENTRY_FILES, "core"):
+    # `core` too: the logs' trace lives there (core/tracing.py); and the push token's check.
+    for name in (*ENTRY_FILES, "core", "adapters/__init__.py", "adapters/push_auth.py"):
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         if (ROOT / name).is_dir():
             shutil.copytree(ROOT / name, tmp_path / name, ignore=shutil.ignore_patterns("test*"))
@@ -242,6 +245,11 @@ def accepts_connections(url: str) -> bool:
 def post_event(url: str) -> requests.Response:
     headers = {"ce-id": "evt-1", "ce-source": "test", "ce-type": "demo", "ce-specversion": "1.0"}
     headers["traceparent"] = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+    # The push token as Cloud Run forwards it once its invoker check verified it.
+    claims = id_token_claims(
+        audience=PRODUCTION["PUSH_AUDIENCE"], email=PRODUCTION["PUSH_SERVICE_ACCOUNT"]
+    )
+    headers["Authorization"] = f"Bearer {remove_signature(sign(claims, new_key(), 'k1'))}"
     return requests.post(url, json={}, headers=headers, timeout=15)
 
 

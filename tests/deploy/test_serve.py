@@ -16,14 +16,30 @@ import pytest
 import requests
 
 from adapters.db.pool import Database
+from adapters.db.products import seed_demo_products
 from config import PRODUCTION_REQUIRED_BY_TARGET, Settings
 from core.access import checkout_from
 from core.announcements import Person, access_granted
 from core.events import parse_event
+from dev import local_google
+from dev.local_google import PUSH_ACCOUNT, LocalGoogle
 from dev.processes import environment
 from tests.helpers import create_user, stripe_event, wait_for
+from tests.subscribers.test_targets import completed_body, profile_access, push_envelope
 
 ROOT = Path(__file__).resolve().parents[2]
+# Every production setting but the push ones, plausible and not public.
+PRODUCTION_STAND_INS = {
+    "database_url": "postgresql://u:p@127.0.0.1:1/db",
+    "site_url": "https://shop.acme.dev",
+    "supabase_url": "https://ref.supabase.co",
+    "supabase_publishable_key": "sb_publishable_stand_in",
+    "supabase_secret_key": "sb_secret_stand_in",
+    "stripe_secret_key": "sk_live_stand_in",
+    "stripe_publishable_key": "pk_live_stand_in",
+    "stripe_webhook_secret": "whsec_stand_in",
+    "resend_api_key": "re_stand_in",
+}
 
 
 def free_port() -> int:
@@ -88,11 +104,23 @@ def test_api_answers_on_healthz(serve: Callable[..., str]) -> None:
     assert response.json() == {"status": "ok"}
 
 
+@pytest.fixture
+def google() -> Iterator[LocalGoogle]:
+    with local_google.running() as running:
+        yield running
+
+
 @pytest.mark.parametrize("target", ["access", "emails"])
 def test_subscriber_answers_a_push_request(
-    serve: Callable[..., str], db: Database, target: str
+    serve: Callable[..., str], db: Database, target: str, google: LocalGoogle
 ) -> None:
-    url = serve(target)
+    audience = f"https://saas-{target}.run.invalid"
+    url = serve(
+        target,
+        push_audience=audience,
+        push_service_account=PUSH_ACCOUNT,
+        push_certs_url=google.certs_url,
+    )
     user = create_user(db, "served@example.com")
     body = stripe_event(
         "checkout.session.completed",
@@ -123,10 +151,55 @@ def test_subscriber_answers_a_push_request(
         "message": {"data": base64.b64encode(body).decode(), "messageId": "1", "attributes": {}},
         "subscription": f"projects/p/subscriptions/{target}",
     }
-    response = requests.post(url, json=envelope, timeout=10)
-    assert response.status_code == 200
     table = "processed_events" if target == "access" else "sent_emails"
-    assert db.fetch_all(f"select count(*) as n from public.{table}") == [{"n": 1}]  # noqa: S608
+    count = f"select count(*) as n from public.{table}"  # noqa: S608
+    # Without Pub/Sub's token, refused and nothing done.
+    assert requests.post(url, json=envelope, timeout=10).status_code == 401
+    assert db.fetch_all(count) == [{"n": 0}]
+    token = {"Authorization": f"Bearer {google.token(audience=audience)}"}
+    response = requests.post(url, json=envelope, headers=token, timeout=10)
+    assert response.status_code == 200
+    assert db.fetch_all(count) == [{"n": 1}]
+
+
+@pytest.mark.parametrize("target", ["access", "emails"])
+def test_a_subscriber_without_push_settings_refuses_every_push(
+    serve: Callable[..., str], db: Database, target: str, google: LocalGoogle
+) -> None:
+    url = serve(target, push_certs_url=google.certs_url)
+    seed_demo_products(db)
+    user = create_user(db, "unguarded@example.com")
+    body = completed_body(user)
+    for headers in ({}, {"Authorization": f"Bearer {google.token(audience=url)}"}):
+        response = requests.post(url + "/", json=push_envelope(body), headers=headers, timeout=10)
+        assert (response.status_code, response.json()) == (
+            401,
+            {"error": "Invalid or missing push token"},
+        )
+    assert not profile_access(db, user)
+    assert db.fetch_all("select count(*) as n from public.processed_events") == [{"n": 0}]
+    assert db.fetch_all("select count(*) as n from public.sent_emails") == [{"n": 0}]
+
+
+@pytest.mark.parametrize("target", ["access", "emails"])
+def test_a_production_push_target_without_push_settings_does_not_start(
+    tmp_path: Path, target: str
+) -> None:
+    log = tmp_path / f"{target}.log"
+    env = {
+        **{name.upper(): value for name, value in PRODUCTION_STAND_INS.items()},
+        "APP_ENV": "production",
+        "EVENT_BUS": "pubsub",
+    }
+    process, url = start(target, env, log)
+    process.wait(60)
+    output = log.read_text()
+    assert process.returncode != 0
+    assert not answers(url)
+    assert "Booting worker" not in output
+    [line] = [line for line in output.splitlines() if "PUSH_AUDIENCE" in line]
+    assert "PUSH_SERVICE_ACCOUNT" in line
+    assert f"APP_ENV=production refuses to start; the {target} push target" in line
 
 
 @pytest.mark.parametrize("target", ["api", "access", "emails"])

@@ -49,12 +49,12 @@ gcloud() {
   esac
   return 0
 }
-# No network in a dry run: python3 (the revision URL's lookup, the smoke test) is recorded and
-# answers a placeholder URL.
+# No network in a dry run: python3 (the revision URL's lookup, the smoke test, reading what a
+# service has now) is recorded; the revision URL's lookup answers a placeholder URL.
 python3() {
   record python3 "$@"
   cat > /dev/null
-  echo "https://tagged.run.invalid"
+  case "$*" in *traffic*) echo "https://tagged.run.invalid" ;; esac
 }
 """
 
@@ -236,12 +236,16 @@ def cloudbuild(project: str) -> Topology:
     return _read(calls, prefix=_render(values["_SERVICE_PREFIX"], values))
 
 
-def rendered(project: str) -> tuple[dict[str, str], dict[str, str]]:
-    """Each bash step's script with Cloud Build's substitutions applied, after the step's `env`
-    exported as Cloud Build sets it, and the substitutions' values."""
+def rendered(
+    project: str, substitutions: dict[str, str] | None = None
+) -> tuple[dict[str, str], dict[str, str]]:
+    """Each bash step's script with Cloud Build's substitutions (the defaults, then
+    `substitutions` as `--substitutions` gives them) applied, after the step's `env` exported
+    as Cloud Build sets it, and the substitutions' values."""
     config: dict[str, Any] = yaml.safe_load(CLOUDBUILD.read_text())
     values = {
         **{name: str(value) for name, value in config["substitutions"].items()},
+        **(substitutions or {}),
         "PROJECT_ID": project,
         "PROJECT_NUMBER": PROJECT_NUMBER,
         "BUILD_ID": "dry-run",

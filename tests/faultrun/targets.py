@@ -14,7 +14,10 @@ import psycopg
 from pydantic import SecretStr
 
 from config import Settings
+from dev import local_google
+from dev.local_google import PUSH_ACCOUNT
 from dev.processes import Target, start_target
+from dev.pubsub_emulator import free_port
 
 SUBSCRIBERS = ("access", "emails")
 # Each subscriber's connections say who they are, so that faults can pick them out.
@@ -51,9 +54,11 @@ class Service:
     api: Target
     subscribers: dict[str, Target]
     logs: dict[str, Log]
+    # Where the emulator pushes for each subscriber: local Google, which attaches the push token.
+    push_endpoints: dict[str, str] = field(default_factory=dict)
 
     def endpoints(self) -> dict[str, str]:
-        return {name: target.url + "/" for name, target in self.subscribers.items()}
+        return dict(self.push_endpoints)
 
 
 def settings(
@@ -79,14 +84,27 @@ def settings(
 def running(base: Settings, *, scratch: Path) -> Iterator[Service]:
     """The three targets; stopped on exit."""
     with ExitStack() as stack:
+        # The subscribers refuse a push without Pub/Sub's token: local Google attaches one.
+        google = stack.enter_context(local_google.running())
         started: dict[str, Target] = {}
+        endpoints: dict[str, str] = {}
         for name in ("api", *SUBSCRIBERS):
-            own = base.model_copy(update={"database_url": SecretStr(_named(base, name))})
-            target = start_target(name, own, log=scratch / f"{name}.log")
+            port = free_port()
+            update: dict[str, object] = {"database_url": SecretStr(_named(base, name))}
+            if name in SUBSCRIBERS:
+                audience = f"http://127.0.0.1:{port}"
+                update |= {
+                    "push_audience": audience,
+                    "push_service_account": PUSH_ACCOUNT,
+                    "push_certs_url": google.certs_url,
+                }
+                endpoints[name] = google.push_endpoint(name, to=audience + "/", audience=audience)
+            own = base.model_copy(update=update)
+            target = start_target(name, own, log=scratch / f"{name}.log", port=port)
             stack.callback(target.stop)
             started[name] = target
         api = started.pop("api")
-        yield Service(api, started, {n: Log(t.log) for n, t in started.items()})
+        yield Service(api, started, {n: Log(t.log) for n, t in started.items()}, endpoints)
 
 
 def _named(base: Settings, name: str) -> str:

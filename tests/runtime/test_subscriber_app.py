@@ -1,4 +1,5 @@
-"""The subscriber targets verify Pub/Sub's push token when configured, and answer 401 otherwise.
+"""The subscriber targets verify Pub/Sub's push token, and answer 401 otherwise (to every push
+while PUSH_AUDIENCE and PUSH_SERVICE_ACCOUNT are unset).
 
 Tokens are signed as Google signs them (RS256, `kid` header) by a local key whose certificate
 a local endpoint serves in the format of https://www.googleapis.com/oauth2/v1/certs.
@@ -194,9 +195,15 @@ def test_certificates_are_fetched_once(
     assert len(google.server.calls("GET", "/oauth2/v1/certs")) == 1
 
 
-def test_off_when_not_configured(target: Callable[..., FlaskClient], db: Database) -> None:
-    # Without the Cloud Run front (dev/cloudrun_front.py), the emulator pushes without a token.
-    assert push(target(), db, None) == (200, True)
+@pytest.mark.parametrize("removed", [False, True], ids=["signed", "as-cloud-run-forwards-it"])
+def test_every_push_is_401_when_not_configured(
+    target: Callable[..., FlaskClient], google: GoogleCerts, db: Database, removed: bool
+) -> None:
+    # Outside production too: a target started without its push settings grants nothing.
+    client = target(push_certs_url=f"{google.server.url}/oauth2/v1/certs")
+    assert push(client, db, None) == (401, False)
+    assert push(client, db, google.token(removed=removed)) == (401, False)
+    assert client.get("/healthz").status_code == 200
 
 
 def test_audience_and_account_are_set_together() -> None:
