@@ -11,6 +11,7 @@ import sys
 from typing import Any
 
 from gunicorn import glogging
+
 from config import Settings, SettingsError
 from runtime import lifecycle, logs
 

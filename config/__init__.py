@@ -55,6 +55,6 @@ __all__ = [
     "cors_origin_list",
     "database_url_problem",
     "secret",
-    "unsafe_reason",
     "supabase_key_role",
+    "unsafe_reason",
 ]

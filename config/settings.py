@@ -7,7 +7,7 @@ what the process's target requires must be set and must not be a value published
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError, ValidationInfo, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -69,11 +69,13 @@ class Settings(
 
     model_config = SettingsConfigDict(extra="ignore", frozen=True, populate_by_name=True)
 
-    def __init__(self, **values: Any) -> None:
-        try:
-            super().__init__(**values)
-        except ValidationError as exc:
-            raise readable(exc) from None
+    if not TYPE_CHECKING:  # type checkers keep the signature pydantic gives (each field)
+
+        def __init__(self, **values: Any) -> None:
+            try:
+                super().__init__(**values)
+            except ValidationError as exc:
+                raise readable(exc) from None
 
     @field_validator("*", mode="before")
     @classmethod

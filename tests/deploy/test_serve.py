@@ -139,7 +139,7 @@ def test_production_start_up_names_every_missing_secret(tmp_path: Path, target: 
     assert process.returncode != 0
     assert not answers(url)
     assert "Booting worker" not in output
-    assert "APP_ENV=production refuses to start; missing: DATABASE_URL" in output
+    assert "refusing to start: missing: DATABASE_URL (APP_ENV=production" in output
     for name in PRODUCTION_REQUIRED_BY_TARGET[target]:
         assert name.upper() in output
 
