@@ -30,7 +30,7 @@ from config import PRODUCTION_REQUIRED
 from tests.helpers import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
-ENTRY_FILES = ("bin/serve", "gunicorn.conf.py", "runtime", "config.py", "subscribers")
+ENTRY_FILES = ("bin/serve", "gunicorn.conf.py", "runtime", "config", "subscribers")
 
 
 def instructions() -> list[tuple[str, str]]:
