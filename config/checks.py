@@ -27,14 +27,6 @@ class MissingSetting(RuntimeError):
     built on first use), so the rest of the service runs without it."""
 
 
-class Problems(ValueError):
-    """Raised inside validation with every problem the groups found; becomes a SettingsError."""
-
-    def __init__(self, problems: Sequence[str]) -> None:
-        self.problems = tuple(problems)
-        super().__init__("\n".join(self.problems))
-
-
 def _no_problems(_settings: Settings) -> Iterable[str]:
     return ()
 
@@ -77,7 +69,7 @@ def readable(exc: ValidationError) -> SettingsError:
     lines: list[str] = []
     for error in exc.errors(include_url=False, include_input=False):
         cause = (error.get("ctx") or {}).get("error")
-        if isinstance(cause, Problems):
+        if isinstance(cause, SettingsError):  # the groups' checks, raised inside validation
             lines.extend(cause.problems)
             continue
         message = str(cause) if isinstance(cause, ValueError) else error["msg"]

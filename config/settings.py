@@ -13,7 +13,7 @@ from pydantic import ValidationError, ValidationInfo, field_validator, model_val
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from config import bus, database, delivery, github, limits, mail, serving, site, stripe, supabase
-from config.checks import Problems, readable, unsafe_reason
+from config.checks import SettingsError, readable, unsafe_reason
 from config.serving import TARGETS
 
 # In the order their lines are reported; `Settings` below lists the same fields classes.
@@ -91,7 +91,7 @@ class Settings(
         found = [line for group in GROUPS for line in group.problems(self)]
         found += self._production_problems()
         if found:
-            raise Problems(found)
+            raise SettingsError(found)
         return self
 
     def _production_problems(self) -> list[str]:
