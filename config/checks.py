@@ -64,7 +64,7 @@ def unsafe_reason(value: object, public: frozenset[str]) -> str | None:
 
 
 def readable(exc: ValidationError) -> SettingsError:
-    """One line per problem, `NAME: what is wrong`, without the validation library's framing
+    """One line per problem, each naming the setting, without the validation library's framing
     (its counts, error types, links) or the input, which may be a secret."""
     lines: list[str] = []
     for error in exc.errors(include_url=False, include_input=False):
