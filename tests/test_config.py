@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import pytest
 import stripe
+from pydantic_settings import BaseSettings
 
 from config import (
     DEV_JWT_SECRET,
     DEV_WEBHOOK_SECRET,
+    GROUPS,
     PRODUCTION_OPTIONAL,
     PRODUCTION_REQUIRED,
     PRODUCTION_REQUIRED_BY_TARGET,
@@ -346,3 +348,13 @@ def test_brand_name_defaults_to_the_admin_senders_name(monkeypatch: pytest.Monke
     assert Settings().product_name == "Initech"
     monkeypatch.setenv("BRAND_NAME", "")
     assert Settings().product_name == "Acme"
+
+
+def test_settings_are_exactly_their_groups() -> None:
+    # A group missing from GROUPS would escape its checks and production's rule; one missing
+    # from Settings' bases would not be read at all.
+    assert [group.fields for group in GROUPS] == [
+        base for base in Settings.__bases__ if base is not BaseSettings
+    ]
+    grouped = {name for group in GROUPS for name in group.fields.model_fields}
+    assert grouped == set(Settings.model_fields)
