@@ -11,15 +11,15 @@ import sys
 from typing import Any
 
 from gunicorn import glogging
-from pydantic import ValidationError
 
-from config import Settings
+from config import Settings, SettingsError
 from runtime import lifecycle, logs
 
 try:
     _settings = Settings()
-except ValidationError as exc:
-    print(f"refusing to start: {exc}", file=sys.stderr, flush=True)
+except SettingsError as exc:
+    for problem in exc.problems:
+        print(f"refusing to start: {problem}", file=sys.stderr, flush=True)
     raise SystemExit(1) from None
 
 bind = f"0.0.0.0:{_settings.port}"

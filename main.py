@@ -52,10 +52,14 @@ def root() -> Container:
 def create_app(settings: Settings | None = None, *, container: Container | None = None) -> Flask:
     """The API application; tests pass their own settings or container."""
     from runtime.api import build_api
+    from runtime.cli import one_line_errors
     from runtime.container import Container
 
     if container is None:
-        container = Container(settings) if settings is not None else root()
+        # `flask --app main ...` calls this to find the app: a settings problem ends the
+        # command with one line per problem instead of a traceback.
+        with one_line_errors():
+            container = Container(settings) if settings is not None else root()
     return build_api(container)
 
 

@@ -7,10 +7,12 @@ import logging
 import requests
 from github import Auth, Github, GithubException
 
+from config import MissingSetting
+
 log = logging.getLogger(__name__)
 
 
-class GitHubNotConfigured(RuntimeError):
+class GitHubNotConfigured(MissingSetting):
     """GITHUB_TOKEN is not set."""
 
 

@@ -14,10 +14,12 @@ from typing import Any
 
 import stripe
 
+from config import MissingSetting
+
 log = logging.getLogger(__name__)
 
 
-class PaymentsNotConfigured(RuntimeError):
+class PaymentsNotConfigured(MissingSetting):
     """STRIPE_SECRET_KEY is not set."""
 
 

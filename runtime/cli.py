@@ -1,14 +1,51 @@
-"""Flask CLI commands: `flask --app main migrate`, `seed`, and the groups in `commands/`."""
+"""Flask CLI commands: `flask --app main migrate`, `seed`, and the groups in `commands/`.
+
+A setting that is missing or wrong ends a command with one line per problem (click's
+`Error: ...`, exit status 1), never a traceback: whether the settings themselves cannot be read
+(`one_line_errors` around building the app, in `main.create_app`) or a command needs one that
+is not set (DATABASE_URL, STRIPE_SECRET_KEY: `guarded` around every command registered here).
+"""
 
 from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
 
 import click
 from flask import Flask, current_app
 
 from adapters.db import migrations, products
+from config import MissingSetting, SettingsError
 from runtime.commands.events import events
 from runtime.commands.users import users
 from runtime.container import Container
+
+
+@contextmanager
+def one_line_errors() -> Iterator[None]:
+    """Inside a click command, turn a settings problem into click's one-line error; outside
+    one (gunicorn, a test), let it propagate as it is."""
+    try:
+        yield
+    except (SettingsError, MissingSetting) as exc:
+        if click.get_current_context(silent=True) is None:
+            raise
+        raise click.ClickException(str(exc)) from None
+
+
+def guarded(command: click.Command) -> click.Command:
+    """`command` (a group: each of its subcommands too), ending in one line for a settings
+    problem."""
+    invoke = command.invoke
+
+    def invoke_guarded(ctx: click.Context) -> Any:
+        with one_line_errors():
+            return invoke(ctx)
+
+    # Wrapping the instance keeps each command's own class (Flask's AppGroup, click's Group).
+    command.invoke = invoke_guarded  # type: ignore[method-assign]
+    return command
 
 
 def _container() -> Container:
@@ -33,7 +70,11 @@ def seed_command() -> None:
     click.echo(f"seeded {count} demo product(s)")
 
 
+# Guarded once, when this module is first imported (every app the process builds shares them).
+COMMANDS = tuple(guarded(command) for command in (migrate_command, seed_command, events, users))
+
+
 def register(app: Flask) -> None:
     """Add the commands to the app's CLI."""
-    for command in (migrate_command, seed_command, events, users):
+    for command in COMMANDS:
         app.cli.add_command(command)

@@ -11,7 +11,7 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from config import Settings, secret
+from config import MissingSetting, Settings, secret
 from core.email.render import Brand
 from core.events import Event
 from runtime.lazy import once
@@ -34,11 +34,12 @@ if TYPE_CHECKING:
 
 
 def brand_for(settings: Settings, *, default_site: str) -> Brand:
-    """Who the e-mails speak for: the admin sender's display name, the site, the support inbox."""
-    name = settings.email_from_admin.partition("<")[0].strip().strip('"')
-    product = name.removesuffix(" Team").strip() or "Acme"
+    """Who the e-mails speak for (BRAND_NAME, else the admin sender's display name), the site,
+    the support inbox."""
     site = str(settings.site_url) if settings.site_url else default_site
-    return Brand(product_name=product, site_url=site, support_email=settings.support_email)
+    return Brand(
+        product_name=settings.product_name, site_url=site, support_email=settings.support_email
+    )
 
 
 class Container:
@@ -50,7 +51,7 @@ class Container:
     def database_url(self) -> str:
         """DATABASE_URL; locally, `make run`, `make demo` and the tests start a Postgres."""
         if self.settings.database_url is None:
-            raise RuntimeError(
+            raise MissingSetting(
                 "DATABASE_URL is not set: `make run` starts a local Postgres and prints its URL"
             )
         return self.settings.database_url.get_secret_value()
@@ -116,7 +117,7 @@ class Container:
                 link_lifetime=s.signin_link_lifetime_seconds,
             )
         if s.is_production:
-            raise RuntimeError("SUPABASE_SECRET_KEY is required in production")
+            raise MissingSetting("SUPABASE_SECRET_KEY is required in production")
         if s.supabase_url:
             # Said once, when the subscribers are built (a process builds this once), never
             # discovered later as accounts that Supabase Auth does not know.

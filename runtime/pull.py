@@ -16,10 +16,8 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import FrameType
 
-from pydantic import ValidationError
-
 from adapters.bus.pull import PullConsumer
-from config import Settings
+from config import Settings, SettingsError
 from runtime import logs
 from runtime.container import Container
 
@@ -29,8 +27,9 @@ log = logging.getLogger(__name__)
 def main() -> int:
     try:
         settings = Settings()
-    except ValidationError as exc:
-        print(f"refusing to start: {exc}", file=sys.stderr, flush=True)
+    except SettingsError as exc:
+        for problem in exc.problems:
+            print(f"refusing to start: {problem}", file=sys.stderr, flush=True)
         return 1
     logs.configure(json_output=settings.json_logs, service=settings.service_context)
     if settings.subscriber_delivery != "pull":

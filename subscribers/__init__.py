@@ -2,7 +2,7 @@
 
 `TARGETS` is the one list of subscriber targets: the Cloud Run services, the push
 subscriptions, the in-process bus and `bin/serve` all take their names from it (it is defined
-in config.py, the bottom layer, which checks FUNCTION_TARGET against it).
+in config/serving.py, the bottom layer, which checks FUNCTION_TARGET against it).
 """
 
 from config import TARGETS

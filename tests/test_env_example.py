@@ -1,4 +1,6 @@
-"""`.env.example` documents every setting, each with a comment, and parses as settings."""
+"""The settings' two documents keep step with `config/`: docs/settings.md has a row for every
+field, in its group's table, with its default and production's rule; `.env.example` names only
+real settings, each under a comment, and parses, with bash and as settings, to what it says."""
 
 from __future__ import annotations
 
@@ -10,18 +12,20 @@ from pathlib import Path
 import pytest
 from pydantic import SecretStr
 
-from config import Settings
+from config import GROUPS, PRODUCTION_OPTIONAL, PRODUCTION_REQUIRED_BY_TARGET, Settings
 
-ENV_EXAMPLE = Path(__file__).resolve().parent.parent / ".env.example"
-# Not a contract of DESIGN.md: where local state lives, for tests and tools.
-UNDOCUMENTED = {"DATA_DIR"}
-
+ROOT = Path(__file__).resolve().parent.parent
+ENV_EXAMPLE = ROOT / ".env.example"
+SETTINGS_DOC = ROOT / "docs" / "settings.md"
+FIELDS = {name.upper() for name in Settings.model_fields}
 
 SETTING = re.compile(r"#?\s?([A-Z][A-Z0-9_]+)=")
+HEADING = re.compile(r"^## .*\(`(config/\w+\.py)`\)$")
+ROW = re.compile(r"^\| `([A-Z][A-Z0-9_]+)` \| (.*?) \| (.*) \|\s*(.*?)\s*\|$")
 
 
 def documented() -> dict[str, bool]:
-    """Each setting named in the file, and whether a comment line heads its group."""
+    """Each setting named in .env.example, and whether a comment line heads its group."""
     lines = ENV_EXAMPLE.read_text().splitlines()
     found = {}
     for number, line in enumerate(lines):
@@ -33,12 +37,76 @@ def documented() -> dict[str, bool]:
     return found
 
 
-def test_every_setting_is_documented_with_a_comment() -> None:
-    names = {name.upper() for name in Settings.model_fields} - UNDOCUMENTED
+def doc_tables() -> dict[str, dict[str, tuple[str, str]]]:
+    """docs/settings.md's tables by the module their heading names: each setting's default
+    and production cells."""
+    tables: dict[str, dict[str, tuple[str, str]]] = {}
+    module = None
+    for line in SETTINGS_DOC.read_text().splitlines():
+        if heading := HEADING.match(line):
+            module = heading.group(1)
+            tables[module] = {}
+        elif (row := ROW.match(line)) and module is not None:
+            name, default, _what, production = row.groups()
+            assert name not in tables[module], f"{name} twice in {module}'s table"
+            tables[module][name] = (default, production)
+    return tables
+
+
+def module_of(fields: type) -> str:
+    return fields.__module__.replace(".", "/") + ".py"
+
+
+def test_every_variable_in_the_example_is_a_setting_under_a_comment() -> None:
     found = documented()
-    assert names <= set(found), f"missing from .env.example: {sorted(names - set(found))}"
+    assert set(found) <= FIELDS, f"not settings: {sorted(set(found) - FIELDS)}"
     assert [name for name, commented in found.items() if not commented] == []
-    assert set(found) <= names | {"FUNCTION_TARGET"}
+    # What a founder sets: the keys, the senders, the site.
+    assert {"STRIPE_SECRET_KEY", "SUPABASE_URL", "RESEND_API_KEY", "SITE_URL"} <= set(found)
+    assert {"EMAIL_FROM_ADMIN", "EMAIL_FROM_NOREPLY", "BRAND_NAME"} <= set(found)
+
+
+def test_every_setting_has_a_row_in_its_groups_table() -> None:
+    tables = doc_tables()
+    assert set(tables) == {module_of(group.fields) for group in GROUPS}
+    rows = [name for table in tables.values() for name in table]
+    assert sorted(rows) == sorted(FIELDS), "each setting documented once"
+    for group in GROUPS:
+        # Every group extends APP_ENV's (config/environment.py); serving's table lists it.
+        own = {name.upper() for name in group.fields.model_fields} - {"APP_ENV"}
+        table = set(tables[module_of(group.fields)])
+        assert own <= table <= own | {"APP_ENV"}, module_of(group.fields)
+
+
+def test_the_documented_defaults_are_the_defaults() -> None:
+    for table in doc_tables().values():
+        for name, (default, _) in table.items():
+            value = Settings.model_fields[name.lower()].default
+            if value in (None, ""):
+                assert default.startswith("unset"), name
+            else:
+                assert (quoted := re.fullmatch(r"`([^`]*)`", default)), f"{name}: {default}"
+                assert same(value, quoted.group(1)), name
+
+
+def test_the_documented_production_rules_are_the_rules() -> None:
+    requiring: dict[str, set[str]] = {}
+    for target, names in PRODUCTION_REQUIRED_BY_TARGET.items():
+        for name in names:
+            requiring.setdefault(name.upper(), set()).add(target)
+    for table in doc_tables().values():
+        for name, (_, production) in table.items():
+            if name in requiring:
+                # "required by api, access" (what follows may add when, as for the api's Resend)
+                said = re.match(
+                    r"required by ((?:api|access|emails)(?:, (?:api|access|emails))*)", production
+                )
+                assert said, name
+                assert set(said.group(1).split(", ")) == requiring[name], name
+            else:
+                assert "required by" not in production, name
+            optional = name.lower() in PRODUCTION_OPTIONAL
+            assert optional == production.startswith("optional; a public value is refused"), name
 
 
 def sourced_with_bash(text: str, tmp_path: Path) -> dict[str, str]:
@@ -55,7 +123,7 @@ def sourced_with_bash(text: str, tmp_path: Path) -> dict[str, str]:
     assert done.returncode == 0, done.stderr
     assert done.stderr == ""
     pairs = (item.partition("=") for item in done.stdout.split("\0") if item)
-    return {k: v for k, _, v in pairs if k in EXAMPLE_NAMES}
+    return {k: v for k, _, v in pairs if k in FIELDS}
 
 
 def written(text: str) -> dict[str, str]:
@@ -66,9 +134,6 @@ def written(text: str) -> dict[str, str]:
             value = line[match.end() :]
             found[match.group(1)] = value[1:-1] if value[:1] == value[-1:] == '"' else value
     return found
-
-
-EXAMPLE_NAMES = {name.upper() for name in Settings.model_fields}
 
 
 def uncommented(text: str) -> str:
@@ -85,7 +150,7 @@ def test_bash_sources_the_example_to_exactly_what_it_says(
     exported = sourced_with_bash(text, tmp_path)
     assert exported == written(text)
     assert set(exported) == (set(documented()) if variant != "as shipped" else set(written(text)))
-    assert len(exported) >= 11
+    assert len(exported) >= (15 if variant != "as shipped" else 4)
     for key, value in exported.items():
         monkeypatch.setenv(key, value)
     settings = Settings()
@@ -102,7 +167,7 @@ def test_the_shipped_values_are_the_defaults(tmp_path: Path) -> None:
 
 def same(setting: object, text: str) -> bool:
     """Whether a parsed setting is what `text` says (a URL gains a trailing slash; a blank
-    optional setting is unset, config.py's `_blank_is_unset`)."""
+    optional setting is unset, `Settings._blank_is_unset`)."""
     if setting is None:
         return not text.strip()
     if isinstance(setting, bool):

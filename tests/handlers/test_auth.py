@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pydantic import ValidationError
 
 from adapters.db.pool import Database
 from adapters.supabase_auth import (
@@ -18,6 +17,7 @@ from adapters.supabase_auth import (
     session_cookies,
     storage_key,
 )
+from config import SettingsError
 from tests.conftest import Api
 from tests.fakes.supabase import FakeSupabaseAuth
 
@@ -53,7 +53,7 @@ def test_headers_cannot_redirect_elsewhere(api: Api, headers: dict[str, str]) ->
 def test_production_refuses_to_start_without_site_url(
     production_api: Callable[..., Api],
 ) -> None:
-    with pytest.raises(ValidationError, match="missing: SITE_URL"):
+    with pytest.raises(SettingsError, match="missing: SITE_URL"):
         production_api(site_url=None)
 
 

@@ -18,12 +18,11 @@ import jwt
 import pytest
 import requests
 from cryptography.hazmat.primitives import serialization
-from pydantic import ValidationError
 
 from adapters.db.pool import Database
 from adapters.db.products import seed_demo_products
 from adapters.supabase_auth import encode_value, read_session, storage_key
-from config import SUPABASE_LOCAL_KEYS, Settings, supabase_key_role
+from config import SUPABASE_LOCAL_KEYS, Settings, SettingsError, supabase_key_role
 from tests.conftest import Api
 from tests.fakes.stripe import FakeStripe
 from tests.fakes.supabase import (
@@ -211,7 +210,7 @@ def test_a_key_in_the_wrong_place_is_refused_at_start(
     monkeypatch: pytest.MonkeyPatch, variable: str, value: str
 ) -> None:
     monkeypatch.setenv(variable, value)
-    with pytest.raises(ValidationError, match="holds a"):
+    with pytest.raises(SettingsError, match="holds a"):
         Settings()
 
 
@@ -223,7 +222,7 @@ def test_production_refuses_the_supabase_cli_local_keys(
     variable = "SUPABASE_SECRET_KEY" if role == "secret" else "SUPABASE_PUBLISHABLE_KEY"
     for name, value in {**PRODUCTION, variable: key}.items():
         monkeypatch.setenv(name, value)
-    with pytest.raises(ValidationError, match=f"unsafe: {variable}"):
+    with pytest.raises(SettingsError, match=f"unsafe: {variable}"):
         Settings()
 
 
