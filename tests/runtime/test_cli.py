@@ -58,18 +58,18 @@ def finished(process: subprocess.Popen[str]) -> tuple[int, list[str]]:
             ("migrate",),
             {"APP_ENV": "production", "EVENT_BUS": "pubsub", "FUNCTION_TARGET": "access"},
             [
-                f"{prefix}missing: {name} (APP_ENV=production requires it for the access target)"
-                for prefix, name in zip(
-                    ("Error: ", "", "", "", ""),
-                    (
+                "Error: missing: PUSH_AUDIENCE and PUSH_SERVICE_ACCOUNT (APP_ENV=production: the"
+                " access push target checks Pub/Sub's push token)",
+                *(
+                    f"missing: {name} (APP_ENV=production requires it for the access target)"
+                    for name in (
                         "DATABASE_URL",
                         "SITE_URL",
                         "SUPABASE_URL",
                         "SUPABASE_SECRET_KEY",
                         "STRIPE_SECRET_KEY",
-                    ),
-                    strict=True,
-                )
+                    )
+                ),
             ],
         ),
     ],
