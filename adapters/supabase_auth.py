@@ -72,7 +72,8 @@ def read_session(key: str, cookies: Mapping[str, str]) -> Mapping[str, Any] | No
         numbered = sorted(
             (int(m.group(1)), v)
             for name, v in cookies.items()
-            if (m := re.fullmatch(re.escape(key) + r"\.(\d+)", name))
+            # A few chunks fill a request's headers: a longer number is no chunk of ours.
+            if (m := re.fullmatch(re.escape(key) + r"\.([0-9]{1,3})", name))
         )
         value = "".join(v for _, v in numbered) or None
     if value is None:

@@ -355,3 +355,41 @@ def test_hostile_webhook_signatures_and_bodies_are_refused(probe: Prober) -> Non
             headers={"Stripe-Signature": stripe_signature(body), **JSON},
         )  # fmt: skip
         probe.expect(sent)
+
+
+def test_hostile_values_of_any_other_header_are_refused_or_ignored(probe: Prober) -> None:
+    key = probe.api.container.supabase_auth.cookie_name
+    trace = "4bf92f3577b34da6a3ce929d0e0e4736"
+    values: dict[str, str | bytes] = {
+        "deep": "[" * DEEP,
+        "long": "x" * 7000,
+        "5000 digits": "9" * 5000,
+        "bad UTF-8": b"\xff\xfe\xfd",
+    }
+    headers: dict[str, dict[str, str | bytes]] = {
+        name: dict(values)
+        for name in (
+            "traceparent", "X-Cloud-Trace-Context", "X-Forwarded-For", "X-Forwarded-Proto",
+            "X-Forwarded-Host", "Origin", "Content-Type", "Accept", "Accept-Encoding",
+            "If-None-Match", "Range", "Stripe-Signature",
+        )
+    }  # fmt: skip
+    headers["X-Cloud-Trace-Context"]["a span of 5000 digits"] = f"{trace}/{'9' * 5000};o=1"
+    headers["X-Cloud-Trace-Context"]["a span past 64 bits"] = f"{trace}/{2**64};o=1"
+    headers["traceparent"]["a trace of letters"] = "00-" + "z" * 32 + "-" + "0" * 16 + "-01"
+    # Chunked session cookies numbered past anything @supabase/ssr writes.
+    headers["Cookie"] = {
+        "a chunk numbered with 5000 digits": f"{key}.{'9' * 5000}=x",
+        "a thousand chunks": "; ".join(f"{key}.{n}=x" for n in range(1000)),
+    }
+    routes = [*SIGNED_IN_ROUTES, *OPEN_ROUTES, ("GET", "/api/auth/callback?code=c")]
+    routes += [("POST", path) for path in JSON_ROUTES]
+    routes += [("POST", "/api/webhook/payments")]
+    for header, variants in headers.items():
+        for name, value in variants.items():
+            for method, path in routes:
+                sent = probe.send(
+                    method, path, f"{header} {name}",
+                    headers={header: value}, json=VALID_BODIES.get(path),
+                )  # fmt: skip
+                probe.expect(sent, allowed=(200, 302))
