@@ -161,6 +161,7 @@ def verify_signature(
     """Check Stripe's signature on the raw body (HMAC only: no object tree is built)."""
     if not header:
         raise SignatureError("Missing Stripe-Signature header")
+    signed_at = _signed_at(header)
     try:
         stripe.WebhookSignature.verify_header(payload.decode("utf-8"), header, secret, tolerance)
     except UnicodeDecodeError as exc:
@@ -168,17 +169,29 @@ def verify_signature(
     except stripe.SignatureVerificationError as exc:
         raise SignatureError(str(exc.user_message or exc)) from exc
     # The SDK refuses only the past; a signature dated ahead would stay replayable for as long.
-    if abs(time.time() - _signed_at(header)) > tolerance:
+    if abs(time.time() - signed_at) > tolerance:
         raise SignatureError("Timestamp outside the tolerance zone")
 
 
 def _signed_at(header: str) -> int:
-    """The `t=` of a signature header the SDK has already accepted."""
-    for item in header.split(","):
-        key, _, value = item.strip().partition("=")
-        if key == "t":
-            return int(value)
-    raise SignatureError("Unable to extract timestamp and signatures from header")
+    """The header's one `t=`: the timestamp the SDK signs the body with, read as it reads it.
+
+    The SDK takes the first item named exactly `t`; a second `t` (or one with spaces around its
+    name) could then be read here as another time than the one the signature covers, so a
+    header naming more than one is refused before anything else is.
+    """
+    if not header.isascii():
+        # Checked first: the SDK compares signatures with `hmac.compare_digest`, which raises
+        # TypeError on a non-ASCII string.
+        raise SignatureError("Stripe-Signature header is not ASCII")
+    items = [item.split("=", 2) for item in header.split(",")]
+    timestamps = [item[1] for item in items if item[0].strip() == "t" and len(item) > 1]
+    if len(timestamps) > 1:
+        raise SignatureError("Stripe-Signature header carries more than one timestamp (t=)")
+    try:
+        return int(timestamps[0])
+    except (IndexError, ValueError) as exc:
+        raise SignatureError("Unable to extract timestamp and signatures from header") from exc
 
 
 def sign(payload: bytes, *, secret: str, timestamp: int) -> str:

@@ -12,6 +12,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
+import orjson
 from supabase_auth import SyncGoTrueClient, SyncMemoryStorage
 from supabase_auth.errors import AuthError
 
@@ -43,11 +44,16 @@ def encode_value(data: Any) -> str:
 
 
 def decode_value(value: str) -> Any:
-    """The inverse of `encode_value`; plain (older) JSON values are accepted too."""
+    """The inverse of `encode_value`; plain (older) JSON values are accepted too.
+
+    Any cookie a stranger sends arrives here: every way it can be wrong is a ValueError. orjson
+    refuses nesting past its limit as malformed JSON, where `json` would overflow the stack.
+    """
+    raw: bytes | str = value
     if value.startswith(BASE64_PREFIX):
         body = value[len(BASE64_PREFIX) :]
-        value = base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)).decode()
-    return json.loads(value)
+        raw = base64.urlsafe_b64decode(body + "=" * (-len(body) % 4))  # binascii.Error: ValueError
+    return orjson.loads(raw)  # bad UTF-8 too is an orjson.JSONDecodeError, a ValueError
 
 
 def session_cookies(key: str, session: Mapping[str, Any]) -> list[Cookie]:
@@ -66,14 +72,15 @@ def read_session(key: str, cookies: Mapping[str, str]) -> Mapping[str, Any] | No
         numbered = sorted(
             (int(m.group(1)), v)
             for name, v in cookies.items()
-            if (m := re.fullmatch(re.escape(key) + r"\.(\d+)", name))
+            # A few chunks fill a request's headers: a longer number is no chunk of ours.
+            if (m := re.fullmatch(re.escape(key) + r"\.([0-9]{1,3})", name))
         )
         value = "".join(v for _, v in numbered) or None
     if value is None:
         return None
     try:
         session = decode_value(value)
-    except (ValueError, UnicodeDecodeError):
+    except ValueError:
         return None
     return session if isinstance(session, Mapping) else None
 

@@ -22,7 +22,12 @@ ATTRIBUTE = "traceparent"
 _TRACEPARENT = re.compile(
     r"^(?P<version>[0-9a-f]{2})-(?P<trace>[0-9a-f]{32})-(?P<span>[0-9a-f]{16})-(?P<flags>[0-9a-f]{2})"
 )
-_CLOUD_TRACE = re.compile(r"^(?P<trace>[0-9a-fA-F]{32})(?:/(?P<span>\d+))?(?:;o=(?P<o>[01]))?$")
+# The span is a 64-bit number in decimal: at most 20 digits (a longer one is no span, and its
+# int() would raise past Python's digit limit).
+_CLOUD_TRACE = re.compile(
+    r"^(?P<trace>[0-9a-fA-F]{32})(?:/(?P<span>[0-9]{1,20}))?(?:;o=(?P<o>[01]))?$"
+)
+_SPAN_LIMIT = 2**64
 
 
 @dataclass(frozen=True)
@@ -56,7 +61,8 @@ def from_cloud_trace(value: str) -> Trace | None:
     if not match or set(match["trace"]) == {"0"}:
         return None
     # Cloud Logging wants the span as 16 hex digits; this header carries it in decimal.
-    span = f"{int(match['span']):016x}" if match["span"] and int(match["span"]) else ""
+    number = int(match["span"] or 0)
+    span = f"{number:016x}" if 0 < number < _SPAN_LIMIT else ""
     return Trace(match["trace"].lower(), span, match["o"] == "1")
 
 

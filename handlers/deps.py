@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Protocol
 from flask import current_app, request
 
 from adapters.tokens import User
+from handlers.caching import depends_on_caller
 from services.identity import current_user
 
 if TYPE_CHECKING:
@@ -54,6 +55,7 @@ def container() -> Collaborators:
 def caller() -> User | None:
     """The signed-in user of this request; None for a guest, 401 for a bad token."""
     c = container()
+    depends_on_caller()
     return current_user(
         authorization=request.headers.get("Authorization"),
         cookies=request.cookies,

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any, TypeVar
 
+import orjson
 from flask import request
 from pydantic import BaseModel, ConfigDict, ValidationError
-from werkzeug.exceptions import UnsupportedMediaType
+from werkzeug.exceptions import RequestEntityTooLarge, UnsupportedMediaType
 
 from services.errors import InvalidRequest
 
@@ -24,15 +24,38 @@ class RequestModel(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_default=True)
 
 
+def whole_body(*, cache: bool = True) -> bytes:
+    """The request body, whole: a body past the size limit is a 413 however it was sent.
+
+    Werkzeug refuses a declared Content-Length past `max_content_length`, but reads a chunked
+    body only up to the limit and returns what it read as if it were all: whether more follows
+    is asked of the server's own stream.
+    """
+    data = request.get_data(cache=cache)
+    limit = request.max_content_length
+    chunked = request.content_length is None
+    if (
+        chunked
+        and limit is not None
+        and len(data) >= limit
+        and request.environ["wsgi.input"].read(1)
+    ):
+        raise RequestEntityTooLarge()
+    return data
+
+
 def json_object() -> dict[str, Any]:
     """The request body as a JSON object; a clear 4xx for anything else."""
-    if not request.get_data(cache=True):
+    body = whole_body()
+    if not body:
         return {}
     if not request.is_json:
         raise UnsupportedMediaType()
     try:
-        data = json.loads(request.get_data(cache=True))
-    except (ValueError, RecursionError) as exc:  # RecursionError: nesting past Python's limit
+        # orjson refuses bad UTF-8 and nesting past its limit as malformed, where `json` would
+        # overflow the stack.
+        data = orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
         raise InvalidRequest("Malformed JSON body") from exc
     if not isinstance(data, dict):
         raise InvalidRequest("JSON body must be an object")

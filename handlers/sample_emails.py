@@ -59,9 +59,12 @@ def send_sample_emails() -> ResponseReturnValue:
     )
     sent = all(r.status == "sent" for r in results)
     noun = "email" if len(kinds) == 1 else "emails"
-    return jsonify(
+    response = jsonify(
         success=sent,
         message=f"Test {noun} sent to {to}" if sent else f"Some test {noun} to {to} failed",
         emailType=query.type,
         results=[{"type": r.type, "status": r.status} for r in results],
     )
+    # A GET that sends mail: a cache answering it again would send nothing.
+    response.headers["Cache-Control"] = "no-store"
+    return response

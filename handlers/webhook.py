@@ -6,6 +6,7 @@ from flask import Blueprint, jsonify, request
 from flask.typing import ResponseReturnValue
 
 from handlers.deps import container
+from handlers.parsing import whole_body
 from services.webhook import receive
 
 bp = Blueprint("webhook", __name__)
@@ -19,7 +20,7 @@ def payments_webhook() -> ResponseReturnValue:
     c = container()
     request.max_content_length = MAX_EVENT_BYTES
     receive(
-        payload=request.get_data(cache=False),
+        payload=whole_body(cache=False),
         # The spec names the header `payments-signature`; Stripe sends `Stripe-Signature`.
         signature=request.headers.get("Stripe-Signature")
         or request.headers.get("payments-signature"),

@@ -9,6 +9,7 @@ from werkzeug.middleware.proxy_fix import ProxyFix
 from config import cors_origin_list
 from handlers import (
     auth,
+    caching,
     errors,
     github,
     health,
@@ -56,7 +57,9 @@ def build_api(container: Container) -> Flask:
         openapi.bp,
     ):
         app.register_blueprint(blueprint)
-    if origins := cors_origin_list(container.settings.cors_origins):
+    origins = cors_origin_list(container.settings.cors_origins)
+    caching.register(app, cors=bool(origins))
+    if origins:
         # Exact origins, with credentials (the session cookies, or a bearer token): a browser
         # on one of them may read the answers; preflights are answered here, before any route.
         CORS(
@@ -66,6 +69,8 @@ def build_api(container: Container) -> Flask:
             allow_headers=["Authorization", "Content-Type"],
             methods=["GET", "POST", "OPTIONS"],
             max_age=600,
+            # `Vary` is handlers/caching.py's (flask-cors names Origin only for several origins).
+            vary_header=False,
         )
     if container.settings.test_email_enabled:
         app.register_blueprint(sample_emails.bp)

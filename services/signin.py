@@ -84,9 +84,10 @@ def _verifier(value: str | None) -> str | None:
         return None
     try:
         stored = decode_value(value)
-    except (ValueError, UnicodeDecodeError):
+    except ValueError:
         return None
-    return str(stored).partition("/")[0] if stored else None
+    # Only a string is a verifier (str() of a stranger's deep list would overflow the stack).
+    return (stored.partition("/")[0] or None) if isinstance(stored, str) else None
 
 
 def redirect_target(*, site_origin: str | None, path: str) -> str:

@@ -17,6 +17,7 @@ import requests
 
 from adapters.db.pool import Database
 from adapters.db.products import seed_demo_products
+from adapters.supabase_auth import storage_key
 from config import PRODUCTION_REQUIRED_BY_TARGET, Settings
 from core.access import checkout_from
 from core.announcements import Person, access_granted
@@ -108,6 +109,35 @@ def test_api_answers_on_healthz(serve: Callable[..., str]) -> None:
 def google() -> Iterator[LocalGoogle]:
     with local_google.running() as running:
         yield running
+
+
+def test_the_served_api_refuses_what_is_too_large_or_too_deep_with_a_4xx(
+    serve: Callable[..., str], settings_factory: Callable[..., Settings], tmp_path: Path
+) -> None:
+    # Gunicorn itself sets no body limit: the app's (MAX_CONTENT_LENGTH) answers, in JSON,
+    # whether the length is declared or the body comes in chunks.
+    url = serve("api")
+    huge = b"[" * (2 * 1024 * 1024)
+    json_type = {"Content-Type": "application/json"}
+    declared = requests.post(url + "/api/lead", data=huge, headers=json_type, timeout=30)
+    chunked = requests.post(
+        url + "/api/lead", data=iter([huge[:1024], huge[1024:]]), headers=json_type, timeout=30
+    )
+    for response in (declared, chunked):
+        assert response.status_code == 413
+        assert response.json() == {"error": "Request body too large"}
+    session = storage_key(str(settings_factory().supabase_url))
+    deep = requests.get(url + "/api/me", headers={"Cookie": f"{session}={'[' * 1500}"}, timeout=5)
+    assert deep.status_code == 401
+    assert deep.json() == {"error": "Sign in required"}
+    # A header past gunicorn's own limit (8190 bytes a field) never reaches the app: gunicorn
+    # answers it, with a 4xx, and logs it as a warning.
+    long = requests.get(url + "/api/me", headers={"Cookie": "a=" + "x" * 9000}, timeout=5)
+    assert 400 <= long.status_code < 500
+    log = (tmp_path / "api.log").read_text()
+    assert "Invalid request" in log
+    assert "[error" not in log
+    assert "Traceback" not in log
 
 
 @pytest.mark.parametrize("target", ["access", "emails"])

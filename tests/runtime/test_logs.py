@@ -171,10 +171,17 @@ def traced_app() -> flask.Flask:
     [
         ({"X-Cloud-Trace-Context": f"{TRACE_ID}/1;o=1"}, "0000000000000001", True),
         ({"X-Cloud-Trace-Context": f"{TRACE_ID}/12345;o=0"}, "0000000000003039", False),
+        ({"X-Cloud-Trace-Context": f"{TRACE_ID}/{2**64 - 1};o=1"}, "ffffffffffffffff", True),
         ({"traceparent": f"00-{TRACE_ID}-00f067aa0ba902b7-01"}, "00f067aa0ba902b7", True),
         ({"traceparent": f"00-{TRACE_ID}-00f067aa0ba902b7-00"}, "00f067aa0ba902b7", False),
     ],
-    ids=["cloud-trace", "cloud-trace-unsampled", "traceparent", "traceparent-unsampled"],
+    ids=[
+        "cloud-trace",
+        "cloud-trace-unsampled",
+        "cloud-trace-largest-span",
+        "traceparent",
+        "traceparent-unsampled",
+    ],
 )
 def test_request_lines_carry_the_trace_from_either_header(
     headers: dict[str, str], span: str, sampled: bool, capsys: pytest.CaptureFixture[str]
@@ -208,8 +215,10 @@ def test_traceparent_wins_over_the_cloud_trace_header(capsys: pytest.CaptureFixt
         {"X-Cloud-Trace-Context": "not-a-trace"},
         {"traceparent": f"00-{'0' * 32}-00f067aa0ba902b7-01"},
         {"traceparent": "garbage"},
+        # Past Python's 4300-digit limit for int(): once a 500 from every route.
+        {"X-Cloud-Trace-Context": f"{TRACE_ID}/{'9' * 5000};o=1"},
     ],
-    ids=["none", "malformed", "all-zero-trace", "garbage"],
+    ids=["none", "malformed", "all-zero-trace", "garbage", "span-of-5000-digits"],
 )
 def test_requests_without_a_valid_trace_log_without_one(
     headers: dict[str, str], capsys: pytest.CaptureFixture[str]
