@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from adapters.supabase_auth import SupabaseAuth
     from adapters.tokens import TokenVerifier
     from config import Settings
+    from core.email.kind import Senders
     from core.email.render import Brand
 
 
@@ -43,6 +44,8 @@ class Collaborators(Protocol):
     def mailer(self) -> Mailer: ...
     @property
     def brand(self) -> Brand: ...
+    @property
+    def senders(self) -> Senders: ...
 
 
 def container() -> Collaborators:
