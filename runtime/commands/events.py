@@ -8,6 +8,7 @@ import click
 from flask import current_app
 from flask.cli import AppGroup
 
+from adapters.bus.filters import MESSAGE_FILTERS
 from core.sample_events import (
     API_VERSION,
     API_VERSIONS,
@@ -30,6 +31,14 @@ def events() -> None:
 
 events.add_command(reconcile_command)
 events.add_command(replay_dead_letters_command)
+
+
+@events.command("filters")
+def filters_command() -> None:
+    """Print each subscriber's Pub/Sub filter, `<subscriber> <filter>` a line, as derived from
+    the event types it acts on; cloudbuild.yaml creates the subscriptions with these."""
+    for target, expression in MESSAGE_FILTERS.items():
+        click.echo(f"{target} {expression}")
 
 
 @events.command("send")

@@ -57,5 +57,5 @@ def test_each_module_is_named_after_its_kind() -> None:
 
 
 def test_an_unknown_kind_is_named_with_the_known_ones() -> None:
-    with pytest.raises(UnknownEmailKind, match="receipt.*purchase-confirmation"):
+    with pytest.raises(UnknownEmailKind, match=r"receipt.*purchase-confirmation"):
         kind_of("receipt")
