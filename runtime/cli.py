@@ -1,14 +1,27 @@
-"""Flask CLI commands: `flask --app main migrate`, `seed`, and the groups in `commands/`."""
+"""Flask CLI commands: `flask --app main migrate`, `seed`, and the groups in `commands/`.
+
+Every command stops with one line naming what is missing, never a traceback, when a setting
+it needs is not given (`one_line_errors`).
+"""
 
 from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
 
 import click
 from flask import Flask, current_app
 
 from adapters.db import migrations, products
+from adapters.github_api import GitHubNotConfigured
+from adapters.stripe_api import PaymentsNotConfigured
 from runtime.commands.events import events
-from runtime.commands.users import users
-from runtime.container import Container
+from runtime.container import Container, MissingSetting
+from services.errors import NotConfigured
+
+# What a command raises when a setting it needs is not given: each says which one.
+MISSING_SETTING = (MissingSetting, NotConfigured, PaymentsNotConfigured, GitHubNotConfigured)
 
 
 def _container() -> Container:
@@ -35,5 +48,29 @@ def seed_command() -> None:
 
 def register(app: Flask) -> None:
     """Add the commands to the app's CLI."""
-    for command in (migrate_command, seed_command, events, users):
+    for command in (migrate_command, seed_command, events):
         app.cli.add_command(command)
+    one_line_errors(app.cli)
+
+
+def one_line_errors(command: click.Command) -> None:
+    """Make `command` and every command under it end with one line (click's `Error: ...`, exit
+    status 1) when a setting it needs is missing. Idempotent: apps share the command objects."""
+    if isinstance(command, click.Group):
+        for sub in command.commands.values():
+            one_line_errors(sub)
+    callback = command.callback
+    if callback is not None and not getattr(callback, "one_line_errors", False):
+        command.callback = _one_line(callback)
+
+
+def _one_line(callback: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(callback)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return callback(*args, **kwargs)
+        except MISSING_SETTING as exc:
+            raise click.ClickException(str(exc)) from None
+
+    run.one_line_errors = True  # type: ignore[attr-defined]
+    return run

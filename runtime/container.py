@@ -42,6 +42,10 @@ def brand_for(settings: Settings, *, default_site: str) -> Brand:
     return Brand(product_name=product, site_url=site, support_email=settings.support_email)
 
 
+class MissingSetting(RuntimeError):
+    """A collaborator was asked for whose setting is not given; the message names it."""
+
+
 class Container:
     """The service's collaborators, shared by the API and the subscriber targets."""
 
@@ -51,7 +55,7 @@ class Container:
     def database_url(self) -> str:
         """DATABASE_URL; locally, `make run`, `make demo` and the tests start a Postgres."""
         if self.settings.database_url is None:
-            raise RuntimeError(
+            raise MissingSetting(
                 "DATABASE_URL is not set: `make run` starts a local Postgres and prints its URL"
             )
         return self.settings.database_url.get_secret_value()
@@ -117,7 +121,7 @@ class Container:
                 link_lifetime=s.signin_link_lifetime_seconds,
             )
         if s.is_production:
-            raise RuntimeError("SUPABASE_SECRET_KEY is required in production")
+            raise MissingSetting("SUPABASE_SECRET_KEY is required in production")
         if s.supabase_url:
             # Said once, when the subscribers are built (a process builds this once), never
             # discovered later as accounts that Supabase Auth does not know.
