@@ -1,6 +1,10 @@
 """The Pub/Sub filter of each subscriber's subscription, derived from the event types it acts
 on (`core.consumers`); Pub/Sub acknowledges the other messages without delivering them.
 
+`python -m adapters.bus.filters` prints them, `<subscriber> <filter>` a line, reading no setting
+(cloudbuild.yaml runs it in the image, which refuses to load the app without production's
+settings); `flask --app main events filters` prints the same lines.
+
 The filter reads the `event_type` attribute every publisher sets. It is fixed when the
 subscription is created: a changed filter takes recreating the subscription (docs/deploy.md).
 """
@@ -59,3 +63,12 @@ def _derived() -> dict[str, str]:
 
 # The filter of each subscriber's subscription; a subscriber not named here gets every message.
 MESSAGE_FILTERS: dict[str, str] = _derived()
+
+
+def filter_lines() -> list[str]:
+    """`<subscriber> <filter>`, one line per filtered subscription."""
+    return [f"{target} {expression}" for target, expression in MESSAGE_FILTERS.items()]
+
+
+if __name__ == "__main__":
+    print("\n".join(filter_lines()))

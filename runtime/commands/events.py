@@ -6,7 +6,7 @@ from __future__ import annotations
 import click
 from flask.cli import AppGroup
 
-from adapters.bus.filters import MESSAGE_FILTERS
+from adapters.bus.filters import filter_lines
 from runtime.commands.recovery import reconcile_command, replay_dead_letters_command
 
 
@@ -23,6 +23,6 @@ events.add_command(replay_dead_letters_command)
 @events.command("filters")
 def filters_command() -> None:
     """Print each subscriber's Pub/Sub filter, `<subscriber> <filter>` a line, as derived from
-    the event types it acts on; cloudbuild.yaml creates the subscriptions with these."""
-    for target, expression in MESSAGE_FILTERS.items():
-        click.echo(f"{target} {expression}")
+    the event types it acts on: those the deploy creates the subscriptions with."""
+    for line in filter_lines():
+        click.echo(line)

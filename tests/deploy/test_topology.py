@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 import yaml
 
 from adapters.bus.filters import MESSAGE_FILTERS, message_filter
 from adapters.bus.topology import DEAD_LETTER_TOPIC_RETENTION, DELIVERY_ATTEMPTS, PushPolicy
+from config import Settings
 from core.app_events import APP_EVENTS
 from core.consumers import CONSUMED, ON_THE_BUS
 from core.email.plan import handled_types
 from core.events import APP_EVENT_PREFIX, SUBSCRIBED_TYPES
+from main import create_app
 from subscribers import TARGETS
 from tests.deploy import topology
 
@@ -82,18 +85,22 @@ def test_the_filters_let_through_exactly_what_each_subscriber_acts_on() -> None:
         assert {t for t in ON_THE_BUS if admits(MESSAGE_FILTERS[target], t)} == types, target
 
 
-def test_the_deploy_takes_its_filters_from_the_code_not_a_copy() -> None:
-    """cloudbuild.yaml's filters step runs the image's `events filters`; the subscriptions step
-    reads what it wrote (the dry run above gets this checkout's output) and names no filter."""
+def test_the_deploy_takes_its_filters_from_the_code_not_a_copy(tmp_path: Path) -> None:
+    """cloudbuild.yaml's filters step prints them with the image's code; the subscriptions step
+    reads what it wrote (the dry run above gets this checkout's output) and names no filter.
+    `flask --app main events filters` prints the same lines."""
     config = yaml.safe_load(topology.CLOUDBUILD.read_text())
     steps = {step["id"]: step for step in config["steps"]}
     step = steps["filters"]
     assert (step["name"], step["dir"]) == ("${_IMAGE}", "/app")
-    assert "/app/.venv/bin/flask --app main events filters > /workspace/filters" in step["args"][1]
+    assert "/app/.venv/bin/python -m adapters.bus.filters > /workspace/filters" in step["args"][1]
     assert "filters" in steps["subscriptions"]["waitFor"]
     assert "hasPrefix" not in topology.CLOUDBUILD.read_text()
     written = dict(line.split(" ", 1) for line in topology.filters_written().splitlines())
     assert written == MESSAGE_FILTERS
+    app = create_app(Settings(app_env="development", data_dir=tmp_path, database_url=None))
+    printed = app.test_cli_runner().invoke(args=["events", "filters"])
+    assert printed.output == topology.filters_written()
 
 
 def test_a_filter_names_the_wanted_types_or_refuses_the_rest_whichever_is_shorter() -> None:

@@ -242,9 +242,9 @@ def cloudbuild(project: str) -> Topology:
 @cache
 def filters_written() -> str:
     """What the `filters` step leaves in /workspace/filters: its script, run in this checkout
-    (the image's /app) with this interpreter's flask standing in for the image's."""
+    (the image's /app) with this interpreter standing in for the image's."""
     scripts, _ = rendered("local-project")
-    script = scripts["filters"].replace("/app/.venv/bin/flask", f"{sys.executable} -m flask")
+    script = scripts["filters"].replace("/app/.venv/bin/python", sys.executable)
     with tempfile.TemporaryDirectory(prefix="cloudbuild-") as scratch:
         subprocess.run(
             ["bash", "-c", script.replace("/workspace/", f"{scratch}/")],
