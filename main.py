@@ -60,7 +60,21 @@ def create_app(settings: Settings | None = None, *, container: Container | None 
         # command with one line per problem instead of a traceback.
         with one_line_errors():
             container = Container(settings) if settings is not None else root()
-    return build_api(container)
+    app = build_api(container)
+    _add_local_commands(app)
+    return app
+
+
+def _add_local_commands(app: Flask) -> None:
+    """The local-only commands (`users`, `events send`), from dev/ where the checkout has it:
+    the image leaves dev/ out, so a deployed service has none of them."""
+    from importlib.util import find_spec
+
+    if find_spec("dev") is None:
+        return
+    from dev.commands import register
+
+    register(app)
 
 
 class LazyApp:

@@ -27,14 +27,6 @@ ENDED_STATUSES = frozenset({"canceled", "unpaid", "incomplete_expired", "paused"
 # A checkout in these states has been paid for (or costs nothing).
 PAID_STATUSES = frozenset({"paid", "no_payment_required"})
 
-# What the access subscriber publishes once an access change is committed: the e-mails that
-# speak of access are sent from these, so none tells of a change that did not happen.
-ACCESS_GRANTED = "app.access.granted"
-ACCESS_REVOKED = "app.access.revoked"
-# A guest buyer's account exists and has access: they get a sign-in link by e-mail.
-ACCOUNT_INVITED = "app.account.invited"
-# A trial the customer still holds ends in three days (Stripe's `trial_will_end`): they are told.
-TRIAL_ENDING = "app.trial.ending"
 TRIAL_WILL_END = "customer.subscription.trial_will_end"
 
 

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from core.access import ACCESS_GRANTED, ACCESS_REVOKED, ACCOUNT_INVITED, TRIAL_ENDING, Checkout
+from core.access import Checkout
+from core.app_events import ACCESS_GRANTED, ACCESS_REVOKED, ACCOUNT_INVITED, TRIAL_ENDING
 from core.events import Event, app_event
 
 Announcement = tuple[Event, bytes]

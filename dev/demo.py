@@ -25,11 +25,12 @@ from typing import Any, TypeVar
 from adapters.mail.outbox import OutboxMailer
 from config import Settings
 from core.announcements import announced_ids
-from core.sample_events import DEFAULT_PRICE, Facts
+from dev import local_users
 from dev import stack as local_stack
+from dev.samples import send as sample_events
+from dev.samples.events import DEFAULT_PRICE, Facts
 from runtime import logs
 from runtime.container import Container
-from services import local_users, sample_events
 
 WAIT = 20.0  # seconds a step may take before the demo gives up (Pub/Sub retries after 1 s)
 OFFLINE = {

@@ -14,7 +14,7 @@ from runtime.container import brand_for
 PREVIEW_SITE = "https://acme.example.com"
 GALLERY_INTRO = """# Transactional e-mails
 
-Every kind rendered with its sample props (`core.email.samples`). Regenerate with
+Every kind rendered with its sample props (its module in `core/email/kinds/`). Regenerate with
 `make emails-preview`: `python -m dev.previews` writes the `.html`, `.txt` and this page,
 `dev/screenshot_emails.sh` takes the screenshots with headless Chromium.
 """

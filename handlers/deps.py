@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from adapters.supabase_auth import SupabaseAuth
     from adapters.tokens import TokenVerifier
     from config import Settings
+    from core.email.kind import Senders
     from core.email.render import Brand
 
 
@@ -44,6 +45,8 @@ class Collaborators(Protocol):
     def mailer(self) -> Mailer: ...
     @property
     def brand(self) -> Brand: ...
+    @property
+    def senders(self) -> Senders: ...
 
 
 def container() -> Collaborators:

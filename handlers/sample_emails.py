@@ -54,7 +54,7 @@ def send_sample_emails() -> ResponseReturnValue:
         to=to,
         mailer=c.mailer,
         brand=c.brand,
-        sender=c.settings.email_from_admin,
+        senders=c.senders,
         reply_to=c.settings.support_email,
     )
     sent = all(r.status == "sent" for r in results)

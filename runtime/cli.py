@@ -18,8 +18,8 @@ from flask import Flask, current_app
 from adapters.db import migrations, products
 from config import MissingSetting, SettingsError
 from runtime.commands.events import events
-from runtime.commands.users import users
 from runtime.container import Container
+from services.errors import NotConfigured
 
 
 @contextmanager
@@ -28,7 +28,7 @@ def one_line_errors() -> Iterator[None]:
     one (gunicorn, a test), let it propagate as it is."""
     try:
         yield
-    except (SettingsError, MissingSetting) as exc:
+    except (SettingsError, MissingSetting, NotConfigured) as exc:
         if click.get_current_context(silent=True) is None:
             raise
         raise click.ClickException(str(exc)) from None
@@ -36,7 +36,9 @@ def one_line_errors() -> Iterator[None]:
 
 def guarded(command: click.Command) -> click.Command:
     """`command` (a group: each of its subcommands too), ending in one line for a settings
-    problem."""
+    problem. Idempotent: every app the process builds shares the command objects."""
+    if getattr(command, "guarded", False):
+        return command
     invoke = command.invoke
 
     def invoke_guarded(ctx: click.Context) -> Any:
@@ -45,6 +47,7 @@ def guarded(command: click.Command) -> click.Command:
 
     # Wrapping the instance keeps each command's own class (Flask's AppGroup, click's Group).
     command.invoke = invoke_guarded  # type: ignore[method-assign]
+    command.guarded = True  # type: ignore[attr-defined]
     return command
 
 
@@ -71,7 +74,7 @@ def seed_command() -> None:
 
 
 # Guarded once, when this module is first imported (every app the process builds shares them).
-COMMANDS = tuple(guarded(command) for command in (migrate_command, seed_command, events, users))
+COMMANDS = tuple(guarded(command) for command in (migrate_command, seed_command, events))
 
 
 def register(app: Flask) -> None:

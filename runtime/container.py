@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from config import MissingSetting, Settings, secret
+from core.email.kind import Senders
 from core.email.render import Brand
 from core.events import Event
 from runtime.lazy import once
@@ -161,6 +162,12 @@ class Container:
         return brand_for(self.settings, default_site=f"http://localhost:{self.settings.port}")
 
     @once
+    def senders(self) -> Senders:
+        """Who each kind of e-mail comes from: the team, or no-reply for account mails."""
+        s = self.settings
+        return Senders(team=s.email_from_admin, noreply=s.email_from_noreply)
+
+    @once
     def access_subscriber(self) -> AccessSubscriber:
         from subscribers.access import AccessSubscriber
 
@@ -186,8 +193,7 @@ class Container:
             mailer=self.mailer,
             brand=self.brand,
             accounts=self.accounts,
-            sender=self.settings.email_from_admin,
-            noreply_sender=self.settings.email_from_noreply,
+            senders=self.senders,
             reply_to=self.settings.support_email,
         )
 

@@ -17,7 +17,7 @@ from adapters.github_api import (
     UnknownGitHubAccount,
 )
 from adapters.tokens import User
-from core.email.plan import GITHUB_ACCESS_GRANTED
+from core.app_events import GITHUB_ACCESS_GRANTED
 from core.events import app_event
 from services.errors import Conflict, Forbidden, InvalidRequest, NotConfigured, Unavailable
 

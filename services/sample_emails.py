@@ -9,7 +9,8 @@ from adapters.db import profiles
 from adapters.db.pool import Database
 from adapters.mail.message import Mailer, MailError, send_email
 from adapters.tokens import User
-from core.email.kinds import sample_props
+from core.email.kind import Senders
+from core.email.kinds import kind_of
 from core.email.render import Brand, render
 from services.errors import Forbidden
 from services.identity import require_user
@@ -46,12 +47,20 @@ def recipient(
 
 
 def send_samples(
-    *, kinds: tuple[str, ...], to: str, mailer: Mailer, brand: Brand, sender: str, reply_to: str
+    *,
+    kinds: tuple[str, ...],
+    to: str,
+    mailer: Mailer,
+    brand: Brand,
+    senders: Senders,
+    reply_to: str,
 ) -> list[Result]:
-    """Send one sample of each kind to `to`; a provider failure is reported, not raised."""
+    """Send one sample of each kind to `to`, from the kind's own sender; a provider failure is
+    reported, not raised."""
     results = []
     for kind in kinds:
-        content = render(kind, sample_props(kind), brand=brand)
+        registered = kind_of(kind)
+        content = render(kind, registered.sample_props(), brand=brand)
         try:
             send_email(
                 mailer,
@@ -59,7 +68,7 @@ def send_samples(
                 subject=content.subject,
                 text=content.text,
                 html=content.html,
-                from_=sender,
+                from_=senders.of(registered),
                 reply_to=reply_to,
             )
         except MailError as exc:

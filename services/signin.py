@@ -11,7 +11,7 @@ from typing import Any
 
 from adapters.bus import EventBus, PublishError
 from adapters.supabase_auth import Cookie, SupabaseAuth, decode_value, session_cookies
-from core.email.plan import ACCOUNT_CREATED
+from core.app_events import ACCOUNT_CREATED
 from core.events import app_event
 
 log = logging.getLogger(__name__)

@@ -19,17 +19,9 @@ from adapters.db.pool import Database
 from adapters.db.products import Product
 from adapters.db.profiles import Profile
 from adapters.mail.message import Mailer, MailError, UndeliverableEmail, send_email
-from core.email.kinds import kind_of
-from core.email.plan import (
-    SIGNIN_LINK,
-    PlannedEmail,
-    ProductFacts,
-    Recipient,
-    customer_of,
-    plan,
-    price_of,
-    recipient_in,
-)
+from core.email.kind import ProductFacts, Senders
+from core.email.kinds import kind_of, signin_link
+from core.email.plan import PlannedEmail, Recipient, customer_of, plan, price_of, recipient_in
 from core.email.render import Brand, EmailContent, render
 from core.events import Event, InvalidEvent
 from subscribers.envelope import outcome_fields
@@ -48,8 +40,7 @@ class EmailSubscriber:
     mailer: Mailer
     brand: Brand
     accounts: Accounts
-    sender: str
-    noreply_sender: str
+    senders: Senders
     reply_to: str
 
     def __call__(self, event: Event) -> str:
@@ -108,7 +99,7 @@ class EmailSubscriber:
 
     def _render(self, planned: PlannedEmail) -> EmailContent:
         props = planned.props
-        if planned.kind == SIGNIN_LINK:
+        if planned.kind == signin_link.KIND.name:
             # Made only when it is about to be sent: a new magic link voids the one before it;
             # the mail says until when it works, counted from now.
             lifetime = self.accounts.link_lifetime
@@ -183,7 +174,7 @@ class EmailSubscriber:
                 subject=content.subject,
                 text=content.text,
                 html=content.html,
-                from_=self.noreply_sender if kind_of(planned.kind).noreply else self.sender,
+                from_=self.senders.of(kind_of(planned.kind)),
                 reply_to=self.reply_to,
                 idempotency_key=f"{event.id}/{planned.kind}",
             )

@@ -33,8 +33,22 @@ def test_production_code_never_imports_the_dev_package() -> None:
         str(path.relative_to(ROOT)): sorted(n for n in imported(path) if n.split(".")[0] == "dev")
         for path in product_modules()
     }
+    # The composition root alone adds the local-only commands, where dev/ exists (never in
+    # the image); it imports nothing else of it.
+    assert offenders.pop("main.py") == ["dev.commands"]
     assert {k: v for k, v in offenders.items() if v} == {}
     assert len(offenders) > 40, "the walk found the product's modules"
+
+
+def test_local_only_code_sits_in_dev() -> None:
+    """Samples, local users and their commands are not production's: the image leaves them out."""
+    local_only = ("sample_events", "local_users", "users")
+    misplaced = [
+        str(path.relative_to(ROOT)) for path in product_modules() if path.stem in local_only
+    ]
+    assert misplaced == []
+    assert (ROOT / "dev" / "commands" / "users.py").exists()
+    assert (ROOT / "dev" / "samples" / "events.py").exists()
 
 
 def test_the_image_leaves_out_dev_tests_bench_and_local_data() -> None:

@@ -1,7 +1,9 @@
 """Topics and subscriptions, created or brought up to date (development and tests).
 
 Production provisions the same shape in `cloudbuild.yaml`: one topic, one push subscription
-per subscriber named `<topic>-<subscriber>`, retries with backoff, then a dead-letter topic.
+per subscriber named `<topic>-<subscriber>` with its filter (`adapters/bus/filters.py`, which
+the deploy reads through `flask --app main events filters`), retries with backoff, then a
+dead-letter topic.
 A subscriber given no endpoint gets a pull subscription of the same name and policy (read by
 `adapters/bus/pull.py`).
 tests/deploy/topology.py reads cloudbuild.yaml's setup, builds it on the emulator with this
@@ -20,6 +22,7 @@ from google.api_core import exceptions
 from google.protobuf import duration_pb2, field_mask_pb2
 from google.pubsub_v1.services.subscriber.transports import SubscriberGrpcTransport
 
+from adapters.bus.filters import MESSAGE_FILTERS
 from adapters.bus.pubsub import publisher_transport
 
 
@@ -38,15 +41,6 @@ class PushPolicy:
 # Delivery attempts before the dead-letter topic, per subscriber (PushPolicy's for the others):
 # e-mail's one instance refuses pushes while it is full, each refusal an attempt.
 DELIVERY_ATTEMPTS = {"emails": 50}
-# The event types each subscriber acts on (`attributes.event_type`, set by the publisher);
-# Pub/Sub acknowledges the others without pushing them. Fixed when a subscription is created.
-MESSAGE_FILTERS = {
-    "access": 'NOT hasPrefix(attributes.event_type, "app.")',
-    "emails": 'hasPrefix(attributes.event_type, "app.")'
-    ' OR hasPrefix(attributes.event_type, "invoice.")'
-    ' OR attributes.event_type = "checkout.session.expired"'
-    ' OR attributes.event_type = "customer.subscription.updated"',
-}
 # The dead-letter topic keeps messages longer than a subscription can (31 days against 7).
 DEAD_LETTER_TOPIC_RETENTION = 31 * 24 * 3600
 

@@ -6,7 +6,6 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
-from decimal import Decimal
 from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ from pydantic import BaseModel
 
 from core.email.brand import Brand
 from core.email.kinds import kind_of
+from core.email.money import format_amount
 from core.email.props import DEFAULT_PATHS, EmailProps
 from core.email.subjects import SUBJECT_LIMIT
 
@@ -24,26 +24,7 @@ __all__ = ["SUBJECT_LIMIT", "Brand", "EmailContent", "format_amount", "render"]
 
 TEMPLATE_DIR = Path(__file__).resolve().parents[2] / "templates" / "emails"
 
-# Stripe's zero-decimal currencies, and the ISO 4217 three-decimal ones it supports.
-_ZERO_DECIMAL = frozenset(
-    {"bif", "clp", "djf", "gnf", "jpy", "kmf", "krw", "mga"}
-    | {"pyg", "rwf", "ugx", "vnd", "vuv", "xaf", "xof", "xpf"}
-)
-_THREE_DECIMAL = frozenset({"bhd", "jod", "kwd", "omr", "tnd"})
 EN_DASH = "\u2013"
-_SYMBOLS = {
-    "usd": "$",
-    "eur": "€",
-    "gbp": "£",
-    "jpy": "¥",
-    "inr": "₹",
-    "krw": "₩",
-    "cad": "CA$",
-    "aud": "A$",
-    "nzd": "NZ$",
-    "brl": "R$",
-    "mxn": "MX$",
-}
 
 
 @dataclass(frozen=True)
@@ -53,18 +34,6 @@ class EmailContent:
     subject: str
     html: str
     text: str
-
-
-def format_amount(minor_units: int, currency: str) -> str:
-    """An amount in Stripe's minor units as a display string, e.g. 4900, 'usd' -> '$49.00'."""
-    code = currency.strip().lower()
-    if not re.fullmatch(r"[a-z]{3}", code):
-        raise ValueError(f"not an ISO 4217 currency code: {currency!r}")
-    exponent = 0 if code in _ZERO_DECIMAL else 3 if code in _THREE_DECIMAL else 2
-    number = f"{Decimal(abs(minor_units)).scaleb(-exponent):,.{exponent}f}"
-    sign = "-" if minor_units < 0 else ""
-    symbol = _SYMBOLS.get(code)
-    return f"{sign}{symbol}{number}" if symbol else f"{sign}{code.upper()} {number}"
 
 
 def render(kind: str, props: BaseModel | Mapping[str, Any], *, brand: Brand) -> EmailContent:

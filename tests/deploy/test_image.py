@@ -26,6 +26,7 @@ import psycopg
 import pytest
 import requests
 
+from adapters.bus.filters import MESSAGE_FILTERS
 from adapters.bus.topology import clients, ensure_topology
 from adapters.db.pool import Database
 from adapters.db.products import seed_demo_products
@@ -243,6 +244,28 @@ def test_the_image_holds_only_what_the_service_runs(image: Image) -> None:
     installed = {name.split("-", 1)[0].lower() for name in packages.stdout.split()}
     assert "flask" in installed
     assert not installed & set(DEV_PACKAGES), f"development packages: {installed & {*DEV_PACKAGES}}"
+
+
+def test_the_image_prints_the_filters_the_deploy_reads_and_has_no_local_commands(
+    image: Image,
+) -> None:
+    """cloudbuild.yaml's filters step, run in the image as Cloud Build runs it (no settings)."""
+    scripts, _ = topology.rendered(PROJECT)
+    # What the step writes to /workspace/filters, on stdout here.
+    script = scripts["filters"].replace(" > /workspace/filters", "")
+    assert script != scripts["filters"]
+    step = in_image(image, "bash", "-c", script)
+    assert step.returncode == 0, step.stderr
+    written = dict(line.split(" ", 1) for line in step.stdout.splitlines())
+    assert written == MESSAGE_FILTERS
+    # dev/ is not in the image: neither are the local-only commands (even where the app loads
+    # without production's settings).
+    flask = "APP_ENV=development /app/.venv/bin/flask --app main"
+    users = in_image(image, "bash", "-c", f"{flask} users --help")
+    assert users.returncode != 0
+    assert "No such command 'users'" in users.stderr
+    send = in_image(image, "bash", "-c", f"{flask} events send --help")
+    assert "No such command 'send'" in send.stderr
 
 
 @pytest.mark.parametrize("target", TARGETS)

@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
+import yaml
 
-from adapters.bus.topology import (
-    DEAD_LETTER_TOPIC_RETENTION,
-    DELIVERY_ATTEMPTS,
-    MESSAGE_FILTERS,
-    PushPolicy,
-)
+from adapters.bus.filters import MESSAGE_FILTERS, message_filter
+from adapters.bus.topology import DEAD_LETTER_TOPIC_RETENTION, DELIVERY_ATTEMPTS, PushPolicy
+from config import Settings
+from core.app_events import APP_EVENTS
+from core.consumers import CONSUMED, ON_THE_BUS
 from core.email.plan import handled_types
 from core.events import APP_EVENT_PREFIX, SUBSCRIBED_TYPES
+from main import create_app
+from subscribers import TARGETS
 from tests.deploy import topology
 
 
@@ -68,11 +71,8 @@ def admits(expression: str, event_type: str) -> bool:
     return any(term(part) for part in expression.split(" OR "))
 
 
-APP_TYPES = {"app.access.granted", "app.access.revoked", "app.account.invited"}
-
-
 def test_the_filters_let_through_exactly_what_each_subscriber_acts_on() -> None:
-    every = SUBSCRIBED_TYPES | APP_TYPES
+    every = SUBSCRIBED_TYPES | APP_EVENTS
     access = {t for t in every if admits(MESSAGE_FILTERS["access"], t)}
     emails = {t for t in every | handled_types() if admits(MESSAGE_FILTERS["emails"], t)}
     assert access == SUBSCRIBED_TYPES  # every Stripe event, no announcement
@@ -80,3 +80,40 @@ def test_the_filters_let_through_exactly_what_each_subscriber_acts_on() -> None:
     assert not {t for t in emails if not t.startswith(APP_EVENT_PREFIX)} - handled_types()
     for expression in MESSAGE_FILTERS.values():
         assert len(expression.encode()) <= 256, "Pub/Sub's limit on a filter"
+    assert set(CONSUMED) == set(TARGETS)
+    for target, types in CONSUMED.items():
+        assert {t for t in ON_THE_BUS if admits(MESSAGE_FILTERS[target], t)} == types, target
+
+
+def test_the_deploy_takes_its_filters_from_the_code_not_a_copy(tmp_path: Path) -> None:
+    """cloudbuild.yaml's filters step prints them with the image's code; the subscriptions step
+    reads what it wrote (the dry run above gets this checkout's output) and names no filter.
+    `flask --app main events filters` prints the same lines."""
+    config = yaml.safe_load(topology.CLOUDBUILD.read_text())
+    steps = {step["id"]: step for step in config["steps"]}
+    step = steps["filters"]
+    assert (step["name"], step["dir"]) == ("${_IMAGE}", "/app")
+    assert "/app/.venv/bin/python -m adapters.bus.filters > /workspace/filters" in step["args"][1]
+    assert "filters" in steps["subscriptions"]["waitFor"]
+    assert "hasPrefix" not in topology.CLOUDBUILD.read_text()
+    written = dict(line.split(" ", 1) for line in topology.filters_written().splitlines())
+    assert written == MESSAGE_FILTERS
+    app = create_app(Settings(app_env="development", data_dir=tmp_path, database_url=None))
+    printed = app.test_cli_runner().invoke(args=["events", "filters"])
+    assert printed.output == topology.filters_written()
+
+
+def test_a_filter_names_the_wanted_types_or_refuses_the_rest_whichever_is_shorter() -> None:
+    among = {"app.a", "app.b", "invoice.paid", "invoice.failed", "charge.refunded"}
+    assert message_filter({"app.a", "app.b"}, among) == 'hasPrefix(attributes.event_type, "app.")'
+    assert message_filter(among - {"app.a", "app.b"}, among) == (
+        'NOT hasPrefix(attributes.event_type, "app.")'
+    )
+    assert message_filter({"app.a", "invoice.paid", "invoice.failed"}, among) == (
+        'hasPrefix(attributes.event_type, "invoice.") OR attributes.event_type = "app.a"'
+    )
+    assert message_filter(among, among) is None  # every message: no filter
+    with pytest.raises(ValueError, match=r"not on the bus: invoice\.created"):
+        message_filter({"invoice.created"}, among)
+    with pytest.raises(ValueError, match="wants no event"):
+        message_filter(set(), among)

@@ -13,10 +13,12 @@ from __future__ import annotations
 import re
 import shlex
 import subprocess
+import sys
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -230,10 +232,30 @@ def cloudbuild(project: str) -> Topology:
     """The topology cloudbuild.yaml's scripts create in `project` (a dry run, no network)."""
     scripts, values = rendered(project)
     calls = []
+    workspace = {"filters": filters_written()}
     for step_id in ("provision", "subscriptions"):
-        with dry_run(scripts[step_id]) as found:
+        with dry_run(scripts[step_id], workspace=workspace) as found:
             calls += found
     return _read(calls, prefix=_render(values["_SERVICE_PREFIX"], values))
+
+
+@cache
+def filters_written() -> str:
+    """What the `filters` step leaves in /workspace/filters: its script, run in this checkout
+    (the image's /app) with this interpreter standing in for the image's."""
+    scripts, _ = rendered("local-project")
+    script = scripts["filters"].replace("/app/.venv/bin/python", sys.executable)
+    with tempfile.TemporaryDirectory(prefix="cloudbuild-") as scratch:
+        subprocess.run(
+            ["bash", "-c", script.replace("/workspace/", f"{scratch}/")],
+            cwd=ROOT,
+            env={"PATH": "/usr/bin:/bin", "HOME": scratch},
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+        )
+        return (Path(scratch) / "filters").read_text()
 
 
 def rendered(

@@ -14,8 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from core.sample_events import API_VERSIONS, current_shape
 from core.stripe_objects import PINNED_VERSION
+from dev.samples.events import API_VERSIONS, current_shape
 
 DAY = 86_400
 FIRST_INVOICE = "subscription_create"  # covered by the purchase confirmation: no e-mail

@@ -14,7 +14,7 @@ from adapters.db import sent_emails
 from adapters.db.pool import Database
 from adapters.db.products import seed_demo_products
 from adapters.mail.message import MailError
-from core.access import ACCOUNT_INVITED
+from core.app_events import ACCOUNT_INVITED
 from core.events import Event, InvalidEvent, app_event, parse_event
 from subscribers.emails import EmailSubscriber
 from tests.adapters.db.test_round_trips import renewal_body

@@ -281,6 +281,22 @@ def test_test_route_sends_one_kind(api: Api, kind: str) -> None:
     assert message["To"] == "dev@example.com"
 
 
+def test_test_route_sends_each_kind_from_its_own_sender(api_factory: Callable[..., Api]) -> None:
+    """The sample of an account mail comes from no-reply, as the real one does; the rest from
+    the team, to which a customer may reply."""
+    api = api_factory(
+        email_from_admin="Acme Team <team@acme.example>",
+        email_from_noreply="Acme <noreply@acme.example>",
+    )
+    body = api.get("/api/test-email").json()
+    assert body["success"] is True
+    senders = {m["Subject"]: m["From"] for m in outbox(api)}
+    assert len(senders) == len(KINDS)
+    [signin] = [subject for subject in senders if subject.startswith("Sign in to")]
+    assert senders.pop(signin) == "Acme <noreply@acme.example>"
+    assert set(senders.values()) == {"Acme Team <team@acme.example>"}
+
+
 @pytest.mark.parametrize(
     ("query", "needle"),
     [

@@ -102,14 +102,14 @@ def _assert_well_formed(content: EmailContent) -> None:
 
 def test_kinds_and_props_models_line_up() -> None:
     assert KINDS == (
-        "purchase-confirmation",
-        "payment-failed",
+        "checkout-expired",
+        "github-access-granted",
         "invoice-paid",
         "new-signup",
-        "github-access-granted",
-        "checkout-expired",
-        "subscription-cancelled",
+        "payment-failed",
+        "purchase-confirmation",
         "signin-link",
+        "subscription-cancelled",
         "trial-ending",
     )
     assert tuple(PROPS) == KINDS

@@ -14,7 +14,7 @@ from adapters.db.pool import Database
 from adapters.db.products import seed_demo_products
 from config import Settings
 from core.events import SUBSCRIBED_TYPES
-from core.sample_events import API_VERSION, API_VERSIONS, SAMPLE_TYPES
+from dev.samples.events import API_VERSION, API_VERSIONS, SAMPLE_TYPES
 from main import create_app
 from tests.conftest import Api
 from tests.helpers import create_user, wait_for

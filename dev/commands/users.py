@@ -10,8 +10,8 @@ import click
 from flask import current_app
 from flask.cli import AppGroup
 
+from dev import local_users
 from runtime.container import Container
-from services import local_users
 from services.errors import ServiceError
 
 

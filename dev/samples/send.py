@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 from adapters.db import products
 from adapters.db.pool import Database
 from adapters.stripe_api import sign
-from core.sample_events import API_VERSION, Facts, sample_event
+from dev.samples.events import API_VERSION, Facts, sample_event
 
 LOOPBACK = frozenset({"localhost", "127.0.0.1", "::1"})
 # A proxy from the environment must not see requests to this machine.

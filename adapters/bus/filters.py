@@ -1,0 +1,74 @@
+"""The Pub/Sub filter of each subscriber's subscription, derived from the event types it acts
+on (`core.consumers`); Pub/Sub acknowledges the other messages without delivering them.
+
+`python -m adapters.bus.filters` prints them, `<subscriber> <filter>` a line, reading no setting
+(cloudbuild.yaml runs it in the image, which refuses to load the app without production's
+settings); `flask --app main events filters` prints the same lines.
+
+The filter reads the `event_type` attribute every publisher sets. It is fixed when the
+subscription is created: a changed filter takes recreating the subscription (docs/deploy.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from core.consumers import CONSUMED, ON_THE_BUS
+
+# Pub/Sub refuses longer filters.
+FILTER_LIMIT_BYTES = 256
+
+
+def message_filter(wanted: Iterable[str], among: Iterable[str]) -> str | None:
+    """A filter admitting exactly `wanted` of the types `among` (all the bus carries); None when
+    that is all of them.
+
+    Types are grouped by their first word (`invoice.`, `app.`): a group wanted whole is one
+    `hasPrefix` term, else each wanted type is named. Where what is refused is one term, the
+    filter says `NOT` that, when shorter.
+    """
+    wanted, among = frozenset(wanted), frozenset(among)
+    if unknown := wanted - among:
+        raise ValueError(f"not on the bus: {', '.join(sorted(unknown))}")
+    if not wanted:
+        raise ValueError("a subscriber that wants no event needs no subscription")
+    if wanted == among:
+        return None
+    admit, refuse = _terms(wanted, among), _terms(among - wanted, among)
+    expression = " OR ".join(admit)
+    if len(refuse) == 1 and len(f"NOT {refuse[0]}") < len(expression):
+        expression = f"NOT {refuse[0]}"
+    if len(expression.encode()) > FILTER_LIMIT_BYTES:
+        raise ValueError(f"the filter is over Pub/Sub's {FILTER_LIMIT_BYTES} bytes: {expression}")
+    return expression
+
+
+def _terms(chosen: frozenset[str], among: frozenset[str]) -> list[str]:
+    groups: dict[str, set[str]] = {}
+    for event_type in among:
+        groups.setdefault(event_type.split(".", 1)[0] + ".", set()).add(event_type)
+    prefixes, named = [], []
+    for prefix, members in sorted(groups.items()):
+        if members <= chosen:
+            prefixes.append(f'hasPrefix(attributes.event_type, "{prefix}")')
+        else:
+            named += [f'attributes.event_type = "{t}"' for t in sorted(members & chosen)]
+    return prefixes + named
+
+
+def _derived() -> dict[str, str]:
+    found = {target: message_filter(types, ON_THE_BUS) for target, types in CONSUMED.items()}
+    return {target: expression for target, expression in found.items() if expression}
+
+
+# The filter of each subscriber's subscription; a subscriber not named here gets every message.
+MESSAGE_FILTERS: dict[str, str] = _derived()
+
+
+def filter_lines() -> list[str]:
+    """`<subscriber> <filter>`, one line per filtered subscription."""
+    return [f"{target} {expression}" for target, expression in MESSAGE_FILTERS.items()]
+
+
+if __name__ == "__main__":
+    print("\n".join(filter_lines()))

@@ -1,0 +1,28 @@
+"""The application's own events (`app.*`), published on the same bus as Stripe's once a change
+is committed; the e-mails that speak of a change are sent from these, so none tells of a change
+that did not happen. Never accepted from the webhook."""
+
+from __future__ import annotations
+
+# The access subscriber: a checkout's access was granted, or access was taken back.
+ACCESS_GRANTED = "app.access.granted"
+ACCESS_REVOKED = "app.access.revoked"
+# A guest buyer's account exists and has access: they get a sign-in link by e-mail.
+ACCOUNT_INVITED = "app.account.invited"
+# A trial the customer still holds ends in three days (Stripe's `trial_will_end`): they are told.
+TRIAL_ENDING = "app.trial.ending"
+# Sign-up: a new account is welcomed.
+ACCOUNT_CREATED = "app.account.created"
+# A buyer was invited to a product's GitHub repository.
+GITHUB_ACCESS_GRANTED = "app.github_access.granted"
+
+APP_EVENTS = frozenset(
+    {
+        ACCESS_GRANTED,
+        ACCESS_REVOKED,
+        ACCOUNT_INVITED,
+        TRIAL_ENDING,
+        ACCOUNT_CREATED,
+        GITHUB_ACCESS_GRANTED,
+    }
+)

@@ -1,0 +1,20 @@
+"""Which events each subscriber acts on, declared once. The bus hands each subscriber these and
+no others: `adapters/bus/filters.py` turns them into the Pub/Sub subscriptions' filters, for the
+emulator and, through `flask --app main events filters`, for the deploy (cloudbuild.yaml)."""
+
+from __future__ import annotations
+
+from core.app_events import APP_EVENTS
+from core.email.plan import handled_types
+from core.events import SUBSCRIBED_TYPES
+
+# Everything that travels on the bus: Stripe's events of the subscribed types (the webhook
+# drops the others at the door) and the application's own.
+ON_THE_BUS: frozenset[str] = SUBSCRIBED_TYPES | APP_EVENTS
+
+CONSUMED: dict[str, frozenset[str]] = {
+    # Every Stripe event, none of the announcements access itself publishes.
+    "access": SUBSCRIBED_TYPES,
+    # The events an e-mail kind is sent for (each kind's triggers, core/email/kinds/).
+    "emails": handled_types(),
+}

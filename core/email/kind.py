@@ -1,0 +1,87 @@
+"""What an e-mail kind declares: its props model, subject, sample, sender and triggers.
+
+Each kind is one module in `core/email/kinds/` holding one `Kind`, plus its two templates
+(`templates/emails/<name>.html` and `.txt`); the registry there collects them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Generic, Literal, TypeVar
+
+from core.email.brand import Brand
+from core.email.money import format_amount
+from core.email.props import EmailProps
+from core.events import Event
+
+# team: EMAIL_FROM_ADMIN, to which a customer may reply; noreply: EMAIL_FROM_NOREPLY, for the
+# account mails nobody answers (ShipFast's `resend.fromNoReply`).
+Sender = Literal["team", "noreply"]
+# Where the samples' links point: the previews and the test route show a believable shop.
+SAMPLE_SITE = "https://acme.example.com"
+
+P = TypeVar("P", bound=EmailProps)
+
+
+@dataclass(frozen=True)
+class ProductFacts:
+    """What a builder may know of the product an event is about."""
+
+    name: str
+    type: str
+    billing: str  # one_time, month or year
+    download_url: str | None
+    github_repo: str | None
+
+
+# Builds a kind's props from an event, the product it is about (when known) and the site's URL;
+# None when this event calls for no e-mail after all.
+Build = Callable[[Event, ProductFacts | None, str], dict[str, Any] | None]
+
+
+@dataclass(frozen=True)
+class Kind(Generic[P]):
+    """One e-mail kind; `name` is its templates' name."""
+
+    name: str
+    props: type[P]
+    subject: Callable[[P, Brand], str]
+    # Realistic props setting every field, for the previews and the test route.
+    sample: Mapping[str, Any]
+    sender: Sender = "team"
+    # The event types (Stripe's or `core.app_events`) that call for this e-mail, each with
+    # what builds its props; none: the kind is sent only on request (the test route).
+    triggers: Mapping[str, Build] = field(default_factory=dict)
+
+    def sample_props(self) -> P:
+        """The sample, validated into the props model."""
+        return self.props.model_validate(self.sample)
+
+
+@dataclass(frozen=True)
+class Senders:
+    """The addresses behind the kinds' senders, from settings."""
+
+    team: str
+    noreply: str
+
+    def of(self, kind: Kind[Any]) -> str:
+        """The From address of this kind's e-mails."""
+        return self.noreply if kind.sender == "noreply" else self.team
+
+
+def amount(minor: Any, currency: Any) -> str:
+    """An amount in Stripe's minor units for display; a dash when the event does not say."""
+    if not isinstance(minor, int) or not isinstance(currency, str):
+        return "—"
+    return format_amount(minor, currency)
+
+
+def get(obj: Any, *path: str) -> Any:
+    """The value at `path` in nested mappings; None where one is missing."""
+    for key in path:
+        if not isinstance(obj, Mapping):
+            return None
+        obj = obj.get(key)
+    return obj

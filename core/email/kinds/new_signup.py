@@ -1,0 +1,48 @@
+"""Welcome after registration."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import EmailStr, SecretStr
+
+from core.app_events import ACCOUNT_CREATED
+from core.email.brand import Brand
+from core.email.kind import SAMPLE_SITE, Kind, ProductFacts
+from core.email.props import EmailProps, Link
+from core.email.subjects import fit
+from core.events import Event
+
+
+class NewSignupProps(EmailProps):
+    """Welcome after registration."""
+
+    customer_email: EmailStr | None = None
+    temporary_password: SecretStr | None = None
+    dashboard_url: Link | None = None
+    signin_url: Link | None = None
+    docs_url: Link | None = None
+
+
+def subject(_: NewSignupProps, brand: Brand) -> str:
+    return fit("Welcome to ", brand.product_name)
+
+
+def _created(event: Event, _: ProductFacts | None, site: str) -> dict[str, Any]:
+    return {"customer_email": event.object.get("email")}
+
+
+KIND = Kind(
+    name="new-signup",
+    props=NewSignupProps,
+    subject=subject,
+    sample={
+        "customer_name": "Ada Lovelace",
+        "customer_email": "ada@example.com",
+        "temporary_password": "mauve-Otter-42-lantern",
+        "dashboard_url": f"{SAMPLE_SITE}/dashboard",
+        "signin_url": f"{SAMPLE_SITE}/signin",
+        "docs_url": f"{SAMPLE_SITE}/docs/getting-started",
+    },
+    triggers={ACCOUNT_CREATED: _created},
+)

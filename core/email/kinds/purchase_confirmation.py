@@ -1,0 +1,89 @@
+"""After a checkout's access is committed: the order, and how to reach what was bought."""
+
+from __future__ import annotations
+
+from datetime import date
+from typing import Any, Literal
+
+from pydantic import EmailStr
+
+from core.app_events import ACCESS_GRANTED
+from core.email.brand import Brand
+from core.email.kind import SAMPLE_SITE, Kind, ProductFacts, amount
+from core.email.props import Billing, Day, EmailProps, Link, NamedLink, Repository, Text
+from core.email.subjects import fit
+from core.events import Event
+
+
+class PurchaseConfirmationProps(EmailProps):
+    """After a successful checkout."""
+
+    customer_email: EmailStr
+    order_number: Text
+    product_name: Text
+    amount: Text  # already formatted, see core.email.money.format_amount
+    product_type: Literal["link", "github"] = "link"
+    billing: Billing | None = None
+    purchase_date: Day | None = None
+    download_links: tuple[NamedLink, ...] = ()
+    repository: Repository | None = None
+    invoice_url: Link | None = None
+    products_url: Link | None = None
+    dashboard_url: Link | None = None
+
+
+def subject(p: PurchaseConfirmationProps, _: Brand) -> str:
+    return fit("Order confirmed: ", p.product_name)
+
+
+def _granted(event: Event, product: ProductFacts | None, site: str) -> dict[str, Any]:
+    """Sent from `app.access.granted`: only once the access is committed."""
+    grant = event.object
+    values: dict[str, Any] = {
+        "customer_email": grant.get("email"),
+        "order_number": _order_number(str(grant["checkout_session"])),
+        "product_name": product.name if product else "Your purchase",
+        "amount": amount(grant.get("amount_total"), grant.get("currency")),
+        "purchase_date": grant.get("purchased_at"),
+        "invoice_url": grant.get("receipt_url"),
+    }
+    if product:
+        values |= {"product_type": product.type, "billing": product.billing}
+        if product.type == "github" and product.github_repo:
+            values["repository"] = product.github_repo
+        if product.type == "link" and product.download_url:
+            values["download_links"] = [{"label": product.name, "url": product.download_url}]
+    return values
+
+
+def _order_number(session_id: str) -> str:
+    return "ORD-" + session_id.rsplit("_", 1)[-1][-10:].upper()
+
+
+KIND = Kind(
+    name="purchase-confirmation",
+    props=PurchaseConfirmationProps,
+    subject=subject,
+    sample={
+        "customer_name": "Ada Lovelace",
+        "customer_email": "ada@example.com",
+        "order_number": "ORD-2026-004817",
+        "product_name": "Starter Kit Pro",
+        "amount": "$149.00",
+        "product_type": "link",
+        "billing": "one_time",
+        "purchase_date": date(2026, 11, 21),
+        "download_links": [
+            {
+                "label": "Starter Kit Pro v2.4 (zip, 18 MB)",
+                "url": f"{SAMPLE_SITE}/downloads/starter-kit",
+            },
+            {"label": "Design assets (Figma)", "url": f"{SAMPLE_SITE}/downloads/design-assets"},
+        ],
+        "repository": None,
+        "invoice_url": "https://invoice.stripe.com/i/acct_1Acme/test_inv_4817",
+        "products_url": f"{SAMPLE_SITE}/dashboard/products",
+        "dashboard_url": f"{SAMPLE_SITE}/dashboard",
+    },
+    triggers={ACCESS_GRANTED: _granted},
+)

@@ -1,0 +1,38 @@
+"""Amounts in Stripe's minor units, as an e-mail shows them."""
+
+from __future__ import annotations
+
+import re
+from decimal import Decimal
+
+# Stripe's zero-decimal currencies, and the ISO 4217 three-decimal ones it supports.
+_ZERO_DECIMAL = frozenset(
+    {"bif", "clp", "djf", "gnf", "jpy", "kmf", "krw", "mga"}
+    | {"pyg", "rwf", "ugx", "vnd", "vuv", "xaf", "xof", "xpf"}
+)
+_THREE_DECIMAL = frozenset({"bhd", "jod", "kwd", "omr", "tnd"})
+_SYMBOLS = {
+    "usd": "$",
+    "eur": "€",
+    "gbp": "£",
+    "jpy": "¥",
+    "inr": "₹",
+    "krw": "₩",
+    "cad": "CA$",
+    "aud": "A$",
+    "nzd": "NZ$",
+    "brl": "R$",
+    "mxn": "MX$",
+}
+
+
+def format_amount(minor_units: int, currency: str) -> str:
+    """An amount in Stripe's minor units as a display string, e.g. 4900, 'usd' -> '$49.00'."""
+    code = currency.strip().lower()
+    if not re.fullmatch(r"[a-z]{3}", code):
+        raise ValueError(f"not an ISO 4217 currency code: {currency!r}")
+    exponent = 0 if code in _ZERO_DECIMAL else 3 if code in _THREE_DECIMAL else 2
+    number = f"{Decimal(abs(minor_units)).scaleb(-exponent):,.{exponent}f}"
+    sign = "-" if minor_units < 0 else ""
+    symbol = _SYMBOLS.get(code)
+    return f"{sign}{symbol}{number}" if symbol else f"{sign}{code.upper()} {number}"

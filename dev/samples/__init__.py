@@ -1,0 +1,1 @@
+"""Stripe-shaped sample events for local runs (`events send`, the demo), and their delivery."""
