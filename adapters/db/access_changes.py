@@ -20,7 +20,7 @@ from core.events import Event
 _PROFILE_DATES = ("access_changed_at", "price_changed_at")
 _ENTITLEMENT_DATES = ("current_period_end", "trial_end", "ended_at", "changed_at")
 
-# The first round trip: migration 20261126010000_access_claim.sql has the statement.
+# The first round trip: the baseline migration defines the function.
 READ = (
     "select public.access_claim(%(consumer)s, %(ids)s::text[], %(types)s::text[],"
     " %(created)s::timestamptz[], %(customers)s::text[]) as read"
