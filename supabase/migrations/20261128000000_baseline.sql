@@ -1,6 +1,7 @@
--- The schema as it stands, in one file: profiles, products, purchases and their grants
--- (entitlements), the ledger of applied events and the e-mail records, with row-level security
--- as Supabase serves it. Later changes come as files of their own (see README.md here).
+-- The schema as it stands, in one file: profiles, the accounts that pay with their grants
+-- (entitlements) and purchases, products, the ledger of applied events and the e-mail records,
+-- with row-level security as Supabase serves it. Later changes come as files of their own (see
+-- README.md here).
 
 create or replace function public.touch_updated_at() returns trigger
 language plpgsql
@@ -12,8 +13,8 @@ begin
 end
 $$;
 
--- One row per auth user. customer_id, price_id and has_access are what the product shows a
--- person; the access subscriber keeps them.
+-- One row per auth user. customer_id, price_id and has_access (and the dates beside them) mirror
+-- the person's own account; the access subscriber keeps them so.
 create table public.profiles (
   id uuid primary key references auth.users (id) on delete cascade,
   email text,
@@ -62,11 +63,36 @@ create table public.products (
 create trigger products_touch before update on public.products
   for each row execute function public.touch_updated_at();
 
+-- Who pays: the Stripe customer, the plan, the grants and the purchases belong to an account.
+-- Each person has their own (`personal`, made with the profile); a team that pays is an account
+-- of kind `team` whose members would hold seats in a table of their own.
+create table public.accounts (
+  id uuid primary key default gen_random_uuid(),
+  kind text not null default 'personal' check (kind in ('personal', 'team')),
+  -- A personal account's person; a team's owner.
+  owner_id uuid not null references public.profiles (id) on delete cascade,
+  customer_id text unique,
+  price_id text,
+  has_access boolean not null default false,
+  -- Stripe `created` of the newest access change applied, for operators.
+  access_changed_at timestamptz,
+  access_event_id text,
+  -- Stripe `created` of the newest plan change applied: an older one never sets the plan back.
+  price_changed_at timestamptz,
+  created_at timestamptz not null default now(),
+  updated_at timestamptz not null default now()
+);
+create unique index accounts_personal_key on public.accounts (owner_id) where kind = 'personal';
+create trigger accounts_touch before update on public.accounts
+  for each row execute function public.touch_updated_at();
+
 -- A completed checkout. `paid` comes from its payment status (and
 -- checkout.session.async_payment_succeeded); `refunded_at` marks a full refund.
 create table public.purchases (
   id uuid primary key default gen_random_uuid(),
+  -- The buyer, and the account that paid.
   user_id uuid references public.profiles (id) on delete set null,
+  account_id uuid references public.accounts (id) on delete set null,
   product_id uuid references public.products (id) on delete set null,
   stripe_checkout_session_id text not null unique,
   stripe_customer_id text,
@@ -94,10 +120,10 @@ create index github_grants_user_idx on public.github_grants (user_id);
 
 -- Access per grant: one row per subscription (source_id: its id) and per one-time purchase
 -- (source_id: its checkout session). A subscription's end ends only its own row, a refund only
--- its purchase's; profiles.has_access is derived from them.
+-- its purchase's; an account's has_access is derived from them.
 create table public.entitlements (
   id uuid primary key default gen_random_uuid(),
-  user_id uuid not null references public.profiles (id) on delete cascade,
+  account_id uuid not null references public.accounts (id) on delete cascade,
   source_id text not null unique,
   kind text not null check (kind in ('subscription', 'purchase')),
   price_id text,
@@ -114,7 +140,7 @@ create table public.entitlements (
   created_at timestamptz not null default now(),
   updated_at timestamptz not null default now()
 );
-create index entitlements_user_idx on public.entitlements (user_id);
+create index entitlements_account_idx on public.entitlements (account_id);
 create trigger entitlements_touch before update on public.entitlements
   for each row execute function public.touch_updated_at();
 
@@ -171,7 +197,7 @@ create table public.email_claims (
   primary key (event_id, kind)
 );
 
--- A new auth user gets a profile.
+-- A new auth user gets a profile and their own account.
 create or replace function public.handle_new_user() returns trigger
 language plpgsql
 security definer
@@ -185,6 +211,9 @@ begin
     coalesce(new.raw_user_meta_data ->> 'full_name', new.raw_user_meta_data ->> 'name')
   )
   on conflict (id) do nothing;
+  insert into public.accounts (kind, owner_id)
+  values ('personal', new.id)
+  on conflict (owner_id) where kind = 'personal' do nothing;
   return new;
 end
 $$;
@@ -204,6 +233,7 @@ as $$
 $$;
 
 alter table public.profiles enable row level security;
+alter table public.accounts enable row level security;
 alter table public.products enable row level security;
 alter table public.purchases enable row level security;
 alter table public.github_grants enable row level security;
@@ -217,6 +247,10 @@ alter table public.email_claims enable row level security;
 create policy "profiles: own row or admin" on public.profiles
   for select to authenticated
   using (id = (select auth.uid()) or (select public.is_admin()));
+
+create policy "accounts: own ones or admin" on public.accounts
+  for select to authenticated
+  using (owner_id = (select auth.uid()) or (select public.is_admin()));
 
 create policy "products: active ones for everyone" on public.products
   for select to anon, authenticated
@@ -236,31 +270,35 @@ create policy "github_grants: own rows" on public.github_grants
 
 create policy "entitlements: own rows or admin" on public.entitlements
   for select to authenticated
-  using (user_id = (select auth.uid()) or (select public.is_admin()));
+  using (
+    account_id in (select a.id from public.accounts a where a.owner_id = (select auth.uid()))
+    or (select public.is_admin())
+  );
 
 -- disputes, leads, processed_events, sent_emails and email_claims have no policy: nobody
 -- reads them through the API.
 
-grant select on public.profiles, public.products, public.purchases, public.github_grants,
+grant select on public.profiles, public.accounts, public.products, public.purchases, public.github_grants,
   public.entitlements to authenticated;
 grant select on public.products to anon;
 grant execute on function public.is_admin() to anon, authenticated;
 
--- The access subscriber's first round trip as one function: claim a batch of events in the
--- ledger, lock the profiles of those claimed now and their entitlements, and read them, with
--- the outcomes of those claimed before and the profiles of their customers. A plpgsql function
--- keeps its plan per server connection (also behind a transaction pooler, which hands out the
--- same few), where the same statement sent from the client is planned on every call. The claim
--- and the profile locks are one statement; the entitlements and the rest are read by the next
--- ones, each with a snapshot taken after the locks were granted (a plpgsql function in READ
--- COMMITTED takes one per statement): a grant another transaction inserted while this one
--- waited is seen.
+-- The access cycle's first round trip as one function: claim a batch of events in the ledger,
+-- lock the accounts those claimed now are about (by customer, by the buyer's id or e-mail
+-- address, by a refunded purchase) and their grants, and read them, with the purchases the
+-- refunds name, the outcomes of the events claimed before and their accounts as committed. A
+-- plpgsql function keeps its plan per server connection (also behind a transaction pooler),
+-- where the same statement sent from the client is planned on every call. The claim and the
+-- locks are one statement; the rest is read by the next one, with a snapshot taken after the
+-- locks were granted (a plpgsql function in READ COMMITTED takes one per statement): a grant
+-- another transaction wrote while this one waited is seen.
+-- p_keys: [{"event", "customer", "user", "email", "intent"}], what each event is about.
 create or replace function public.access_claim(
   p_consumer text,
   p_ids text[],
   p_types text[],
   p_created timestamptz[],
-  p_customers text[]
+  p_keys jsonb
 ) returns jsonb
 language plpgsql
 volatile
@@ -268,11 +306,12 @@ set search_path = ''
 as $$
 declare
   claimed_ids text[];
-  locked_profiles jsonb;
+  locked_ids uuid[];
+  known_ids uuid[];
   found jsonb;
 begin
   with incoming as (
-    select * from unnest(p_ids, p_types, p_created, p_customers) as e(id, type, created, customer)
+    select * from unnest(p_ids, p_types, p_created) as e(id, type, created)
   ), claimed as (
     insert into public.processed_events (consumer, event_id, event_type, event_created, outcome)
     select p_consumer, d.id, d.type, d.created, 'pending'
@@ -280,42 +319,73 @@ begin
     order by d.id
     on conflict do nothing
     returning event_id
+  ), keys as (
+    select * from jsonb_to_recordset(p_keys)
+      as k(event text, customer text, "user" uuid, email text, intent text)
+  ), matching as (
+    select k.event, a.id from keys k join public.accounts a on a.customer_id = k.customer
+    union
+    select k.event, a.id from keys k
+      join public.accounts a on a.kind = 'personal' and a.owner_id = k."user"
+    union
+    select k.event, a.id from keys k
+      join public.profiles p on lower(p.email) = lower(k.email)
+      join public.accounts a on a.kind = 'personal' and a.owner_id = p.id
+    union
+    select k.event, pu.account_id from keys k
+      join public.purchases pu on pu.stripe_payment_intent_id = k.intent
+    where pu.account_id is not null
   ), locked as (
-    select p.id, p.email, p.name, p.customer_id, p.price_id, p.has_access, p.is_admin,
-      p.access_changed_at, p.price_changed_at
-    from public.profiles p
-    where p.customer_id in (
-      select i.customer from incoming i where i.id in (select c.event_id from claimed c))
-    order by p.id
+    select a.id from public.accounts a
+    where a.id in (
+      select m.id from matching m where m.event in (select c.event_id from claimed c))
+    order by a.id
     for update
   )
   select
     coalesce((select array_agg(c.event_id) from claimed c), '{}'),
-    coalesce((select jsonb_agg(to_jsonb(l)) from locked l), '[]')
-  into claimed_ids, locked_profiles;
+    coalesce((select array_agg(l.id) from locked l), '{}'),
+    coalesce((
+      select array_agg(distinct m.id) from matching m
+      where m.event not in (select c.event_id from claimed c)), '{}')
+  into claimed_ids, locked_ids, known_ids;
 
   with held as (
-    select e.user_id, e.source_id, e.kind, e.price_id, e.status, e.active,
+    select e.account_id, e.source_id, e.kind, e.price_id, e.status, e.active,
       e.current_period_end, e.cancel_at_period_end, e.trial_end, e.ended_at, e.changed_at,
       e.event_id
     from public.entitlements e
-    where e.user_id in (
-      select (l ->> 'id')::uuid from jsonb_array_elements(locked_profiles) as l)
+    where e.account_id = any(locked_ids)
     order by e.source_id
     for update
-  ), known as (
-    select p.id, p.email, p.name, p.customer_id, p.price_id, p.has_access, p.is_admin,
-      p.access_changed_at, p.price_changed_at
-    from public.profiles p
-    where p.customer_id in (
-      select i.customer from unnest(p_ids, p_customers) as i(id, customer)
-      where i.id <> all(claimed_ids))
+  ), accounts as (
+    select a.id, a.kind, a.owner_id, p.email, p.name, a.customer_id, a.price_id, a.has_access,
+      a.access_changed_at, a.price_changed_at, p.created_at
+    from public.accounts a join public.profiles p on p.id = a.owner_id
+    where a.id = any(locked_ids) or a.id = any(known_ids)
+  ), purchases as (
+    select pu.id, pu.stripe_checkout_session_id as session_id, pu.account_id,
+      coalesce(pr.billing_type = 'one_time', true) as one_time,
+      pr.github_repo as repository, gg.github_username, pu.stripe_payment_intent_id as intent,
+      pu.created_at
+    from public.purchases pu
+    left join public.products pr on pr.id = pu.product_id
+    left join public.github_grants gg on gg.purchase_id = pu.id
+    where pu.stripe_payment_intent_id in (
+      select k ->> 'intent' from jsonb_array_elements(p_keys) as k)
   )
   select jsonb_build_object(
     'claimed', to_jsonb(claimed_ids),
-    'profiles', locked_profiles,
+    'accounts', coalesce((
+      select jsonb_agg(to_jsonb(a) - 'created_at' order by a.created_at, a.id)
+      from accounts a where a.id = any(locked_ids)), '[]'),
+    'known', coalesce((
+      select jsonb_agg(to_jsonb(a) - 'created_at' order by a.created_at, a.id)
+      from accounts a where a.id = any(known_ids)), '[]'),
     'held', coalesce((select jsonb_agg(to_jsonb(h)) from held h), '[]'),
-    'known', coalesce((select jsonb_agg(to_jsonb(k)) from known k), '[]'),
+    'purchases', coalesce((
+      select jsonb_agg(to_jsonb(pu) - 'created_at' order by pu.created_at) from purchases pu),
+      '[]'),
     'recorded', coalesce((
       select jsonb_object_agg(pe.event_id, pe.outcome) from public.processed_events pe
       where pe.consumer = p_consumer and pe.event_id = any(p_ids)
@@ -325,5 +395,6 @@ begin
 end
 $$;
 
-revoke execute on function public.access_claim(text, text[], text[], timestamptz[], text[])
+-- Not an API: Supabase grants execute on new functions in `public` to its API roles.
+revoke execute on function public.access_claim(text, text[], text[], timestamptz[], jsonb)
   from public, anon, authenticated;
