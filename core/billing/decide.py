@@ -136,11 +136,12 @@ def decide(batch: Sequence[Pending], state: State, answers: Answers) -> Plan:
     first: dict[str, int] = {}
     for n, pending in enumerate(batch):
         first.setdefault(pending.event.id, n)
-    fresh = [
+    fresh = {
         n for n, p in enumerate(batch) if p.event.id in state.claimed and first[p.event.id] == n
-    ]
+    }
     for n in sorted(fresh, key=lambda n: (batch[n].event.created, batch[n].event.id)):
         fold.apply(n, batch[n])
+    fold.plan.asks = Asks(frozenset(fold.statuses), frozenset(fold.checkouts))
     for n, pending in enumerate(batch):
         if first[pending.event.id] != n:  # the same event twice in one batch: a copy
             earlier = fold.plan.results[first[pending.event.id]]
@@ -157,7 +158,9 @@ class _Fold:
         self.current: dict[str, Account] = {a.id: a for a in state.accounts}
         self.grants = {a.id: tuple(state.held.get(a.id, ())) for a in state.accounts}
         self.set_by: dict[str, str] = {}
-        self.asks: dict[str, set[str]] = {"statuses": set(), "checkouts": set()}
+        # What Stripe must be asked: subscriptions at a tie, payment intents of refunds.
+        self.statuses: set[str] = set()
+        self.checkouts: set[str] = set()
 
     def apply(self, n: int, pending: Pending) -> None:
         event = pending.event
@@ -165,14 +168,9 @@ class _Fold:
         try:
             for change in pending.changes:
                 outcomes.append(self._change(n, event, change))
-        except _Ask as ask:
-            if ask.status:
-                self.asks["statuses"].add(ask.status)
-            if ask.checkout:
-                self.asks["checkouts"].add(ask.checkout)
-            self.plan.asks = Asks(
-                frozenset(self.asks["statuses"]), frozenset(self.asks["checkouts"])
-            )
+        except _Ask as ask:  # the plan is not written: decided again once Stripe answered
+            self.statuses.update([ask.status] if ask.status else [])
+            self.checkouts.update([ask.checkout] if ask.checkout else [])
             return
         except (ProfileNotLinked, PurchaseNotRecorded) as exc:
             self.plan.results[n] = exc
