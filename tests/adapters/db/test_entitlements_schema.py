@@ -1,4 +1,4 @@
-"""The entitlements table: row-level security; a grant is never written over by another's."""
+"""Accounts and their entitlements in the schema: row-level security; one account per person."""
 
 from __future__ import annotations
 
@@ -46,14 +46,17 @@ def test_a_grant_of_another_account_is_never_written_over(db: Database) -> None:
     assert (row["account"], row["active"]) == (own_account(db, alice), True)
 
 
-def test_each_user_gets_an_account_of_their_own(db: Database) -> None:
+def test_each_user_gets_an_account_of_their_own_and_reads_only_it(db: Database) -> None:
     alice = create_user(db, "alice@example.com")
     rows = db.fetch_all(
         "select kind, owner_id::text as owner from public.accounts where owner_id = %s", (alice,)
     )
     assert rows == [{"kind": "personal", "owner": alice}]
-    bob = create_user(db, "bob@example.com")
+    create_user(db, "bob@example.com")
     with as_role(db, "authenticated", alice) as conn:
         owners = [r["owner_id"] for r in conn.execute("select owner_id from public.accounts")]
         assert [str(o) for o in owners] == [alice]
-    assert bob != alice
+        granted = conn.execute("update public.accounts set has_access = true")
+        assert granted.rowcount == 0
+    with as_role(db, "anon") as conn:
+        assert conn.execute("select id from public.accounts").fetchall() == []
