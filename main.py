@@ -5,7 +5,7 @@ imports it to find a target; gunicorn to find `app`). On first use, `root()` rea
 and builds the `runtime.container.Container`, which builds each adapter once:
 
 - the API: `create_app` -> `handlers/` (routes) -> `services/` (use cases) -> `core/` (rules)
-- access: `subscribers/access.py` -> `core/access.py` -> `adapters/db/`
+- access: `subscribers/access.py` (one cycle) -> `core/billing/` (rules) -> `adapters/db/billing.py`
 - e-mail: `subscribers/emails.py` -> `core/email/` (plan: which mail an event calls for;
   props; render) -> `adapters/mail/` (Resend, or the outbox) and `adapters/db/sent_emails.py`
   (sent at most once per event and kind)

@@ -33,6 +33,10 @@ def postgres(scratch: Path, customers: int) -> Iterator[str]:
                 (customers,),
             )
             conn.execute("update public.profiles set customer_id = split_part(email, '@', 1)")
+            conn.execute(
+                "update public.accounts a set customer_id = p.customer_id"
+                " from public.profiles p where p.id = a.owner_id"
+            )
         db = Database(lambda: url)
         seed_demo_products(db)
         db.close()

@@ -51,7 +51,7 @@ class Checkout:
 
 @dataclass(frozen=True)
 class AccessChange:
-    """A change to one subscription's entitlement, on the profile that owns `customer_id`."""
+    """A change to one subscription's grant, held by the account that pays as `customer_id`."""
 
     customer_id: str
     change: Change

@@ -1,9 +1,10 @@
 """What each purchase and subscription entitles a user to, and how one event changes it.
 
 Access is kept per grant: one entitlement per subscription (keyed by its id) and one per
-one-time purchase (keyed by its checkout session). Each is ordered on its own by Stripe's
-`created`, so the end of a subscription ends only that subscription's entitlement, and a refund
-only its purchase's; a profile has access while any of its entitlements is active.
+one-time purchase (keyed by its checkout session), each held by the paying account. Each is
+ordered on its own by Stripe's `created`, so the end of a subscription ends only that
+subscription's entitlement, and a refund only its purchase's; an account has access while any
+of its entitlements is active.
 """
 
 from __future__ import annotations
@@ -17,9 +18,6 @@ from typing import Literal
 Kind = Literal["subscription", "purchase"]
 SUBSCRIPTION: Kind = "subscription"
 PURCHASE: Kind = "purchase"
-# Rows carried over from the single `has_access` flag: a subscription whose id was not kept.
-# The first event of one of the user's subscriptions adopts it.
-CARRIED_OVER = "profile:"
 
 # Subscription states in which the customer has paid for access.
 ACTIVE_STATUSES = frozenset({"active", "trialing"})
@@ -72,7 +70,7 @@ TieStatuses = Mapping[str, str | None]
 class Entitlement:
     """One grant of access, as stored; dates are aware datetimes."""
 
-    user_id: str
+    account_id: str  # the paying account that holds it
     source_id: str  # the subscription id, or the checkout session id of a one-time purchase
     kind: Kind
     price_id: str | None
@@ -116,24 +114,15 @@ class Stepped:
 
 
 def find(entitlements: Iterable[Entitlement], change: Change) -> Entitlement | None:
-    """The stored grant a change is about: its own, else (for a subscription) a carried-over
-    one of the user's, which the change adopts."""
-    mine = list(entitlements)
-    for entitlement in mine:
-        if entitlement.source_id == change.source_id:
-            return entitlement
-    if change.kind == SUBSCRIPTION:
-        for entitlement in mine:
-            if entitlement.source_id.startswith(CARRIED_OVER):
-                return entitlement
-    return None
+    """The stored grant a change is about."""
+    return next((e for e in entitlements if e.source_id == change.source_id), None)
 
 
 def step(
     current: Entitlement | None,
     change: Change,
     *,
-    user_id: str,
+    account_id: str,
     created: datetime,
     event_id: str,
     tie_statuses: TieStatuses,
@@ -144,7 +133,7 @@ def step(
     Stripe decides; `StatusNeededAtTie` asks the caller to fetch it outside any transaction. A
     purchase has nothing newer to ask about: the change stands.
     """
-    before = current or _new(change, user_id)
+    before = current or _new(change, account_id)
     order = ordering(created, current.changed_at if current else None)
     if order is Ordering.STALE:
         return Stepped(before, STALE, applied=False)
@@ -182,7 +171,7 @@ def still_held(entitlements: Iterable[Entitlement], source_id: str | None) -> bo
 
 
 def has_access(entitlements: Iterable[Entitlement]) -> bool:
-    """A profile's `has_access`: true while any of its grants is active."""
+    """An account's access: true while any of its grants is active."""
     return any(entitlement.active for entitlement in entitlements)
 
 
@@ -191,9 +180,9 @@ def last_change(entitlements: Iterable[Entitlement]) -> datetime | None:
     return max((e.changed_at for e in entitlements if e.changed_at), default=None)
 
 
-def _new(change: Change, user_id: str) -> Entitlement:
+def _new(change: Change, account_id: str) -> Entitlement:
     return Entitlement(
-        user_id=user_id,
+        account_id=account_id,
         source_id=change.source_id,
         kind=change.kind,
         price_id=change.price_id,

@@ -114,8 +114,9 @@ def check_purchase(c: Container, session: str, user_id: str) -> None:
 def check_entitlement(c: Container, subscription_id: str, user_id: str, *, active: bool) -> None:
     """The subscription is one entitlement of the user's, active as access says."""
     rows = c.db.fetch_all(
-        "select user_id::text as user_id, kind, status, active from public.entitlements"
-        " where source_id = %s",
+        "select a.owner_id::text as user_id, e.kind, e.status, e.active"
+        " from public.entitlements e join public.accounts a on a.id = e.account_id"
+        " where e.source_id = %s",
         (subscription_id,),
     )
     if len(rows) != 1 or rows[0]["user_id"] != user_id or rows[0]["active"] is not active:

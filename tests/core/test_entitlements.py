@@ -8,7 +8,6 @@ import pytest
 
 from core.access import Checkout, checkout_change, refund_change
 from core.entitlements import (
-    CARRIED_OVER,
     ENDED_ALREADY,
     GRANTED,
     PURCHASE,
@@ -24,7 +23,7 @@ from core.entitlements import (
     still_held,
 )
 
-USER = "00000000-0000-4000-8000-000000000001"
+ACCOUNT = "00000000-0000-4000-8000-000000000001"
 
 
 def at(second: int) -> datetime:
@@ -39,7 +38,7 @@ def apply(current: Entitlement | None, change: Change, second: int, **ties: str 
     return step(
         current,
         change,
-        user_id=USER,
+        account_id=ACCOUNT,
         created=at(second),
         event_id=f"evt_{second}",
         tie_statuses=ties,
@@ -109,21 +108,13 @@ def test_facts_a_change_does_not_carry_are_kept() -> None:
     assert renewed.entitlement.status == "active"
 
 
-def test_a_subscription_adopts_the_row_carried_over_from_the_access_flag() -> None:
-    carried = Entitlement(
-        user_id=USER,
-        source_id=CARRIED_OVER + USER,
-        kind=SUBSCRIPTION,
-        price_id="price_team",
-        status="active",
-        active=True,
-        changed_at=at(1),
-    )
+def test_a_change_finds_its_own_grant_only() -> None:
     bought = apply(None, LIFETIME, 1).entitlement
-    assert find([bought, carried], sub(False, "canceled")) is carried
-    assert find([bought, carried], refund_change("cs_other")) is None
-    ended = apply(carried, sub(False, "canceled"), 2).entitlement
-    assert (ended.source_id, ended.active, ended.price_id) == ("sub_1", False, "price_team")
+    subscribed = apply(None, sub(True, "active"), 2).entitlement
+    held = [bought, subscribed]
+    assert find(held, sub(False, "canceled")) == subscribed
+    assert find(held, refund_change("cs_life")) == bought
+    assert find(held, refund_change("cs_other")) is None
 
 
 def test_a_paid_checkout_grants_its_subscription_or_its_purchase() -> None:

@@ -60,7 +60,8 @@ def _entitlements(scenario: Scenario, conn: psycopg.Connection[dict[str, Any]]) 
     }
     users = [c.user_id for c in scenario.customers if c.user_id is not None]
     rows = conn.execute(
-        "select source_id, active from public.entitlements where user_id::text = any(%s)",
+        "select e.source_id, e.active from public.entitlements e"
+        " join public.accounts a on a.id = e.account_id where a.owner_id::text = any(%s)",
         (users,),
     ).fetchall()
     actual = {r["source_id"]: r["active"] for r in rows}

@@ -33,11 +33,15 @@ def profile(db: Database, user_id: str) -> dict[str, Any]:
 
 
 def link(db: Database, user_id: str, customer_id: str, *, access: bool = False) -> None:
+    """The user's own account pays as `customer_id` (as a checkout leaves it), and their
+    profile mirrors it."""
     with db.transaction() as conn:
-        conn.execute(
-            "update public.profiles set customer_id = %s, has_access = %s where id = %s",
-            (customer_id, access, user_id),
-        )
+        for table, key in (("accounts", "owner_id"), ("profiles", "id")):
+            conn.execute(
+                f"update public.{table} set customer_id = %s, has_access = %s"  # noqa: S608
+                f" where {key} = %s",
+                (customer_id, access, user_id),
+            )
 
 
 def subscription(*, price: str = MONTHLY, status: str = "active", **extra: Any) -> dict[str, Any]:

@@ -79,10 +79,13 @@ def invoice_paid(*, created: int) -> bytes:
 
 
 def link(db: Database, user_id: str, customer_id: str) -> None:
+    """The user's own account pays as `customer_id`; the profile mirrors it."""
     with db.transaction() as conn:
-        conn.execute(
-            "update public.profiles set customer_id = %s where id = %s", (customer_id, user_id)
-        )
+        for table, key in (("accounts", "owner_id"), ("profiles", "id")):
+            conn.execute(
+                f"update public.{table} set customer_id = %s where {key} = %s",  # noqa: S608
+                (customer_id, user_id),
+            )
 
 
 @pytest.fixture

@@ -19,10 +19,10 @@ import pytest
 from adapters.bus import PublishError
 from adapters.db.pool import Database
 from config import Settings
+from core.billing.decide import ProfileNotLinked
 from core.events import Event, parse_event
 from runtime.container import Container
 from subscribers.access import AccessSubscriber
-from subscribers.changes import ProfileNotLinked
 from tests.conftest import Api
 from tests.fakes.stripe import FakeStripe
 from tests.helpers import create_user, stripe_event, wait_for
@@ -280,9 +280,9 @@ def test_the_app_applies_a_burst_queued_behind_busy_workers_in_one_transaction(
         for n in range(12)
     ]
     with psycopg.connect(database_url) as holder:
-        # The test holds the profile's row lock: both access workers block on it, one event
+        # The test holds the account's row lock: both access workers block on it, one event
         # each, and the ten published next queue behind them.
-        holder.execute("select 1 from public.profiles where customer_id = %s for update", (a,))
+        holder.execute("select 1 from public.accounts where customer_id = %s for update", (a,))
         for n, body in enumerate(bodies[:2], start=1):
             post_event(api, body)
             wait_for(partial(waiting_on_locks, db, n))
@@ -304,26 +304,26 @@ def waiting_on_locks(db: Database, count: int) -> bool:
     return int(row["n"]) == count
 
 
-def test_a_change_waiting_on_the_profile_sees_the_grant_committed_while_it_waited(
+def test_a_change_waiting_on_the_account_sees_the_grant_committed_while_it_waited(
     access: AccessSubscriber, db: Database, database_url: str
 ) -> None:
     """The first change to a subscription inserts its entitlement while another change of the
-    same customer waits for the profile's lock: the waiting one must read that new row (not the
+    same customer waits for the account's lock: the waiting one must read that new row (not the
     snapshot from before it waited) and, being older, change nothing."""
     [a] = customers(db, "w", 1)
-    [user] = [
-        r["id"] for r in db.fetch_all("select id from public.profiles where customer_id = %s", (a,))
+    [account] = [
+        r["id"] for r in db.fetch_all("select id from public.accounts where customer_id = %s", (a,))
     ]
     older = event("paid", a, created=T0, event_id="evt_w0")
     outcome: list[list[str | Exception]] = []
     with psycopg.connect(database_url) as holder:
-        # As the newer event's transaction does: profile locked, its grant inserted.
-        holder.execute("select 1 from public.profiles where id = %s for update", (user,))
+        # As the newer event's transaction does: account locked, its grant inserted.
+        holder.execute("select 1 from public.accounts where id = %s for update", (account,))
         holder.execute(
-            "insert into public.entitlements (user_id, source_id, kind, price_id, status, active,"
-            " changed_at, event_id) values (%s, %s, 'subscription', 'price_a', 'active', true,"
-            " to_timestamp(%s), 'evt_w9')",
-            (user, f"sub_{a}", T0 + 9),
+            "insert into public.entitlements (account_id, source_id, kind, price_id, status,"
+            " active, changed_at, event_id) values (%s, %s, 'subscription', 'price_a', 'active',"
+            " true, to_timestamp(%s), 'evt_w9')",
+            (account, f"sub_{a}", T0 + 9),
         )
         worker = threading.Thread(target=lambda: outcome.append(access.apply_many([older])))
         worker.start()

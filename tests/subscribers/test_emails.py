@@ -57,6 +57,9 @@ def buyer(db: Database) -> str:
     user = create_user(db, "ada@example.com", name="Ada Lovelace")
     with db.transaction() as conn:
         conn.execute("update public.profiles set customer_id = 'cus_ada' where id = %s", (user,))
+        conn.execute(
+            "update public.accounts set customer_id = 'cus_ada' where owner_id = %s", (user,)
+        )
     return user
 
 

@@ -83,14 +83,23 @@ def test_access_applies_other_events_while_stripe_hangs_on_a_tie(
         # `tied`'s subscription was last changed at `now`: a change created in the same second
         # is a tie, which only Stripe's status can settle.
         conn.execute(
+            "update public.accounts set customer_id = 'cus_tied', has_access = true,"
+            " access_changed_at = to_timestamp(%s) where owner_id = %s",
+            (now, tied),
+        )
+        conn.execute(
             "update public.profiles set customer_id = 'cus_tied', has_access = true,"
             " access_changed_at = to_timestamp(%s) where id = %s",
             (now, tied),
         )
         conn.execute(
-            "insert into public.entitlements (user_id, source_id, kind, status, active, changed_at)"
-            " values (%s, 'sub_tied', 'subscription', 'active', true, to_timestamp(%s))",
-            (tied, now),
+            "insert into public.entitlements (account_id, source_id, kind, status, active,"
+            " changed_at) select id, 'sub_tied', 'subscription', 'active', true, to_timestamp(%s)"
+            " from public.accounts where owner_id = %s",
+            (now, tied),
+        )
+        conn.execute(
+            "update public.accounts set customer_id = 'cus_other' where owner_id = %s", (other,)
         )
         conn.execute("update public.profiles set customer_id = 'cus_other' where id = %s", (other,))
     tie = stripe_event(

@@ -209,6 +209,9 @@ def test_events_delivered_newest_first_end_in_the_newest_state(
 ) -> None:
     with pipeline.db.transaction() as conn:
         conn.execute("update public.profiles set customer_id = 'cus_ps' where id = %s", (buyer,))
+        conn.execute(
+            "update public.accounts set customer_id = 'cus_ps' where owner_id = %s", (buyer,)
+        )
     now = int(time.time())
     deleted = {"id": "sub_ps", "customer": "cus_ps", "status": "canceled"}
     pipeline.post_event(stripe_event("customer.subscription.deleted", deleted, created=now))

@@ -190,7 +190,9 @@ def test_the_lifecycle_variants_and_a_lifetime_purchase_beside_a_subscription(
 
 def kinds_of(db: Database, user: str) -> dict[str, tuple[bool, str]]:
     rows = db.fetch_all(
-        "select kind, active, status from public.entitlements where user_id = %s", (user,)
+        "select e.kind, e.active, e.status from public.entitlements e"
+        " join public.accounts a on a.id = e.account_id where a.owner_id = %s",
+        (user,),
     )
     return {r["kind"]: (r["active"], r["status"]) for r in rows}
 

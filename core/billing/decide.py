@@ -1,0 +1,375 @@
+"""A batch of changes folded over the accounts it locked: the plan of what to write and what to
+announce, decided without I/O.
+
+The events claimed now are applied oldest first (Stripe's `created`, then the id), each over
+the state the ones before left; an older change to a grant than the one applied is stale and
+changes nothing, a plan change is ordered on its own. A redelivery (claimed before) changes
+nothing and is announced again, with the same ids, should the first announcement have been
+lost after its commit. What only Stripe can settle (a tie's status; whether a refunded payment
+came from a checkout not recorded yet) is asked for (`Plan.asks`): the caller rolls back, asks
+Stripe with no transaction open and decides again with the answers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+
+from core.access import (
+    AccessChange,
+    Checkout,
+    checkout_change,
+    end_reason,
+    refund_change,
+    subscription_price,
+)
+from core.announcements import (
+    Announcement,
+    Person,
+    access_granted,
+    access_revoked,
+    account_invited,
+    trial_ending,
+)
+from core.billing.changes import Change, TrialEnding
+from core.billing.model import Account, State, by_customer, own_account
+from core.entitlements import (
+    GRANTED,
+    REVOKED,
+    Entitlement,
+    Ordering,
+    StatusNeededAtTie,
+    Stepped,
+    find,
+    has_access,
+    last_change,
+    ordering,
+    step,
+    still_held,
+)
+from core.entitlements import Change as GrantChange
+from core.events import Event
+from core.refunds import Dispute, Refund
+
+LINKED_UNPAID = "linked (unpaid)"
+TRIAL_ANNOUNCED = "trial ending announced"
+
+
+class ProfileNotLinked(RuntimeError):
+    """No account matches the event yet (its checkout may still be on the way): retry later."""
+
+
+class PurchaseNotRecorded(RuntimeError):
+    """Stripe knows the checkout the refund is about, this service not yet: retry later."""
+
+
+@dataclass(frozen=True)
+class Pending:
+    """One delivery of the batch and the changes its event calls for."""
+
+    event: Event
+    changes: Sequence[Change]
+
+
+@dataclass(frozen=True)
+class Answers:
+    """What Stripe said, asked before the transaction."""
+
+    statuses: Mapping[str, str | None] = field(default_factory=dict)  # subscription -> status
+    checkouts: Mapping[str, bool] = field(default_factory=dict)  # payment intent -> has one
+    receipts: Mapping[str, str | None] = field(default_factory=dict)  # session -> receipt URL
+
+
+@dataclass(frozen=True)
+class Asks:
+    """What Stripe must be asked before the batch can be decided."""
+
+    statuses: frozenset[str] = frozenset()
+    checkouts: frozenset[str] = frozenset()
+
+    def __bool__(self) -> bool:
+        return bool(self.statuses or self.checkouts)
+
+
+@dataclass(frozen=True)
+class RefundRecord:
+    purchase_id: str
+    amount_refunded: int
+    refunded_at: datetime | None
+
+
+@dataclass(frozen=True)
+class PurchaseRecord:
+    checkout: Checkout
+    account_id: str
+    user_id: str
+
+
+@dataclass
+class Plan:
+    """What a batch does: each delivery's result, the rows to write, then what to announce
+    and undo elsewhere once committed (by the index of the delivery it belongs to)."""
+
+    results: list[str | Exception]
+    grants: dict[str, Entitlement] = field(default_factory=dict)  # by source id
+    # Account id -> its state after the batch and the last event that set its access.
+    accounts: dict[str, tuple[Account, str | None]] = field(default_factory=dict)
+    purchases: list[PurchaseRecord] = field(default_factory=list)
+    refunds: list[RefundRecord] = field(default_factory=list)
+    disputes: list[tuple[Dispute, datetime]] = field(default_factory=list)
+    settled: dict[str, str] = field(default_factory=dict)  # event id -> outcome
+    released: list[str] = field(default_factory=list)  # claims undone: retried later
+    announcements: list[tuple[int, Announcement]] = field(default_factory=list)
+    removals: list[tuple[int, str, str]] = field(default_factory=list)  # GitHub: repo, user
+    asks: Asks = field(default_factory=Asks)
+
+
+class _Ask(Exception):  # a request, not a failure
+    def __init__(self, *, status: str | None = None, checkout: str | None = None) -> None:
+        self.status, self.checkout = status, checkout
+
+
+def decide(batch: Sequence[Pending], state: State, answers: Answers) -> Plan:
+    """The plan for a batch, given what the first round trip read and what Stripe said."""
+    fold = _Fold(state, answers, Plan(results=[""] * len(batch)))
+    first: dict[str, int] = {}
+    for n, pending in enumerate(batch):
+        first.setdefault(pending.event.id, n)
+    fresh = {
+        n for n, p in enumerate(batch) if p.event.id in state.claimed and first[p.event.id] == n
+    }
+    for n in sorted(fresh, key=lambda n: (batch[n].event.created, batch[n].event.id)):
+        fold.apply(n, batch[n])
+    fold.plan.asks = Asks(frozenset(fold.statuses), frozenset(fold.checkouts))
+    for n, pending in enumerate(batch):
+        if first[pending.event.id] != n:  # the same event twice in one batch: a copy
+            earlier = fold.plan.results[first[pending.event.id]]
+            copy: str | Exception = "duplicate" if pending.changes else "ignored"
+            fold.plan.results[n] = earlier if isinstance(earlier, Exception) else copy
+        elif n not in fresh:
+            fold.again(n, pending)
+    return fold.plan
+
+
+class _Fold:
+    def __init__(self, state: State, answers: Answers, plan: Plan) -> None:
+        self.state, self.answers, self.plan = state, answers, plan
+        self.current: dict[str, Account] = {a.id: a for a in state.accounts}
+        self.grants = {a.id: tuple(state.held.get(a.id, ())) for a in state.accounts}
+        self.set_by: dict[str, str] = {}
+        # What Stripe must be asked: subscriptions at a tie, payment intents of refunds.
+        self.statuses: set[str] = set()
+        self.checkouts: set[str] = set()
+
+    def apply(self, n: int, pending: Pending) -> None:
+        event = pending.event
+        outcomes: list[str] = []
+        try:
+            for change in pending.changes:
+                outcomes.append(self._change(n, event, change))
+        except _Ask as ask:  # the plan is not written: decided again once Stripe answered
+            self.statuses.update([ask.status] if ask.status else [])
+            self.checkouts.update([ask.checkout] if ask.checkout else [])
+            return
+        except (ProfileNotLinked, PurchaseNotRecorded) as exc:
+            self.plan.results[n] = exc
+            self.plan.released.append(event.id)  # its claim is undone: it applies when retried
+            return
+        outcome = ", ".join(outcomes) if outcomes else "ignored"
+        self.plan.results[n] = self.plan.settled[event.id] = outcome
+
+    def _change(self, n: int, event: Event, change: Change) -> str:
+        if isinstance(change, AccessChange):
+            return self._grant_change(n, event, change)
+        if isinstance(change, Checkout):
+            return self._checkout(n, event, change)
+        if isinstance(change, Refund):
+            return self._refund(n, event, change)
+        if isinstance(change, TrialEnding):
+            return self._trial(n, event, change)
+        self.plan.disputes.append((change, event.created))
+        return "dispute recorded"
+
+    def _grant_change(self, n: int, event: Event, change: AccessChange) -> str:
+        account = by_customer(list(self.current.values()), change.customer_id)
+        if account is None:
+            raise ProfileNotLinked(f"no profile for customer {change.customer_id} yet")
+        stepped, after = self._step(account, event, change.change, price_id=change.price_id)
+        if stepped.ended_now:
+            self._announce_end(n, event, change, after)
+        return stepped.outcome
+
+    def _checkout(self, n: int, event: Event, checkout: Checkout) -> str:
+        account = own_account(
+            list(self.current.values()), user_id=checkout.user_id, email=checkout.email
+        )
+        if account is None:
+            raise ProfileNotLinked(f"no profile for checkout {checkout.session_id}")
+        linked = replace(account, customer_id=checkout.customer_id or account.customer_id)
+        self._keep(account, linked)
+        self.plan.purchases.append(PurchaseRecord(checkout, account.id, account.owner_id))
+        if not checkout.paid:
+            # The plan chosen, ordered like any plan change: an older checkout arriving late
+            # must not put the customer back on its price.
+            if checkout.price_id:
+                self._keep(linked, _plan_after(linked, event, checkout.price_id))
+            return LINKED_UNPAID
+        stepped, after = self._step(
+            linked, event, checkout_change(checkout), price_id=checkout.price_id
+        )
+        if stepped.outcome == GRANTED:
+            self._announce_grant(n, event, checkout, after)
+        return stepped.outcome
+
+    def _refund(self, n: int, event: Event, refund: Refund) -> str:
+        """Record the refund; a full one of a one-time purchase ends what it granted and takes
+        its repository back (after the commit, and again on a redelivery)."""
+        intent = refund.payment_intent
+        purchase = self.state.purchases.get(intent) if intent else None
+        if purchase is None and intent and refund.invoice_id is None:
+            if intent not in self.answers.checkouts:
+                raise _Ask(checkout=intent)
+            if self.answers.checkouts[intent]:
+                raise PurchaseNotRecorded(f"the checkout paid with {intent} is not recorded yet")
+        if purchase is None:
+            return "refund of no purchase recorded"  # a renewal's charge, or one made elsewhere
+        self._take_back(n, refund, intent)
+        self.plan.refunds.append(
+            RefundRecord(
+                purchase.id, refund.amount_refunded, event.created if refund.full else None
+            )
+        )
+        if not refund.full:
+            return "partial refund recorded"
+        account = self.current.get(purchase.account_id or "")
+        if not purchase.one_time or account is None:
+            return "refunded"
+        stepped, _ = self._step(account, event, refund_change(purchase.session_id), price_id=None)
+        return f"refunded, access {stepped.outcome}"
+
+    def _trial(self, n: int, event: Event, trial: TrialEnding) -> str:
+        """A trial's coming end is announced unless its grant has ended (cancelled during it)."""
+        account = by_customer(list(self.current.values()), trial.customer_id)
+        if account is None or not account.email:
+            return "ignored (no profile)"
+        if not still_held(self.grants.get(account.id, ()), trial.subscription_id):
+            return "ignored (trial over)"
+        self._announce_trial(n, event, trial, account)
+        return TRIAL_ANNOUNCED
+
+    def again(self, n: int, pending: Pending) -> None:
+        """A redelivery: nothing is applied; what its first delivery announced is announced
+        again, with the same ids, and a refunded repository taken back again."""
+        event = pending.event
+        self.plan.results[n] = "duplicate" if pending.changes else "ignored"
+        recorded = self.state.recorded.get(event.id)
+        accounts = [*self.state.accounts, *self.state.known]
+        for change in pending.changes:
+            if isinstance(change, AccessChange) and recorded == REVOKED:
+                self._announce_end(n, event, change, by_customer(accounts, change.customer_id))
+            elif isinstance(change, Checkout) and recorded == GRANTED:
+                found = own_account(accounts, user_id=change.user_id, email=change.email)
+                self._announce_grant(n, event, change, found)
+            elif isinstance(change, TrialEnding) and recorded == TRIAL_ANNOUNCED:
+                found = by_customer(accounts, change.customer_id)
+                if found is not None:
+                    self._announce_trial(n, event, change, found)
+            elif isinstance(change, Refund):
+                self._take_back(n, change, change.payment_intent)
+
+    def _step(
+        self, account: Account, event: Event, change: GrantChange, *, price_id: str | None
+    ) -> tuple[Stepped, Account]:
+        """One change to one of the account's grants, unless a newer change to it was applied;
+        the account's access derived from all its grants, and its plan as the event says unless
+        a newer plan change was applied (each is ordered on its own)."""
+        after = account if price_id is None else _plan_after(account, event, price_id)
+        held = self.grants.get(account.id, ())
+        current = find(held, change)
+        try:
+            stepped = step(
+                current,
+                change,
+                account_id=account.id,
+                created=event.created,
+                event_id=event.id,
+                tie_statuses=self.answers.statuses,
+            )
+        except StatusNeededAtTie as needed:
+            raise _Ask(status=needed.subscription_id) from None
+        if stepped.applied:
+            now = (*(e for e in held if e is not current), stepped.entitlement)
+            self.grants[account.id] = now
+            self.plan.grants[stepped.entitlement.source_id] = stepped.entitlement
+            self.set_by[account.id] = event.id
+            after = replace(after, has_access=has_access(now), access_changed_at=last_change(now))
+            self._keep(account, after, force=True)
+        else:
+            self._keep(account, after)
+        return stepped, after
+
+    def _keep(self, before: Account, after: Account, *, force: bool = False) -> None:
+        if after != before or force:
+            self.current[after.id] = after
+            self.plan.accounts[after.id] = (after, self.set_by.get(after.id))
+
+    def _take_back(self, n: int, refund: Refund, intent: str | None) -> None:
+        purchase = self.state.purchases.get(intent) if intent else None
+        if not (refund.full and purchase and purchase.one_time):
+            return
+        if purchase.repository and purchase.github_username:
+            self.plan.removals.append((n, purchase.repository, purchase.github_username))
+
+    def _announce_grant(
+        self, n: int, event: Event, checkout: Checkout, account: Account | None
+    ) -> None:
+        email = checkout.email or (account.email if account else None)
+        if not email:
+            return
+        to = Person(email=email, name=checkout.name or (account.name if account else None))
+        receipt = self.answers.receipts.get(checkout.session_id)
+        self.plan.announcements.append(
+            (
+                n,
+                access_granted(
+                    event, checkout, to=to, price_id=checkout.price_id, receipt_url=receipt
+                ),
+            )
+        )
+        if checkout.user_id is None:
+            self.plan.announcements.append(
+                (n, account_invited(event, to=to, price_id=checkout.price_id))
+            )
+
+    def _announce_end(
+        self, n: int, event: Event, change: AccessChange, after: Account | None
+    ) -> None:
+        if after is None or not after.email:
+            return
+        self.plan.announcements.append(
+            (
+                n,
+                access_revoked(
+                    event,
+                    to=Person(email=after.email, name=after.name),
+                    customer_id=change.customer_id,
+                    price_id=subscription_price(event.object),
+                    reason=end_reason(event.object),
+                    access_remains=after.has_access,
+                ),
+            )
+        )
+
+    def _announce_trial(self, n: int, event: Event, trial: TrialEnding, account: Account) -> None:
+        if account.email:
+            to = Person(email=account.email, name=account.name)
+            self.plan.announcements.append((n, trial_ending(event, to=to, price_id=trial.price_id)))
+
+
+def _plan_after(account: Account, event: Event, price_id: str) -> Account:
+    """The account on `price_id` unless a plan change as new or newer was applied (at a tie,
+    which Stripe's `created` cannot order, the first applied stays)."""
+    if ordering(event.created, account.price_changed_at) is Ordering.NEWER:
+        return replace(account, price_id=price_id, price_changed_at=event.created)
+    return account

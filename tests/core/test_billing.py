@@ -1,0 +1,161 @@
+"""The access cycle's rules on plain data: the dispatch table and `decide` over a read state."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from core.access import AccessChange, Checkout
+from core.billing.changes import TABLE, TrialEnding, to_changes
+from core.billing.decide import Answers, Pending, ProfileNotLinked, decide
+from core.billing.model import Account, State
+from core.entitlements import Entitlement
+from core.events import Event, parse_event
+from core.refunds import Dispute, Refund
+from tests.helpers import stripe_event
+
+T0 = 1_700_000_000
+ADA = Account(
+    id="acc_ada", kind="personal", owner_id="usr_ada", email="ada@example.com", name="Ada",
+    customer_id="cus_ada", price_id=None, has_access=False, access_changed_at=None,
+    price_changed_at=None,
+)  # fmt: skip
+
+
+def event(event_type: str, obj: dict[str, Any], *, created: int = T0, event_id: str) -> Event:
+    return parse_event(
+        json.loads(stripe_event(event_type, obj, created=created, event_id=event_id))
+    )
+
+
+def sub(status: str, **more: Any) -> dict[str, Any]:
+    return {"id": "sub_1", "customer": "cus_ada", "status": status, **more}
+
+
+def renewal(event_id: str, *, created: int = T0) -> Event:
+    invoice = {"id": "in_1", "customer": "cus_ada", "subscription": "sub_1"}
+    return event("invoice.paid", invoice, created=created, event_id=event_id)
+
+
+def pending(*events: Event) -> list[Pending]:
+    return [Pending(e, to_changes(e)) for e in events]
+
+
+def state(*claimed: str, held: list[Entitlement] | None = None, **more: Any) -> State:
+    fields: dict[str, Any] = {
+        "claimed": set(claimed),
+        "accounts": [ADA],
+        "held": {ADA.id: held or []},
+        "purchases": {},
+        "recorded": {},
+    }
+    return State(**{**fields, **more})
+
+
+@pytest.mark.parametrize(
+    ("event_type", "obj", "kind"),
+    [
+        ("checkout.session.completed", {"id": "cs_1", "payment_status": "paid"}, Checkout),
+        ("checkout.session.async_payment_succeeded", {"id": "cs_1"}, Checkout),
+        ("customer.subscription.created", sub("active"), AccessChange),
+        ("customer.subscription.updated", sub("past_due"), AccessChange),
+        ("customer.subscription.deleted", sub("canceled"), AccessChange),
+        ("invoice.paid", {"customer": "cus_ada", "subscription": "sub_1"}, AccessChange),
+        ("customer.subscription.trial_will_end", sub("trialing"), TrialEnding),
+        ("charge.refunded", {"id": "ch_1", "refunded": True}, Refund),
+        ("charge.dispute.created", {"id": "dp_1", "charge": "ch_1"}, Dispute),
+    ],
+)
+def test_each_event_that_changes_access_is_a_row_of_the_table(
+    event_type: str, obj: dict[str, Any], kind: type
+) -> None:
+    assert event_type in TABLE
+    [change] = to_changes(event(event_type, obj, event_id="evt_1"))
+    assert isinstance(change, kind)
+
+
+def test_an_event_outside_the_table_or_without_a_change_has_none() -> None:
+    assert to_changes(event("customer.created", {"id": "cus_ada"}, event_id="evt_1")) == []
+    incomplete = event("customer.subscription.updated", sub("incomplete"), event_id="evt_2")
+    assert to_changes(incomplete) == []
+
+
+def test_a_grant_is_written_with_the_account_and_the_ledger() -> None:
+    batch = pending(renewal("evt_1"))
+    plan = decide(batch, state("evt_1"), Answers())
+    assert plan.results == ["granted"]
+    assert plan.settled == {"evt_1": "granted"}
+    [grant] = plan.grants.values()
+    assert (grant.account_id, grant.source_id, grant.active) == (ADA.id, "sub_1", True)
+    after, set_by = plan.accounts[ADA.id]
+    assert (after.has_access, set_by) == (True, "evt_1")
+    assert after.access_changed_at == datetime.fromtimestamp(T0, tz=UTC)
+
+
+def test_changes_are_folded_oldest_first_and_an_older_one_is_stale() -> None:
+    ended = event("customer.subscription.deleted", sub("canceled"), created=T0 + 5,
+                  event_id="evt_end")  # fmt: skip
+    batch = pending(ended, renewal("evt_old", created=T0))
+    plan = decide(batch, state("evt_end", "evt_old"), Answers())
+    assert plan.results == ["revoked", "granted"]  # the renewal came first, the end after
+    assert plan.accounts[ADA.id][0].has_access is False
+    [(n, (announced, _))] = plan.announcements
+    assert (n, announced.type) == (0, "app.access.revoked")
+
+
+def test_a_stale_change_writes_no_grant() -> None:
+    applied = Entitlement(account_id=ADA.id, source_id="sub_1", kind="subscription",
+                          price_id=None, status="canceled", active=False,
+                          changed_at=datetime.fromtimestamp(T0 + 9, tz=UTC))  # fmt: skip
+    plan = decide(pending(renewal("evt_1")), state("evt_1", held=[applied]), Answers())
+    assert plan.results == ["stale"]
+    assert plan.grants == {}
+
+
+def test_a_customer_without_an_account_has_its_claim_undone() -> None:
+    plan = decide(pending(renewal("evt_1")), state("evt_1", accounts=[]), Answers())
+    [result] = plan.results
+    assert isinstance(result, ProfileNotLinked)
+    assert (plan.released, plan.settled) == (["evt_1"], {})
+
+
+def test_a_tie_asks_stripe_and_its_answer_decides() -> None:
+    applied = Entitlement(account_id=ADA.id, source_id="sub_1", kind="subscription",
+                          price_id=None, status="active", active=True,
+                          changed_at=datetime.fromtimestamp(T0, tz=UTC))  # fmt: skip
+    tie = pending(event("customer.subscription.updated", sub("canceled"), event_id="evt_tie"))
+    read = state("evt_tie", held=[applied])
+    assert decide(tie, read, Answers()).asks.statuses == {"sub_1"}
+    answered = decide(tie, read, Answers(statuses={"sub_1": "canceled"}))
+    assert (answered.asks.statuses, answered.results) == (frozenset(), ["revoked"])
+
+
+def test_a_redelivery_changes_nothing_and_announces_again() -> None:
+    ended = event("customer.subscription.deleted", sub("canceled"), event_id="evt_end")
+    read = state(accounts=[], known=[ADA], recorded={"evt_end": "revoked"})
+    plan = decide(pending(ended, ended), read, Answers())
+    assert plan.results == ["duplicate", "duplicate"]
+    assert (plan.grants, plan.accounts, plan.settled) == ({}, {}, {})
+    assert [announced.id for _, (announced, _) in plan.announcements] == ["revoked_evt_end"]
+
+
+def test_a_paid_checkout_links_its_buyer_records_the_purchase_and_grants() -> None:
+    session = {"id": "cs_1", "client_reference_id": "00000000-0000-4000-8000-000000000001",
+               "customer": "cus_new", "payment_status": "paid", "mode": "payment",
+               "customer_details": {"email": "ada@example.com"}}  # fmt: skip
+    buyer = replace(ADA, owner_id="00000000-0000-4000-8000-000000000001", customer_id=None)
+    checkout = event("checkout.session.completed", session, event_id="evt_co")
+    [change] = to_changes(checkout)
+    assert isinstance(change, Checkout)
+    batch = [Pending(checkout, [replace(change, price_id="price_kit")])]
+    plan = decide(batch, state("evt_co", accounts=[buyer]), Answers())
+    assert plan.results == ["granted"]
+    after, _ = plan.accounts[buyer.id]
+    assert (after.customer_id, after.price_id, after.has_access) == ("cus_new", "price_kit", True)
+    [record] = plan.purchases
+    assert (record.account_id, record.user_id) == (buyer.id, buyer.owner_id)
+    assert [a.type for _, (a, _) in plan.announcements] == ["app.access.granted"]
