@@ -37,7 +37,7 @@ def create_app(target: str | None = None) -> flask.Flask:
     # Cloud Run's startup and liveness probes dial the container directly, with no token.
     app.add_url_rule("/healthz", "healthz", _healthz, methods=["GET"])
     # Always: a push target without its push settings refuses every push rather than
-    # accepting anyone's (production does not start without them, config.py).
+    # accepting anyone's (production does not start without them, config/delivery.py).
     require_push_token(app, settings)
     # After the token check: a stranger's body is never read.
     app.before_request(_join_message_trace)

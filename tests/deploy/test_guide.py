@@ -1,8 +1,8 @@
 """docs/deploy.md's checklist names what the code declares, so the guide cannot drift from it.
 
-The Stripe webhook's event types come from core/events.py, the secrets from config.py, the
-required build substitutions from cloudbuild.yaml's own check, and the frontend pages from the
-paths the e-mails link to (core/email/props.py).
+The Stripe webhook's event types come from core/events.py, the secrets from the settings
+(config/), the required build substitutions from cloudbuild.yaml's own check, and the frontend
+pages from the paths the e-mails link to (core/email/props.py).
 """
 
 from __future__ import annotations

@@ -1,0 +1,35 @@
+"""The README and docs/ point only at what exists: every relative link resolves, and every
+file path they name in backquotes is a file or folder of this checkout."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
+# A path in backquotes: folders and a file with one of the project's own endings.
+NAMED_PATH = re.compile(r"`((?:[\w.-]+/)+[\w.-]+\.(?:py|sql|md|yaml|toml|sh|html|txt|lua))`")
+
+
+def _relative_links(page: Path) -> list[str]:
+    return [
+        t for t in LINK.findall(page.read_text()) if "://" not in t and not t.startswith("mailto:")
+    ]
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_relative_link_resolves(page: Path) -> None:
+    missing = [t for t in _relative_links(page) if not (page.parent / t).exists()]
+    assert missing == []
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_file_a_page_names_exists(page: Path) -> None:
+    named = set(NAMED_PATH.findall(page.read_text()))
+    # `<kind>` and the like stand for a name the reader picks.
+    missing = sorted(p for p in named if "<" not in p and not (ROOT / p).exists())
+    assert missing == []
