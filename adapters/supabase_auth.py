@@ -11,10 +11,6 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-import httpx
-from supabase_auth import SyncGoTrueClient, SyncMemoryStorage
-from supabase_auth.errors import AuthError
-
 log = logging.getLogger(__name__)
 
 BASE64_PREFIX = "base64-"
@@ -101,6 +97,11 @@ class SupabaseAuth:
                 "sign-in code received but SUPABASE_URL/SUPABASE_PUBLISHABLE_KEY are not set"
             )
             return None
+        # The SDK (about 0.1 s to import) on the first exchange, not in every process's start-up.
+        import httpx
+        from supabase_auth import SyncGoTrueClient, SyncMemoryStorage
+        from supabase_auth.errors import AuthError
+
         # A fresh client per exchange: the SDK keeps the session in the client's storage.
         http = httpx.Client(timeout=self._timeout)
         client = SyncGoTrueClient(

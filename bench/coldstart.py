@@ -47,7 +47,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from resend_sink import resend_sink
-from servers import postgres, server_env
+from servers import postgres, server_env, tree_cpu
 
 from adapters.bus.topology import ensure_topology
 from adapters.db.pool import Database
@@ -76,6 +76,12 @@ def arguments() -> argparse.Namespace:
     parser.add_argument(
         "--dev-venv", action="store_true", help="run on this venv (dev group and all) instead"
     )
+    parser.add_argument(
+        "--importtime",
+        action="store_true",
+        help="run the servers with `python -X importtime` (slower) and keep their logs",
+    )
+    parser.add_argument("--logs", type=Path, help="keep the servers' logs in this folder")
     args = parser.parse_args()
     if not 1 <= args.runs <= 20:
         parser.error("keep it bounded: 1 to 20 runs")
@@ -231,12 +237,13 @@ def answer(port: int, request: Request, process: subprocess.Popen[bytes]) -> int
 
 def cold_start(
     tree: Path, target: str, env: dict[str, str], db: Database, token: str, log: Path
-) -> float:
-    """Seconds from spawning `bin/serve` to the first request answered (and checked)."""
+) -> tuple[float, float]:
+    """Seconds from spawning `bin/serve` to the first request answered (and checked), and the
+    CPU seconds its processes had used by then (what a shared machine's load does not move)."""
     request = first_request(target, db, token)
     port = pubsub_emulator.free_port()
     env = env | {"FUNCTION_TARGET": target, "PORT": str(port), "WEB_CONCURRENCY": str(WORKERS[target])}
-    with log.open("ab") as out:
+    with log.open("wb") as out:
         started = time.perf_counter()
         process = subprocess.Popen(
             [str(tree / "bin" / "serve")],
@@ -249,6 +256,7 @@ def cold_start(
     try:
         status = answer(port, request, process)
         seconds = time.perf_counter() - started
+        cpu = tree_cpu(process.pid)
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, signal.SIGTERM)
@@ -261,7 +269,7 @@ def cold_start(
         raise RuntimeError(f"{target} answered {status} (see {log})")
     if not db.fetch_all(request.check):
         raise RuntimeError(f"{target} answered 200 but its effect is not in Postgres (see {log})")
-    return seconds
+    return seconds, cpu
 
 
 def summary(seconds: list[float]) -> str:
@@ -304,21 +312,32 @@ def main() -> None:
                 "PYTHONDONTWRITEBYTECODE": "1",
             }
             env.pop("VIRTUAL_ENV", None)
+            if args.importtime:
+                env["PYTHONPROFILEIMPORTTIME"] = "1"
+            logs = args.logs or (CACHE / "coldstart-logs" if args.importtime else scratch)
+            logs.mkdir(parents=True, exist_ok=True)
             token = push_token()
             results: dict[tuple[str, str], list[float]] = {}
+            cpus: dict[tuple[str, str], list[float]] = {}
             for run in range(args.runs):
                 for target in targets:
                     for name, tree in trees.items():
-                        log = scratch / f"{name}-{target}.log"
-                        seconds = cold_start(tree, target, env, db, token, log)
+                        log = logs / f"{name}-{target}-{run + 1}.log"
+                        seconds, cpu = cold_start(tree, target, env, db, token, log)
                         results.setdefault((name, target), []).append(seconds)
-                        print(f"run {run + 1} {target:6} {name:6} {seconds * 1000:6.0f} ms")
+                        cpus.setdefault((name, target), []).append(cpu)
+                        print(
+                            f"run {run + 1} {target:6} {name:6} {seconds * 1000:6.0f} ms,"
+                            f" CPU {cpu * 1000:6.0f} ms"
+                        )
             db.close()
         print(f"\nprocess start to first answered request, ms ({args.runs} runs each)")
-        print(f"{'target':8} {'tree':7} {'min':>6} {'median':>6} {'max':>6}")
+        print(f"{'':16} {'wall clock':^20}   {'CPU (all processes)':^20}")
+        print(f"{'target':8} {'tree':7} {'min':>6} {'median':>6} {'max':>6}   {'min':>6} {'median':>6} {'max':>6}")
         for target in targets:
             for name in trees:
-                print(f"{target:8} {name:7} {summary(results[(name, target)])}")
+                key = (name, target)
+                print(f"{target:8} {name:7} {summary(results[key])}   {summary(cpus[key])}")
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 

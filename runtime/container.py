@@ -12,7 +12,6 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from config import Settings, secret
-from core.email.render import Brand
 from core.events import Event
 from runtime.lazy import once
 from subscribers import TARGETS
@@ -29,12 +28,17 @@ if TYPE_CHECKING:
     from adapters.stripe_api import StripeGateway
     from adapters.supabase_auth import SupabaseAuth
     from adapters.tokens import TokenVerifier
+    from core.email.brand import Brand
     from subscribers.access import AccessSubscriber
     from subscribers.emails import EmailSubscriber
 
 
 def brand_for(settings: Settings, *, default_site: str) -> Brand:
     """Who the e-mails speak for: the admin sender's display name, the site, the support inbox."""
+    # Here, not at the top: the e-mail modules load an address validator, Jinja and the CSS
+    # inliner, which neither the API's first request nor access needs.
+    from core.email.brand import Brand
+
     name = settings.email_from_admin.partition("<")[0].strip().strip('"')
     product = name.removesuffix(" Team").strip() or "Acme"
     site = str(settings.site_url) if settings.site_url else default_site
