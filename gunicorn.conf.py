@@ -7,13 +7,14 @@ exits non-zero at start-up and names what is wrong, before anything answers `/he
 
 from __future__ import annotations
 
+import importlib
 import sys
 from typing import Any
 
 from gunicorn import glogging
 from pydantic import ValidationError
 
-from config import Settings
+from config import TARGETS, Settings
 from runtime import lifecycle, logs
 
 try:
@@ -36,9 +37,25 @@ timeout = 0
 accesslog = None
 # No gunicornc control socket: nothing in a container uses it, and it would write under $HOME.
 control_socket_disable = True
-# The default (no preload): every worker imports the app after the fork, so no pool or gRPC
-# channel is ever shared between processes.
+# The default (no preload): every worker builds the app after the fork, so no pool or gRPC
+# channel is ever shared between processes (`when_ready` only imports modules that build nothing).
 preload_app = False
+
+# The project's modules each target's first request runs, with the libraries they import at
+# the top (Flask, the Functions Framework, the pool's psycopg_pool): no SDK of a vendor, no gRPC.
+_FIRST_REQUEST_MODULES = {
+    "api": ("runtime.api", "adapters.db.pool"),
+    **{
+        target: (
+            "runtime.subscriber_app",
+            "runtime.container",
+            "subscribers.envelope",
+            f"subscribers.{target}",
+            "adapters.db.pool",
+        )
+        for target in TARGETS
+    },
+}
 
 
 class ServiceLogger(glogging.Logger):  # type: ignore[misc]  # gunicorn is untyped
@@ -58,6 +75,17 @@ class ServiceLogger(glogging.Logger):  # type: ignore[misc]  # gunicorn is untyp
 
 
 logger_class = ServiceLogger
+
+
+def when_ready(server: Any) -> None:
+    """Import, never build, what a worker runs for the first request, once, in the master
+    (listening already, before the first fork): the workers start with it loaded instead of
+    each loading it again, so two workers starting on one vCPU do not both pay for it.
+
+    Importing builds nothing (tests/test_main.py), starts no thread and dials nothing out.
+    """
+    for module in _FIRST_REQUEST_MODULES.get(_settings.function_target, ()):
+        importlib.import_module(module)
 
 
 def post_worker_init(worker: Any) -> None:

@@ -17,7 +17,6 @@ from adapters.github_api import (
     UnknownGitHubAccount,
 )
 from adapters.tokens import User
-from core.email.plan import GITHUB_ACCESS_GRANTED
 from core.events import app_event
 from services.errors import Conflict, Forbidden, InvalidRequest, NotConfigured, Unavailable
 
@@ -85,6 +84,9 @@ def _announce(
     purchase: RepositoryPurchase, *, user: User, username: str, db: Database, bus: EventBus
 ) -> None:
     """Publish the grant for the e-mail subscriber; one e-mail per purchase and account."""
+    # Here: the e-mail planner loads the e-mails' models, which the API's start-up need not.
+    from core.email.plan import GITHUB_ACCESS_GRANTED
+
     profile = profiles.by_id(db, user.id)
     event, data = app_event(
         GITHUB_ACCESS_GRANTED,

@@ -11,7 +11,6 @@ from typing import Any
 
 from adapters.bus import EventBus, PublishError
 from adapters.supabase_auth import Cookie, SupabaseAuth, decode_value, session_cookies
-from core.email.plan import ACCOUNT_CREATED
 from core.events import app_event
 
 log = logging.getLogger(__name__)
@@ -59,6 +58,9 @@ def _announce_new_account(user: Any, bus: EventBus) -> None:
         return
     meta = user.get("user_metadata")
     name = meta.get("full_name") if isinstance(meta, Mapping) else None
+    # Here: the e-mail planner loads the e-mails' models, which the API's start-up need not.
+    from core.email.plan import ACCOUNT_CREATED
+
     event, data = app_event(
         ACCOUNT_CREATED,
         event_id=f"signup_{user['id']}",
