@@ -14,7 +14,7 @@ from typing import Any
 from gunicorn import glogging
 from pydantic import ValidationError
 
-from config import TARGETS, Settings
+from config import Settings
 from runtime import lifecycle, logs
 
 try:
@@ -41,22 +41,6 @@ control_socket_disable = True
 # channel is ever shared between processes (`when_ready` only imports modules that build nothing).
 preload_app = False
 
-# The project's modules each target's first request runs, with the libraries they import at
-# the top (Flask, the Functions Framework, the pool's psycopg_pool): no SDK of a vendor, no gRPC.
-_FIRST_REQUEST_MODULES = {
-    "api": ("runtime.api", "adapters.db.pool"),
-    **{
-        target: (
-            "runtime.subscriber_app",
-            "runtime.container",
-            "subscribers.envelope",
-            f"subscribers.{target}",
-            "adapters.db.pool",
-        )
-        for target in TARGETS
-    },
-}
-
 
 class ServiceLogger(glogging.Logger):  # type: ignore[misc]  # gunicorn is untyped
     """Gunicorn's own lines in the service's format (JSON in production) on stdout."""
@@ -78,14 +62,15 @@ logger_class = ServiceLogger
 
 
 def when_ready(server: Any) -> None:
-    """Import, never build, what a worker runs for the first request, once, in the master
-    (listening already, before the first fork): the workers start with it loaded instead of
+    """Import, never build, the module that builds the target's app, once, in the master
+    (listening already, before the first fork): the workers start with it and what it imports
+    (the API's handlers, services and adapters; or the Functions Framework) loaded, instead of
     each loading it again, so two workers starting on one vCPU do not both pay for it.
 
-    Importing builds nothing (tests/test_main.py), starts no thread and dials nothing out.
+    Importing builds nothing and loads no vendor's SDK and no gRPC (tests/test_main.py).
     """
-    for module in _FIRST_REQUEST_MODULES.get(_settings.function_target, ()):
-        importlib.import_module(module)
+    target = _settings.function_target
+    importlib.import_module("runtime.api" if target == "api" else "runtime.subscriber_app")
 
 
 def post_worker_init(worker: Any) -> None:
