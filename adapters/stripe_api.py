@@ -28,7 +28,6 @@ class PaymentsUnavailable(RuntimeError):
     """Stripe could not be reached, timed out, or failed on its side: try again later."""
 
 
-
 class StripeCallFailed(RuntimeError):
     """Stripe refused or did not answer a call."""
 

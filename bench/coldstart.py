@@ -74,14 +74,13 @@ def arguments() -> argparse.Namespace:
     parser.add_argument("--before", default="main", help="git ref of the baseline; '' for none")
     parser.add_argument("--target", action="append", choices=TARGETS, help="default: all")
     parser.add_argument(
-        "--dev-venv", action="store_true", help="run on this venv (dev group and all) instead"
-    )
-    parser.add_argument(
         "--importtime",
         action="store_true",
-        help="run the servers with `python -X importtime` (slower) and keep their logs",
+        help="run the servers with `python -X importtime` (slower; see their logs)",
     )
-    parser.add_argument("--logs", type=Path, help="keep the servers' logs in this folder")
+    parser.add_argument(
+        "--logs", type=Path, help="the servers' logs (default .data/bench/coldstart-logs)"
+    )
     args = parser.parse_args()
     if not 1 <= args.runs <= 20:
         parser.error("keep it bounded: 1 to 20 runs")
@@ -98,7 +97,14 @@ def production_venv() -> Path:
     }
     env.pop("VIRTUAL_ENV", None)
     subprocess.run(
-        ["uv", "sync", "--frozen", "--no-dev", "--no-install-project", "--quiet"],
+        [
+            os.environ.get("UV", "uv"),
+            "sync",
+            "--frozen",
+            "--no-dev",
+            "--no-install-project",
+            "--quiet",
+        ],
         cwd=ROOT,
         env=env,
         check=True,
@@ -131,7 +137,8 @@ class Request:
     path: str
     body: bytes
     headers: dict[str, str]
-    check: str  # SQL: one row once the request's effect is in Postgres
+    # SQL that finds a row once the request's effect is in Postgres; None: the answer's products.
+    check: str | None
 
 
 def push_token() -> str:
@@ -186,7 +193,7 @@ def checkout_event(user_id: str, email: str) -> bytes:
 def first_request(target: str, db: Database, token: str) -> Request:
     """A fresh request of the kind the target's first caller sends, and how to see it done."""
     if target == "api":
-        return Request("GET", "/api/products/public", b"", {}, "select 1")
+        return Request("GET", "/api/products/public", b"", {}, None)
     email = f"cold_{uuid.uuid4().hex[:12]}@example.com"
     with db.transaction() as conn:
         row = conn.execute(
@@ -214,8 +221,8 @@ def first_request(target: str, db: Database, token: str) -> Request:
     return Request("POST", "/", envelope(body, target), headers, check)
 
 
-def answer(port: int, request: Request, process: subprocess.Popen[bytes]) -> int:
-    """Send `request` as soon as the port accepts a connection; its status once answered."""
+def answer(port: int, request: Request, process: subprocess.Popen[bytes]) -> tuple[int, bytes]:
+    """Send `request` as soon as the port accepts a connection; its status and body."""
     while True:
         if process.poll() is not None:
             raise RuntimeError(f"the server exited ({process.returncode}) before answering")
@@ -228,7 +235,8 @@ def answer(port: int, request: Request, process: subprocess.Popen[bytes]) -> int
         conn.sock = sock
         try:
             conn.request(request.method, request.path, body=request.body, headers=request.headers)
-            return conn.getresponse().status
+            response = conn.getresponse()
+            return response.status, response.read()
         except (ConnectionResetError, http.client.RemoteDisconnected):
             time.sleep(0.002)  # bound by a master whose worker is not up yet: ask again
         finally:
@@ -242,7 +250,8 @@ def cold_start(
     CPU seconds its processes had used by then (what a shared machine's load does not move)."""
     request = first_request(target, db, token)
     port = pubsub_emulator.free_port()
-    env = env | {"FUNCTION_TARGET": target, "PORT": str(port), "WEB_CONCURRENCY": str(WORKERS[target])}
+    workers = str(WORKERS[target])
+    env = env | {"FUNCTION_TARGET": target, "PORT": str(port), "WEB_CONCURRENCY": workers}
     with log.open("wb") as out:
         started = time.perf_counter()
         process = subprocess.Popen(
@@ -254,7 +263,7 @@ def cold_start(
             start_new_session=True,
         )
     try:
-        status = answer(port, request, process)
+        status, body = answer(port, request, process)
         seconds = time.perf_counter() - started
         cpu = tree_cpu(process.pid)
     finally:
@@ -267,7 +276,10 @@ def cold_start(
             process.wait()
     if status != 200:
         raise RuntimeError(f"{target} answered {status} (see {log})")
-    if not db.fetch_all(request.check):
+    if request.check is None:
+        if not json.loads(body).get("products"):
+            raise RuntimeError(f"{target} answered no products: {body[:200]!r} (see {log})")
+    elif not db.fetch_all(request.check):
         raise RuntimeError(f"{target} answered 200 but its effect is not in Postgres (see {log})")
     return seconds, cpu
 
@@ -280,9 +292,10 @@ def summary(seconds: list[float]) -> str:
 def main() -> None:
     args = arguments()
     targets = args.target or list(TARGETS)
-    bin_dir = Path(sys.executable).parent if args.dev_venv else production_venv()
+    CACHE.mkdir(parents=True, exist_ok=True)
+    bin_dir = production_venv()
     python = bin_dir / "python"
-    scratch = Path(tempfile.mkdtemp(prefix="coldstart-", dir=CACHE if CACHE.exists() else None))
+    scratch = Path(tempfile.mkdtemp(prefix="coldstart-", dir=CACHE))
     try:
         trees = {"after": ROOT}
         if args.before:
@@ -307,14 +320,18 @@ def main() -> None:
                 "push_audience": AUDIENCE,
                 "push_service_account": PUSH_ACCOUNT,
             }
-            env = server_env(scratch, url, **settings) | sink.settings() | {
-                "PATH": os.pathsep.join((str(bin_dir), os.environ.get("PATH", ""))),
-                "PYTHONDONTWRITEBYTECODE": "1",
-            }
+            env = (
+                server_env(scratch, url, **settings)
+                | sink.settings()
+                | {
+                    "PATH": os.pathsep.join((str(bin_dir), os.environ.get("PATH", ""))),
+                    "PYTHONDONTWRITEBYTECODE": "1",
+                }
+            )
             env.pop("VIRTUAL_ENV", None)
             if args.importtime:
                 env["PYTHONPROFILEIMPORTTIME"] = "1"
-            logs = args.logs or (CACHE / "coldstart-logs" if args.importtime else scratch)
+            logs = args.logs or CACHE / "coldstart-logs"
             logs.mkdir(parents=True, exist_ok=True)
             token = push_token()
             results: dict[tuple[str, str], list[float]] = {}
@@ -333,7 +350,8 @@ def main() -> None:
             db.close()
         print(f"\nprocess start to first answered request, ms ({args.runs} runs each)")
         print(f"{'':16} {'wall clock':^20}   {'CPU (all processes)':^20}")
-        print(f"{'target':8} {'tree':7} {'min':>6} {'median':>6} {'max':>6}   {'min':>6} {'median':>6} {'max':>6}")
+        columns = f"{'min':>6} {'median':>6} {'max':>6}"
+        print(f"{'target':8} {'tree':7} {columns}   {columns}")
         for target in targets:
             for name in trees:
                 key = (name, target)

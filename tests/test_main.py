@@ -64,7 +64,8 @@ def test_the_modules_the_master_imports_load_no_sdk_and_no_grpc() -> None:
     # thread or a pool made then would be shared by every worker.
     code = (
         "import sys, threading, runtime.api, runtime.subscriber_app\n"
-        "sdks = ('stripe', 'supabase_auth', 'github', 'resend', 'jwt', 'grpc', 'google.cloud.pubsub_v1')\n"
+        "sdks = ('stripe', 'supabase_auth', 'github', 'resend', 'jwt', 'grpc',"
+        " 'google.cloud.pubsub_v1')\n"
         "print([m for m in sdks if m in sys.modules], threading.active_count())"
     )
     assert run_python(code, {"APP_ENV": "production"}) == "[] 1"
