@@ -13,7 +13,7 @@ COPY pyproject.toml uv.lock ./
 # would be compiled again at every cold start (the service's user cannot write it) wherever a
 # build or a layer rewrites timestamps.
 RUN uv sync --frozen --no-dev --no-install-project && \
-    python -m compileall -q --invalidation-mode unchecked-hash /app/.venv
+    /app/.venv/bin/python -m compileall -q --invalidation-mode unchecked-hash /app/.venv
 
 FROM ${PYTHON_IMAGE} AS runtime
 # APP_ENV defaults to production so that an image started without configuration refuses to run
