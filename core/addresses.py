@@ -21,7 +21,7 @@ def email_address(value: str) -> str:
     """
     if _CONTROL.search(value):
         raise ValueError("Invalid email address: it contains line breaks or control characters")
-    # On first use: email-validator compiles its grammar's patterns on import (about 20 ms),
+    # On first use: email-validator compiles its grammar's patterns on import (about 20 ms of CPU),
     # which a process's start-up need not wait for.
     from email_validator import EmailNotValidError, validate_email
 
