@@ -4,9 +4,10 @@
 times with the exact command the container runs, as the image runs it: a venv of the locked
 dependencies without the dev group and its bytecode compiled (`uv sync --no-dev` with
 UV_COMPILE_BYTECODE=1; the Dockerfile compiles it hash-based, which loads the same), the code's
-bytecode compiled (the Dockerfile's `compileall`), nothing written back (PYTHONDONTWRITEBYTECODE=1) and production's
-processes: api and access 2 workers, emails 1 (cloudbuild.yaml). The clock starts just before
-the process is spawned and stops when the first real request has been answered:
+bytecode compiled (the Dockerfile's `compileall`), nothing written back
+(PYTHONDONTWRITEBYTECODE=1) and production's processes: api and access 2 workers, emails 1
+(cloudbuild.yaml). The clock starts just before the process is spawned and stops when the
+first real request has been answered:
 
 - api: `GET /api/products/public`, the price list a first visitor's page loads (a Postgres
   read through the pool it opens);
