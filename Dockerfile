@@ -4,13 +4,16 @@ ARG PYTHON_IMAGE=python:3.11-slim
 FROM ${PYTHON_IMAGE} AS build
 # uv from PyPI rather than the ghcr.io/astral-sh/uv image: one registry fewer for the builder.
 RUN pip install --no-cache-dir --disable-pip-version-check uv==0.13.9
-ENV UV_COMPILE_BYTECODE=1 \
-    UV_LINK_MODE=copy \
+ENV UV_LINK_MODE=copy \
     UV_PYTHON_DOWNLOADS=never \
     UV_PROJECT_ENVIRONMENT=/app/.venv
 WORKDIR /app
 COPY pyproject.toml uv.lock ./
-RUN uv sync --frozen --no-dev --no-install-project
+# Bytecode checked against nothing (unchecked-hash): a .pyc that compared its source's mtime
+# would be compiled again at every cold start (the service's user cannot write it) wherever a
+# build or a layer rewrites timestamps.
+RUN uv sync --frozen --no-dev --no-install-project && \
+    /app/.venv/bin/python -m compileall -q --invalidation-mode unchecked-hash /app/.venv
 
 FROM ${PYTHON_IMAGE} AS runtime
 # APP_ENV defaults to production so that an image started without configuration refuses to run
@@ -25,7 +28,7 @@ WORKDIR /app
 COPY --from=build /app/.venv /app/.venv
 # What is left out is listed in .dockerignore; the code stays root-owned, read-only to `app`.
 COPY . .
-RUN python -m compileall -q -x '/\.venv/' /app
+RUN python -m compileall -q --invalidation-mode unchecked-hash -x '/\.venv/' /app
 USER app
 EXPOSE 8080
 CMD ["bin/serve"]

@@ -7,6 +7,7 @@ exits non-zero at start-up and names what is wrong, before anything answers `/he
 
 from __future__ import annotations
 
+import importlib
 import sys
 from typing import Any
 
@@ -36,8 +37,8 @@ timeout = 0
 accesslog = None
 # No gunicornc control socket: nothing in a container uses it, and it would write under $HOME.
 control_socket_disable = True
-# The default (no preload): every worker imports the app after the fork, so no pool or gRPC
-# channel is ever shared between processes.
+# The default (no preload): every worker builds the app after the fork, so no pool or gRPC
+# channel is ever shared between processes (`when_ready` only imports modules that build nothing).
 preload_app = False
 
 
@@ -58,6 +59,18 @@ class ServiceLogger(glogging.Logger):  # type: ignore[misc]  # gunicorn is untyp
 
 
 logger_class = ServiceLogger
+
+
+def when_ready(server: Any) -> None:
+    """Import, never build, the module that builds the target's app, once, in the master
+    (listening already, before the first fork): the workers start with it and what it imports
+    (the API's handlers, services and adapters; or the Functions Framework) loaded, instead of
+    each loading it again, so two workers starting on one vCPU do not both pay for it.
+
+    Importing builds nothing and loads no vendor's SDK and no gRPC (tests/test_main.py).
+    """
+    target = _settings.function_target
+    importlib.import_module("runtime.api" if target == "api" else "runtime.subscriber_app")
 
 
 def post_worker_init(worker: Any) -> None:

@@ -11,14 +11,14 @@ import json
 import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, Protocol
-
-import httpx
-from supabase_auth import SyncGoTrueAdminAPI
-from supabase_auth.errors import AuthApiError, AuthError
-from supabase_auth.types import GenerateInviteOrMagiclinkParams
+from typing import TYPE_CHECKING, Any, Protocol
 
 from adapters.db.pool import Database
+
+# Supabase Auth's SDK (about 80 ms of CPU to import) is loaded by the first call that needs
+# it, not by every subscriber's start-up: most events make no account.
+if TYPE_CHECKING:
+    from supabase_auth import SyncGoTrueAdminAPI
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +61,10 @@ class SupabaseAccounts:
     @contextmanager
     def _admin(self) -> Iterator[SyncGoTrueAdminAPI]:
         """The admin API over a client with a deadline; an outage becomes AccountError."""
+        import httpx
+        from supabase_auth import SyncGoTrueAdminAPI
+        from supabase_auth.errors import AuthApiError, AuthError
+
         http = httpx.Client(timeout=self._timeout)
         headers = {"apikey": self._key, "Authorization": f"Bearer {self._key}"}
         try:
@@ -73,6 +77,8 @@ class SupabaseAccounts:
             http.close()
 
     def ensure(self, *, email: str, name: str | None) -> None:
+        from supabase_auth.errors import AuthApiError
+
         attributes: dict[str, Any] = {
             "email": email,
             "email_confirm": True,  # paying with this address is proof enough; no mail asks
@@ -88,6 +94,9 @@ class SupabaseAccounts:
         log.info("created an account for a guest buyer")
 
     def sign_in_link(self, *, email: str) -> str:
+        from supabase_auth.errors import AuthApiError
+        from supabase_auth.types import GenerateInviteOrMagiclinkParams
+
         params: GenerateInviteOrMagiclinkParams = {"type": "magiclink", "email": email}
         if self._redirect_to:
             params["options"] = {"redirect_to": self._redirect_to}

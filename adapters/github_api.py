@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING
 
-import requests
-from github import Auth, Github, GithubException
+# PyGithub loads a module per API object (about 120 ms of CPU): imported on first use, so that the
+# processes which never call GitHub, and the first request of those that do, do not pay for it.
+if TYPE_CHECKING:
+    from github import Github
 
 from config import MissingSetting
 
@@ -35,6 +38,8 @@ class GitHubGateway:
     def _client(self) -> Github:
         if not self._token:
             raise GitHubNotConfigured("Repository access is not configured: set GITHUB_TOKEN")
+        from github import Auth, Github
+
         return Github(
             auth=Auth.Token(self._token),
             base_url=self._api_url,
@@ -47,6 +52,9 @@ class GitHubGateway:
 
     def invite(self, *, repository: str, username: str) -> bool:
         """Invite `username` to read `repository`; False if they already have access."""
+        import requests
+        from github import GithubException
+
         client = self._client()
         repo = client.get_repo(repository)
         try:

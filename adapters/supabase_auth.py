@@ -11,10 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-import httpx
 import orjson
-from supabase_auth import SyncGoTrueClient, SyncMemoryStorage
-from supabase_auth.errors import AuthError
 
 log = logging.getLogger(__name__)
 
@@ -108,6 +105,11 @@ class SupabaseAuth:
                 "sign-in code received but SUPABASE_URL/SUPABASE_PUBLISHABLE_KEY are not set"
             )
             return None
+        # The SDK (about 80 ms of CPU to import) on the first exchange, not at every start-up.
+        import httpx
+        from supabase_auth import SyncGoTrueClient, SyncMemoryStorage
+        from supabase_auth.errors import AuthError
+
         # A fresh client per exchange: the SDK keeps the session in the client's storage.
         http = httpx.Client(timeout=self._timeout)
         client = SyncGoTrueClient(

@@ -6,8 +6,6 @@ import re
 from functools import lru_cache
 from urllib.parse import urlsplit
 
-from email_validator import EmailNotValidError, validate_email
-
 # RFC 5321's limits, which email-validator does not apply to the local part.
 MAX_LOCAL_PART = 64
 MAX_ADDRESS = 254
@@ -23,6 +21,10 @@ def email_address(value: str) -> str:
     """
     if _CONTROL.search(value):
         raise ValueError("Invalid email address: it contains line breaks or control characters")
+    # On first use: email-validator compiles its grammar's patterns on import (about 20 ms of CPU),
+    # which a process's start-up need not wait for.
+    from email_validator import EmailNotValidError, validate_email
+
     try:
         found = validate_email(value, check_deliverability=False, allow_smtputf8=False)
     except EmailNotValidError as exc:

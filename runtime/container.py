@@ -12,8 +12,6 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from config import MissingSetting, Settings, secret
-from core.email.kind import Senders
-from core.email.render import Brand
 from core.events import Event
 from runtime.lazy import once
 from subscribers import TARGETS
@@ -30,6 +28,8 @@ if TYPE_CHECKING:
     from adapters.stripe_api import StripeGateway
     from adapters.supabase_auth import SupabaseAuth
     from adapters.tokens import TokenVerifier
+    from core.email.brand import Brand
+    from core.email.kind import Senders
     from subscribers.access import AccessSubscriber
     from subscribers.emails import EmailSubscriber
 
@@ -37,6 +37,10 @@ if TYPE_CHECKING:
 def brand_for(settings: Settings, *, default_site: str) -> Brand:
     """Who the e-mails speak for (BRAND_NAME, else the admin sender's display name), the site,
     the support inbox."""
+    # Here, not at the top: the e-mail modules load an address validator, Jinja and the CSS
+    # inliner, which neither the API's first request nor access needs.
+    from core.email.brand import Brand
+
     site = str(settings.site_url) if settings.site_url else default_site
     return Brand(
         product_name=settings.product_name, site_url=site, support_email=settings.support_email
@@ -164,6 +168,8 @@ class Container:
     @once
     def senders(self) -> Senders:
         """Who each kind of e-mail comes from: the team, or no-reply for account mails."""
+        from core.email.kind import Senders
+
         s = self.settings
         return Senders(team=s.email_from_admin, noreply=s.email_from_noreply)
 

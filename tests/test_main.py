@@ -50,11 +50,25 @@ def test_the_lazy_app_builds_the_api_on_first_use_only() -> None:
         "import sys, main\n"
         "before = 'flask' in sys.modules\n"
         "app = main.app.load()\n"
-        "print(before, type(app).__name__, 'supabase_auth' in sys.modules,"
+        "sdks = [m for m in ('stripe', 'supabase_auth', 'github', 'jwt') if m in sys.modules]\n"
+        "print(before, type(app).__name__, 'handlers.auth' in sys.modules, sdks,"
         " sorted(r.rule for r in app.url_map.iter_rules())[:2])"
     )
     line = run_python(code, {"APP_ENV": "development"})
-    assert line.startswith("False Flask True ['/api/auth/callback', '/api/github/access']")
+    # Built with every route, and no vendor's SDK loaded yet: the first call that needs one does.
+    assert line.startswith("False Flask True [] ['/api/auth/callback', '/api/github/access']")
+
+
+def test_the_modules_the_master_imports_load_no_sdk_and_no_grpc() -> None:
+    # gunicorn.conf.py's `when_ready` imports them before the workers fork: a gRPC channel, a
+    # thread or a pool made then would be shared by every worker.
+    code = (
+        "import sys, threading, runtime.api, runtime.subscriber_app\n"
+        "sdks = ('stripe', 'supabase_auth', 'github', 'resend', 'jwt', 'grpc',"
+        " 'google.cloud.pubsub_v1')\n"
+        "print([m for m in sdks if m in sys.modules], threading.active_count())"
+    )
+    assert run_python(code, {"APP_ENV": "production"}) == "[] 1"
 
 
 def test_a_subscriber_process_never_builds_the_api() -> None:

@@ -268,6 +268,34 @@ def test_the_image_prints_the_filters_the_deploy_reads_and_has_no_local_commands
     assert "No such command 'send'" in send.stderr
 
 
+# Imports every module a target loads to answer its first requests, and names those Python had
+# to compile from source on the way: none should be, since the service's user cannot write
+# bytecode and a module without a valid .pyc would be compiled again at every cold start.
+COMPILED_AT_START = """
+import importlib, importlib._bootstrap_external as loader
+compiled = []
+source_to_code = loader.SourceLoader.source_to_code
+def spy(self, data, path, *args, **kwargs):
+    compiled.append(str(path))
+    return source_to_code(self, data, path, *args, **kwargs)
+loader.SourceLoader.source_to_code = spy
+for name in (
+    "gunicorn.app.wsgiapp", "config", "main", "runtime.api", "runtime.subscriber_app",
+    "runtime.container", "subscribers.access", "subscribers.emails", "adapters.bus.pubsub",
+    "adapters.mail.resend", "core.email.render", "google.cloud.pubsub_v1", "google.auth.jwt",
+    "stripe", "supabase_auth", "github", "jwt", "resend", "psycopg_pool",
+):
+    importlib.import_module(name)
+print(compiled)
+"""
+
+
+def test_every_module_a_target_loads_is_compiled_in_the_image(image: Image) -> None:
+    result = in_image(image, "python", "-c", COMPILED_AT_START)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"
+
+
 @pytest.mark.parametrize("target", TARGETS)
 def test_production_without_secrets_exits_and_names_them(image: Image, target: str) -> None:
     result = image.engine(
