@@ -13,7 +13,7 @@ from pydantic import SecretStr
 from config import Settings
 
 ENV_EXAMPLE = Path(__file__).resolve().parent.parent / ".env.example"
-# Not a contract of DESIGN.md: where local state lives, for tests and tools.
+# Not a deployment's setting: where local state lives, for tests and tools.
 UNDOCUMENTED = {"DATA_DIR"}
 
 
