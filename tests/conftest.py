@@ -40,6 +40,19 @@ SummaryLines = Callable[[str], list[str]]
 
 def pytest_configure(config: pytest.Config) -> None:
     config.stash[SECTIONS] = {}
+    # An xdist worker prints no summary: it hands its sections (this very dict, filled as its
+    # tests run) to the controller when it finishes, and the controller prints them.
+    worker_output: dict[str, Any] | None = getattr(config, "workeroutput", None)
+    if worker_output is not None:
+        worker_output["sections"] = config.stash[SECTIONS]
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: object) -> None:
+    """A worker has finished (xdist): keep its sections for the controller's summary."""
+    sections = node.config.stash[SECTIONS]
+    for title, lines in getattr(node, "workeroutput", {}).get("sections", {}).items():
+        sections.setdefault(title, []).extend(lines)
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
