@@ -63,6 +63,17 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
                 terminalreporter.write_line(line)
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        # Schemathesis names each operation's test `test[GET /path]`, but under pytest 9 all of
+        # them keep the function's node id; xdist tells tests apart by node id and would run one.
+        if "[" in item.name and "[" not in item.nodeid:
+            item._id = item._id.with_params(item.name.partition("[")[2].removesuffix("]"))
+    # Long tests first, so that under xdist (`make test`) no worker is left alone with one at the
+    # end while the others idle; the sort is stable, so the rest keep their order.
+    items.sort(key=lambda item: item.get_closest_marker("long") is None)
+
+
 @pytest.fixture(scope="session")
 def summary(pytestconfig: pytest.Config) -> SummaryLines:
     """The lines of a named section of the summary (append to them)."""
