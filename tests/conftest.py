@@ -22,7 +22,7 @@ from tests.fakes.http import FakeServer, serve
 from tests.fakes.resend import FakeResend
 from tests.fakes.stripe import FakeStripe
 from tests.fakes.supabase import JWT_SECRET, FakeSupabaseAuth, hs256_token
-from tests.helpers import empty_database, stripe_signature
+from tests.helpers import empty_database, postgres_home, stripe_signature
 
 # Read before any test strips the environment: a CI may point the suite at its own Postgres.
 EXTERNAL_DATABASE_URL = os.environ.get("DATABASE_URL")
@@ -88,12 +88,13 @@ def isolate_environment(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture(scope="session")
-def database_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A migrated database: a fresh one in $DATABASE_URL's server, else an embedded server."""
+def database_url() -> Iterator[str]:
+    """A migrated database: a fresh one in $DATABASE_URL's server, else an embedded server (one
+    per xdist worker)."""
     if EXTERNAL_DATABASE_URL:
         yield from _scratch_database(EXTERNAL_DATABASE_URL)
         return
-    with local_postgres.migrated(tmp_path_factory.mktemp("pg") / "data") as url:
+    with postgres_home() as home, local_postgres.migrated(home / "data") as url:
         yield url
 
 
