@@ -36,9 +36,9 @@ def empty_database(server_url: str) -> Iterator[str]:
 
 @contextmanager
 def postgres_home() -> Iterator[Path]:
-    """A scratch directory for an embedded Postgres, outside pytest's temporary root: run as root,
-    the server runs as a user of its own that must traverse the path, and every pytest that
-    starts (another worker's, another run's) makes that root private to root again."""
+    """A scratch directory for an embedded Postgres (or the PgBouncer in front of it), outside
+    pytest's temporary root: run as root, both run as the server's own user, which must traverse
+    the path, and every pytest that starts (another run's) makes that root private again."""
     home = Path(tempfile.mkdtemp(prefix="test-postgres-"))
     try:
         yield home
