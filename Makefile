@@ -25,8 +25,11 @@ demo: install
 	@set -a; if [ -f .env ]; then . ./.env || exit 1; fi; set +a; \
 	  exec $(UV) run --frozen python -m dev.demo
 
+# One worker a core (pytest-xdist), each with its own Postgres and Pub/Sub emulator; a module's
+# tests stay on one worker, so the servers its fixtures start start once; modules go out in the
+# suite's order, which puts the long ones first (tests/conftest.py).
 test: install system-packages
-	@$(UV) run --frozen pytest
+	@$(UV) run --frozen pytest -n auto --dist loadscope --no-loadscope-reorder
 
 # Debian packages the suite drives: headless Chromium reads the local pipeline page as a person
 # would; PgBouncer in transaction mode, serving TLS, stands in for Supabase's pooler (Supavisor).

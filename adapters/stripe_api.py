@@ -69,7 +69,7 @@ class StripeGateway:
             return self._client
 
     def create_checkout_session(self, params: dict[str, Any]) -> str | None:
-        """The hosted checkout URL; None when Stripe refuses (the spec's contract).
+        """The hosted checkout URL; None when Stripe refuses (the route answers `{"url": null}`).
 
         Raises PaymentsUnavailable when Stripe is down or slow: that is no refusal.
         """

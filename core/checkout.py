@@ -1,4 +1,5 @@
-"""The parameters of a Stripe Checkout Session, by the spec's eight rules."""
+"""The parameters of a Stripe Checkout Session: the price, URLs and metadata, then what the buyer,
+the mode and the offer add (customer, discounts, trial, recovery)."""
 
 from __future__ import annotations
 

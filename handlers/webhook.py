@@ -21,7 +21,7 @@ def payments_webhook() -> ResponseReturnValue:
     request.max_content_length = MAX_EVENT_BYTES
     receive(
         payload=whole_body(cache=False),
-        # The spec names the header `payments-signature`; Stripe sends `Stripe-Signature`.
+        # Stripe sends `Stripe-Signature`; the API's contract also names it `payments-signature`.
         signature=request.headers.get("Stripe-Signature")
         or request.headers.get("payments-signature"),
         secret=c.settings.webhook_secret,

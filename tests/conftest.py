@@ -22,7 +22,7 @@ from tests.fakes.http import FakeServer, serve
 from tests.fakes.resend import FakeResend
 from tests.fakes.stripe import FakeStripe
 from tests.fakes.supabase import JWT_SECRET, FakeSupabaseAuth, hs256_token
-from tests.helpers import empty_database, stripe_signature
+from tests.helpers import empty_database, postgres_home, stripe_signature
 
 # Read before any test strips the environment: a CI may point the suite at its own Postgres.
 EXTERNAL_DATABASE_URL = os.environ.get("DATABASE_URL")
@@ -40,6 +40,19 @@ SummaryLines = Callable[[str], list[str]]
 
 def pytest_configure(config: pytest.Config) -> None:
     config.stash[SECTIONS] = {}
+    # An xdist worker prints no summary: it hands its sections (this very dict, filled as its
+    # tests run) to the controller when it finishes, and the controller prints them.
+    worker_output: dict[str, Any] | None = getattr(config, "workeroutput", None)
+    if worker_output is not None:
+        worker_output["sections"] = config.stash[SECTIONS]
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: object) -> None:
+    """A worker has finished (xdist): keep its sections for the controller's summary."""
+    sections = node.config.stash[SECTIONS]
+    for title, lines in getattr(node, "workeroutput", {}).get("sections", {}).items():
+        sections.setdefault(title, []).extend(lines)
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
@@ -48,6 +61,17 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
             terminalreporter.section(title)
             for line in lines:
                 terminalreporter.write_line(line)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        # Schemathesis names each operation's test `test[GET /path]`, but under pytest 9 all of
+        # them keep the function's node id; xdist tells tests apart by node id and would run one.
+        if "[" in item.name and "[" not in item.nodeid:
+            item._id = item._id.with_params(item.name.partition("[")[2].removesuffix("]"))
+    # Long tests first, so that under xdist (`make test`) no worker is left alone with one at the
+    # end while the others idle; the sort is stable, so the rest keep their order.
+    items.sort(key=lambda item: item.get_closest_marker("long") is None)
 
 
 @pytest.fixture(scope="session")
@@ -64,12 +88,13 @@ def isolate_environment(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture(scope="session")
-def database_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A migrated database: a fresh one in $DATABASE_URL's server, else an embedded server."""
+def database_url() -> Iterator[str]:
+    """A migrated database: a fresh one in $DATABASE_URL's server, else an embedded server (one
+    per xdist worker)."""
     if EXTERNAL_DATABASE_URL:
         yield from _scratch_database(EXTERNAL_DATABASE_URL)
         return
-    with local_postgres.migrated(tmp_path_factory.mktemp("pg") / "data") as url:
+    with postgres_home() as home, local_postgres.migrated(home / "data") as url:
         yield url
 
 

@@ -5,10 +5,13 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import shutil
+import tempfile
 import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -29,6 +32,18 @@ def empty_database(server_url: str) -> Iterator[str]:
     finally:
         with psycopg.connect(server_url, autocommit=True) as conn:
             conn.execute(f'drop database if exists "{name}" with (force)')
+
+
+@contextmanager
+def postgres_home() -> Iterator[Path]:
+    """A scratch directory for an embedded Postgres (or the PgBouncer in front of it), outside
+    pytest's temporary root: run as root, both run as the server's own user, which must traverse
+    the path, and every pytest that starts (another run's) makes that root private again."""
+    home = Path(tempfile.mkdtemp(prefix="test-postgres-"))
+    try:
+        yield home
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
 
 
 def stripe_signature(

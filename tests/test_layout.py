@@ -88,7 +88,7 @@ def test_only_settings_read_the_environment() -> None:
     assert readers == []
 
 
-# The layers (DESIGN.md), bottom up: each package imports only packages below it.
+# The layers, bottom up: each package imports only packages below it.
 LAYERS = {
     "config": 0,
     "core": 1,

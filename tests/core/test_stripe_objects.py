@@ -1,5 +1,6 @@
 """core/stripe_objects.py reads the same facts from Stripe's objects at 2023-08-16 and at the
-current version, the latter built from Stripe's own fixtures (../shared/stripe/fixtures3.json)."""
+current version, the latter built from Stripe's own fixtures
+(tests/fixtures/stripe/fixtures3.json)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import pytest
 
 from core import stripe_objects
 
-FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "stripe" / "fixtures3.json"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "stripe" / "fixtures3.json"
 PRICE = "price_demo_team_monthly"
 
 

@@ -7,6 +7,7 @@ import os
 import re
 import subprocess
 import sys
+from collections.abc import Iterator
 from email import policy
 from email.parser import BytesParser
 from pathlib import Path
@@ -14,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import SETTINGS_VARIABLES
+from tests.helpers import postgres_home
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -41,10 +43,17 @@ def subjects(outbox: Path) -> dict[str, str]:
     return found
 
 
+@pytest.fixture
+def home() -> Iterator[Path]:
+    """The demo's DATA_DIR (its embedded Postgres lives there) and outbox."""
+    with postgres_home() as path:
+        yield path
+
+
 @pytest.mark.parametrize("bus", ["inline", "pubsub"])
-def test_make_demo_runs_the_whole_loop_and_exits_0(tmp_path: Path, bus: str) -> None:
+def test_make_demo_runs_the_whole_loop_and_exits_0(home: Path, bus: str) -> None:
     # Even with secrets of real accounts in the environment, the demo stays offline.
-    done = run_demo(tmp_path, EVENT_BUS=bus, RESEND_API_KEY="re_must_not_be_used")
+    done = run_demo(home, EVENT_BUS=bus, RESEND_API_KEY="re_must_not_be_used")
     out = done.stdout
     assert done.returncode == 0, out + done.stderr[-3000:]
     assert re.search(r"Starting the embedded Postgres in .*\n  done in \d+\.\d s", out)
@@ -54,7 +63,7 @@ def test_make_demo_runs_the_whole_loop_and_exits_0(tmp_path: Path, bus: str) -> 
     assert len(re.findall(r"event       evt_[0-9a-f]{24}", out)) == 3
     assert re.findall(r"webhook     (\d+)", out) == ["200", "200", "200"]
     printed = re.findall(r"^\s+(/\S+\.eml)$", out, re.MULTILINE)
-    written = subjects(tmp_path / "outbox")
+    written = subjects(home / "outbox")
     assert sorted(printed) == sorted(written)
     assert sorted(written.values()) == [
         "Order confirmed: Team Monthly",
@@ -70,8 +79,8 @@ def test_make_demo_runs_the_whole_loop_and_exits_0(tmp_path: Path, bus: str) -> 
         assert len(re.findall(r"target on \S+ behind Cloud Run's front on http", out)) == 2
 
 
-def test_make_demo_twice_on_one_database_records_two_purchases(tmp_path: Path) -> None:
-    first, second = run_demo(tmp_path), run_demo(tmp_path)
+def test_make_demo_twice_on_one_database_records_two_purchases(home: Path) -> None:
+    first, second = run_demo(home), run_demo(home)
     assert first.returncode == 0, first.stdout + first.stderr[-3000:]
     assert second.returncode == 0, second.stdout + second.stderr[-3000:]
     sessions = [

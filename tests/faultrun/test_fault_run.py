@@ -43,6 +43,7 @@ def resend() -> Iterator[FakeResend]:
     yield from serving(FakeResend())
 
 
+@pytest.mark.long
 @pytest.mark.timeout(300)  # about 90 s here; the margin is for a loaded machine
 def test_two_thousand_events_with_faults_end_exactly_as_the_model(
     db: Database,

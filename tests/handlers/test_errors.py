@@ -1,4 +1,4 @@
-"""DESIGN.md's error conventions: JSON errors, never an HTML page or a 500 for bad input."""
+"""The error conventions: JSON errors, never an HTML page or a 500 for bad input."""
 
 from __future__ import annotations
 

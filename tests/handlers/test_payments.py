@@ -152,7 +152,7 @@ def test_a_version_stripe_does_not_know_is_refused_by_stripe(
     api = api_factory(stripe_api_version="2019-13-45.nothing")
     response = checkout(api, {"priceId": ONE_TIME, "mode": "payment", **URLS})
     assert response.status_code == 200
-    assert response.json() == {"url": None}  # Stripe refused: the spec's answer
+    assert response.json() == {"url": None}  # Stripe refused: the route's answer
 
 
 def test_signed_in_new_customer_payment(api: Api, stripe: FakeStripe, db: Database) -> None:

@@ -1,7 +1,7 @@
-"""Every subscribed event type, built from Stripe's own fixtures (../shared/stripe/fixtures3.json,
-the current shapes), lived once at the current API version and once at 2023-08-16 by two
-customers with the same history: the same access, plan, purchases and e-mails (the same words:
-product names, amounts, dates, links) come out of both."""
+"""Every subscribed event type, built from Stripe's own fixtures
+(tests/fixtures/stripe/fixtures3.json, the current shapes), lived once at the current API version
+and once at 2023-08-16 by two customers with the same history: the same access, plan, purchases
+and e-mails (the same words: product names, amounts, dates, links) come out of both."""
 
 from __future__ import annotations
 

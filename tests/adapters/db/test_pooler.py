@@ -14,14 +14,15 @@ import pytest
 from adapters.db.pool import Database, DatabaseUnavailable
 from adapters.db.products import seed_demo_products
 from tests.conftest import Api
-from tests.helpers import create_user, stripe_event, wait_for
+from tests.helpers import create_user, postgres_home, stripe_event, wait_for
 from tests.pooler import Pooler, authority, running
 from tests.subscribers.test_access import completed, post_event
 
 
 @pytest.fixture(scope="module")
-def pooler(database_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pooler]:
-    yield from running(database_url, tmp_path_factory.mktemp("pgbouncer"), pool_size=2)
+def pooler(database_url: str) -> Iterator[Pooler]:
+    with postgres_home() as home:  # PgBouncer runs as the embedded server's user
+        yield from running(database_url, home, pool_size=2)
 
 
 def test_the_pooler_is_reached_over_tls_verified_against_its_ca(pooler: Pooler) -> None:
