@@ -12,9 +12,9 @@ import psycopg
 import pytest
 
 from adapters.db.pool import Database
-from adapters.db.products import seed_demo_products
 from config import DEV_WEBHOOK_SECRET
 from dev import pubsub_emulator
+from dev.samples.catalogue import seed_demo_products
 from tests.adapters.bus.test_pubsub import (  # fixtures: pytest finds them by name
     completed,
     emulator_processes,
