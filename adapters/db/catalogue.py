@@ -62,11 +62,14 @@ def statements(writes: Sequence[CatalogueWrite]) -> list[Statement]:
     return found
 
 
-def save(db: Database, write: CatalogueWrite) -> None:
-    """One write in a transaction of its own (the sync's)."""
+def save(db: Database, write: CatalogueWrite) -> int:
+    """One write in a transaction of its own (the sync's); how many rows it changed (a row
+    already holding this state or a newer one is not changed)."""
+    changed = 0
     with db.transaction() as conn:
         for statement in statements([write]):
-            conn.execute(statement.query, statement.params)
+            changed += max(conn.execute(statement.query, statement.params).rowcount, 0)
+    return changed
 
 
 def _row(item: Listing, write: CatalogueWrite) -> dict[str, Any]:

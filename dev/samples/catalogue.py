@@ -118,9 +118,9 @@ FEATURES: dict[str, list[dict[str, Any]]] = {}
 
 def seed_demo_products(db: Database) -> int:
     """The demo catalogue written as `products sync` would write it from the stand-in, without
-    the HTTP (for tests and benchmarks); returns how many prices are on sale."""
+    the HTTP (for tests and benchmarks); returns how many rows it added or changed (none the
+    second time: the rows hold this state already)."""
     keys = {pid: lookup_keys(found) for pid, found in FEATURES.items()}
     read = catalogue_of(PRODUCTS, PRICES, keys)
     at = datetime.fromtimestamp(CREATED, UTC)
-    store.save(db, CatalogueWrite(at, read.listings))
-    return len(read.listings)
+    return store.save(db, CatalogueWrite(at, read.listings))
