@@ -82,6 +82,8 @@ def decide(event: Event, change: CatalogueChange) -> tuple[CatalogueWrite, str]:
     price_id = stripe_id(change.price.get("id")) if change.price else None
     if change.gone and price_id:
         return CatalogueWrite(at, retire=Retirement(None, prices=(price_id,))), "price retired"
+    if change.product_id is None:  # nothing named: never read as "every product"
+        return CatalogueWrite(at), "ignored (no product named)"
     if change.found is None:  # deleted, or Stripe no longer has it
         return CatalogueWrite(at, retire=Retirement(change.product_id)), "product retired"
     found = change.found

@@ -154,3 +154,10 @@ def test_deleted_or_unreadable_products_are_retired_whole() -> None:
     gone = event("price.deleted", price("price_1", "prod_1", 100), 6)
     [change] = to_changes(gone)
     assert decide(gone, change)[0].retire == Retirement(None, prices=("price_1",))  # type: ignore[arg-type]
+
+
+def test_an_event_naming_no_product_retires_nothing() -> None:
+    e = event("price.updated", {"id": "price_1", "object": "price", "product": None}, 7)
+    [change] = to_changes(e)
+    write, outcome = decide(e, change)  # type: ignore[arg-type]
+    assert (write.listings, write.retire, outcome) == ((), None, "ignored (no product named)")
