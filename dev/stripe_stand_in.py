@@ -1,8 +1,6 @@
 """A local stand-in for the slice of Stripe's API this service calls, for `make run`/`make demo`
 without an account: checkout and portal sessions (URLs that lead back here, to a page saying
-what to do instead of paying), a session read back with its line items, a subscription's status,
-and a catalogue (the demo products of `dev/samples/catalogue.py`, listed and paged as Stripe lists
-them) that `products sync` reads as it reads Stripe's.
+what to do instead of paying), a session read back with its line items, a subscription's status.
 
 It is not Stripe: nothing is charged and no event is sent by it. The events a real checkout
 would cause are sent with `flask --app main events send` (or `stripe listen` in test mode).
@@ -35,9 +33,13 @@ _ROUTES = Map(
         Rule("/v1/billing_portal/sessions", methods=["POST"], endpoint="create_portal"),
         Rule("/v1/subscriptions/<sid>", methods=["GET"], endpoint="get_subscription"),
         Rule("/v1/products", methods=["GET"], endpoint="list_products"),
+        Rule("/v1/products", methods=["POST"], endpoint="create_product"),
         Rule("/v1/products/<pid>", methods=["GET"], endpoint="get_product"),
+        Rule("/v1/products/<pid>", methods=["POST"], endpoint="update_product"),
         Rule("/v1/products/<pid>/features", methods=["GET"], endpoint="list_features"),
         Rule("/v1/prices", methods=["GET"], endpoint="list_prices"),
+        Rule("/v1/prices", methods=["POST"], endpoint="create_price"),
+        Rule("/v1/prices/<pid>", methods=["POST"], endpoint="update_price"),
         Rule("/pay/<sid>", methods=["GET"], endpoint="pay_page"),
         Rule("/portal", methods=["GET"], endpoint="portal_page"),
     ]
@@ -116,6 +118,11 @@ class StripeStandIn:
     def get_subscription(self, request: Request, sid: str) -> Response:
         return _json({"id": sid, "object": "subscription", "status": "active"})
 
+    # The catalogue: the demo products of `dev/samples/catalogue.py`, listed and paged as Stripe
+    # lists them, so `products sync` (and a product or price event) reads them as it reads
+    # Stripe's. Products and prices are created and updated (`active=false` archives) with
+    # Stripe's parameters, for a founder to try a product of their own.
+
     def list_products(self, request: Request) -> Response:
         return _listed(request, list(self.products.values()), "/v1/products")
 
@@ -127,6 +134,46 @@ class StripeStandIn:
     def list_features(self, request: Request, pid: str) -> Response:
         found = self.features.get(pid, [])
         return _listed(request, found, f"/v1/products/{pid}/features")
+
+    def create_product(self, request: Request) -> Response:
+        form = _form(request)
+        pid = f"prod_local_{secrets.token_hex(6)}"
+        found = catalogue.product(
+            pid, form.get("name", ""), form.get("description", ""), _nested(form, "metadata")
+        )
+        self.products[pid] = found
+        return self.update_product(request, pid)
+
+    def update_product(self, request: Request, pid: str) -> Response:
+        found = self.products.get(pid)
+        if found is None:
+            raise NotFound()
+        form = _form(request)
+        found["metadata"] = {**found["metadata"], **_nested(form, "metadata")}
+        found.update({k: form[k] for k in ("name", "description") if k in form})
+        if "active" in form:
+            found["active"] = form["active"] == "true"
+        return _json(found)
+
+    def create_price(self, request: Request) -> Response:
+        form = _form(request)
+        if form.get("product") not in self.products:
+            raise NotFound()
+        pid = f"price_local_{secrets.token_hex(6)}"
+        interval = _nested(form, "recurring").get("interval")
+        found = catalogue.price(pid, form["product"], int(form.get("unit_amount", 0)), interval)
+        found.update({"currency": form.get("currency", "usd"), "nickname": form.get("nickname")})
+        self.prices[pid] = found
+        return _json(found)
+
+    def update_price(self, request: Request, pid: str) -> Response:
+        found = self.prices.get(pid)
+        if found is None:
+            raise NotFound()
+        form = _form(request)
+        if "active" in form:
+            found["active"] = form["active"] == "true"
+        return _json(found)
 
     def list_prices(self, request: Request) -> Response:
         product = request.args.get("product")
@@ -171,6 +218,10 @@ def running() -> Iterator[StripeStandIn]:
 def _nested(form: dict[str, str], name: str) -> dict[str, str]:
     prefix = f"{name}["
     return {k[len(prefix) : -1]: v for k, v in form.items() if k.startswith(prefix)}
+
+
+def _form(request: Request) -> dict[str, str]:
+    return dict(parse_qsl(request.get_data(as_text=True), keep_blank_values=True))
 
 
 def _listed(request: Request, objects: list[dict[str, Any]], url: str) -> Response:
