@@ -5,7 +5,7 @@ UV_VERSION := 0.13.9
 UV := $(shell uv --version >/dev/null 2>&1 && echo uv || echo python3 -m uv)
 
 # `make demo`: the whole loop offline (user, checkout, events, access, e-mails); exits 0.
-.PHONY: run demo test lint format install uv emails-preview bench image system-packages
+.PHONY: run demo reset test lint format install uv emails-preview bench image system-packages
 
 uv:
 	@$(UV) --version >/dev/null 2>&1 || python3 -m pip install --quiet "uv==$(UV_VERSION)"
@@ -20,6 +20,15 @@ install: uv
 run: install
 	@set -a; if [ -f .env ]; then . ./.env || exit 1; fi; set +a; \
 	  exec $(UV) run --frozen python -m dev.server
+
+# `make reset`: the local data (.data/: the embedded Postgres with its users, purchases and
+# products, the outbox) deleted; the next `make run` starts empty and syncs the catalogue again.
+reset:
+	@set -a; if [ -f .env ]; then . ./.env || exit 1; fi; set +a; \
+	  dir="$${DATA_DIR:-.data}"; \
+	  case "$$(realpath -m -- "$$dir")" in /|"$$HOME"|"$$(pwd)") echo "Refusing to delete $$dir"; exit 1;; esac; \
+	  if [ -e "$$dir" ]; then rm -rf -- "$$dir" && echo "Deleted $$dir (local database, users, purchases, outbox)."; \
+	  else echo "Nothing to delete: $$dir does not exist."; fi
 
 demo: install
 	@set -a; if [ -f .env ]; then . ./.env || exit 1; fi; set +a; \

@@ -18,6 +18,8 @@ if TYPE_CHECKING:
     import stripe
 
 from config import MissingSetting
+from core.billing.catalogue import StripeProduct
+from core.catalogue import lookup_keys
 
 log = logging.getLogger(__name__)
 
@@ -112,6 +114,36 @@ class StripeGateway:
         )
         for event in pages.auto_paging_iter():
             yield event.to_dict(for_json=True)
+
+    def active_catalogue(self) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """Every active product and every active price, all pages of each."""
+        products = self.client.v1.products.list(params={"active": True, "limit": 100})
+        prices = self.client.v1.prices.list(params={"active": True, "limit": 100})
+        return (
+            [p.to_dict() for p in products.auto_paging_iter()],
+            [p.to_dict() for p in prices.auto_paging_iter()],
+        )
+
+    def feature_keys(self, product_id: str) -> list[str]:
+        """The lookup keys of a product's Stripe Entitlements features, all pages."""
+        found = self.client.v1.products.features.list(product_id, params={"limit": 100})
+        return lookup_keys([f.to_dict() for f in found.auto_paging_iter()])
+
+    def product_now(self, product_id: str) -> StripeProduct | None:
+        """A product as Stripe holds it now, with every price of it (active or not) and its
+        features; None when Stripe no longer has it."""
+        try:
+            product = self.client.v1.products.retrieve(product_id).to_dict()
+        except stripe.InvalidRequestError as exc:
+            if exc.http_status == 404:
+                return None
+            raise
+        prices = self.client.v1.prices.list(params={"product": product_id, "limit": 100})
+        return StripeProduct(
+            product=product,
+            prices=[p.to_dict() for p in prices.auto_paging_iter()],
+            features=self.feature_keys(product_id),
+        )
 
     def subscription_status(self, subscription_id: str) -> str:
         """The current status of a subscription, as Stripe sees it now."""

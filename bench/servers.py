@@ -15,9 +15,9 @@ import psutil
 import psycopg
 
 from adapters.db.pool import Database
-from adapters.db.products import seed_demo_products
 from config import Settings
 from dev import local_postgres, pubsub_emulator
+from dev.samples.catalogue import seed_demo_products
 
 ROOT = Path(__file__).resolve().parent.parent
 

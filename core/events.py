@@ -12,7 +12,8 @@ import orjson
 
 # The types the Stripe webhook endpoint is configured to send; anything else is acknowledged
 # and dropped at the door. `async_payment_succeeded` completes a delayed (bank) payment;
-# `subscription.created` carries a trial's end; `trial_will_end` comes three days before it.
+# `subscription.created` carries a trial's end; `trial_will_end` comes three days before it;
+# product and price events keep the catalogue current.
 SUBSCRIBED_TYPES = frozenset(
     {
         "checkout.session.completed",
@@ -26,6 +27,12 @@ SUBSCRIBED_TYPES = frozenset(
         "invoice.payment_failed",
         "charge.refunded",
         "charge.dispute.created",
+        "product.created",
+        "product.updated",
+        "product.deleted",
+        "price.created",
+        "price.updated",
+        "price.deleted",
     }
 )
 

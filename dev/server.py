@@ -14,6 +14,7 @@ from pathlib import Path
 
 from config import DEV_WEBHOOK_SECRET, Settings
 from dev import stack as local_stack
+from dev import stripe_stand_in
 from runtime import logs
 
 EXAMPLE_USER = "ada@example.com"
@@ -31,6 +32,11 @@ def cli_environment(settings: Settings) -> dict[str, str]:
     env = {"PORT": str(settings.port)}
     if settings.database_url is not None:
         env["DATABASE_URL"] = settings.database_url.get_secret_value()
+    key = settings.stripe_secret_key
+    if settings.stripe_api_base and key and key.get_secret_value() == stripe_stand_in.API_KEY:
+        # The stand-in's (no secret): `products sync` and the catalogue events read from it.
+        env["STRIPE_SECRET_KEY"] = stripe_stand_in.API_KEY
+        env["STRIPE_API_BASE"] = str(settings.stripe_api_base)
     if settings.event_bus == "pubsub":
         env["EVENT_BUS"] = "pubsub"
         env["PUBSUB_EMULATOR_HOST"] = settings.pubsub_emulator_host or ""

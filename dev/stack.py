@@ -21,7 +21,7 @@ from werkzeug.middleware.dispatcher import DispatcherMiddleware
 from werkzeug.serving import BaseWSGIServer, make_server
 
 from adapters.bus.topology import PushPolicy, ensure_topology
-from adapters.db import migrations, products
+from adapters.db import migrations
 from config import Settings
 from dev import (
     cloudrun_front,
@@ -37,6 +37,7 @@ from dev.pubsub_emulator import free_port
 from main import create_app
 from runtime import lifecycle
 from runtime.container import Container
+from services import catalogue
 from subscribers import TARGETS
 
 log = logging.getLogger("devserver")
@@ -84,14 +85,20 @@ def local_settings(settings: Settings, stack: contextlib.ExitStack) -> Settings:
 
 
 def prepare(container: Container) -> None:
-    """Database migrated; demo products in development."""
+    """Database migrated; in development, the catalogue synced from Stripe (the stand-in's demo
+    products, or your test mode's with STRIPE_SECRET_KEY set), as `products sync` does."""
     settings = container.settings
     applied = migrations.apply_all(
         container.database_url(), allow_auth_stand_in=not settings.is_production
     )
     log.info("migrations applied now: %s", applied or "none needed")
     if settings.app_env == "development":
-        log.info("demo products seeded: %d", products.seed_demo_products(container.db))
+        try:
+            synced = catalogue.sync(container.db, container.stripe)
+        except Exception as exc:  # Stripe's test mode unreachable: serve what the table has
+            log.warning("catalogue not synced (%s): `flask --app main products sync` later", exc)
+        else:
+            log.info("catalogue synced from Stripe: %d price(s) on sale", synced.sold)
 
 
 def start_subscribers(settings: Settings, stack: contextlib.ExitStack) -> None:

@@ -9,6 +9,7 @@ would cause are sent with `flask --app main events send` (or `stripe listen` in 
 from __future__ import annotations
 
 import contextlib
+import copy
 import json
 import secrets
 import threading
@@ -21,6 +22,8 @@ from werkzeug.routing import Map, Rule
 from werkzeug.serving import make_server
 from werkzeug.wrappers import Request, Response
 
+from dev.samples import catalogue
+
 API_KEY = "sk_test_local_stand_in"  # not a secret: the stand-in checks nothing
 
 _ROUTES = Map(
@@ -29,6 +32,14 @@ _ROUTES = Map(
         Rule("/v1/checkout/sessions/<sid>", methods=["GET"], endpoint="get_session"),
         Rule("/v1/billing_portal/sessions", methods=["POST"], endpoint="create_portal"),
         Rule("/v1/subscriptions/<sid>", methods=["GET"], endpoint="get_subscription"),
+        Rule("/v1/products", methods=["GET"], endpoint="list_products"),
+        Rule("/v1/products", methods=["POST"], endpoint="create_product"),
+        Rule("/v1/products/<pid>", methods=["GET"], endpoint="get_product"),
+        Rule("/v1/products/<pid>", methods=["POST"], endpoint="update_product"),
+        Rule("/v1/products/<pid>/features", methods=["GET"], endpoint="list_features"),
+        Rule("/v1/prices", methods=["GET"], endpoint="list_prices"),
+        Rule("/v1/prices", methods=["POST"], endpoint="create_price"),
+        Rule("/v1/prices/<pid>", methods=["POST"], endpoint="update_price"),
         Rule("/pay/<sid>", methods=["GET"], endpoint="pay_page"),
         Rule("/portal", methods=["GET"], endpoint="portal_page"),
     ]
@@ -41,6 +52,10 @@ class StripeStandIn:
     def __init__(self) -> None:
         self.url = ""
         self.sessions: dict[str, dict[str, Any]] = {}
+        # The catalogue, by id (a copy: a change made here stays with this run).
+        self.products = {p["id"]: copy.deepcopy(p) for p in catalogue.PRODUCTS}
+        self.prices = {p["id"]: copy.deepcopy(p) for p in catalogue.PRICES}
+        self.features = copy.deepcopy(catalogue.FEATURES)
 
     def __call__(self, environ: dict[str, Any], start_response: Any) -> Any:
         request = Request(environ)
@@ -103,6 +118,68 @@ class StripeStandIn:
     def get_subscription(self, request: Request, sid: str) -> Response:
         return _json({"id": sid, "object": "subscription", "status": "active"})
 
+    # The catalogue: the demo products of `dev/samples/catalogue.py`, listed and paged as Stripe
+    # lists them, so `products sync` (and a product or price event) reads them as it reads
+    # Stripe's. Products and prices are created and updated (`active=false` archives) with
+    # Stripe's parameters, for a founder to try a product of their own.
+
+    def list_products(self, request: Request) -> Response:
+        return _listed(request, list(self.products.values()), "/v1/products")
+
+    def get_product(self, request: Request, pid: str) -> Response:
+        if pid not in self.products:
+            raise NotFound()
+        return _json(self.products[pid])
+
+    def list_features(self, request: Request, pid: str) -> Response:
+        found = self.features.get(pid, [])
+        return _listed(request, found, f"/v1/products/{pid}/features")
+
+    def create_product(self, request: Request) -> Response:
+        form = _form(request)
+        pid = f"prod_local_{secrets.token_hex(6)}"
+        found = catalogue.product(
+            pid, form.get("name", ""), form.get("description", ""), _nested(form, "metadata")
+        )
+        self.products[pid] = found
+        return self.update_product(request, pid)
+
+    def update_product(self, request: Request, pid: str) -> Response:
+        found = self.products.get(pid)
+        if found is None:
+            raise NotFound()
+        form = _form(request)
+        found["metadata"] = {**found["metadata"], **_nested(form, "metadata")}
+        found.update({k: form[k] for k in ("name", "description") if k in form})
+        if "active" in form:
+            found["active"] = form["active"] == "true"
+        return _json(found)
+
+    def create_price(self, request: Request) -> Response:
+        form = _form(request)
+        if form.get("product") not in self.products:
+            raise NotFound()
+        pid = f"price_local_{secrets.token_hex(6)}"
+        interval = _nested(form, "recurring").get("interval")
+        found = catalogue.price(pid, form["product"], int(form.get("unit_amount", 0)), interval)
+        found.update({"currency": form.get("currency", "usd"), "nickname": form.get("nickname")})
+        self.prices[pid] = found
+        return _json(found)
+
+    def update_price(self, request: Request, pid: str) -> Response:
+        found = self.prices.get(pid)
+        if found is None:
+            raise NotFound()
+        form = _form(request)
+        if "active" in form:
+            found["active"] = form["active"] == "true"
+        return _json(found)
+
+    def list_prices(self, request: Request) -> Response:
+        product = request.args.get("product")
+        found = [p for p in self.prices.values() if product in (None, p["product"])]
+        return _listed(request, found, "/v1/prices")
+
     def pay_page(self, request: Request, sid: str) -> Response:
         text = (
             "This is the local Stripe stand-in: nothing is paid here.\n"
@@ -141,6 +218,24 @@ def running() -> Iterator[StripeStandIn]:
 def _nested(form: dict[str, str], name: str) -> dict[str, str]:
     prefix = f"{name}["
     return {k[len(prefix) : -1]: v for k, v in form.items() if k.startswith(prefix)}
+
+
+def _form(request: Request) -> dict[str, str]:
+    return dict(parse_qsl(request.get_data(as_text=True), keep_blank_values=True))
+
+
+def _listed(request: Request, objects: list[dict[str, Any]], url: str) -> Response:
+    """A page as Stripe lists one: `active` filters, `starting_after` is the last id seen,
+    `limit` (10 unless said) sizes the page and `has_more` says whether another follows."""
+    active = request.args.get("active")
+    found = [o for o in objects if active is None or str(o.get("active")).lower() == active]
+    after = request.args.get("starting_after")
+    if after:
+        ids = [o["id"] for o in found]
+        found = found[ids.index(after) + 1 :] if after in ids else []
+    limit = int(request.args.get("limit", 10))
+    page = {"object": "list", "url": url, "has_more": len(found) > limit, "data": found[:limit]}
+    return _json(page)
 
 
 def _json(body: dict[str, Any], status: int = 200) -> Response:

@@ -14,10 +14,12 @@ from typing import Any
 
 import click
 from flask import Flask, current_app
+from flask.cli import with_appcontext
 
-from adapters.db import migrations, products
+from adapters.db import migrations
 from config import MissingSetting, SettingsError
 from runtime.commands.events import events
+from runtime.commands.products import echo_sync, products
 from runtime.container import Container
 from services.errors import NotConfigured
 
@@ -67,14 +69,15 @@ def migrate_command() -> None:
 
 
 @click.command("seed")
+@with_appcontext
 def seed_command() -> None:
-    """Insert the three demo products when the products table is empty."""
-    count = products.seed_demo_products(_container().db)
-    click.echo(f"seeded {count} demo product(s)")
+    """The catalogue synced from Stripe, as `products sync` does (locally: the Stripe stand-in's
+    demo products)."""
+    echo_sync()
 
 
 # Guarded once, when this module is first imported (every app the process builds shares them).
-COMMANDS = tuple(guarded(command) for command in (migrate_command, seed_command, events))
+COMMANDS = tuple(guarded(command) for command in (migrate_command, seed_command, events, products))
 
 
 def register(app: Flask) -> None:

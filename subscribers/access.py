@@ -23,7 +23,7 @@ from functools import partial
 from typing import Any
 
 from adapters.accounts import Accounts
-from adapters.db import billing
+from adapters.db import billing, catalogue
 from adapters.db.pool import Database, Statement
 from adapters.github_api import GitHubGateway
 from adapters.stripe_api import (
@@ -33,6 +33,7 @@ from adapters.stripe_api import (
     StripeGateway,
 )
 from core.access import Checkout
+from core.billing.catalogue import CatalogueChange
 from core.billing.changes import Change, to_changes
 from core.billing.decide import Answers, Asks, Pending, Plan, decide
 from core.events import Event, is_app_event
@@ -108,7 +109,10 @@ class AccessSubscriber:
 
     def _prepared(self, change: Change, receipts: dict[str, str | None]) -> Change:
         """A change with what Stripe knows of it, asked before any transaction; a guest
-        buyer's account made, so access has somewhere to live."""
+        buyer's account made, so access has somewhere to live; a changed product as Stripe
+        holds it now."""
+        if isinstance(change, CatalogueChange) and change.needs_stripe:
+            return replace(change, found=self.stripe.product_now(change.product_id or ""))
         if not isinstance(change, Checkout):
             return change
         facts = self._facts(change)
@@ -158,7 +162,7 @@ class AccessSubscriber:
         if plan.asks:
             raise _Asking(plan.asks)
         write = billing.write(CONSUMER, plan)
-        return plan, [write] if write else []
+        return plan, [*catalogue.statements(plan.catalogue), *([write] if write else [])]
 
     def _ask(self, asks: Asks, answers: Answers) -> Answers:
         statuses = dict(answers.statuses)

@@ -14,7 +14,7 @@ import pytest
 import requests
 
 from adapters.db.pool import Database
-from adapters.db.products import seed_demo_products
+from dev.samples.catalogue import seed_demo_products
 from tests.conftest import PRODUCTION_SECRETS, Api
 from tests.fakes.resend import FakeResend
 from tests.fakes.stripe import FakeStripe

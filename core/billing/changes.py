@@ -17,6 +17,7 @@ from core.access import (
     checkout_from,
     subscription_price,
 )
+from core.billing.catalogue import PRICE_TYPES, PRODUCT_TYPES, CatalogueChange, catalogue_change
 from core.events import Event, stripe_id
 from core.refunds import Dispute, Refund, dispute_from, refund_from
 
@@ -32,8 +33,8 @@ class TrialEnding:
 
 # What one event asks of access: a grant's change (subscriptions, renewals), a checkout (links
 # the buyer's account to a customer, records the purchase, grants when paid), a refund, a
-# dispute, a trial's coming end.
-Change = AccessChange | Checkout | Refund | Dispute | TrialEnding
+# dispute, a trial's coming end; and a product or price changed (the catalogue).
+Change = AccessChange | Checkout | Refund | Dispute | TrialEnding | CatalogueChange
 
 
 def _one(item: Change | None) -> list[Change]:
@@ -61,6 +62,7 @@ TABLE: Mapping[str, Callable[[Event], list[Change]]] = {
     TRIAL_WILL_END: _trial,
     "charge.refunded": lambda e: _one(refund_from(e)),
     "charge.dispute.created": lambda e: _one(dispute_from(e)),
+    **{t: lambda e: [catalogue_change(e)] for t in (*PRODUCT_TYPES, *PRICE_TYPES)},
 }
 
 

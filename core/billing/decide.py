@@ -32,6 +32,7 @@ from core.announcements import (
     account_invited,
     trial_ending,
 )
+from core.billing import catalogue
 from core.billing.changes import Change, TrialEnding
 from core.billing.model import Account, State, by_customer, own_account
 from core.entitlements import (
@@ -118,6 +119,7 @@ class Plan:
     purchases: list[PurchaseRecord] = field(default_factory=list)
     refunds: list[RefundRecord] = field(default_factory=list)
     disputes: list[tuple[Dispute, datetime]] = field(default_factory=list)
+    catalogue: list[catalogue.CatalogueWrite] = field(default_factory=list)  # oldest first
     settled: dict[str, str] = field(default_factory=dict)  # event id -> outcome
     released: list[str] = field(default_factory=list)  # claims undone: retried later
     announcements: list[tuple[int, Announcement]] = field(default_factory=list)
@@ -188,6 +190,10 @@ class _Fold:
             return self._refund(n, event, change)
         if isinstance(change, TrialEnding):
             return self._trial(n, event, change)
+        if isinstance(change, catalogue.CatalogueChange):
+            write, outcome = catalogue.decide(event, change)
+            self.plan.catalogue.append(write)
+            return outcome
         self.plan.disputes.append((change, event.created))
         return "dispute recorded"
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from core.stripe_objects import CURRENT_VERSION, PINNED_VERSION
+from dev.samples import catalogue
 
 API_VERSIONS = (CURRENT_VERSION, PINNED_VERSION)
 API_VERSION = CURRENT_VERSION
@@ -205,6 +206,19 @@ def _price(facts: Facts) -> dict[str, Any]:
     }
 
 
+CATALOGUE_VERBS = ("created", "updated", "deleted")
+
+
+def _catalogue_price(facts: Facts) -> dict[str, Any]:
+    found = next((p for p in catalogue.PRICES if p["id"] == facts.price), None)
+    return dict(found) if found else {**_price(facts), "product": "prod_demo_team"}
+
+
+def _catalogue_product(facts: Facts) -> dict[str, Any]:
+    product_id = _catalogue_price(facts)["product"]
+    return dict(next(p for p in catalogue.PRODUCTS if p["id"] == product_id))
+
+
 def _subscription(facts: Facts, created: int, *, status: str) -> dict[str, Any]:
     ended = status == "canceled"
     item = {"id": "si_" + _digest("item", facts.subscription_id), "object": "subscription_item"}
@@ -279,6 +293,9 @@ _OBJECTS: dict[str, Callable[[Facts, int], dict[str, Any]]] = {
     "customer.subscription.deleted": lambda f, t: _subscription(f, t, status="canceled"),
     "charge.refunded": _charge,
     "charge.dispute.created": _dispute,
+    # The demo catalogue's objects (the stand-in's): the price of the facts, and its product.
+    **{f"price.{verb}": lambda f, t: _catalogue_price(f) for verb in CATALOGUE_VERBS},
+    **{f"product.{verb}": lambda f, t: _catalogue_product(f) for verb in CATALOGUE_VERBS},
 }
 SAMPLE_TYPES = tuple(sorted(_OBJECTS))
 

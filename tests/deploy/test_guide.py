@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 from config import PRODUCTION_OPTIONAL, PRODUCTION_REQUIRED
+from core.catalogue import METADATA
 from core.email.props import DEFAULT_PATHS
 from core.events import SUBSCRIBED_TYPES
 
@@ -101,3 +102,12 @@ def test_the_frontend_pages_are_those_the_mails_link_to(guide: str, checklist: s
     assert set(DEFAULT_PATHS.values()) <= pages
     item = _checklist_item(checklist, "pages the mails link to")
     assert set(DEFAULT_PATHS.values()) <= set(re.findall(r"`(/[^`]*)`", item))
+
+
+def test_the_catalogues_metadata_table_is_the_one_the_code_reads(
+    guide: str, checklist: str
+) -> None:
+    rows = re.findall(r"^\| `([a-z_]+)` \|", _section(guide, "8. The catalogue"), re.M)
+    assert rows == list(METADATA)
+    item = _checklist_item(checklist, "product metadata")
+    assert set(re.findall(r"`([a-z_]+)`", item)) >= set(METADATA)

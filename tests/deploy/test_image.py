@@ -29,11 +29,11 @@ import requests
 from adapters.bus.filters import MESSAGE_FILTERS
 from adapters.bus.topology import clients, ensure_topology
 from adapters.db.pool import Database
-from adapters.db.products import seed_demo_products
 from config import PRODUCTION_REQUIRED, PRODUCTION_REQUIRED_BY_TARGET
 from dev import cloudrun_front, local_google, pubsub_emulator
 from dev.cloudrun_front import CloudRunFront
 from dev.local_google import LocalGoogle
+from dev.samples.catalogue import seed_demo_products
 from tests.conftest import serving
 from tests.deploy import topology
 from tests.deploy.conftest import Image

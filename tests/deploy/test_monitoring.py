@@ -26,9 +26,9 @@ from google.protobuf import json_format
 from google.protobuf.message import Message
 
 from adapters.db.pool import Database
-from adapters.db.products import seed_demo_products
 from adapters.mail.message import MailError, send_email
 from adapters.mail.resend import ResendMailer
+from dev.samples.catalogue import seed_demo_products
 from runtime import logs
 from tests.conftest import Api
 from tests.deploy.test_cloudbuild import (

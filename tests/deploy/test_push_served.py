@@ -14,10 +14,10 @@ import pytest
 import requests
 
 from adapters.db.pool import Database
-from adapters.db.products import seed_demo_products
 from dev import cloudrun_front, local_google
 from dev.local_google import PUSH_ACCOUNT, LocalGoogle, id_token_claims, remove_signature, sign
 from dev.pubsub_emulator import free_port
+from dev.samples.catalogue import seed_demo_products
 from tests.deploy import test_serve
 from tests.helpers import create_user
 from tests.subscribers.test_targets import completed_body, profile_access, push_envelope

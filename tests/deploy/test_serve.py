@@ -16,7 +16,6 @@ import pytest
 import requests
 
 from adapters.db.pool import Database
-from adapters.db.products import seed_demo_products
 from adapters.supabase_auth import storage_key
 from config import PRODUCTION_REQUIRED_BY_TARGET, Settings
 from core.access import checkout_from
@@ -25,6 +24,7 @@ from core.events import parse_event
 from dev import local_google
 from dev.local_google import PUSH_ACCOUNT, LocalGoogle
 from dev.processes import environment
+from dev.samples.catalogue import seed_demo_products
 from tests.helpers import create_user, stripe_event, wait_for
 from tests.subscribers.test_targets import completed_body, profile_access, push_envelope
 

@@ -21,10 +21,10 @@ import html5lib
 import pytest
 
 from adapters.db.pool import Database
-from adapters.db.products import seed_demo_products
 from core.announcements import announced_ids
 from dev import pipeline_view
 from dev import stack as local_stack
+from dev.samples.catalogue import seed_demo_products
 from tests.conftest import Api
 from tests.helpers import create_user, stripe_event, wait_for
 from tests.subscribers.lifecycle_helpers import subscription

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
+import subprocess
 import sys
 from pathlib import Path
 
@@ -12,9 +13,10 @@ import psycopg
 import pytest
 
 from adapters.db.pool import Database
-from adapters.db.products import seed_demo_products
 from config import DEV_WEBHOOK_SECRET
-from dev import pubsub_emulator
+from dev import pubsub_emulator, stripe_stand_in
+from dev.samples import catalogue
+from dev.samples.catalogue import seed_demo_products
 from tests.adapters.bus.test_pubsub import (  # fixtures: pytest finds them by name
     completed,
     emulator_processes,
@@ -89,7 +91,20 @@ def test_make_run_prints_the_next_steps_and_writes_run_env_for_the_cli(
         [url] = shlex.split(exported["DATABASE_URL"])
         assert url == database_url
         with psycopg.connect(url) as conn:
-            assert conn.execute("select count(*) from public.products").fetchone()
+            # The demo catalogue, synced from the Stripe stand-in.
+            rows = conn.execute(
+                "select stripe_price_id from public.products where is_active"
+                " and stripe_product_id like 'prod_demo_%'"
+            ).fetchall()
+            assert {r[0] for r in rows} == {p["id"] for p in catalogue.PRICES}
+        # The CLI in another terminal reaches the same stand-in.
+        assert exported["STRIPE_SECRET_KEY"] == stripe_stand_in.API_KEY
+        cli_env = {**env, **{k: shlex.split(v)[0] for k, v in exported.items()}}
+        synced = subprocess.run(
+            [sys.executable, "-m", "flask", "--app", "main", "products", "sync"],
+            env=cli_env, capture_output=True, text=True, timeout=120, check=False,
+        )  # fmt: skip
+        assert "catalogue synced from Stripe: 3 price(s)" in synced.stdout, synced.stderr
     finally:
         server.stop()
     assert server.process.returncode == 0, server.output()[-2000:]

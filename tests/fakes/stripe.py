@@ -22,6 +22,10 @@ class FakeStripe:
     subscription_status: dict[str, str] = field(default_factory=dict)
     # Events as `GET /v1/events` lists them, newest first.
     events: list[dict[str, Any]] = field(default_factory=list)
+    # The catalogue: products and prices by id, `product_feature` objects by product id.
+    products: dict[str, dict[str, Any]] = field(default_factory=dict)
+    prices: dict[str, dict[str, Any]] = field(default_factory=dict)
+    features: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     refuse_checkout: bool = False
     refuse_portal: bool = False
     # Stripe failing on its side: every call answers 500 api_error.
@@ -39,6 +43,10 @@ class FakeStripe:
             ("/v1/subscriptions/<sub_id>", ("GET",), self._get_subscription),
             ("/v1/checkout/sessions", ("GET",), self._list_sessions),
             ("/v1/events", ("GET",), self._list_events),
+            ("/v1/products", ("GET",), self._list_products),
+            ("/v1/products/<product_id>", ("GET",), self._get_product),
+            ("/v1/products/<product_id>/features", ("GET",), self._list_features),
+            ("/v1/prices", ("GET",), self._list_prices),
         ]
         for rule, methods, handler in routes:
             self.server.route(rule, methods, _versioned(handler))
@@ -48,6 +56,9 @@ class FakeStripe:
         self.sessions.clear()
         self.subscription_status.clear()
         self.events.clear()
+        self.products.clear()
+        self.prices.clear()
+        self.features.clear()
         self.refuse_checkout = False
         self.refuse_portal = False
         self.outage = False
@@ -147,6 +158,36 @@ class FakeStripe:
             found = found[[e["id"] for e in found].index(after) + 1 :]
         limit = int(request.args.get("limit", 10))
         return _page(found[:limit], "/v1/events", len(found) > limit)
+
+    def _list_products(self, request: Request) -> Response:
+        return _listed(request, list(self.products.values()), "/v1/products")
+
+    def _get_product(self, request: Request, product_id: str) -> Response:
+        if product_id not in self.products:
+            error = {"type": "invalid_request_error", "message": f"No such product: '{product_id}'"}
+            return json_response({"error": {**error, "param": "id"}}, 404)
+        return json_response(self.products[product_id])
+
+    def _list_features(self, request: Request, product_id: str) -> Response:
+        found = self.features.get(product_id, [])
+        return _listed(request, found, f"/v1/products/{product_id}/features")
+
+    def _list_prices(self, request: Request) -> Response:
+        product = request.args.get("product")
+        found = [p for p in self.prices.values() if product in (None, p["product"])]
+        return _listed(request, found, "/v1/prices")
+
+
+def _listed(request: Request, objects: list[dict[str, Any]], url: str) -> Response:
+    """A list as Stripe pages it: `active` filters, `starting_after` is the last id the caller
+    saw, `limit` (10 unless said) sizes the page, `has_more` says another page follows."""
+    active = request.args.get("active")
+    found = [o for o in objects if active is None or str(o.get("active")).lower() == active]
+    after = request.args.get("starting_after")
+    if after:
+        found = found[[o["id"] for o in found].index(after) + 1 :]
+    limit = int(request.args.get("limit", 10))
+    return _page(found[:limit], url, len(found) > limit)
 
 
 def _page(data: list[dict[str, Any]], url: str, has_more: bool) -> Response:

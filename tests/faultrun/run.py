@@ -14,7 +14,7 @@ from typing import Protocol
 import psycopg
 
 from adapters.db.pool import Database
-from adapters.db.products import seed_demo_products
+from dev.samples.catalogue import seed_demo_products
 from tests.fakes.resend import FakeResend
 from tests.fakes.stripe import FakeStripe
 from tests.faultrun import targets

@@ -9,7 +9,7 @@ import requests
 from werkzeug.http import parse_cache_control_header, parse_set_header
 
 from adapters.db.pool import Database
-from adapters.db.products import seed_demo_products
+from dev.samples.catalogue import seed_demo_products
 from tests.conftest import Api
 from tests.helpers import create_user
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from adapters.db.pool import Database
-from adapters.db.products import seed_demo_products
+from dev.samples.catalogue import seed_demo_products
 from tests.conftest import Api, serving
 from tests.fakes.github import FakeGitHub
 from tests.helpers import create_user

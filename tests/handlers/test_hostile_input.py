@@ -17,7 +17,7 @@ import pytest
 import requests
 
 from adapters.db.pool import Database
-from adapters.db.products import seed_demo_products
+from dev.samples.catalogue import seed_demo_products
 from tests.conftest import Api
 from tests.helpers import create_user, stripe_event, stripe_signature
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from adapters.db.pool import Database
-from adapters.db.products import seed_demo_products
+from dev.samples.catalogue import seed_demo_products
 from tests.conftest import Api
 
 

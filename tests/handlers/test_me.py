@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from adapters.db.pool import Database
-from adapters.db.products import seed_demo_products
 from adapters.supabase_auth import encode_value
 from config import Settings, SettingsError
+from dev.samples.catalogue import seed_demo_products
 from tests.conftest import Api
 from tests.fakes.supabase import FakeSupabaseAuth
 from tests.helpers import create_user, stripe_event

@@ -8,7 +8,7 @@ from collections.abc import Callable
 import pytest
 
 from adapters.db.pool import Database
-from adapters.db.products import seed_demo_products
+from dev.samples.catalogue import seed_demo_products
 from tests.conftest import Api
 from tests.fakes.http import hanging_server
 from tests.fakes.stripe import FakeStripe

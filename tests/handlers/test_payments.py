@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 from adapters.db.pool import Database
-from adapters.db.products import seed_demo_products
 from adapters.supabase_auth import encode_value, storage_key
 from core.stripe_objects import CURRENT_VERSION
+from dev.samples.catalogue import seed_demo_products
 from tests.conftest import Api
 from tests.fakes.stripe import FakeStripe
 from tests.fakes.supabase import FakeSupabaseAuth

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from adapters.db.pool import Database
-from adapters.db.products import seed_demo_products
 from core.stripe_objects import CURRENT_VERSION
+from dev.samples.catalogue import seed_demo_products
 from tests.conftest import Api
 from tests.core.test_stripe_objects import current_invoice, fixture
 from tests.helpers import create_user, stripe_event

@@ -20,9 +20,9 @@ import requests
 from cryptography.hazmat.primitives import serialization
 
 from adapters.db.pool import Database
-from adapters.db.products import seed_demo_products
 from adapters.supabase_auth import encode_value, read_session, storage_key
 from config import SUPABASE_LOCAL_KEYS, Settings, SettingsError, supabase_key_role
+from dev.samples.catalogue import seed_demo_products
 from tests.conftest import Api
 from tests.fakes.stripe import FakeStripe
 from tests.fakes.supabase import (

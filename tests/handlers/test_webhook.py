@@ -9,7 +9,7 @@ from collections.abc import Callable
 import pytest
 
 from adapters.db.pool import Database
-from adapters.db.products import seed_demo_products
+from dev.samples.catalogue import seed_demo_products
 from tests.conftest import Api
 from tests.helpers import create_user, stripe_event, stripe_signature
 from tests.subscribers.test_access import completed, post_event

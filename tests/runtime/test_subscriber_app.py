@@ -18,10 +18,10 @@ from flask.testing import FlaskClient
 from werkzeug.wrappers import Request, Response
 
 from adapters.db.pool import Database
-from adapters.db.products import seed_demo_products
 from config import Settings
 from dev.local_google import certificate, id_token_claims, new_key, remove_signature, sign
 from dev.processes import environment
+from dev.samples.catalogue import seed_demo_products
 from runtime.subscriber_app import create_app
 from tests.conftest import serving
 from tests.fakes.http import FakeServer, json_response

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from adapters.db.pool import Database
-from adapters.db.products import seed_demo_products
+from dev.samples.catalogue import seed_demo_products
 from tests.conftest import Api
 from tests.fakes.stripe import FakeStripe, checkout_session_with_items
 from tests.helpers import create_user, stripe_event, stripe_signature, wait_for

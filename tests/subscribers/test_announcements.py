@@ -11,9 +11,9 @@ import pytest
 
 from adapters.bus import PublishError
 from adapters.db.pool import Database
-from adapters.db.products import seed_demo_products
 from config import Settings
 from core.events import Event, parse_event
+from dev.samples.catalogue import seed_demo_products
 from runtime.container import Container
 from tests.helpers import create_user, stripe_event
 from tests.subscribers.lifecycle_helpers import profile, session

@@ -12,10 +12,10 @@ import pytest
 from adapters.accounts import AccountError
 from adapters.db import sent_emails
 from adapters.db.pool import Database
-from adapters.db.products import seed_demo_products
 from adapters.mail.message import MailError
 from core.app_events import ACCOUNT_INVITED
 from core.events import Event, InvalidEvent, app_event, parse_event
+from dev.samples.catalogue import seed_demo_products
 from subscribers.emails import EmailSubscriber
 from tests.adapters.db.test_round_trips import renewal_body
 from tests.conftest import Api

@@ -16,9 +16,9 @@ import pytest
 
 from adapters.db import sent_emails
 from adapters.db.pool import Database
-from adapters.db.products import seed_demo_products
 from core.email.kinds import KINDS
 from core.events import parse_event
+from dev.samples.catalogue import seed_demo_products
 from tests.conftest import Api
 from tests.fakes.resend import FakeResend
 from tests.helpers import create_user, stripe_event, stripe_signature, wait_for

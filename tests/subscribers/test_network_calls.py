@@ -14,8 +14,8 @@ import time
 from collections.abc import Callable
 
 from adapters.db.pool import Database
-from adapters.db.products import seed_demo_products
 from core.announcements import announced_ids
+from dev.samples.catalogue import seed_demo_products
 from tests.conftest import Api
 from tests.fakes.resend import FakeResend
 from tests.fakes.stripe import FakeStripe

@@ -12,9 +12,9 @@ import pytest
 from flask.testing import FlaskClient
 
 from adapters.db.pool import Database
-from adapters.db.products import seed_demo_products
 from config import Settings
 from dev.processes import environment
+from dev.samples.catalogue import seed_demo_products
 from tests.helpers import create_user, stripe_event
 
 SOURCE = "main.py"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from adapters.db.pool import Database
-from adapters.db.products import seed_demo_products
+from dev.samples.catalogue import seed_demo_products
 from tests.conftest import Api
 from tests.helpers import create_user, stripe_event
 from tests.subscribers.lifecycle_helpers import MONTHLY, link, profile, session, subscription

@@ -15,10 +15,10 @@ import pytest
 from adapters.bus import PublishError
 from adapters.bus.pubsub import PubSubBus
 from adapters.db.pool import Database
-from adapters.db.products import seed_demo_products
 from config import Settings
 from core.events import parse_event
 from dev import pubsub_emulator
+from dev.samples.catalogue import seed_demo_products
 from runtime.container import Container
 from tests.helpers import create_user, stripe_event, wait_for
 from tests.pubsub_fixtures import (  # noqa: F401  # fixtures: pytest finds them by name

@@ -23,10 +23,10 @@ from google.api_core import exceptions
 from adapters.bus.pubsub import PubSubBus
 from adapters.bus.topology import clients, ensure_topology, subscription_name
 from adapters.db.pool import Database
-from adapters.db.products import seed_demo_products
 from config import Settings
 from core.events import parse_event
 from dev import pubsub_emulator
+from dev.samples.catalogue import seed_demo_products
 from runtime.container import Container
 from tests.conftest import SETTINGS_VARIABLES
 from tests.helpers import create_user, stripe_event, wait_for

@@ -12,7 +12,7 @@ import psycopg
 import pytest
 
 from adapters.db.pool import Database, DatabaseUnavailable
-from adapters.db.products import seed_demo_products
+from dev.samples.catalogue import seed_demo_products
 from tests.conftest import Api
 from tests.helpers import create_user, postgres_home, stripe_event, wait_for
 from tests.pooler import Pooler, authority, running

@@ -13,9 +13,9 @@ import pytest
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from adapters.db.pool import Database
-from adapters.db.products import seed_demo_products
 from config import Settings
 from core.events import parse_event
+from dev.samples.catalogue import seed_demo_products
 from runtime.container import Container
 from subscribers.access import AccessSubscriber
 from tests.helpers import stripe_event

@@ -12,7 +12,7 @@ import pytest
 
 from adapters.db import migrations
 from adapters.db.pool import Connection, Database
-from adapters.db.products import seed_demo_products
+from dev.samples.catalogue import seed_demo_products
 from tests.helpers import create_user, empty_database
 
 

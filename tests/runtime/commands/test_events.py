@@ -11,9 +11,9 @@ import pytest
 from click.testing import Result
 
 from adapters.db.pool import Database
-from adapters.db.products import seed_demo_products
 from config import Settings
 from core.events import SUBSCRIBED_TYPES
+from dev.samples.catalogue import seed_demo_products
 from dev.samples.events import API_VERSION, API_VERSIONS, SAMPLE_TYPES
 from main import create_app
 from tests.conftest import Api

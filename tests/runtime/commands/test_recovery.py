@@ -18,9 +18,9 @@ from click.testing import Result
 
 from adapters.bus.topology import ensure_topology
 from adapters.db.pool import Database
-from adapters.db.products import seed_demo_products
 from config import Settings
 from dev.pubsub_emulator import free_port
+from dev.samples.catalogue import seed_demo_products
 from main import create_app
 from runtime.container import Container
 from tests.conftest import SETTINGS_VARIABLES

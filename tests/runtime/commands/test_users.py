@@ -46,7 +46,7 @@ def checkout(api: Api, token: str) -> Any:
 def test_created_user_gets_a_token_the_api_accepts(
     cli: Callable[..., Cli], api_factory: Callable[..., Api], db: Database, stripe_fake: FakeStripe
 ) -> None:
-    from adapters.db.products import seed_demo_products
+    from dev.samples.catalogue import seed_demo_products
 
     seed_demo_products(db)
     users = cli(**LOCAL)

@@ -1,0 +1,217 @@
+"""The catalogue as Stripe holds it, read into the rows this service sells: one per price.
+
+Stripe's own fields give the name, the description, the amount and how it is billed; what this
+service needs beyond them is read from the product's metadata, with the keys of `METADATA`
+(documented once, in docs/deploy.md, "The catalogue"). Where the product has Stripe Entitlements
+features, their lookup keys are its features instead of the metadata's. A product whose metadata
+cannot be read is not sold: the reader says what is wrong, the caller logs it with the id.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+# The product metadata the catalogue reads, and what each key means.
+METADATA: Mapping[str, str] = {
+    "type": "`link` (a download) or `github` (a repository invitation); required",
+    "github_repo": "`owner/name`, required when `type` is `github`",
+    "download_url": "the https address a `link` product's confirmation links to (optional)",
+    "features": "comma-separated feature names (lowercase slugs) the product grants",
+    "per_seat": "`true` when the price is per seat",
+    "trial_days": "whole days of free trial checkout offers (1 to 730)",
+    "featured": "`true` to list the product first",
+}
+
+FEATURE = re.compile(r"^[a-z0-9]+(?:[-_][a-z0-9]+)*$")
+REPOSITORY = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})/[A-Za-z0-9._-]{1,100}$")
+TYPES = ("link", "github")
+INTERVALS = ("month", "year")
+LONGEST_TRIAL = 730
+
+
+@dataclass(frozen=True)
+class ProductFacts:
+    """What a readable product says, for every price of it."""
+
+    id: str
+    name: str
+    description: str
+    active: bool
+    type: str
+    github_repo: str | None
+    download_url: str | None
+    features: tuple[str, ...]
+    per_seat: bool
+    trial_days: int | None
+    featured: bool
+
+
+@dataclass(frozen=True)
+class Listing:
+    """One row of the catalogue: a price of a product, as `public.products` holds it."""
+
+    stripe_price_id: str
+    stripe_product_id: str
+    name: str
+    description: str
+    price: Decimal
+    type: str
+    billing_type: str
+    billing_interval: str | None
+    trial_days: int | None
+    is_active: bool
+    is_featured: bool
+    github_repo: str | None
+    download_url: str | None
+    features: tuple[str, ...]
+    per_seat: bool
+
+
+class Unreadable(ValueError):
+    """A product or price the catalogue cannot hold; the message says what is wrong."""
+
+
+def read_product(product: Mapping[str, Any], features: Sequence[str] = ()) -> ProductFacts:
+    """The facts of a Stripe product; `features` are the lookup keys of its Entitlements
+    features (preferred over the metadata's). Raises Unreadable naming every problem."""
+    meta = product.get("metadata") or {}
+    problems: list[str] = []
+    kind = str(meta.get("type", "")).strip()
+    if kind not in TYPES:
+        problems.append(f"metadata type is {kind!r}, not one of {', '.join(TYPES)}")
+    repo = str(meta.get("github_repo", "")).strip() or None
+    if kind == "github" and (repo is None or not REPOSITORY.match(repo)):
+        problems.append(f"metadata github_repo is {repo!r}, not owner/name")
+    if kind != "github" and repo is not None:
+        problems.append("metadata github_repo is set on a product whose type is not github")
+    download = str(meta.get("download_url", "")).strip() or None
+    if download is not None and not download.startswith("https://"):
+        problems.append(f"metadata download_url is {download!r}, not an https address")
+    named = list(features) or [f.strip() for f in str(meta.get("features", "")).split(",")]
+    names = tuple(dict.fromkeys(n for n in named if n))
+    problems += [f"feature {n!r} is not a lowercase slug" for n in names if not FEATURE.match(n)]
+    trial = _trial_days(meta.get("trial_days"), problems)
+    per_seat = _flag(meta, "per_seat", problems)
+    featured = _flag(meta, "featured", problems)
+    if problems:
+        raise Unreadable("; ".join(problems))
+    return ProductFacts(
+        id=str(product["id"]),
+        name=str(product.get("name") or ""),
+        description=str(product.get("description") or ""),
+        active=bool(product.get("active")),
+        type=kind,
+        github_repo=repo if kind == "github" else None,
+        download_url=download if kind == "link" else None,
+        features=names,
+        per_seat=per_seat,
+        trial_days=trial,
+        featured=featured,
+    )
+
+
+def listing(facts: ProductFacts, price: Mapping[str, Any]) -> Listing:
+    """The row for one price of a readable product. Raises Unreadable for what the table
+    cannot hold (a tiered or metered price, an interval other than a month or a year)."""
+    amount = price.get("unit_amount")
+    if price.get("billing_scheme", "per_unit") != "per_unit" or not isinstance(amount, int):
+        raise Unreadable("not a fixed amount per unit (tiered or customer-chosen)")
+    recurring = price.get("recurring")
+    interval: str | None = None
+    if isinstance(recurring, Mapping):
+        interval = str(recurring.get("interval"))
+        if interval not in INTERVALS or recurring.get("interval_count", 1) != 1:
+            raise Unreadable(f"billed every {recurring.get('interval_count', 1)} {interval}")
+        if recurring.get("usage_type", "licensed") != "licensed":
+            raise Unreadable("metered")
+    nickname = str(price.get("nickname") or "").strip()
+    return Listing(
+        stripe_price_id=str(price["id"]),
+        stripe_product_id=facts.id,
+        name=f"{facts.name} ({nickname})" if nickname else facts.name,
+        description=facts.description,
+        price=Decimal(amount) / 100,
+        type=facts.type,
+        billing_type="subscription" if interval else "one_time",
+        billing_interval=interval,
+        trial_days=facts.trial_days if interval else None,
+        is_active=facts.active and bool(price.get("active")),
+        is_featured=facts.featured,
+        github_repo=facts.github_repo,
+        download_url=facts.download_url,
+        features=facts.features,
+        per_seat=facts.per_seat,
+    )
+
+
+@dataclass(frozen=True)
+class Catalogue:
+    """What a read of Stripe's catalogue yields: the rows to sell, and what was left out."""
+
+    listings: tuple[Listing, ...]
+    problems: tuple[str, ...]  # each names the product or price and what is wrong
+
+
+def catalogue_of(
+    products: Sequence[Mapping[str, Any]],
+    prices: Sequence[Mapping[str, Any]],
+    features: Mapping[str, Sequence[str]],
+) -> Catalogue:
+    """The listings of these products' prices (`features`: Entitlements lookup keys by
+    product id). A product that cannot be read sells none of its prices."""
+    problems: list[str] = []
+    readable: dict[str, ProductFacts] = {}
+    for product in products:
+        try:
+            readable[str(product["id"])] = read_product(product, features.get(product["id"], ()))
+        except Unreadable as exc:
+            problems.append(f"product {product['id']} is not sold: {exc}")
+    listings: list[Listing] = []
+    for price in prices:
+        facts = readable.get(product_of(price) or "")
+        if facts is None:
+            continue  # its product is unreadable (said above) or not listed
+        try:
+            listings.append(listing(facts, price))
+        except Unreadable as exc:
+            problems.append(f"price {price['id']} of product {facts.id} is not sold: {exc}")
+    return Catalogue(tuple(listings), tuple(problems))
+
+
+def product_of(price: Mapping[str, Any]) -> str | None:
+    """The product id of a price, its product expanded or not."""
+    product = price.get("product")
+    if isinstance(product, Mapping):
+        product = product.get("id")
+    return product if isinstance(product, str) and product else None
+
+
+def lookup_keys(product_features: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The lookup keys of a product's Entitlements features (`product_feature` objects)."""
+    keys = []
+    for found in product_features:
+        feature = found.get("entitlement_feature") or {}
+        if isinstance(feature, Mapping) and feature.get("lookup_key"):
+            keys.append(str(feature["lookup_key"]))
+    return keys
+
+
+def _flag(meta: Mapping[str, Any], name: str, problems: list[str]) -> bool:
+    value = str(meta.get(name, "")).strip().lower()
+    if value not in ("", "true", "false"):
+        problems.append(f"metadata {name} is {value!r}, not true or false")
+    return value == "true"
+
+
+def _trial_days(value: Any, problems: list[str]) -> int | None:
+    text = str(value or "").strip()
+    if not text:
+        return None
+    if not text.isdigit() or not 1 <= int(text) <= LONGEST_TRIAL:
+        problems.append(f"metadata trial_days is {text!r}, not a whole number 1 to 730")
+        return None
+    return int(text)

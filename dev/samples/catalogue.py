@@ -1,0 +1,126 @@
+"""The demo catalogue, as Stripe's API returns it: the Stripe stand-in serves these products,
+prices and features, and `make run`/`make demo` load them through `products sync` as a deployed
+service loads Stripe's."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from adapters.db import catalogue as store
+from adapters.db.pool import Database
+from core.billing.catalogue import CatalogueWrite
+from core.catalogue import catalogue_of, lookup_keys
+
+CREATED = 1_764_547_200  # 2025-12-01, a fixed time: the objects are the same on every run
+
+
+def product(
+    product_id: str, name: str, description: str, metadata: dict[str, str]
+) -> dict[str, Any]:
+    """A `product` object as Stripe returns it (the fields this service reads, and a few)."""
+    return {
+        "id": product_id,
+        "object": "product",
+        "active": True,
+        "created": CREATED,
+        "updated": CREATED,
+        "default_price": None,
+        "description": description,
+        "livemode": False,
+        "metadata": metadata,
+        "name": name,
+        "type": "service",
+    }
+
+
+def price(
+    price_id: str, product_id: str, unit_amount: int, interval: str | None = None
+) -> dict[str, Any]:
+    """A `price` object as Stripe returns it: per unit, one-time or recurring every interval."""
+    recurring = (
+        {"interval": interval, "interval_count": 1, "usage_type": "licensed", "meter": None}
+        if interval
+        else None
+    )
+    return {
+        "id": price_id,
+        "object": "price",
+        "active": True,
+        "billing_scheme": "per_unit",
+        "created": CREATED,
+        "currency": "usd",
+        "livemode": False,
+        "lookup_key": None,
+        "metadata": {},
+        "nickname": None,
+        "product": product_id,
+        "recurring": recurring,
+        "tiers_mode": None,
+        "type": "recurring" if interval else "one_time",
+        "unit_amount": unit_amount,
+        "unit_amount_decimal": str(unit_amount),
+    }
+
+
+def product_feature(lookup_key: str, name: str) -> dict[str, Any]:
+    """A `product_feature` object: a Stripe Entitlements feature attached to a product."""
+    return {
+        "id": f"prodft_demo_{lookup_key}",
+        "object": "product_feature",
+        "livemode": False,
+        "entitlement_feature": {
+            "id": f"feat_demo_{lookup_key}",
+            "object": "entitlements.feature",
+            "active": True,
+            "livemode": False,
+            "lookup_key": lookup_key,
+            "metadata": {},
+            "name": name,
+        },
+    }
+
+
+PRODUCTS: tuple[dict[str, Any], ...] = (
+    product(
+        "prod_demo_starter",
+        "Starter Kit",
+        "The starter's source as a download, with lifetime updates.",
+        {"type": "link", "download_url": "https://example.com/downloads/starter-kit.zip"},
+    ),
+    product(
+        "prod_demo_pro",
+        "Pro Repository",
+        "Access to the private GitHub repository, with every future commit.",
+        {"type": "github", "github_repo": "example-org/saas-starter-pro", "featured": "true"},
+    ),
+    product(
+        "prod_demo_team",
+        "Team Monthly",
+        "Everything in Pro, support and new templates each month.",
+        {
+            "type": "link",
+            "download_url": "https://example.com/dashboard",
+            "features": "templates,support",
+        },
+    ),
+)
+
+PRICES: tuple[dict[str, Any], ...] = (
+    price("price_demo_starter_one_time", "prod_demo_starter", 4900),
+    price("price_demo_pro_github", "prod_demo_pro", 14900),
+    price("price_demo_team_monthly", "prod_demo_team", 1900, "month"),
+)
+
+# Entitlements features by product id (none here: the demo reads its features from metadata).
+FEATURES: dict[str, list[dict[str, Any]]] = {}
+
+
+def seed_demo_products(db: Database) -> int:
+    """The demo catalogue written as `products sync` would write it from the stand-in, without
+    the HTTP (for tests and benchmarks); returns how many rows it added or changed (none the
+    second time: the rows hold this state already)."""
+    keys = {pid: lookup_keys(found) for pid, found in FEATURES.items()}
+    read = catalogue_of(PRODUCTS, PRICES, keys)
+    at = datetime.fromtimestamp(CREATED, UTC)
+    return store.save(db, CatalogueWrite(at, read.listings))

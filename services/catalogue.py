@@ -1,0 +1,36 @@
+"""The catalogue synced from Stripe: every active product and price read, the rows upserted,
+and the rows Stripe no longer sells made inactive (never deleted: purchases refer to them)."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from adapters.db import catalogue as store
+from adapters.db.pool import Database
+from adapters.stripe_api import StripeGateway
+from core.billing.catalogue import CatalogueWrite, Retirement
+from core.catalogue import catalogue_of
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Synced:
+    sold: int  # prices on sale
+    problems: tuple[str, ...]  # the products and prices left out, and why
+
+
+def sync(db: Database, stripe: StripeGateway) -> Synced:
+    """Read Stripe's catalogue and make the table say the same. The rows are stamped with the
+    time the read began: an event created after it still applies, an older one does not."""
+    at = datetime.now(UTC)
+    products, prices = stripe.active_catalogue()
+    features = {str(p["id"]): stripe.feature_keys(str(p["id"])) for p in products}
+    found = catalogue_of(products, prices, features)
+    for problem in found.problems:
+        log.warning("catalogue: %s", problem)
+    keep = tuple(item.stripe_price_id for item in found.listings)
+    store.save(db, CatalogueWrite(at, found.listings, Retirement(None, keep=keep)))
+    return Synced(sold=len(found.listings), problems=found.problems)
