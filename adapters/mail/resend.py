@@ -76,7 +76,8 @@ class Pacer:
 
     def __init__(self, rate_per_second: float) -> None:
         self._interval = self.MARGIN / rate_per_second
-        self._next = 0.0
+        self._last = -float("inf")
+        self._not_before = 0.0
         self._lock = threading.Lock()
 
     @property
@@ -85,11 +86,16 @@ class Pacer:
         return self.MARGIN / self._interval
 
     def wait(self) -> None:
-        with self._lock:
-            now = time.monotonic()
-            slot = max(now, self._next)
-            self._next = slot + self._interval
-        time.sleep(max(0.0, slot - now))
+        # Spaced by when requests really start, not by slots handed out beforehand: a thread
+        # that wakes late (a busy machine) would otherwise start right before the next slot's.
+        while True:
+            with self._lock:
+                now = time.monotonic()
+                start = max(self._last + self._interval, self._not_before)
+                if now >= start:
+                    self._last = now
+                    return
+            time.sleep(start - now)
 
     def observe(self, headers: Mapping[str, Any] | None) -> None:
         """Take the account's limit from an answer: `ratelimit-limit` requests per window; with
@@ -102,7 +108,7 @@ class Pacer:
             if limit and limit > 0:
                 self._interval = self.MARGIN * self.WINDOW_SECONDS / limit
             if remaining == 0 and reset is not None:
-                self._next = max(self._next, time.monotonic() + reset)
+                self._not_before = max(self._not_before, time.monotonic() + reset)
 
 
 class ResendMailer:
