@@ -26,6 +26,8 @@ SUBSCRIBED_TYPES = frozenset(
         "invoice.payment_failed",
         "charge.refunded",
         "charge.dispute.created",
+        # Stripe's view of a customer's features, checked against the ones derived here.
+        "entitlements.active_entitlement_summary.updated",
     }
 )
 

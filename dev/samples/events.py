@@ -265,6 +265,21 @@ def _dispute(facts: Facts, created: int) -> dict[str, Any]:
     }
 
 
+def _summary(facts: Facts, created: int) -> dict[str, Any]:
+    """Stripe's active entitlements of the customer: none (the demo products grant none)."""
+    return {
+        "object": "entitlements.active_entitlement_summary",
+        "customer": facts.customer_id,
+        "entitlements": {
+            "object": "list",
+            "data": [],
+            "has_more": False,
+            "url": "/v1/entitlements/active_entitlements",
+        },
+        "livemode": False,
+    }
+
+
 _OBJECTS: dict[str, Callable[[Facts, int], dict[str, Any]]] = {
     "checkout.session.completed": _completed,
     "checkout.session.async_payment_succeeded": _completed,
@@ -279,6 +294,7 @@ _OBJECTS: dict[str, Callable[[Facts, int], dict[str, Any]]] = {
     "customer.subscription.deleted": lambda f, t: _subscription(f, t, status="canceled"),
     "charge.refunded": _charge,
     "charge.dispute.created": _dispute,
+    "entitlements.active_entitlement_summary.updated": _summary,
 }
 SAMPLE_TYPES = tuple(sorted(_OBJECTS))
 
