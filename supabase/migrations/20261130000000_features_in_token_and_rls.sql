@@ -112,7 +112,8 @@ revoke execute on function
   public.custom_access_token_hook(jsonb)
   from public, anon, authenticated;
 
-grant execute on function public.has_feature(text), public.has_access() to authenticated;
+-- anon too: a policy without `to authenticated` answers "not held" to a guest, not an error.
+grant execute on function public.has_feature(text), public.has_access() to anon, authenticated;
 
 grant usage on schema public to supabase_auth_admin;
 grant execute on function
