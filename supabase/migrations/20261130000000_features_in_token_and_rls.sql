@@ -27,7 +27,9 @@ stable
 security definer
 set search_path = ''
 as $$
-  select coalesce(array_agg(distinct f.name order by f.name), '{}'::text[])
+  select coalesce(
+    array_agg(distinct f.name collate "C" order by f.name collate "C"), '{}'::text[]
+  )
   from public.entitlements e
   join public.products p on p.stripe_price_id = e.price_id
   cross join lateral unnest(
