@@ -224,14 +224,20 @@ def differences(caplog: pytest.LogCaptureFixture) -> list[str]:
     ]
 
 
-def test_stripes_summary_differing_from_ours_is_logged_with_both_lists(
-    api: Api, db: Database, caplog: pytest.LogCaptureFixture
-) -> None:
+def a_buyer_of_both(api: Api, db: Database) -> str:
+    """Ada, customer cus_ada, with the lifetime purchase and the Pro subscription."""
     add_products(db)
     ada = create_user(db, "ada@example.com")
     post_event(api, stripe_event("checkout.session.completed", session(ada, price=LIFETIME)))
     post_event(api, stripe_event("customer.subscription.created", subscription(price=PRO_MONTHLY)))
     settle(api)
+    return ada
+
+
+def test_stripes_summary_differing_from_ours_is_logged_with_both_lists(
+    api: Api, db: Database, caplog: pytest.LogCaptureFixture
+) -> None:
+    ada = a_buyer_of_both(api, db)
 
     # The same features as Stripe's (the lifetime `reports` is not Stripe's to know): silent.
     agreeing = summary("cus_ada", "pro", "api")
@@ -270,11 +276,7 @@ def test_stripes_summary_differing_from_ours_is_logged_with_both_lists(
 def test_a_summary_that_cannot_be_compared_logs_no_difference(
     api: Api, db: Database, caplog: pytest.LogCaptureFixture, body: dict[str, Any]
 ) -> None:
-    add_products(db)
-    ada = create_user(db, "ada@example.com")
-    post_event(api, stripe_event("checkout.session.completed", session(ada, price=LIFETIME)))
-    post_event(api, stripe_event("customer.subscription.created", subscription(price=PRO_MONTHLY)))
-    settle(api)
+    a_buyer_of_both(api, db)
     post_event(api, stripe_event("entitlements.active_entitlement_summary.updated", body))
     settle(api)
     assert outcome(db, "entitlements.active_entitlement_summary.updated") == ["ignored"]
