@@ -171,8 +171,24 @@ def issue_token(
     *, secret: str, user_id: str, email: str, supabase_url: str | None, ttl: int = 3600
 ) -> str:
     """An HS256 access token with the claims Supabase Auth writes (for local development)."""
+    return sign_claims(
+        access_claims(user_id=user_id, email=email, supabase_url=supabase_url, ttl=ttl), secret
+    )
+
+
+def sign_claims(claims: dict[str, Any], secret: str) -> str:
+    """Claims signed HS256 with the project's JWT secret, as Supabase Auth signs them."""
+    import jwt
+
+    return jwt.encode(claims, secret, algorithm="HS256")
+
+
+def access_claims(
+    *, user_id: str, email: str, supabase_url: str | None, ttl: int = 3600
+) -> dict[str, Any]:
+    """The claims Supabase Auth writes into an access token before any hook adds to them."""
     now = int(time.time())
-    claims = {
+    claims: dict[str, Any] = {
         "iss": issuer(supabase_url),
         "sub": user_id,
         "aud": AUDIENCE,
@@ -188,9 +204,7 @@ def issue_token(
         "session_id": str(uuid.uuid4()),
         "is_anonymous": False,
     }
-    import jwt
-
-    return jwt.encode(claims, secret, algorithm="HS256")
+    return claims
 
 
 def _user_id(sub: Any) -> str:

@@ -33,6 +33,8 @@ SUBSCRIBED_TYPES = frozenset(
         "price.created",
         "price.updated",
         "price.deleted",
+        # Stripe's view of a customer's features, checked against the ones derived here.
+        "entitlements.active_entitlement_summary.updated",
     }
 )
 

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
 from adapters.db import profiles
 from adapters.db.pool import Database
 from adapters.db.profiles import Profile
-from adapters.tokens import issue_token
+from adapters.tokens import access_claims, sign_claims
 from config import Settings
 from core.addresses import email_address
 from services.errors import Forbidden, InvalidRequest, NotConfigured
@@ -59,13 +60,25 @@ def token(*, email: str, ttl: int, db: Database, settings: Settings) -> str:
         )
     profile = _existing(db, email)
     supabase_url = str(settings.supabase_url) if settings.supabase_url else None
-    return issue_token(
-        secret=secret,
-        user_id=profile.id,
-        email=profile.email or email,
-        supabase_url=supabase_url,
-        ttl=ttl,
+    claims = access_claims(
+        user_id=profile.id, email=profile.email or email, supabase_url=supabase_url, ttl=ttl
     )
+    return sign_claims(_hooked(db, claims), secret)
+
+
+def _hooked(db: Database, claims: dict[str, Any]) -> dict[str, Any]:
+    """The claims as the Custom Access Token Hook leaves them, called as Supabase Auth calls it
+    (as `supabase_auth_admin`, with its event), so local tokens carry the same claims."""
+    event = {"user_id": claims["sub"], "claims": claims, "authentication_method": "password"}
+    with db.transaction() as conn:
+        conn.execute("set local role supabase_auth_admin")
+        row = conn.execute(
+            "select public.custom_access_token_hook(%s::jsonb) as answer", (json.dumps(event),)
+        ).fetchone()
+    if row is None or not isinstance(row["answer"].get("claims"), dict):
+        raise NotConfigured("the custom access token hook gave no claims: are migrations applied?")
+    hooked: dict[str, Any] = row["answer"]["claims"]
+    return hooked
 
 
 def summary(*, email: str, db: Database, settings: Settings) -> UserSummary:

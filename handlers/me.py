@@ -46,6 +46,7 @@ class MeAnswer(_Answer):
     hasAccess: bool
     portalAvailable: bool
     entitlements: list[EntitlementAnswer]
+    features: list[str]  # sorted names of the features the user holds (docs/features.md)
 
 
 @bp.get("/api/me")
@@ -59,6 +60,7 @@ def me() -> ResponseReturnValue:
         hasAccess=account.has_access,
         portalAvailable=account.portal_available,
         entitlements=[_entitlement(held) for held in account.held],
+        features=account.features,
     )
     response = jsonify(answer.model_dump(mode="json"))
     # Per user and changing with every payment: never kept by a shared cache.

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from adapters.db import entitlements, profiles
+from adapters.db import entitlements, features, profiles
 from adapters.db.entitlements import Held
 from adapters.db.pool import Database
 from adapters.tokens import User
@@ -18,6 +18,7 @@ class Account:
     has_access: bool
     portal_available: bool  # a Stripe customer exists: the customer portal can open
     held: list[Held]
+    features: list[str] = field(default_factory=list)  # sorted names (public.features_of)
 
 
 def account_of(user: User, *, db: Database) -> Account:
@@ -33,4 +34,5 @@ def account_of(user: User, *, db: Database) -> Account:
         has_access=profile.has_access,
         portal_available=bool(profile.customer_id),
         held=entitlements.of_user(db, profile.id),
+        features=features.of_user(db, profile.id),
     )

@@ -23,7 +23,7 @@ from functools import partial
 from typing import Any
 
 from adapters.accounts import Accounts
-from adapters.db import billing, catalogue
+from adapters.db import billing, catalogue, features
 from adapters.db.pool import Database, Statement
 from adapters.github_api import GitHubGateway
 from adapters.stripe_api import (
@@ -37,6 +37,7 @@ from core.billing.catalogue import CatalogueChange
 from core.billing.changes import Change, to_changes
 from core.billing.decide import Answers, Asks, Pending, Plan, decide
 from core.events import Event, is_app_event
+from core.features import SUMMARY_UPDATED, disagreement, summary_from
 from core.refunds import Dispute
 from subscribers.envelope import outcome_fields
 
@@ -104,6 +105,9 @@ class AccessSubscriber:
                 outcomes = [_attempt(self._cycle, [p], answers) for p in pending]
         for (n, _), outcome in zip(batch, outcomes, strict=True):
             results[n] = outcome
+        for n, event in enumerate(events):
+            if event.type == SUMMARY_UPDATED and not isinstance(results[n], Exception):
+                results[n] = _attempt_check(self._check_features, event, results[n])
         _log(events, results)
         return results
 
@@ -164,6 +168,25 @@ class AccessSubscriber:
         write = billing.write(CONSUMER, plan)
         return plan, [*catalogue.statements(plan.catalogue), *([write] if write else [])]
 
+    def _check_features(self, event: Event) -> None:
+        """Stripe's features of a customer against the ones derived here, once the batch is
+        committed: Stripe stays the judge of what was paid, a difference says the catalogue
+        is out of date (or a subscription event still on its way)."""
+        summary = summary_from(event)
+        if summary.customer_id is None:
+            return
+        ours = features.of_customer_subscriptions(self.db, summary.customer_id)
+        differs = disagreement(summary, ours) if ours is not None else None
+        if differs is not None:
+            log.error(
+                "features of customer %s differ: Stripe's active entitlements %s, derived here"
+                " %s: the catalogue is out of date, or a subscription event is on its way",
+                differs.customer_id,
+                differs.stripe,
+                differs.ours,
+                extra={"customer_id": differs.customer_id, "event_id": event.id},
+            )
+
     def _ask(self, asks: Asks, answers: Answers) -> Answers:
         statuses = dict(answers.statuses)
         for subscription_id in asks.statuses:
@@ -203,6 +226,16 @@ def _attempt(
     try:
         [outcome] = cycle(batch, answers)
     except Exception as exc:  # handed back to the bus, which retries or drops the delivery
+        return exc
+    return outcome
+
+
+def _attempt_check(
+    check: Callable[[Event], None], event: Event, outcome: str | Exception
+) -> str | Exception:
+    try:
+        check(event)
+    except Exception as exc:  # the database could not be read: the delivery comes back
         return exc
     return outcome
 

@@ -279,6 +279,21 @@ def _dispute(facts: Facts, created: int) -> dict[str, Any]:
     }
 
 
+def _summary(facts: Facts, created: int) -> dict[str, Any]:
+    """Stripe's active entitlements of the customer: none (the demo products grant none)."""
+    return {
+        "object": "entitlements.active_entitlement_summary",
+        "customer": facts.customer_id,
+        "entitlements": {
+            "object": "list",
+            "data": [],
+            "has_more": False,
+            "url": "/v1/entitlements/active_entitlements",
+        },
+        "livemode": False,
+    }
+
+
 _OBJECTS: dict[str, Callable[[Facts, int], dict[str, Any]]] = {
     "checkout.session.completed": _completed,
     "checkout.session.async_payment_succeeded": _completed,
@@ -296,6 +311,7 @@ _OBJECTS: dict[str, Callable[[Facts, int], dict[str, Any]]] = {
     # The demo catalogue's objects (the stand-in's): the price of the facts, and its product.
     **{f"price.{verb}": lambda f, t: _catalogue_price(f) for verb in CATALOGUE_VERBS},
     **{f"product.{verb}": lambda f, t: _catalogue_product(f) for verb in CATALOGUE_VERBS},
+    "entitlements.active_entitlement_summary.updated": _summary,
 }
 SAMPLE_TYPES = tuple(sorted(_OBJECTS))
 

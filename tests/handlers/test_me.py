@@ -51,6 +51,7 @@ def test_a_new_user_has_nothing_yet(api: Api, db: Database) -> None:
         "hasAccess": False,
         "portalAvailable": False,
         "entitlements": [],
+        "features": [],
     }
 
 
@@ -94,7 +95,8 @@ def test_me_is_in_the_openapi_document(api: Api) -> None:
     operation = document["paths"]["/api/me"]["get"]
     assert set(operation["responses"]) >= {"200", "401"}
     schema = document["components"]["schemas"]["MeAnswer"]
-    assert set(schema["required"]) >= {"hasAccess", "entitlements", "portalAvailable"}
+    assert set(schema["required"]) >= {"hasAccess", "entitlements", "portalAvailable", "features"}
+    assert schema["properties"]["features"]["items"] == {"type": "string"}
 
 
 def test_a_configured_origin_reads_me_with_credentials(

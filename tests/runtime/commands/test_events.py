@@ -34,6 +34,7 @@ FOLLOW_UPS = {
     "checkout.session.async_payment_succeeded": (True, "purchase-confirmation"),
     "charge.refunded": (True, None),  # a renewal's charge: recorded, access unchanged
     "charge.dispute.created": (True, None),  # recorded, logged for the admin
+    "entitlements.active_entitlement_summary.updated": (True, None),  # compared, nothing changes
 }
 
 

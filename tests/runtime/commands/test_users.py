@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import jwt
 import pytest
 from click.testing import Result
 
@@ -56,6 +57,9 @@ def test_created_user_gets_a_token_the_api_accepts(
     assert created.output == f"created Ada@example.com (id {row['id']})\n"
     assert users("create", "ada@example.com").output.startswith("exists: Ada@example.com")
     token = users("token", "ada@example.com").output.strip()
+    # Signed as Supabase Auth signs, with the claims its access token hook adds.
+    claims = jwt.decode(token, options={"verify_signature": False})
+    assert (claims["sub"], claims["has_access"], claims["features"]) == (row["id"], False, [])
     response = checkout(api_factory(**LOCAL), token)
     assert response.status_code == 200, response.text
     assert stripe_fake.checkout_params()[0]["client_reference_id"] == row["id"]

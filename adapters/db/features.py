@@ -1,0 +1,22 @@
+"""A person's and a customer's features, as Postgres derives them (`public.features_of`)."""
+
+from __future__ import annotations
+
+from adapters.db.pool import Database
+
+
+def of_user(db: Database, user_id: str) -> list[str]:
+    """The sorted features of the accounts the user has access through."""
+    rows = db.fetch_all("select public.features_of(%s::uuid) as features", (user_id,))
+    return list(rows[0]["features"]) if rows else []
+
+
+def of_customer_subscriptions(db: Database, customer_id: str) -> list[str] | None:
+    """The sorted features of the active subscriptions of the account paying as this customer;
+    None when no account does."""
+    rows = db.fetch_all(
+        "select public.grant_features(array[a.id], array['subscription']) as features"
+        " from public.accounts a where a.customer_id = %s",
+        (customer_id,),
+    )
+    return list(rows[0]["features"]) if rows else None
