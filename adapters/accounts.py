@@ -39,6 +39,21 @@ class Accounts(Protocol):
         """Seconds a link from `sign_in_link` works (None: it does not expire)."""
 
 
+class NoAccounts:
+    """Where this process holds no service-role key (the api, in production): it makes no
+    account and no link; the access target, which holds the key, does."""
+
+    def ensure(self, *, email: str, name: str | None) -> None:
+        raise AccountError("this service makes no accounts: the access target does")
+
+    def sign_in_link(self, *, email: str) -> str:
+        raise AccountError("this service makes no sign-in links: the e-mail target does")
+
+    @property
+    def link_lifetime(self) -> int | None:
+        return None
+
+
 class SupabaseAccounts:
     """Creates users and their magic links with the service-role key; Supabase sends nothing."""
 

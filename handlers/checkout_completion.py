@@ -49,6 +49,6 @@ def complete() -> ResponseReturnValue:
         user=caller(),
         db=c.db,
         stripe=c.stripe,
-        apply=c.access_subscriber,
+        apply=c.checkout_completion,
     )
     return answer(account)

@@ -179,6 +179,25 @@ class Container:
             publish=self._publish,
         )
 
+    @once
+    def checkout_completion(self) -> AccessSubscriber:
+        """The access cycle as the api runs it for the success page's completion: the access
+        subscriber itself, but where this process may not make accounts (the api holds no
+        service-role key in production) a guest's checkout is left to the access target."""
+        try:
+            return self.access_subscriber
+        except MissingSetting:
+            from adapters.accounts import NoAccounts
+            from subscribers.access import AccessSubscriber
+
+            return AccessSubscriber(
+                db=self.db,
+                stripe=self.stripe,
+                accounts=NoAccounts(),
+                github=self.github,
+                publish=self._publish,
+            )
+
     def _publish(self, event: Event, data: bytes) -> None:
         # The bus is resolved on first publish, not when the subscriber is built: the in-process
         # bus is built from the subscribers, and the access subscriber publishes on it.

@@ -72,7 +72,10 @@ def complete_checkout(
     buyer = user if own and user is not None else _buyer(db, session_id)
     account = account_of(buyer, db=db) if buyer is not None else None
     if account is None or (outcome is None and not account.has_access):
-        raise Unavailable("The checkout could not be applied just now; poll GET /api/me")
+        raise Unavailable(
+            "The checkout could not be applied just now: access follows with Stripe's"
+            " confirmation (a guest's sign-in link comes by e-mail)"
+        )
     return account
 
 

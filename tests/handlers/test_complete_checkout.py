@@ -4,6 +4,7 @@ first."""
 
 from __future__ import annotations
 
+import hashlib
 import time
 from typing import Any
 
@@ -253,3 +254,20 @@ def test_the_success_url_carries_the_session_template_once() -> None:
         completion_url("https://app.example.com/done#top", guest_token="t0k")
         == "https://app.example.com/done?session_id={CHECKOUT_SESSION_ID}&checkout_token=t0k#top"
     )
+
+
+def test_in_production_the_api_makes_no_guest_account(
+    production_api: Any, stripe: FakeStripe, db: Database
+) -> None:
+    # The api holds no service-role key there: a guest's checkout is left to the access
+    # target, and the page is told so; nothing is written.
+    api = production_api(supabase_secret_key=None)
+    session = paid_session(stripe, None, subscription=None, mode="payment")
+    session["metadata"] = {
+        "price_id": ONE_TIME,
+        TOKEN_DIGEST_KEY: hashlib.sha256(b"t0k").hexdigest(),
+    }
+    response = complete(api, {"sessionId": "cs_test_1", "token": "t0k"})
+    assert response.status_code == 503
+    assert "access follows with Stripe's confirmation" in response.json()["error"]
+    assert grants(db) == []
