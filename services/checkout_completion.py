@@ -37,6 +37,10 @@ NOT_PAID = (
     "Checkout session {session} is not paid yet (payment status {status}): access follows"
     " once Stripe confirms the payment; poll GET /api/me"
 )
+GUEST_PENDING = (
+    "Checkout session {session} is paid; the buyer's account is being made: the sign-in link"
+    " comes by e-mail"
+)
 
 
 def complete_checkout(
@@ -71,6 +75,8 @@ def complete_checkout(
     log.info("checkout %s completed from its success page: %s", session_id, outcome)
     buyer = user if own and user is not None else _buyer(db, session_id)
     account = account_of(buyer, db=db) if buyer is not None else None
+    if account is None and checkout is not None and checkout.user_id is None:
+        raise Conflict(GUEST_PENDING.format(session=session_id))
     if account is None or (outcome is None and not account.has_access):
         raise Unavailable(
             "The checkout could not be applied just now: access follows with Stripe's"

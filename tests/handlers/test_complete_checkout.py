@@ -256,18 +256,20 @@ def test_the_success_url_carries_the_session_template_once() -> None:
     )
 
 
-def test_in_production_the_api_makes_no_guest_account(
+def test_on_pub_sub_the_api_makes_no_guest_account(
     production_api: Any, stripe: FakeStripe, db: Database
 ) -> None:
-    # The api holds no service-role key there: a guest's checkout is left to the access
+    # The api holds no service-role key there: a new guest's account is left to the access
     # target, and the page is told so; nothing is written.
     api = production_api(supabase_secret_key=None)
     session = paid_session(stripe, None, subscription=None, mode="payment")
-    session["metadata"] = {
-        "price_id": ONE_TIME,
-        TOKEN_DIGEST_KEY: hashlib.sha256(b"t0k").hexdigest(),
-    }
+    digest = hashlib.sha256(b"t0k").hexdigest()
+    session["metadata"] = {"price_id": ONE_TIME, TOKEN_DIGEST_KEY: digest}
     response = complete(api, {"sessionId": "cs_test_1", "token": "t0k"})
-    assert response.status_code == 503
-    assert "access follows with Stripe's confirmation" in response.json()["error"]
+    assert response.status_code == 409
+    assert response.json() == {
+        "error": "Checkout session cs_test_1 is paid; the buyer's account is being made:"
+        " the sign-in link comes by e-mail"
+    }
     assert grants(db) == []
+    assert db.fetch_all("select 1 from auth.users") == []
