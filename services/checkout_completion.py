@@ -34,8 +34,8 @@ log = logging.getLogger(__name__)
 Apply = Callable[[Event], str]
 
 NOT_PAID = (
-    "Checkout session {session} is not paid yet (payment status {status}): access follows"
-    " once Stripe confirms the payment; poll GET /api/me"
+    "Checkout session {session} is not completed and paid yet (payment status {status}):"
+    " access follows once Stripe confirms the payment; poll GET /api/me"
 )
 GUEST_PENDING = (
     "Checkout session {session} is paid; the buyer's account is being made: the sign-in link"
@@ -62,8 +62,10 @@ def complete_checkout(
     own = user is not None and checkout is not None and checkout.user_id == user.id
     if not own and not (token and completion_token_matches(token, session.get("metadata"))):
         raise NotFound(f"No checkout session {session_id}")
+    # A session still open may say `no_payment_required` (a trial) before the buyer has
+    # finished: only a completed one is applied.
     status = session.get("payment_status")
-    if status not in PAID_STATUSES:
+    if session.get("status") != "complete" or status not in PAID_STATUSES:
         raise Conflict(NOT_PAID.format(session=session_id, status=status))
     try:
         outcome = apply(event)

@@ -33,7 +33,12 @@ def paid_session(
     stripe: FakeStripe, user_id: str | None, *, session: str = "cs_test_1", **fields: Any
 ) -> dict[str, Any]:
     """A completed session as Stripe keeps it (and as the webhook's event carries it)."""
-    found = {**completed(user_id, session=session), "created": int(time.time()) - 60, **fields}
+    found = {
+        **completed(user_id, session=session),
+        "status": "complete",
+        "created": int(time.time()) - 60,
+        **fields,
+    }
     if user_id:
         found["metadata"] = {**found["metadata"], "user_id": user_id}
     stripe.sessions[session] = found
@@ -168,10 +173,20 @@ def test_an_unpaid_session_is_a_conflict(api: Api, stripe: FakeStripe, db: Datab
     paid_session(stripe, user_id, payment_status="unpaid")
     response = complete(api, {"sessionId": "cs_test_1"}, token)
     assert response.status_code == 409
-    assert "not paid yet (payment status unpaid)" in response.json()["error"]
+    assert "not completed and paid yet (payment status unpaid)" in response.json()["error"]
     assert "poll GET /api/me" in response.json()["error"]
     assert grants(db) == []
     assert db.fetch_all("select 1 from public.processed_events") == []
+
+
+def test_a_trial_still_open_is_not_applied(api: Api, stripe: FakeStripe, db: Database) -> None:
+    # Stripe may say no payment is required before the buyer has finished the checkout.
+    user_id, token = buyer(api, db)
+    paid_session(stripe, user_id, status="open", payment_status="no_payment_required")
+    response = complete(api, {"sessionId": "cs_test_1"}, token)
+    assert response.status_code == 409
+    assert "not completed and paid yet" in response.json()["error"]
+    assert grants(db) == []
 
 
 def test_a_free_trial_needs_no_payment(api: Api, stripe: FakeStripe, db: Database) -> None:
