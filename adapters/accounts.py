@@ -39,6 +39,29 @@ class Accounts(Protocol):
         """Seconds a link from `sign_in_link` works (None: it does not expire)."""
 
 
+class ExistingAccounts:
+    """For a process that holds no service-role key (the api, with the Pub/Sub design): an
+    account that exists already is found; a new one is left to the access target, which makes
+    it (and the e-mail target its sign-in link)."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    def ensure(self, *, email: str, name: str | None) -> None:
+        rows = self._db.fetch_all(
+            "select 1 from public.profiles where lower(email) = lower(%s)", (email,)
+        )
+        if not rows:
+            raise AccountError(f"no account for {email} yet: the access target makes it")
+
+    def sign_in_link(self, *, email: str) -> str:
+        raise AccountError("this service makes no sign-in links: the e-mail target does")
+
+    @property
+    def link_lifetime(self) -> int | None:
+        return None
+
+
 class SupabaseAccounts:
     """Creates users and their magic links with the service-role key; Supabase sends nothing."""
 

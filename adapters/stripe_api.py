@@ -100,6 +100,24 @@ class StripeGateway:
             raise StripeCallFailed(f"checkout session {session_id}: {exc}") from exc
         return CheckoutFacts(price_id=_first_price(session), receipt_url=_receipt_url(session))
 
+    def checkout_session(self, session_id: str) -> dict[str, Any] | None:
+        """A checkout session as Stripe has it now, with what the access cycle reads expanded
+        (its line items: the price; its invoice and payment: the receipt); None when Stripe
+        knows no such session. Raises PaymentsUnavailable when Stripe is down or slow."""
+        try:
+            return self.client.v1.checkout.sessions.retrieve(
+                session_id,
+                params={"expand": ["line_items", "invoice", "payment_intent.latest_charge"]},
+            ).to_dict()
+        except stripe.InvalidRequestError as exc:
+            if exc.http_status == 404:
+                return None
+            raise StripeCallFailed(f"checkout session {session_id}: {exc}") from exc
+        except _OUTAGES as exc:
+            raise PaymentsUnavailable(f"Stripe is unavailable: {type(exc).__name__}") from exc
+        except stripe.StripeError as exc:
+            raise StripeCallFailed(f"checkout session {session_id}: {exc}") from exc
+
     def has_checkout_for(self, payment_intent: str) -> bool:
         """Whether a checkout session was paid with this payment intent."""
         found = self.client.v1.checkout.sessions.list(

@@ -126,10 +126,12 @@ def pubsub(
     mail: dict[str, str],
     *,
     pull: bool = False,
+    extra: dict[str, str] | None = None,
 ) -> Iterator[System]:
     """The emulator, the access and emails targets, and the api. The targets sit behind push
     subscriptions, as the design deploys them, or (`pull`) read pull subscriptions through
-    StreamingPull (`bin/serve` with SUBSCRIBER_DELIVERY=pull: access in batches)."""
+    StreamingPull (`bin/serve` with SUBSCRIBER_DELIVERY=pull: access in batches). `extra`:
+    settings for all three (a Stripe stand-in's address, say)."""
     with contextlib.ExitStack() as stack:
         emulator = stack.enter_context(pubsub_emulator.running(project=PROJECT))
         # The emulator pushes through local Google, which attaches Pub/Sub's push token (the
@@ -140,6 +142,7 @@ def pubsub(
             "google_cloud_project": PROJECT,
             "pubsub_topic": topic,
             "pubsub_emulator_host": emulator.host,
+            **(extra or {}),
         }
         processes: dict[str, int] = {}
         endpoints: dict[str, str | None] = {}

@@ -18,6 +18,8 @@ class LimitSettings(Environment):
     rate_limit_portal: str = "10/minute"
     rate_limit_github_access: str = "5/minute,20/hour"
     rate_limit_me: str = "120/minute"
+    # The success page asks once, perhaps again on a reload; each asks Stripe.
+    rate_limit_complete_checkout: str = "20/minute"
     rate_limit_test_email: str = "3/minute,20/hour"
     # Proxies that append to X-Forwarded-For in front of the app (Cloud Run: 1; with an
     # external load balancer in front of Cloud Run: 2); the client is the entry before them.
@@ -33,6 +35,7 @@ class LimitSettings(Environment):
         "rate_limit_portal",
         "rate_limit_github_access",
         "rate_limit_me",
+        "rate_limit_complete_checkout",
         "rate_limit_test_email",
     )
     @classmethod

@@ -13,7 +13,7 @@ from core.entitlements import (
     SUBSCRIPTION,
     Change,
 )
-from core.events import Event, stripe_id
+from core.events import Event, parse_event, stripe_id
 from core.stripe_objects import (
     customer_contact,
     invoice_period,
@@ -87,6 +87,29 @@ def checkout_from(event: Event) -> Checkout | None:
         payment_intent=stripe_id(session.get("payment_intent")),
         invoice_id=stripe_id(session.get("invoice")),
         created=session.get("created") if isinstance(session.get("created"), int) else None,
+    )
+
+
+# The ledger id of a checkout completed from its success page: one per session, so the page
+# asking again (a reload, a second tab) applies nothing twice.
+COMPLETION_PREFIX = "completion_"
+
+
+def completion_event(session: Mapping[str, Any]) -> Event:
+    """A checkout session as the success page finds it at Stripe, as the event the access
+    cycle applies: `checkout.session.completed` under an id derived from the session, dated
+    at the session's creation. Every event Stripe sends about the session or its grant is as
+    new or newer, so whichever comes later is ordered after this one: Stripe's own
+    `checkout.session.completed` applies the same grant again (its announcements keyed by the
+    session, the buyer is told once), and a refund or cancellation applied first stays."""
+    return parse_event(
+        {
+            "id": COMPLETION_PREFIX + str(session["id"]),
+            "type": "checkout.session.completed",
+            "created": session["created"],
+            "livemode": bool(session.get("livemode", False)),
+            "data": {"object": dict(session)},
+        }
     )
 
 

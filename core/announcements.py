@@ -1,7 +1,10 @@
 """The application events the access subscriber publishes after it commits an access change.
 
-Each id and body derive from the Stripe event alone, so a redelivery republishes the very same
-message and the e-mail subscriber (at most one e-mail per event and kind) sends nothing twice.
+Each id derives from what happened, so a redelivery republishes the very same message and the
+e-mail subscriber (at most one e-mail per event and kind) sends nothing twice. A checkout's
+announcements are keyed by its session, not by the event that applied it: the success page's
+completion (`services/checkout_completion.py`) and Stripe's `checkout.session.completed` apply
+the same checkout under two event ids, and its buyer is told once, whichever comes first.
 """
 
 from __future__ import annotations
@@ -17,9 +20,11 @@ Announcement = tuple[Event, bytes]
 _PREFIXES = ("granted_", "revoked_", "invited_", "trial_")
 
 
-def announced_ids(event_id: str) -> tuple[str, ...]:
-    """Every id a mail about this Stripe event may be sent under: its own, an announcement's."""
-    return (event_id, *(prefix + event_id for prefix in _PREFIXES))
+def announced_ids(event_id: str, session_id: str | None = None) -> tuple[str, ...]:
+    """Every id a mail about this Stripe event may be sent under: its own, an announcement's
+    (a checkout's, given its session, under the session's)."""
+    keys = (event_id, session_id) if session_id else (event_id,)
+    return (event_id, *(prefix + key for key in keys for prefix in _PREFIXES))
 
 
 @dataclass(frozen=True)
@@ -39,7 +44,7 @@ def access_granted(
     """A checkout's access is committed: the purchase confirmation may say so."""
     return app_event(
         ACCESS_GRANTED,
-        event_id=f"granted_{source.id}",
+        event_id=f"granted_{checkout.session_id}",
         obj={
             "email": to.email,
             "name": to.name,
@@ -83,11 +88,13 @@ def access_revoked(
     )
 
 
-def account_invited(source: Event, *, to: Person, price_id: str | None) -> Announcement:
+def account_invited(
+    source: Event, checkout: Checkout, *, to: Person, price_id: str | None
+) -> Announcement:
     """A guest buyer's account exists and has access: send them a way to sign in."""
     return app_event(
         ACCOUNT_INVITED,
-        event_id=f"invited_{source.id}",
+        event_id=f"invited_{checkout.session_id}",
         obj={"email": to.email, "name": to.name, "price_id": price_id},
         created=source.created,
     )

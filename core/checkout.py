@@ -3,11 +3,23 @@ the mode and the offer add (customer, discounts, trial, recovery)."""
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 from dataclasses import dataclass
 from typing import Any, Literal
 
 Mode = Literal["payment", "subscription"]
 BILLING_TYPE_FOR_MODE: dict[str, str] = {"payment": "one_time", "subscription": "subscription"}
+
+# Stripe replaces this template in `success_url` with the session's id as it redirects the buyer,
+# so the success page can ask for its completion (POST /api/payments/complete-checkout).
+SESSION_TEMPLATE = "{CHECKOUT_SESSION_ID}"
+SESSION_PARAM = "session_id"
+# A guest's proof that the session is theirs: a random token in the success URL, whose SHA-256
+# digest the session's metadata keeps (so it is bound to that one session, and nobody reading
+# Stripe's dashboard or this database can use it).
+TOKEN_PARAM = "checkout_token"  # noqa: S105 - a parameter name
+TOKEN_DIGEST_KEY = "completion_token_sha256"  # noqa: S105 - a metadata key
 
 
 @dataclass(frozen=True)
@@ -37,15 +49,20 @@ def session_params(
     buyer: Buyer,
     coupon_id: str | None = None,
     offer: Offer = Offer(),
+    guest_token: str | None = None,
 ) -> dict[str, Any]:
-    """Build the `checkout.sessions.create` parameters."""
+    """Build the `checkout.sessions.create` parameters. `guest_token`: a guest's completion
+    token (see `completion_token_matches`), put in the success URL, its digest in the metadata."""
+    metadata = {"price_id": price_id, **({"user_id": buyer.user_id} if buyer.user_id else {})}
+    if guest_token:
+        metadata[TOKEN_DIGEST_KEY] = _digest(guest_token)
     params: dict[str, Any] = {
         "mode": mode,
         "line_items": [{"price": price_id, "quantity": 1}],
-        "success_url": success_url,
+        "success_url": completion_url(success_url, guest_token=guest_token),
         "cancel_url": cancel_url,
         # Read back by the access subscriber, so it need not fetch the line items.
-        "metadata": {"price_id": price_id, **({"user_id": buyer.user_id} if buyer.user_id else {})},
+        "metadata": metadata,
     }
     if buyer.user_id:
         params["client_reference_id"] = buyer.user_id
@@ -91,3 +108,27 @@ def _customer_params(*, mode: Mode, buyer: Buyer) -> dict[str, Any]:
 def mode_matches(mode: Mode, billing_type: str) -> bool:
     """Whether a checkout mode fits a product's billing type."""
     return BILLING_TYPE_FOR_MODE[mode] == billing_type
+
+
+def completion_url(success_url: str, *, guest_token: str | None = None) -> str:
+    """The success URL carrying the session's id (Stripe fills the template in) unless it
+    carries the template already, and a guest's completion token."""
+    extra = [] if SESSION_TEMPLATE in success_url else [f"{SESSION_PARAM}={SESSION_TEMPLATE}"]
+    if guest_token:
+        extra.append(f"{TOKEN_PARAM}={guest_token}")
+    if not extra:
+        return success_url
+    # Appended as text: the template's braces must reach Stripe as they are, not encoded.
+    base, hash_mark, fragment = success_url.partition("#")
+    joiner = "&" if "?" in base else "?"
+    return base + joiner + "&".join(extra) + hash_mark + fragment
+
+
+def completion_token_matches(token: str, metadata: Any) -> bool:
+    """Whether `token` is the guest completion token of the session with this metadata."""
+    digest = metadata.get(TOKEN_DIGEST_KEY) if isinstance(metadata, dict) else None
+    return isinstance(digest, str) and hmac.compare_digest(_digest(token), digest)
+
+
+def _digest(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()

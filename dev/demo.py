@@ -153,7 +153,9 @@ def send_and_watch(
     if has_access is not access:
         raise DemoFailed(f"has_access is {has_access} after {event_type}, not {access}")
     check_entitlement(c, facts.subscription_id, user_id, active=access)
-    path, subject = wait(lambda: sent(c, f"{delivery.event_id}/{kind}"), f"the {kind} e-mail")
+    path, subject = wait(
+        lambda: sent(c, f"{delivery.event_id}/{kind}", session=facts.session), f"the {kind} e-mail"
+    )
     print(f"      e-mail      {kind}: {subject!r}\n                  {path}")
 
 
@@ -188,13 +190,14 @@ def applied(c: Container, event_id: str, user_id: str) -> bool | None:
     return bool(rows[0]["has_access"]) if rows else None
 
 
-def sent(c: Container, key: str) -> tuple[str, str] | None:
+def sent(c: Container, key: str, *, session: str | None = None) -> tuple[str, str] | None:
     """The .eml path and subject of the message sent under `key`, once it is recorded."""
     event_id, kind = key.split("/")
-    # Mails that speak of access follow the access subscriber's announcement, not the event.
+    # Mails that speak of access follow the access subscriber's announcement, not the event
+    # (a checkout's, its session).
     recorded = c.db.fetch_all(
         "select event_id from public.sent_emails where event_id = any(%s) and kind = %s",
-        (list(announced_ids(event_id)), kind),
+        (list(announced_ids(event_id, session)), kind),
     )
     mailer = c.mailer
     found = (

@@ -37,6 +37,7 @@ class EventRow:
     created: datetime
     outcomes: dict[str, str] = field(default_factory=dict)
     emails: list[tuple[str, str, str]] = field(default_factory=list)  # (id, kind, recipient)
+    ledger: bool = True  # False: a checkout session's row, for its mails (no outcomes)
 
 
 @dataclass(frozen=True)
@@ -67,7 +68,7 @@ UTC; refreshed every 5 s.</p>
   <td>{{ row.event_type }}</td><td>{{ row.created.strftime("%Y-%m-%d %H:%M:%S") }}</td>
   {% for consumer in consumers %}
   <td class="{{ 'none' if consumer not in row.outcomes }}">
-   {{ row.outcomes.get(consumer, "not yet") }}</td>{% endfor %}
+   {{ row.outcomes.get(consumer, "not yet") if row.ledger else "" }}</td>{% endfor %}
   <td>{% for mail_id, kind, to in row.emails %}
    <a href="{{ base }}/emails/{{ mail_id }}/{{ kind }}">{{ kind }}</a> to {{ to }}<br>
   {% else %}<span class="none">none</span>{% endfor %}</td></tr>
@@ -110,15 +111,20 @@ def latest_events(db: Database, *, limit: int = LATEST) -> list[EventRow]:
         )
         entry.outcomes[row["consumer"]] = row["outcome"]
     about = {mail_id: event_id for event_id in events for mail_id in announced_ids(event_id)}
+    # A checkout's mails are keyed by its session (the webhook's event and the success page's
+    # completion apply it alike): the latest are listed on a row of their own, the session's.
     sent = db.fetch_all(
-        "select event_id, kind, recipient from public.sent_emails"
-        " where event_id = any(%s) order by sent_at",
-        (list(about),),
+        "select event_id, kind, recipient, sent_at from public.sent_emails"
+        " where event_id = any(%s) or event_id like any(%s) order by sent_at",
+        (list(about), [_like(prefix + "cs_") for prefix in ANNOUNCEMENT_PREFIXES]),
     )
-    for row in sent:
-        events[about[row["event_id"]]].emails.append(
-            (row["event_id"], row["kind"], row["recipient"])
-        )
+    for row in sent[-limit:]:
+        owner = about.get(row["event_id"])
+        if owner is None:
+            owner = row["event_id"].split("_", 1)[1]
+            session = EventRow(owner, "checkout session", row["sent_at"], ledger=False)
+            events.setdefault(owner, session)
+        events[owner].emails.append((row["event_id"], row["kind"], row["recipient"]))
     return list(events.values())
 
 

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from config import Settings
     from core.email.kind import Senders
     from core.email.render import Brand
+    from subscribers.access import AccessSubscriber
 
 
 class Collaborators(Protocol):
@@ -47,6 +48,8 @@ class Collaborators(Protocol):
     def brand(self) -> Brand: ...
     @property
     def senders(self) -> Senders: ...
+    @property
+    def checkout_completion(self) -> AccessSubscriber: ...
 
 
 def container() -> Collaborators:

@@ -5,13 +5,13 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Literal
 
-from flask import Blueprint, jsonify
+from flask import Blueprint, Response, jsonify
 from flask.typing import ResponseReturnValue
 from pydantic import BaseModel, ConfigDict
 
 from adapters.db.entitlements import Held
 from handlers.deps import caller, container
-from services.account import account_of
+from services.account import Account, account_of
 from services.identity import require_user
 
 bp = Blueprint("me", __name__)
@@ -52,8 +52,12 @@ class MeAnswer(_Answer):
 @bp.get("/api/me")
 def me() -> ResponseReturnValue:
     c = container()
-    account = account_of(require_user(caller()), db=c.db)
-    answer = MeAnswer(
+    return answer(account_of(require_user(caller()), db=c.db))
+
+
+def answer(account: Account) -> Response:
+    """GET /api/me's answer for an account (the checkout completion answers the same)."""
+    body = MeAnswer(
         id=account.user_id,
         email=account.email,
         name=account.name,
@@ -62,7 +66,7 @@ def me() -> ResponseReturnValue:
         entitlements=[_entitlement(held) for held in account.held],
         features=account.features,
     )
-    response = jsonify(answer.model_dump(mode="json"))
+    response = jsonify(body.model_dump(mode="json"))
     # Per user and changing with every payment: never kept by a shared cache.
     response.headers["Cache-Control"] = "private, no-store"
     return response

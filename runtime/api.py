@@ -10,6 +10,7 @@ from config import cors_origin_list
 from handlers import (
     auth,
     caching,
+    checkout_completion,
     errors,
     github,
     health,
@@ -50,6 +51,7 @@ def build_api(container: Container) -> Flask:
         auth.bp,
         leads.bp,
         payments.bp,
+        checkout_completion.bp,
         webhook.bp,
         products.bp,
         github.bp,

@@ -25,6 +25,7 @@ ROUTE_LIMITS = {
     "auth.callback": "rate_limit_sign_in",
     "payments.create_checkout": "rate_limit_checkout",
     "payments.create_portal": "rate_limit_portal",
+    "checkout_completion.complete": "rate_limit_complete_checkout",
     "github.github_access": "rate_limit_github_access",
     "me.me": "rate_limit_me",
     "sample_emails.send_sample_emails": "rate_limit_test_email",

@@ -26,6 +26,10 @@ class Forbidden(ServiceError):
     """Valid credentials that do not allow the operation."""
 
 
+class NotFound(ServiceError):
+    """Nothing the caller may see by that name."""
+
+
 class Conflict(ServiceError):
     """The request contradicts what is already recorded."""
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
@@ -41,6 +42,8 @@ def create_checkout(
         cancel_url=cancel_url,
         buyer=_buyer(user, db),
         offer=replace(offer or Offer(), trial_days=product.trial_days),
+        # A guest proves the session is theirs on the success page with this (no account yet).
+        guest_token=secrets.token_urlsafe(32) if user is None else None,
     )
     with _stripe_errors():
         return stripe.create_checkout_session(params)

@@ -27,3 +27,13 @@ def repository_purchases(db: Database, user_id: str) -> list[RepositoryPurchase]
         (user_id,),
     )
     return [RepositoryPurchase(**row) for row in rows]
+
+
+def buyer_of(db: Database, session_id: str) -> str | None:
+    """Who bought in this checkout session, once its purchase is recorded."""
+    rows = db.fetch_all(
+        "select user_id::text as user_id from public.purchases"
+        " where stripe_checkout_session_id = %s",
+        (session_id,),
+    )
+    return str(rows[0]["user_id"]) if rows and rows[0]["user_id"] else None

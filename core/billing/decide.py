@@ -345,7 +345,7 @@ class _Fold:
         )
         if checkout.user_id is None:
             self.plan.announcements.append(
-                (n, account_invited(event, to=to, price_id=checkout.price_id))
+                (n, account_invited(event, checkout, to=to, price_id=checkout.price_id))
             )
 
     def _announce_end(

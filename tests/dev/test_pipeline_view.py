@@ -101,9 +101,10 @@ def test_the_page_shows_each_event_its_outcomes_and_the_mail_it_caused(
         "select outcome from public.processed_events where event_id = %s and consumer = 'access'",
         (event_id,),
     )
+    session = json.loads(body)["data"]["object"]["id"]
     [sent] = db.fetch_all(
         "select event_id, kind, recipient from public.sent_emails where event_id = any(%s)",
-        (list(announced_ids(event_id)),),
+        (list(announced_ids(event_id, session)),),
     )
 
     dom = rendered(page, tmp_path)
@@ -111,7 +112,10 @@ def test_the_page_shows_each_event_its_outcomes_and_the_mail_it_caused(
     [row] = [r for r in cells(dom, "events") if r[0] == event_id]
     assert row[1] == "checkout.session.completed"
     assert ledger["outcome"] in row
-    assert row[-1] == f"{sent['kind']} to {sent['recipient']}"
+    # A checkout's mail is keyed by its session: listed on the session's row.
+    [mailed] = [r for r in cells(dom, "events") if r[0] == session]
+    assert mailed[1] == "checkout session"
+    assert mailed[-1] == f"{sent['kind']} to {sent['recipient']}"
     mail = f"{pipeline_view.PATH}/emails/{sent['event_id']}/{sent['kind']}"
     assert mail in links(dom)
 

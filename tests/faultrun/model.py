@@ -14,7 +14,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from tests.faultrun.steps import (
-    ANNOUNCED,
     STEPS,
     SUBSCRIPTION_PRICES,
     Customer,
@@ -90,9 +89,9 @@ class Scenario:
     def announcements(self, outcomes: dict[str, str]) -> set[str]:
         """The ids of the application events access publishes for the changes it applied."""
         return {
-            ANNOUNCED[e.announced_on] + e.event_id
+            announced
             for e in self.events
-            if e.announced_on and outcomes.get(e.event_id) == e.announced_on
+            if (announced := e.announced_id()) and outcomes.get(e.event_id) == e.announced_on
         }
 
     def newest_changes(self) -> set[str]:

@@ -61,8 +61,15 @@ class Planned:
         """The (event, kind) key its e-mail is sent under, if it calls for one."""
         if self.email is None:
             return None
-        prefix = ANNOUNCED[self.announced_on] if self.announced_on else ""
-        return f"{prefix}{self.event_id}/{self.email}"
+        return f"{self.announced_id() or self.event_id}/{self.email}"
+
+    def announced_id(self) -> str | None:
+        """The id of the application event its e-mail follows: a checkout's is keyed by its
+        session (the success page's completion announces under the same), others by event."""
+        if self.announced_on is None:
+            return None
+        about = self.session["id"] if self.announced_on == "granted" and self.session else None
+        return ANNOUNCED[self.announced_on] + (about or self.event_id)
 
 
 @dataclass

@@ -22,8 +22,9 @@ from dev.pubsub_emulator import free_port
 SUBSCRIBERS = ("access", "emails")
 # Each subscriber's connections say who they are, so that faults can pick them out.
 APPLICATION = "faultrun-{}"
-# Stripe's events, and the application events access publishes (`granted_evt_...`).
-_HANDLED = re.compile(r"\b(access|emails): (\S+) ((?:[a-z]+_)?evt_\S+)\s+-> ")
+# Stripe's events, and the application events access publishes (`revoked_evt_...`; a
+# checkout's keyed by its session, `granted_cs_...`).
+_HANDLED = re.compile(r"\b(access|emails): (\S+) ((?:[a-z]+_)?(?:evt|cs)_\S+)\s+-> ")
 _FAILED = "Exception on / [POST]"
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from typing import Any
 
@@ -120,12 +121,20 @@ def test_guest_one_time_checkout(api: Api, stripe: FakeStripe) -> None:
     assert response.status_code == 200
     assert response.json()["url"].startswith("https://checkout.stripe.com/c/pay/cs_test_")
     [sent] = stripe.checkout_params()
+    # A guest's completion token: in the success URL, its digest in the session's metadata.
+    token = sent["success_url"].rpartition("&checkout_token=")[2]
+    assert len(token) >= 40
     assert sent == {
         "mode": "payment",
         "line_items": [{"price": ONE_TIME, "quantity": "1"}],
-        "success_url": URLS["successUrl"],
+        "success_url": URLS["successUrl"]
+        + "?session_id={CHECKOUT_SESSION_ID}&checkout_token="
+        + token,
         "cancel_url": URLS["cancelUrl"],
-        "metadata": {"price_id": ONE_TIME},
+        "metadata": {
+            "price_id": ONE_TIME,
+            "completion_token_sha256": hashlib.sha256(token.encode()).hexdigest(),
+        },
         "allow_promotion_codes": "true",
         "tax_id_collection": {"enabled": "true"},
         "customer_creation": "always",
@@ -195,7 +204,7 @@ def test_existing_customer_is_reused_and_nothing_else_added(
     assert sent == {
         "mode": mode,
         "line_items": [{"price": price, "quantity": "1"}],
-        "success_url": URLS["successUrl"],
+        "success_url": URLS["successUrl"] + "?session_id={CHECKOUT_SESSION_ID}",
         "cancel_url": URLS["cancelUrl"],
         "metadata": {"price_id": price, "user_id": user_id},
         "client_reference_id": user_id,

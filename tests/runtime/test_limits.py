@@ -20,6 +20,7 @@ REQUESTS: dict[str, tuple[str, str, dict[str, Any]]] = {
     "rate_limit_portal": ("POST", "/api/payments/create-portal", {"json": {}}),
     "rate_limit_github_access": ("POST", "/api/github/access", {"json": {}}),
     "rate_limit_me": ("GET", "/api/me", {}),
+    "rate_limit_complete_checkout": ("POST", "/api/payments/complete-checkout", {"json": {}}),
     "rate_limit_test_email": ("GET", "/api/test-email", {"params": {"type": "nope"}}),
 }
 

@@ -95,7 +95,7 @@ def test_purchase_confirmation_once_for_three_deliveries(
     for fact in ("$19.00", "Ada Lovelace", "ORD-A1B2C3D4E5"):
         assert fact in text
     assert db.fetch_all("select event_id, kind from public.sent_emails") == [
-        {"event_id": "granted_evt_buy", "kind": "purchase-confirmation"}
+        {"event_id": "granted_cs_test_a1b2c3d4e5", "kind": "purchase-confirmation"}
     ]
 
 
@@ -218,7 +218,7 @@ def test_resend_5xx_is_retried_and_sends_once(
     settle(resend_api)
     assert len(resend.delivered) == 1
     keys = {r.headers.get("Idempotency-Key") for r in resend.server.calls("POST", "/emails")}
-    assert keys == {"granted_evt_r1/purchase-confirmation"}
+    assert keys == {"granted_cs_test_a1b2c3d4e5/purchase-confirmation"}
     assert len(resend.server.calls("POST", "/emails")) == 2
     sent = resend.delivered[0]
     assert sent["to"] == ["ada@example.com"]

@@ -104,8 +104,8 @@ def test_show_tells_access_purchases_and_emails(
     assert "cs_show" in shown
     # A checkout made signed out: the confirmation, and a link to sign in to the account.
     assert "e-mails     2" in shown
-    assert "purchase-confirmation for granted_evt_show" in shown
-    assert "signin-link for invited_evt_show" in shown
+    assert "purchase-confirmation for granted_cs_show" in shown
+    assert "signin-link for invited_cs_show" in shown
 
 
 def test_unknown_user_and_bad_address_are_one_line_errors(
