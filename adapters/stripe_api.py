@@ -104,6 +104,8 @@ class StripeGateway:
         """A checkout session as Stripe has it now, with what the access cycle reads expanded
         (its line items: the price; its invoice and payment: the receipt); None when Stripe
         knows no such session. Raises PaymentsUnavailable when Stripe is down or slow."""
+        import stripe
+
         try:
             return self.client.v1.checkout.sessions.retrieve(
                 session_id,
@@ -113,7 +115,7 @@ class StripeGateway:
             if exc.http_status == 404:
                 return None
             raise StripeCallFailed(f"checkout session {session_id}: {exc}") from exc
-        except _OUTAGES as exc:
+        except (stripe.APIConnectionError, stripe.RateLimitError, stripe.APIError) as exc:
             raise PaymentsUnavailable(f"Stripe is unavailable: {type(exc).__name__}") from exc
         except stripe.StripeError as exc:
             raise StripeCallFailed(f"checkout session {session_id}: {exc}") from exc

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from adapters.db.pool import Database
-from adapters.db.products import seed_demo_products
 from core.checkout import TOKEN_DIGEST_KEY, completion_url
+from dev.samples.catalogue import seed_demo_products
 from tests.conftest import Api
 from tests.fakes.stripe import FakeStripe
 from tests.fakes.supabase import FakeSupabaseAuth
