@@ -97,10 +97,10 @@ def test_without_a_repository_purchase_is_403(
 @pytest.mark.parametrize(
     ("name", "message"),
     [
-        (None, "GitHub username is required"),
-        ("bad name", "GitHub username is not valid"),
-        ("-dash", "GitHub username is not valid"),
-        ("x" * 40, "GitHub username is not valid"),
+        (None, "GitHub username is required (username)"),
+        ("bad name", "GitHub username is not valid (username)"),
+        ("-dash", "GitHub username is not valid (username)"),
+        ("x" * 40, "GitHub username is not valid (username)"),
     ],
 )
 def test_username_is_validated(
