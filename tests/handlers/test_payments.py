@@ -20,6 +20,7 @@ ONE_TIME = "price_demo_starter_one_time"
 MONTHLY = "price_demo_team_monthly"
 URLS = {"successUrl": "https://app.example.com/ok", "cancelUrl": "https://app.example.com/no"}
 # The original spec's sentences, before the fields they need.
+MODE_REQUIRED = "Mode is required (mode: either 'payment' or 'subscription')"
 SPEC_MESSAGES = {"Price ID is required", "Success and cancel URLs are required", "Mode is required"}
 
 
@@ -57,10 +58,10 @@ def signed_in(
             {"priceId": ONE_TIME, "mode": "payment", "successUrl": URLS["successUrl"]},
             "Success and cancel URLs are required (successUrl, cancelUrl)",
         ),
-        ({"priceId": ONE_TIME, **URLS}, "Mode is required (mode: either 'payment' or 'subscription')"),
+        ({"priceId": ONE_TIME, **URLS}, MODE_REQUIRED),
         (
             {"priceId": ONE_TIME, "mode": "setup", **URLS},
-            "Mode is required (mode: either 'payment' or 'subscription')",
+            MODE_REQUIRED,
         ),
     ],
 )

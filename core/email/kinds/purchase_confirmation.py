@@ -15,7 +15,6 @@ from core.email.props import Billing, Day, EmailProps, Link, NamedLink, Reposito
 from core.email.subjects import fit
 from core.events import Event
 
-
 Delivery = Literal["repository", "subscription", "download"]
 
 

@@ -4,8 +4,8 @@ the subscribers apply, for every subscribed type."""
 from __future__ import annotations
 
 import re
-from datetime import datetime
 from collections.abc import Callable
+from datetime import datetime
 from typing import Any
 
 import pytest
