@@ -21,7 +21,7 @@ from werkzeug.middleware.dispatcher import DispatcherMiddleware
 from werkzeug.serving import BaseWSGIServer, make_server
 
 from adapters.bus.topology import PushPolicy, ensure_topology
-from adapters.db import migrations, products
+from adapters.db import migrations, products, profiles
 from config import Settings
 from dev import (
     cloudrun_front,
@@ -99,7 +99,14 @@ def pay_through(stand_in: stripe_stand_in.StripeStandIn, container: Container, a
         url=api.rstrip("/") + "/api/webhook/payments",
         secret=container.settings.webhook_secret,
         priced=lambda facts: sample_send.product_facts(facts, db=container.db),
+        email_of=lambda customer: customer_email(container, customer),
     )
+
+
+def customer_email(container: Container, customer_id: str) -> str | None:
+    """The e-mail of the user a Stripe customer belongs to, standing in for Stripe's record."""
+    found = profiles.by_customer(container.db, customer_id)
+    return found.email if found else None
 
 
 def prepare(container: Container) -> None:

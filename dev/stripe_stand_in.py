@@ -57,6 +57,9 @@ class Webhook:
     secret: str
     # The facts completed from the catalogue (the price's amount and mode), as Stripe knows them.
     priced: Callable[[Facts], Facts] = field(default=lambda facts: facts)
+    # A known customer's e-mail, as Stripe keeps it on the customer (a signed-in buyer's
+    # checkout names the customer, not the e-mail).
+    email_of: Callable[[str], str | None] = field(default=lambda customer: None)
 
 
 class StripeStandIn:
@@ -135,7 +138,7 @@ class StripeStandIn:
     def pay_page(self, request: Request, sid: str) -> Response:
         """The checkout: what is bought and by whom, a button that pays, the same as commands."""
         session = self._session(sid)
-        facts = session_facts(session, email=session.get("customer_email") or "")
+        facts = session_facts(session, email=self._email(session))
         if session["status"] == "complete":
             return _page(self.brand, "Paid", "<p>This checkout is complete.</p>")
         rows = [
@@ -174,7 +177,7 @@ class StripeStandIn:
     def pay(self, request: Request, sid: str) -> Response:
         """Pay: the session completes and its events reach the webhook, signed."""
         session = self._session(sid)
-        email = (request.form.get("email") or session.get("customer_email") or "").strip()
+        email = (request.form.get("email") or self._email(session)).strip()
         if self.webhook is None or "@" not in email or session["status"] == "complete":
             reason = "no webhook" if self.webhook is None else "an e-mail address is needed"
             if session["status"] == "complete":
@@ -196,6 +199,14 @@ class StripeStandIn:
         link = f'<p><a href="{html.escape(back)}">Back to the site</a></p>' if back else ""
         status = 200 if all(d.ok for d in deliveries) else 502
         return _page(self.brand, "Paid", f'<ul id="deliveries">{lines}</ul>{link}', status=status)
+
+    def _email(self, session: dict[str, Any]) -> str:
+        """The buyer's e-mail as Stripe would know it: given to the session, or the customer's."""
+        if session.get("customer_email"):
+            return str(session["customer_email"])
+        if session.get("customer") and self.webhook is not None:
+            return self.webhook.email_of(str(session["customer"])) or ""
+        return ""
 
     def _session(self, sid: str) -> dict[str, Any]:
         session = self.sessions.get(sid)
