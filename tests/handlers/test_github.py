@@ -115,7 +115,7 @@ def test_username_is_validated(
 def test_an_unknown_github_account_is_400(gh_api: Api, db: Database) -> None:
     response = request_access(gh_api, buyer(db), "nobody-here")
     assert response.status_code == 400
-    assert response.json() == {"error": "GitHub has no user 'nobody-here'"}
+    assert response.json() == {"error": "GitHub has no user 'nobody-here' (username)"}
     assert grants(db) == []
 
 
