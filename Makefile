@@ -17,9 +17,11 @@ install: uv
 	  start=$$(date +%s); $(UV) sync --frozen --quiet && \
 	  echo "  done in $$(( $$(date +%s) - start )) s"; fi
 
+# `.env`'s settings, for the targets that run the product as a founder configured it.
+WITH_ENV := set -a; if [ -f .env ]; then . ./.env || exit 1; fi; set +a;
+
 run: install
-	@set -a; if [ -f .env ]; then . ./.env || exit 1; fi; set +a; \
-	  exec $(UV) run --frozen python -m dev.server
+	@$(WITH_ENV) exec $(UV) run --frozen python -m dev.server
 
 # `make reset`: the local data (.data/: the embedded Postgres with its users, purchases and
 # products, the outbox) deleted; the next `make run` starts empty and syncs the catalogue again.
@@ -31,8 +33,7 @@ reset:
 	  else echo "Nothing to delete: $$dir does not exist."; fi
 
 demo: install
-	@set -a; if [ -f .env ]; then . ./.env || exit 1; fi; set +a; \
-	  exec $(UV) run --frozen python -m dev.demo
+	@$(WITH_ENV) exec $(UV) run --frozen python -m dev.demo
 
 # One worker a core (pytest-xdist), each with its own Postgres and Pub/Sub emulator; a module's
 # tests stay on one worker, so the servers its fixtures start start once; modules go out in the
@@ -57,10 +58,12 @@ lint: install
 	$(UV) run --frozen ruff format --check .
 	$(UV) run --frozen mypy .
 
-# The e-mail gallery (docs/emails): HTML and text of every kind, then PNG screenshots (Chromium).
+# Every e-mail kind as `.env`'s brand renders it: HTML, text, then PNG screenshots (Chromium),
+# in .data/emails; `make emails-preview OUT=docs/emails` refreshes the tracked gallery.
+OUT ?= .data/emails
 emails-preview: install
-	$(UV) run --frozen python -m dev.previews --out docs/emails
-	dev/screenshot_emails.sh docs/emails
+	@$(WITH_ENV) $(UV) run --frozen python -m dev.previews --out "$(OUT)"
+	@dev/screenshot_emails.sh "$(OUT)"
 
 format: install
 	$(UV) run --frozen ruff format .

@@ -81,6 +81,12 @@ def _hooked(db: Database, claims: dict[str, Any]) -> dict[str, Any]:
     return hooked
 
 
+def user_id(*, email: str, db: Database, settings: Settings) -> str:
+    """The id of the user with `email`: what a checkout signed in as them names."""
+    ensure_local(settings)
+    return str(_existing(db, email).id)
+
+
 def summary(*, email: str, db: Database, settings: Settings) -> UserSummary:
     """Profile, purchases and e-mails sent, for `users show`."""
     ensure_local(settings)

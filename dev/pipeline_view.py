@@ -48,7 +48,7 @@ class DeadLetterRow:
 
 
 PAGE = """<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>Pipeline</title>
+<html lang="en"><head><meta charset="utf-8"><title>{{ brand }}: pipeline</title>
 <meta http-equiv="refresh" content="5">
 <style>
  body { font: 14px system-ui, sans-serif; margin: 2rem; color: #1f2328; }
@@ -57,7 +57,7 @@ PAGE = """<!doctype html>
  th { background: #f6f8fa; } code { font-size: 12px; }
  .none { color: #8c959f; } .dead { color: #cf222e; }
 </style></head><body>
-<h1>Pipeline</h1>
+<h1>{{ brand }}: pipeline</h1>
 <p>Stripe events the subscribers recorded, newest first (the latest {{ limit }}); times in
 UTC; refreshed every 5 s.</p>
 <table id="events">
@@ -188,6 +188,7 @@ def view_app(container: Container) -> Flask:
             dead=dead_letters(container),
             base=PATH,
             limit=LATEST,
+            brand=container.brand.product_name,
         )
 
     @app.get("/emails/<event_id>/<kind>")

@@ -1,4 +1,5 @@
-"""`python -m dev.previews`: render every e-mail kind with sample data to files."""
+"""`python -m dev.previews`: render every e-mail kind with sample data to files, under the
+configured brand (BRAND_NAME, SUPPORT_EMAIL, SITE_URL), in DATA_DIR/emails unless told where."""
 
 from __future__ import annotations
 
@@ -14,9 +15,10 @@ from runtime.container import brand_for
 PREVIEW_SITE = "https://acme.example.com"
 GALLERY_INTRO = """# Transactional e-mails
 
-Every kind rendered with its sample props (its module in `core/email/kinds/`). Regenerate with
-`make emails-preview`: `python -m dev.previews` writes the `.html`, `.txt` and this page,
-`dev/screenshot_emails.sh` takes the screenshots with headless Chromium.
+Every kind rendered with its sample props (its module in `core/email/kinds/`), for the brand
+"{brand}". Regenerate with `make emails-preview OUT=docs/emails` (plain `make emails-preview`
+renders `.env`'s brand into `.data/emails`): `python -m dev.previews` writes the `.html`, `.txt`
+and this page, `dev/screenshot_emails.sh` takes the screenshots with headless Chromium.
 """
 
 
@@ -31,13 +33,13 @@ def write_previews(out: Path, brand: Brand) -> list[Path]:
             written.append(out / f"{kind}{suffix}")
             written[-1].write_text(body, encoding="utf-8")
     gallery = out / "README.md"
-    gallery.write_text(gallery_markdown(rendered), encoding="utf-8")
+    gallery.write_text(gallery_markdown(rendered, brand), encoding="utf-8")
     return [*written, gallery]
 
 
-def gallery_markdown(rendered: dict[str, EmailContent]) -> str:
+def gallery_markdown(rendered: dict[str, EmailContent], brand: Brand) -> str:
     """A markdown page showing each kind's subject and screenshot, linking both parts."""
-    sections = [GALLERY_INTRO]
+    sections = [GALLERY_INTRO.format(brand=brand.product_name)]
     for kind, content in rendered.items():
         links = f"[HTML]({kind}.html), [text]({kind}.txt)"
         image = f"![{kind}: {content.subject}]({kind}.png)"
@@ -46,7 +48,8 @@ def gallery_markdown(rendered: dict[str, EmailContent]) -> str:
 
 
 def preview_brand(settings: Settings) -> Brand:
-    """The brand of the previews: the configured sender's name and the support address."""
+    """The brand of the previews: BRAND_NAME (else the admin sender's name), the support
+    address, the site."""
     return brand_for(settings, default_site=PREVIEW_SITE)
 
 
@@ -54,13 +57,14 @@ def preview_brand(settings: Settings) -> Brand:
 @click.option(
     "--out",
     type=click.Path(file_okay=False, path_type=Path),
-    default=Path("docs/emails"),
-    show_default=True,
-    help="Directory for the rendered .html and .txt files.",
+    default=None,
+    help="Directory for the rendered .html and .txt files [default: DATA_DIR/emails, outside"
+    " the tracked tree; docs/emails is the gallery].",
 )
-def emails_preview(out: Path) -> None:
+def emails_preview(out: Path | None) -> None:
     """Render every transactional e-mail with sample data, for review and screenshots."""
-    for path in write_previews(out, preview_brand(Settings())):
+    settings = Settings()
+    for path in write_previews(out or settings.data_dir / "emails", preview_brand(settings)):
         click.echo(path)
 
 

@@ -76,9 +76,17 @@ def banner(settings: Settings, run_env: Path) -> str:
             "Next, in another terminal:",
             f"  source {run_env}        # DATABASE_URL and PORT of this stack, for the CLI",
             f"  {flask} users create {EXAMPLE_USER}",
-            f"  {flask} events send checkout.session.completed --email {EXAMPLE_USER}",
+            f"  USER_ID=$({flask} users id {EXAMPLE_USER})   # a signed-in checkout names its user",
+            f"  {flask} events send checkout.session.completed --email {EXAMPLE_USER}"
+            ' --user "$USER_ID"',
+            f"  {flask} events send customer.subscription.created --email {EXAMPLE_USER}",
             f"  {flask} users show {EXAMPLE_USER}",
             f"  TOKEN=$({flask} users token {EXAMPLE_USER})",
+            "  # a checkout as the frontend makes it: open the URL it answers, press Pay",
+            '  curl -H "Authorization: Bearer $TOKEN" -H "Content-Type: application/json" \\',
+            f'       -d \'{{"priceId": "price_demo_pro_github", "mode": "payment", "successUrl":'
+            f' "{base}/", "cancelUrl": "{base}/"}}\' \\',
+            f"       {base}/api/payments/create-checkout",
             '  curl -H "Authorization: Bearer $TOKEN" -H "Content-Type: application/json" \\',
             f'       -d \'{{"returnUrl": "{base}/"}}\' {base}/api/payments/create-portal',
             "  make demo                # the whole loop, on its own, in under 30 s",

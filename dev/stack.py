@@ -21,7 +21,7 @@ from werkzeug.middleware.dispatcher import DispatcherMiddleware
 from werkzeug.serving import BaseWSGIServer, make_server
 
 from adapters.bus.topology import PushPolicy, ensure_topology
-from adapters.db import migrations
+from adapters.db import migrations, profiles
 from config import Settings
 from dev import (
     cloudrun_front,
@@ -34,6 +34,7 @@ from dev import (
 from dev.local_google import PUSH_ACCOUNT, LocalGoogle
 from dev.processes import start_target
 from dev.pubsub_emulator import free_port
+from dev.samples import send as sample_send
 from main import create_app
 from runtime import lifecycle
 from runtime.container import Container
@@ -71,17 +72,42 @@ def local_settings(settings: Settings, stack: contextlib.ExitStack) -> Settings:
             )
         overrides["pubsub_emulator_host"] = emulator.host
         print(f"Pub/Sub emulator on {emulator.host} (stopped with the server)", flush=True)
-    if settings.stripe_secret_key is None and not settings.is_production:
-        stand_in = stack.enter_context(stripe_stand_in.running())
-        overrides |= {"stripe_secret_key": stripe_stand_in.API_KEY, "stripe_api_base": stand_in.url}
-        print(
-            f"Stripe: a local stand-in on {stand_in.url} (no STRIPE_SECRET_KEY; set one for"
-            " Stripe's test mode)",
-            flush=True,
-        )
     if not overrides:
         return settings
     return with_overrides(settings, overrides)
+
+
+def with_stripe_stand_in(
+    settings: Settings, stack: contextlib.ExitStack
+) -> tuple[Settings, stripe_stand_in.StripeStandIn | None]:
+    """Without STRIPE_SECRET_KEY outside production, the settings of a started Stripe stand-in."""
+    if settings.stripe_secret_key is not None or settings.is_production:
+        return settings, None
+    stand_in = stack.enter_context(stripe_stand_in.running(settings.product_name))
+    print(
+        f"Stripe: a local stand-in on {stand_in.url} (no STRIPE_SECRET_KEY; set one for"
+        " Stripe's test mode)",
+        flush=True,
+    )
+    overrides = {"stripe_secret_key": stripe_stand_in.API_KEY, "stripe_api_base": stand_in.url}
+    return with_overrides(settings, overrides), stand_in
+
+
+def pay_through(stand_in: stripe_stand_in.StripeStandIn, container: Container, api: str) -> None:
+    """The stand-in's checkout page pays through the webhook of the API at `api`, signing as
+    Stripe does with this stack's secret, each price's amount and mode from the catalogue."""
+    stand_in.webhook = stripe_stand_in.Webhook(
+        url=api.rstrip("/") + "/api/webhook/payments",
+        secret=container.settings.webhook_secret,
+        priced=lambda facts: sample_send.product_facts(facts, db=container.db),
+        email_of=lambda customer: customer_email(container, customer),
+    )
+
+
+def customer_email(container: Container, customer_id: str) -> str | None:
+    """The e-mail of the user a Stripe customer belongs to, standing in for Stripe's record."""
+    found = profiles.by_customer(container.db, customer_id)
+    return found.email if found else None
 
 
 def prepare(container: Container) -> None:
@@ -154,7 +180,7 @@ def start_private_service(
 
 def start(settings: Settings, stack: contextlib.ExitStack) -> Container:
     """Everything the API needs, started and prepared; stopped when `stack` closes."""
-    settings = local_settings(settings, stack)
+    settings, stand_in = with_stripe_stand_in(local_settings(settings, stack), stack)
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     container = Container(settings)
     stack.callback(container.close)
@@ -162,6 +188,10 @@ def start(settings: Settings, stack: contextlib.ExitStack) -> Container:
     prepare(container)
     if settings.event_bus == "pubsub":
         start_subscribers(settings, stack)
+    if stand_in is not None:
+        # The API `make run` serves on PORT (`make demo` pays through the API, not the page).
+        host = "127.0.0.1" if settings.dev_host in ("0.0.0.0", "::", "") else settings.dev_host  # noqa: S104
+        pay_through(stand_in, container, f"http://{host}:{settings.port}")
     return container
 
 

@@ -71,4 +71,8 @@ def validate(model: type[Model], data: Any, *, context: dict[str, Any] | None = 
         if first["type"] == "extra_forbidden":
             raise InvalidRequest(f"Unknown field '{first['loc'][-1]}'") from exc
         message = str(first["msg"]).removeprefix("Value error, ")
+        # A field's own problem names the field as the client sends it, unless it already does.
+        field = str(first["loc"][-1]) if first["loc"] else None
+        if field and not (message.startswith(f"{field} ") or f"({field}" in message):
+            message = f"{message} ({field})"
         raise InvalidRequest(message) from exc

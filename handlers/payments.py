@@ -17,7 +17,11 @@ from services.identity import require_user
 
 bp = Blueprint("payments", __name__)
 
-MODE_MESSAGE = "Mode is required (either 'payment' or 'subscription')"
+# The original spec's sentences, a contract for frontends, with the fields they need named.
+PRICE_MESSAGE = "Price ID is required (priceId)"
+URLS_MESSAGE = "Success and cancel URLs are required (successUrl, cancelUrl)"
+MODE_MESSAGE = "Mode is required (mode: either 'payment' or 'subscription')"
+RETURN_URL_MESSAGE = "Return URL is required (returnUrl)"
 
 
 class CheckoutRequest(RequestModel):
@@ -32,9 +36,9 @@ class CheckoutRequest(RequestModel):
     @classmethod
     def _presence_in_spec_order(cls, data: Any) -> Any:
         if not _given(data, "priceId"):
-            raise ValueError("Price ID is required")
+            raise ValueError(PRICE_MESSAGE)
         if not (_given(data, "successUrl") and _given(data, "cancelUrl")):
-            raise ValueError("Success and cancel URLs are required")
+            raise ValueError(URLS_MESSAGE)
         if data.get("mode") not in ("payment", "subscription"):
             raise ValueError(MODE_MESSAGE)
         return data
@@ -54,7 +58,7 @@ class PortalRequest(RequestModel):
     @classmethod
     def _presence(cls, data: Any) -> Any:
         if not _given(data, "returnUrl"):
-            raise ValueError("Return URL is required")
+            raise ValueError(RETURN_URL_MESSAGE)
         return data
 
     @field_validator("return_url")

@@ -64,7 +64,7 @@ def _deliver(
         except GitHubNotConfigured as exc:
             raise NotConfigured(str(exc)) from exc
         except UnknownGitHubAccount as exc:
-            raise InvalidRequest(str(exc)) from exc
+            raise InvalidRequest(f"{exc} (username)") from exc
         except GitHubUnavailable as exc:
             raise Unavailable("GitHub is unavailable right now; please try again shortly") from exc
     _announce(purchase, user=user, username=holder, db=db, bus=bus)

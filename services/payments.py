@@ -30,10 +30,11 @@ def create_checkout(
     operator's (recovery, consent); the product's trial is added here."""
     product = products.active_by_price(db, price_id)
     if product is None:
-        raise InvalidRequest("Unknown or inactive price ID")
+        raise InvalidRequest("Unknown or inactive price ID (priceId)")
     if not mode_matches(mode, product.billing_type):
         raise InvalidRequest(
-            f"Mode '{mode}' does not match this product's billing type '{product.billing_type}'"
+            f"Mode '{mode}' (mode) does not match this product's billing type"
+            f" '{product.billing_type}'"
         )
     params = session_params(
         price_id=price_id,

@@ -39,7 +39,9 @@ def receive(
             event.livemode,
             "live" if livemode else "test",
         )
-        raise InvalidRequest("Event mode (live or test) does not match this service's Stripe key")
+        raise InvalidRequest(
+            "Event mode (live or test) does not match this service's Stripe key (livemode)"
+        )
     if not stripe_objects.is_supported(event.api_version):
         # Read half, an event could grant or revoke on facts it does not hold: refused, so
         # Stripe keeps it (and retries) until the service reads that version; then it is
@@ -53,7 +55,7 @@ def receive(
             extra={"event_id": event.id, "api_version": event.api_version},
         )
         raise InvalidRequest(
-            f"Unsupported Stripe API version {event.api_version}; supported: "
+            f"Unsupported Stripe API version {event.api_version} (api_version); supported: "
             + stripe_objects.SUPPORTED
         )
     if not is_subscribed(event.type):

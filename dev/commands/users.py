@@ -1,4 +1,4 @@
-"""`flask --app main users create|token|show EMAIL`: local users and development tokens."""
+"""`flask --app main users create|id|token|show EMAIL`: local users and development tokens."""
 
 from __future__ import annotations
 
@@ -28,6 +28,14 @@ def create_command(email: str, name: str | None) -> None:
     with _refusals() as c:
         profile, created = local_users.create(email=email, name=name, db=c.db, settings=c.settings)
     click.echo(f"{'created' if created else 'exists:'} {profile.email} (id {profile.id})")
+
+
+@users.command("id")
+@click.argument("email")
+def id_command(email: str) -> None:
+    """Print the id of the user with EMAIL: `events send ... --user "$(...)"` buys signed in."""
+    with _refusals() as c:
+        click.echo(local_users.user_id(email=email, db=c.db, settings=c.settings))
 
 
 @users.command("token")

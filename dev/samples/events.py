@@ -227,9 +227,11 @@ def _subscription(facts: Facts, created: int, *, status: str) -> dict[str, Any]:
         "object": "subscription",
         "cancel_at_period_end": False,
         "canceled_at": created if ended else None,
-        "created": created - PERIOD,
-        "current_period_end": created,
-        "current_period_start": created - PERIOD,
+        "created": created,
+        # The period that `created` falls in, as Stripe reports a live subscription's; at the
+        # current versions it moves onto the items (`current_shape`), where Stripe puts it.
+        "current_period_end": created + PERIOD,
+        "current_period_start": created,
         "customer": facts.customer_id,
         "ended_at": created if ended else None,
         "items": {

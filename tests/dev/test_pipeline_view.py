@@ -109,6 +109,8 @@ def test_the_page_shows_each_event_its_outcomes_and_the_mail_it_caused(
 
     dom = rendered(page, tmp_path)
 
+    # The brand the mails name (BRAND_NAME, else the admin sender's name: "Acme Team <...>").
+    assert f"<h1>{api.container.settings.product_name}: pipeline</h1>" in dom
     [row] = [r for r in cells(dom, "events") if r[0] == event_id]
     assert row[1] == "checkout.session.completed"
     assert ledger["outcome"] in row

@@ -97,10 +97,10 @@ def test_without_a_repository_purchase_is_403(
 @pytest.mark.parametrize(
     ("name", "message"),
     [
-        (None, "GitHub username is required"),
-        ("bad name", "GitHub username is not valid"),
-        ("-dash", "GitHub username is not valid"),
-        ("x" * 40, "GitHub username is not valid"),
+        (None, "GitHub username is required (username)"),
+        ("bad name", "GitHub username is not valid (username)"),
+        ("-dash", "GitHub username is not valid (username)"),
+        ("x" * 40, "GitHub username is not valid (username)"),
     ],
 )
 def test_username_is_validated(
@@ -115,7 +115,7 @@ def test_username_is_validated(
 def test_an_unknown_github_account_is_400(gh_api: Api, db: Database) -> None:
     response = request_access(gh_api, buyer(db), "nobody-here")
     assert response.status_code == 400
-    assert response.json() == {"error": "GitHub has no user 'nobody-here'"}
+    assert response.json() == {"error": "GitHub has no user 'nobody-here' (username)"}
     assert grants(db) == []
 
 

@@ -17,7 +17,7 @@ def lead_emails(db: Database) -> list[str]:
 def test_lead_without_email_is_400(api: Api, db: Database, body: dict[str, object]) -> None:
     response = api.post("/api/lead", json=body)
     assert response.status_code == 400
-    assert response.json() == {"error": "Email is required"}
+    assert response.json() == {"error": "Email is required (email)"}
     assert lead_emails(db) == []
 
 
@@ -37,6 +37,7 @@ def test_malformed_lead_email_is_400(api: Api, db: Database, email: object) -> N
     response = api.post("/api/lead", json={"email": email})
     assert response.status_code == 400
     assert "email" in response.json()["error"].lower()
+    assert response.json()["error"].endswith("(email)"), "names the field"
     assert lead_emails(db) == []
 
 

@@ -20,6 +20,9 @@ from tests.helpers import create_user
 ONE_TIME = "price_demo_starter_one_time"
 MONTHLY = "price_demo_team_monthly"
 URLS = {"successUrl": "https://app.example.com/ok", "cancelUrl": "https://app.example.com/no"}
+# The original spec's sentences, before the fields they need.
+MODE_REQUIRED = "Mode is required (mode: either 'payment' or 'subscription')"
+SPEC_MESSAGES = {"Price ID is required", "Success and cancel URLs are required", "Mode is required"}
 
 
 @pytest.fixture
@@ -48,18 +51,18 @@ def signed_in(
 @pytest.mark.parametrize(
     ("body", "message"),
     [
-        ({}, "Price ID is required"),
-        ({"mode": "payment", **URLS}, "Price ID is required"),
-        ({"priceId": "", "mode": "payment", **URLS}, "Price ID is required"),
-        ({"priceId": ONE_TIME}, "Success and cancel URLs are required"),
+        ({}, "Price ID is required (priceId)"),
+        ({"mode": "payment", **URLS}, "Price ID is required (priceId)"),
+        ({"priceId": "", "mode": "payment", **URLS}, "Price ID is required (priceId)"),
+        ({"priceId": ONE_TIME}, "Success and cancel URLs are required (successUrl, cancelUrl)"),
         (
             {"priceId": ONE_TIME, "mode": "payment", "successUrl": URLS["successUrl"]},
-            "Success and cancel URLs are required",
+            "Success and cancel URLs are required (successUrl, cancelUrl)",
         ),
-        ({"priceId": ONE_TIME, **URLS}, "Mode is required (either 'payment' or 'subscription')"),
+        ({"priceId": ONE_TIME, **URLS}, MODE_REQUIRED),
         (
             {"priceId": ONE_TIME, "mode": "setup", **URLS},
-            "Mode is required (either 'payment' or 'subscription')",
+            MODE_REQUIRED,
         ),
     ],
 )
@@ -70,6 +73,9 @@ def test_validation_follows_the_spec_order(
     assert response.status_code == 400
     assert response.json() == {"error": message}
     assert stripe.checkout_params() == []
+    # The original spec's sentence stays readable at the start: frontends match on it.
+    spec = message.split(" (")[0]
+    assert spec in SPEC_MESSAGES
 
 
 @pytest.mark.parametrize("url", ["/relative", "javascript:alert(1)", "ftp://x.com/a", "https://"])
@@ -99,7 +105,7 @@ def test_urls_must_be_on_the_site_when_it_is_configured(
 def test_price_must_belong_to_an_active_product(api: Api, stripe: FakeStripe, db: Database) -> None:
     unknown = checkout(api, {"priceId": "price_unknown", "mode": "payment", **URLS})
     assert unknown.status_code == 400
-    assert unknown.json() == {"error": "Unknown or inactive price ID"}
+    assert unknown.json() == {"error": "Unknown or inactive price ID (priceId)"}
     with db.transaction() as conn:
         conn.execute(
             "update public.products set is_active = false where stripe_price_id = %s", (ONE_TIME,)
@@ -113,6 +119,7 @@ def test_mode_must_match_billing_type(api: Api, stripe: FakeStripe, price: str, 
     response = checkout(api, {"priceId": price, "mode": mode, **URLS})
     assert response.status_code == 400
     assert "does not match" in response.json()["error"]
+    assert "(mode)" in response.json()["error"]
     assert stripe.checkout_params() == []
 
 
@@ -290,7 +297,7 @@ def test_provider_failure_answers_null_url(api: Api, stripe: FakeStripe) -> None
 def test_portal_needs_a_signed_in_customer(api: Api, stripe: FakeStripe, db: Database) -> None:
     body = {"returnUrl": "https://app.example.com/dashboard"}
     assert api.post("/api/payments/create-portal", json={}).json() == {
-        "error": "Return URL is required"
+        "error": "Return URL is required (returnUrl)"
     }
     assert api.post("/api/payments/create-portal", json=body).status_code == 401
     _, token = signed_in(api, db, email="nocustomer@example.com")

@@ -106,7 +106,7 @@ def test_an_event_of_a_version_the_service_does_not_read_is_refused_and_named(
     body = stripe_event("invoice.paid", renewal(CURRENT_VERSION), api_version="2019-02-19")
     response = post_event(api, body)
     assert response.status_code == 400
-    assert "Unsupported Stripe API version 2019-02-19" in response.json()["error"]
+    assert "Unsupported Stripe API version 2019-02-19 (api_version)" in response.json()["error"]
     assert api.container.bus.wait_idle(15)  # type: ignore[attr-defined]
     [row] = db.fetch_all("select has_access from public.profiles where id = %s", (customer,))
     assert row["has_access"] is False

@@ -135,7 +135,7 @@ def test_an_event_of_the_other_mode_is_refused_and_logged(
         )
     assert response.status_code == 400
     assert response.json() == {
-        "error": "Event mode (live or test) does not match this service's Stripe key"
+        "error": "Event mode (live or test) does not match this service's Stripe key (livemode)"
     }
     assert f"livemode={livemode}" in caplog.text
     assert not has_access(api, db, buyer)

@@ -1,4 +1,5 @@
-"""After a checkout's access is committed: the order, and how to reach what was bought."""
+"""After a checkout's access is committed: the order, and how to reach what was bought, told
+from its kind: a repository to claim, a subscription that renews, or a one-time download."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ from core.email.kind import SAMPLE_SITE, Kind, ProductFacts, amount
 from core.email.props import Billing, Day, EmailProps, Link, NamedLink, Repository, Text
 from core.email.subjects import fit
 from core.events import Event
+
+Delivery = Literal["repository", "subscription", "download"]
 
 
 class PurchaseConfirmationProps(EmailProps):
@@ -30,6 +33,21 @@ class PurchaseConfirmationProps(EmailProps):
     invoice_url: Link | None = None
     products_url: Link | None = None
     dashboard_url: Link | None = None
+    manage_url: Link | None = None
+
+    @property
+    def delivered_as(self) -> Delivery:
+        """What the buyer now has, which the mail describes: a `github` product's repository
+        (claimed with a GitHub username), a plan that renews, or a one-time purchase's files."""
+        if self.product_type == "github":
+            return "repository"
+        if self.billing in ("month", "year"):
+            return "subscription"
+        return "download"
+
+    @property
+    def renews(self) -> bool:
+        return self.billing in ("month", "year")
 
 
 def subject(p: PurchaseConfirmationProps, _: Brand) -> str:
@@ -84,6 +102,7 @@ KIND = Kind(
         "invoice_url": "https://invoice.stripe.com/i/acct_1Acme/test_inv_4817",
         "products_url": f"{SAMPLE_SITE}/dashboard/products",
         "dashboard_url": f"{SAMPLE_SITE}/dashboard",
+        "manage_url": f"{SAMPLE_SITE}/dashboard",
     },
     triggers={ACCESS_GRANTED: _granted},
 )

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from datetime import datetime
 from typing import Any
 
 import pytest
@@ -204,3 +205,40 @@ def test_an_unknown_variant_is_refused_with_the_known_ones(
     done = send(settings_factory(), api, "invoice.paid", "--variant", "nope")
     assert done.exit_code == 2
     assert "invoice.paid has no variant 'nope'" in done.output
+
+
+@pytest.mark.parametrize("api_version", API_VERSIONS)
+def test_sample_subscriptions_carry_their_period_to_api_me(
+    api: Api, db: Database, settings_factory: Callable[..., Settings], api_version: str
+) -> None:
+    # The walkthrough's events; at the current API version the period is on the items.
+    seed_demo_products(db)
+    user = create_user(db, "grace@example.com")
+    bearer = {"Authorization": f"Bearer {api.token(sub=user, email='grace@example.com')}"}
+    settings = settings_factory()
+    now = 1_800_000_000
+    for offset, event_type in enumerate(
+        ("checkout.session.completed", "customer.subscription.created")
+    ):
+        result = send(
+            settings, api, event_type, "--email", "grace@example.com", "--user", user,
+            "--created", str(now + offset), api_version=api_version,
+        )  # fmt: skip
+        assert result.exit_code == 0, result.output
+        wait_for(lambda: applied(db, delivery(result).split()[1]))  # noqa: B023
+    me = api.get("/api/me", headers=bearer).json()
+    [held] = [e for e in me["entitlements"] if e["kind"] == "subscription"]
+    assert held["status"] == "active"
+    # The current period contains the event's time and lasts the sample's month.
+    end = datetime.fromisoformat(held["currentPeriodEnd"]).timestamp()
+    assert now < end <= now + 31 * 24 * 3600
+
+    result = send(
+        settings, api, "customer.subscription.updated", "--email", "grace@example.com",
+        "--created", str(now + 10), api_version=api_version,
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    wait_for(lambda: applied(db, delivery(result).split()[1]))
+    me = api.get("/api/me", headers=bearer).json()
+    [held] = [e for e in me["entitlements"] if e["kind"] == "subscription"]
+    assert datetime.fromisoformat(held["currentPeriodEnd"]).timestamp() > now + 10

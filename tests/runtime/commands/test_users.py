@@ -56,6 +56,8 @@ def test_created_user_gets_a_token_the_api_accepts(
     [row] = db.fetch_all("select id::text, email, name from public.profiles")
     assert created.output == f"created Ada@example.com (id {row['id']})\n"
     assert users("create", "ada@example.com").output.startswith("exists: Ada@example.com")
+    assert users("id", "ADA@example.com").output == f"{row['id']}\n"
+    assert users("id", "nobody@example.com").exit_code == 1
     token = users("token", "ada@example.com").output.strip()
     # Signed as Supabase Auth signs, with the claims its access token hook adds.
     claims = jwt.decode(token, options={"verify_signature": False})
