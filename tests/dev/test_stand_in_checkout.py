@@ -91,8 +91,9 @@ def bought(db: Database, session: str) -> list[dict[str, Any]]:
 
 def entitlements(db: Database, user: str) -> dict[str, dict[str, Any]]:
     rows = db.fetch_all(
-        "select kind, price_id, active, current_period_end from public.entitlements"
-        " where user_id = %s",
+        "select e.kind, e.price_id, e.active, e.current_period_end from public.entitlements e"
+        " join public.accounts a on a.id = e.account_id"
+        " where a.kind = 'personal' and a.owner_id = %s",
         (user,),
     )
     return {r["kind"]: r for r in rows}
