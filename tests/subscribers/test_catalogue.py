@@ -67,7 +67,10 @@ def test_a_new_price_is_sold_and_an_archived_one_is_refused_at_once(
     deliver(api, "price.updated", stripe.prices["price_kit"], T0 + 1, "evt_archived")
     assert row(db)["is_active"] is False
     refused = checkout(api)
-    assert (refused.status_code, refused.json()) == (400, {"error": "Unknown or inactive price ID"})
+    assert (refused.status_code, refused.json()) == (
+        400,
+        {"error": "Unknown or inactive price ID (priceId)"},
+    )
     assert len(stripe.checkout_params()) == 1
 
 
