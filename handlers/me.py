@@ -13,6 +13,7 @@ from adapters.db.entitlements import Held
 from handlers.deps import caller, container
 from services.account import account_of
 from services.identity import require_user
+from services.teams import teams_of
 
 bp = Blueprint("me", __name__)
 
@@ -37,6 +38,15 @@ class EntitlementAnswer(_Answer):
     cancelAtPeriodEnd: bool
     trialEnd: datetime | None
     endedAt: datetime | None
+    teamId: str | None = None  # the team whose account holds it; None: the user's own
+
+
+class TeamOfMe(_Answer):
+    id: str
+    name: str
+    role: Literal["owner", "admin", "member"]
+    hasAccess: bool  # the team's account has an active grant
+    hasSeat: bool  # the user holds one of its seats (and so its access)
 
 
 class MeAnswer(_Answer):
@@ -46,12 +56,14 @@ class MeAnswer(_Answer):
     hasAccess: bool
     portalAvailable: bool
     entitlements: list[EntitlementAnswer]
+    teams: list[TeamOfMe] = []
 
 
 @bp.get("/api/me")
 def me() -> ResponseReturnValue:
     c = container()
-    account = account_of(require_user(caller()), db=c.db)
+    user = require_user(caller())
+    account = account_of(user, db=c.db)
     answer = MeAnswer(
         id=account.user_id,
         email=account.email,
@@ -59,6 +71,10 @@ def me() -> ResponseReturnValue:
         hasAccess=account.has_access,
         portalAvailable=account.portal_available,
         entitlements=[_entitlement(held) for held in account.held],
+        teams=[
+            TeamOfMe(id=t.id, name=t.name, role=t.role, hasAccess=t.has_access, hasSeat=t.has_seat)
+            for t in teams_of(user=user, db=c.db)
+        ],
     )
     response = jsonify(answer.model_dump(mode="json"))
     # Per user and changing with every payment: never kept by a shared cache.
@@ -83,4 +99,10 @@ def _entitlement(held: Held) -> EntitlementAnswer:
         cancelAtPeriodEnd=e.cancel_at_period_end,
         trialEnd=e.trial_end,
         endedAt=e.ended_at,
+        teamId=held.team_id,
     )
+
+
+def entitlement_answer(held: Held) -> EntitlementAnswer:
+    """An entitlement as GET /api/me and GET /api/teams/{teamId} answer it."""
+    return _entitlement(held)

@@ -27,6 +27,11 @@ ROUTE_LIMITS = {
     "payments.create_portal": "rate_limit_portal",
     "github.github_access": "rate_limit_github_access",
     "me.me": "rate_limit_me",
+    "teams.create_team": "rate_limit_teams",
+    "teams.invite": "rate_limit_invitations",
+    "teams.resend_invitation": "rate_limit_invitations",
+    "teams.accept_invitation": "rate_limit_teams",
+    "teams.set_seats": "rate_limit_checkout",
     "sample_emails.send_sample_emails": "rate_limit_test_email",
 }
 

@@ -26,6 +26,10 @@ class Forbidden(ServiceError):
     """Valid credentials that do not allow the operation."""
 
 
+class NotFound(ServiceError):
+    """What the request names does not exist, or not for this caller."""
+
+
 class Conflict(ServiceError):
     """The request contradicts what is already recorded."""
 

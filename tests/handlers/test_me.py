@@ -51,6 +51,7 @@ def test_a_new_user_has_nothing_yet(api: Api, db: Database) -> None:
         "hasAccess": False,
         "portalAvailable": False,
         "entitlements": [],
+        "teams": [],
     }
 
 
