@@ -344,3 +344,18 @@ def names(db: Database, user_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
 def names_of_team(db: Database, team_id: str) -> str:
     rows = db.fetch_all("select name from public.teams where id = %s::uuid", (team_id,))
     return str(rows[0]["name"]) if rows else ""
+
+
+def sold_per_seat(db: Database, price_id: str) -> bool:
+    """Whether the product at this price is sold per seat."""
+    rows = db.fetch_all(
+        "select per_seat from public.products where stripe_price_id = %s", (price_id,)
+    )
+    return bool(rows and rows[0]["per_seat"])
+
+
+def member_count(db: Database, team_id: str) -> int:
+    rows = db.fetch_all(
+        "select count(*) as n from public.team_members where team_id = %s::uuid", (team_id,)
+    )
+    return int(rows[0]["n"])

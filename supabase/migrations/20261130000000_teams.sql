@@ -81,23 +81,32 @@ grant select (id, team_id, email, role, invited_by, expires_at, accepted_at, rev
 grant execute on function public.is_team_member(uuid) to authenticated;
 
 -- These people's profiles mirror their access: their own account's, or a team's where they
--- hold a seat.
+-- hold a seat. Their own accounts are locked first (in id order, as the access cycle locks
+-- them), and read again after: two transactions refreshing one person (a team's event and their
+-- own checkout) take turns, and the second sees what the first committed.
 create or replace function public.access_refresh(p_users uuid[]) returns void
-language sql
+language plpgsql
 volatile
 set search_path = ''
 as $$
-  update public.profiles p set has_access = coalesce((
-    select a.has_access from public.accounts a
-    where a.owner_id = p.id and a.kind = 'personal'), false) or exists (
-    select 1 from public.team_members m join public.accounts t on t.id = m.team_id
-    where m.user_id = p.id and m.has_seat and t.has_access)
-  where p.id = any(p_users)
-    and p.has_access is distinct from (coalesce((
+begin
+  perform 1 from public.accounts a
+  where a.owner_id = any(p_users) and a.kind = 'personal'
+  order by a.id
+  for update;
+
+  with derived as (
+    select p.id, coalesce((
       select a.has_access from public.accounts a
       where a.owner_id = p.id and a.kind = 'personal'), false) or exists (
       select 1 from public.team_members m join public.accounts t on t.id = m.team_id
-      where m.user_id = p.id and m.has_seat and t.has_access))
+      where m.user_id = p.id and m.has_seat and t.has_access) as has_access
+    from public.profiles p where p.id = any(p_users)
+  )
+  update public.profiles p set has_access = d.has_access
+  from derived d
+  where p.id = d.id and p.has_access is distinct from d.has_access;
+end
 $$;
 
 -- Give a team's seats (all of them when it sells no seats: no active per-seat grant) in the
@@ -112,6 +121,8 @@ declare
   seats integer;
   changed jsonb;
 begin
+  -- One refresh of a team at a time (the API's changes hold this lock already).
+  perform 1 from public.teams t where t.id = p_team for update;
   select case when exists (
     select 1 from public.entitlements e join public.products pr on pr.stripe_price_id = e.price_id
     where e.account_id = t.id and e.active and pr.per_seat and e.kind = 'subscription')
