@@ -252,7 +252,7 @@ def accept_invitation() -> ResponseReturnValue:
     c = container()
     body = validate(AcceptRequest, json_object())
     user = require_user(caller())
-    team_id, role = teams.accept(user=user, token=body.token, db=c.db, bus=c.bus)
+    team_id, role = teams.accept(user=user, token=body.token, db=c.db, bus=c.bus, github=c.github)
     return _json(AcceptAnswer(teamId=team_id, role=_as_role(role)))
 
 
@@ -262,7 +262,13 @@ def change_role(teamId: str, userId: str) -> ResponseReturnValue:
     body = validate(RoleRequest, json_object())
     user = require_user(caller())
     teams.change_role(
-        user=user, team_id=teamId, member_id=userId, role=body.role, db=c.db, bus=c.bus
+        user=user,
+        team_id=teamId,
+        member_id=userId,
+        role=body.role,
+        db=c.db,
+        bus=c.bus,
+        github=c.github,
     )
     return _json(RoleAnswer(userId=userId, role=body.role))
 
@@ -271,7 +277,9 @@ def change_role(teamId: str, userId: str) -> ResponseReturnValue:
 def remove_member(teamId: str, userId: str) -> ResponseReturnValue:
     c = container()
     user = require_user(caller())
-    teams.remove_member(user=user, team_id=teamId, member_id=userId, db=c.db, bus=c.bus)
+    teams.remove_member(
+        user=user, team_id=teamId, member_id=userId, db=c.db, bus=c.bus, github=c.github
+    )
     return "", 204
 
 
@@ -281,6 +289,12 @@ def set_seats(teamId: str) -> ResponseReturnValue:
     body = validate(SeatsRequest, json_object())
     user = require_user(caller())
     seats = teams.set_seats(
-        user=user, team_id=teamId, quantity=body.quantity, db=c.db, stripe=c.stripe, bus=c.bus
+        user=user,
+        team_id=teamId,
+        quantity=body.quantity,
+        db=c.db,
+        stripe=c.stripe,
+        bus=c.bus,
+        github=c.github,
     )
     return _json(SeatsAnswer(total=seats.total, used=seats.used))

@@ -8,6 +8,7 @@ on the bus once the change is committed.
 
 from __future__ import annotations
 
+import logging
 import secrets
 import uuid
 from dataclasses import dataclass
@@ -20,6 +21,7 @@ from adapters.db import teams as store
 from adapters.db.entitlements import Held
 from adapters.db.pool import Database
 from adapters.db.teams import InvitationRow, MemberRow, SeatChanges, Team
+from adapters.github_api import GitHubGateway
 from adapters.stripe_api import PaymentsNotConfigured, PaymentsUnavailable, StripeGateway
 from adapters.tokens import User
 from core import teams as rules
@@ -34,6 +36,8 @@ from services.errors import (
     NotFound,
     Unavailable,
 )
+
+log = logging.getLogger(__name__)
 
 TEAM_NOT_FOUND = "Team not found"
 
@@ -147,7 +151,9 @@ def resend(
     return renewed
 
 
-def accept(*, user: User, token: str, db: Database, bus: EventBus) -> tuple[str, str]:
+def accept(
+    *, user: User, token: str, db: Database, bus: EventBus, github: GitHubGateway
+) -> tuple[str, str]:
     """Join the team the token invites to; (team id, role). Any refusal changes nothing."""
     hashed = rules.token_hash(token)
     invitation = store.invitation_by_hash(db, hashed)
@@ -159,13 +165,20 @@ def accept(*, user: User, token: str, db: Database, bus: EventBus) -> tuple[str,
         accepted, changes = store.accept(db, token_hash=hashed, user_id=user.id)
     except LookupError:
         raise InvalidRequest("This invitation was already used") from None
-    _tell_seats(accepted.team_id, changes, db=db, bus=bus)
+    _tell_seats(accepted.team_id, changes, db=db, bus=bus, github=github)
     role = store.membership(db, accepted.team_id, user.id)
     return accepted.team_id, role.role if role else accepted.role
 
 
 def change_role(
-    *, user: User, team_id: str, member_id: str, role: str, db: Database, bus: EventBus
+    *,
+    user: User,
+    team_id: str,
+    member_id: str,
+    role: str,
+    db: Database,
+    bus: EventBus,
+    github: GitHubGateway,
 ) -> None:
     member_of(user=user, team_id=team_id, db=db)
     with db.transaction() as conn:
@@ -180,11 +193,20 @@ def change_role(
         if refusal:
             raise (Forbidden if "Only" in refusal else Conflict)(refusal)
         changes = store.set_role(conn, team_id, member_id, role)
-    _tell_seats(team_id, changes, db=db, bus=bus)
+    _tell_seats(team_id, changes, db=db, bus=bus, github=github)
 
 
-def remove_member(*, user: User, team_id: str, member_id: str, db: Database, bus: EventBus) -> None:
-    """Remove a member (or leave): the team's access ends for them in the same transaction."""
+def remove_member(
+    *,
+    user: User,
+    team_id: str,
+    member_id: str,
+    db: Database,
+    bus: EventBus,
+    github: GitHubGateway,
+) -> None:
+    """Remove a member (or leave): the team's access ends for them in the same transaction, and
+    their seat's repositories right after."""
     member_of(user=user, team_id=team_id, db=db)
     with db.transaction() as conn:
         store.lock(conn, team_id)
@@ -201,7 +223,8 @@ def remove_member(*, user: User, team_id: str, member_id: str, db: Database, bus
         if refusal:
             raise (Conflict if "keeps at least one owner" in refusal else Forbidden)(refusal)
         changes = store.remove(conn, team_id, member_id)
-    _tell_seats(team_id, changes, db=db, bus=bus)
+    _take_repositories(team_id, [member_id], db=db, github=github)
+    _tell_seats(team_id, changes, db=db, bus=bus, github=github)
 
 
 def set_seats(
@@ -212,6 +235,7 @@ def set_seats(
     db: Database,
     stripe: StripeGateway,
     bus: EventBus,
+    github: GitHubGateway,
 ) -> Seats:
     """Bill for `quantity` seats (Stripe prorates the change), then give the seats out."""
     manager_of(user=user, team_id=team_id, db=db)
@@ -227,7 +251,7 @@ def set_seats(
     if not changed:
         raise InvalidRequest("Stripe refused the change of seats; nothing was changed")
     changes = store.set_quantity(db, team_id, quantity)
-    _tell_seats(team_id, changes, db=db, bus=bus)
+    _tell_seats(team_id, changes, db=db, bus=bus, github=github)
     seats = store.seats(db, team_id)
     return seats if seats is not None else Seats(total=quantity, used=quantity)
 
@@ -265,10 +289,30 @@ def _send_invitation(
         ) from exc
 
 
-def _tell_seats(team_id: str, changes: SeatChanges, *, db: Database, bus: EventBus) -> None:
-    """Tell who lost a seat, and who got theirs back (each change once: ids carry the time)."""
+def _take_repositories(
+    team_id: str, user_ids: list[str], *, db: Database, github: GitHubGateway
+) -> None:
+    """Take the team's repositories back from these people's GitHub accounts (committed first:
+    a GitHub failure is logged and the grant kept, so it is visible and can be removed again)."""
+    for repository, username in store.repository_grants(db, team_id, user_ids):
+        try:
+            github.remove(repository=repository, username=username)
+        except Exception as exc:  # GitHub down or unconfigured: the membership change stands
+            log.warning("could not remove %s from %s: %s", username, repository, exc)
+            continue
+        for user_id in user_ids:
+            store.release_repository(db, team_id=team_id, user_id=user_id, repository=repository)
+
+
+def _tell_seats(
+    team_id: str, changes: SeatChanges, *, db: Database, bus: EventBus, github: GitHubGateway
+) -> None:
+    """Take the repositories of who lost a seat; tell them, and who got theirs back (each
+    change once: ids carry the time)."""
     if not (changes.lost or changes.regained):
         return
+    if changes.lost:
+        _take_repositories(team_id, changes.lost, db=db, github=github)
     team = store.names_of_team(db, team_id)
     seats = store.seats(db, team_id)
     people = store.names(db, [*changes.lost, *changes.regained])

@@ -359,3 +359,66 @@ def member_count(db: Database, team_id: str) -> int:
         "select count(*) as n from public.team_members where team_id = %s::uuid", (team_id,)
     )
     return int(rows[0]["n"])
+
+
+@dataclass(frozen=True)
+class TeamRepository:
+    team_id: str
+    repository: str
+    product_name: str
+
+
+def seated_repositories(db: Database, user_id: str, team_id: str | None) -> list[TeamRepository]:
+    """The repositories of paid, unrefunded `github` purchases of the teams (or this team) where
+    the user holds a seat."""
+    rows = db.fetch_all(
+        "select distinct pu.account_id::text as team_id, pr.github_repo as repository,"
+        " pr.name as product_name"
+        " from public.team_members m"
+        " join public.purchases pu on pu.account_id = m.team_id"
+        " join public.products pr on pr.id = pu.product_id"
+        " where m.user_id = %s::uuid and m.has_seat"
+        " and (%s::uuid is null or m.team_id = %s::uuid)"
+        " and pu.paid and pu.refunded_at is null"
+        " and pr.type = 'github' and pr.github_repo is not null"
+        " order by 1, 2",
+        (user_id, team_id, team_id),
+    )
+    return [TeamRepository(**row) for row in rows]
+
+
+def claim_repository(
+    db: Database, *, team_id: str, user_id: str, repository: str, username: str
+) -> str:
+    """Grant the member's seat's access to `username` unless another account holds it; the
+    account that holds it."""
+    with db.transaction() as conn:
+        row = conn.execute(
+            "insert into public.team_github_grants (team_id, user_id, repository,"
+            " github_username) values (%s, %s, %s, %s)"
+            " on conflict (team_id, user_id, repository)"
+            " do update set granted_at = public.team_github_grants.granted_at"
+            " returning github_username",
+            (team_id, user_id, repository, username),
+        ).fetchone()
+    assert row is not None
+    return str(row["github_username"])
+
+
+def release_repository(db: Database, *, team_id: str, user_id: str, repository: str) -> None:
+    with db.transaction() as conn:
+        conn.execute(
+            "delete from public.team_github_grants"
+            " where team_id = %s and user_id = %s and repository = %s",
+            (team_id, user_id, repository),
+        )
+
+
+def repository_grants(db: Database, team_id: str, user_ids: Sequence[str]) -> list[tuple[str, str]]:
+    """The (repository, GitHub account) pairs these people hold through the team."""
+    rows = db.fetch_all(
+        "select repository, github_username from public.team_github_grants"
+        " where team_id = %s::uuid and user_id = any(%s::uuid[])",
+        (team_id, list(user_ids)),
+    )
+    return [(row["repository"], row["github_username"]) for row in rows]

@@ -38,6 +38,17 @@ create table public.team_invitations (
 );
 create index team_invitations_team_idx on public.team_invitations (team_id);
 
+-- A team's repository product gives each member with a seat access on their own GitHub account:
+-- one account per member and repository, taken back when they leave or lose their seat.
+create table public.team_github_grants (
+  team_id uuid not null references public.teams (id) on delete cascade,
+  user_id uuid not null references public.profiles (id) on delete cascade,
+  repository text not null,
+  github_username text not null,
+  granted_at timestamptz not null default now(),
+  primary key (team_id, user_id, repository)
+);
+
 -- Whether the user is a member of the team (security definer: the policies below ask it
 -- without recursing into team_members' own policy).
 create or replace function public.is_team_member(p_team uuid) returns boolean
@@ -53,6 +64,7 @@ $$;
 alter table public.teams enable row level security;
 alter table public.team_members enable row level security;
 alter table public.team_invitations enable row level security;
+alter table public.team_github_grants enable row level security;
 
 create policy "teams: members read" on public.teams
   for select to authenticated
@@ -67,6 +79,10 @@ create policy "team_invitations: members read their teams" on public.team_invita
   for select to authenticated
   using ((select public.is_team_member(team_id)) or (select public.is_admin()));
 
+create policy "team_github_grants: own rows" on public.team_github_grants
+  for select to authenticated
+  using (user_id = (select auth.uid()));
+
 create policy "accounts: members read their teams" on public.accounts
   for select to authenticated
   using (kind = 'team' and (select public.is_team_member(id)));
@@ -75,7 +91,7 @@ create policy "entitlements: members read their teams" on public.entitlements
   for select to authenticated
   using ((select public.is_team_member(account_id)));
 
-grant select on public.teams, public.team_members to authenticated;
+grant select on public.teams, public.team_members, public.team_github_grants to authenticated;
 grant select (id, team_id, email, role, invited_by, expires_at, accepted_at, revoked_at,
   created_at) on public.team_invitations to authenticated;
 grant execute on function public.is_team_member(uuid) to authenticated;
