@@ -203,3 +203,41 @@ def test_an_unknown_variant_is_refused_with_the_known_ones(
     done = send(settings_factory(), api, "invoice.paid", "--variant", "nope")
     assert done.exit_code == 2
     assert "invoice.paid has no variant 'nope'" in done.output
+
+
+def test_events_can_address_a_team_and_its_seats(
+    api: Api, db: Database, settings_factory: Callable[..., Settings]
+) -> None:
+    from adapters.db import teams
+
+    seed_demo_products(db)
+    with db.transaction() as conn:
+        conn.execute(
+            "update public.products set per_seat = true"
+            " where stripe_price_id = 'price_demo_team_monthly'"
+        )
+    owner = create_user(db, "ada@example.com")
+    member = create_user(db, "grace@example.com")
+    team = teams.create(db, owner_id=owner, name="Engines").id
+    with db.transaction() as conn:
+        conn.execute(
+            "insert into public.team_members (team_id, user_id, role) values (%s, %s, 'member')",
+            (team, member),
+        )
+    settings = settings_factory()
+    for event_type, quantity in (
+        ("checkout.session.completed", "2"),
+        ("customer.subscription.updated", "1"),
+    ):
+        result = send(
+            settings, api, event_type, "--email", "ada@example.com", "--user", owner,
+            "--team", team, "--quantity", quantity, "--created",
+            str(1_800_000_000 + int(quantity == "1") * 10),
+        )  # fmt: skip
+        assert result.exit_code == 0, result.output
+        event_id = delivery(result).split()[1]
+        wait_for(lambda event_id=event_id: applied(db, event_id))
+    assert api.container.bus.wait_idle(15)  # type: ignore[attr-defined]
+    assert state(db, owner)["has_access"] is True
+    assert state(db, member)["has_access"] is False  # one seat: the owner's
+    assert teams.seats(db, team) == teams.Seats(total=1, used=2)
