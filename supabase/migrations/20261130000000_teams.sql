@@ -91,6 +91,10 @@ create policy "entitlements: members read their teams" on public.entitlements
   for select to authenticated
   using ((select public.is_team_member(account_id)));
 
+-- Supabase grants every API role all privileges on a new table; reading is all they get here
+-- (row-level security above decides which rows), and never an invitation's token hash.
+revoke all on public.teams, public.team_members, public.team_invitations,
+  public.team_github_grants from anon, authenticated;
 grant select on public.teams, public.team_members, public.team_github_grants to authenticated;
 grant select (id, team_id, email, role, invited_by, expires_at, accepted_at, revoked_at,
   created_at) on public.team_invitations to authenticated;
