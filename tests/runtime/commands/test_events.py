@@ -208,7 +208,10 @@ def test_an_unknown_variant_is_refused_with_the_known_ones(
 def test_events_can_address_a_team_and_its_seats(
     api: Api, db: Database, settings_factory: Callable[..., Settings]
 ) -> None:
+    from functools import partial
+
     from adapters.db import teams
+    from core.teams import Seats
 
     seed_demo_products(db)
     with db.transaction() as conn:
@@ -236,8 +239,8 @@ def test_events_can_address_a_team_and_its_seats(
         )  # fmt: skip
         assert result.exit_code == 0, result.output
         event_id = delivery(result).split()[1]
-        wait_for(lambda event_id=event_id: applied(db, event_id))
+        wait_for(partial(applied, db, event_id))
     assert api.container.bus.wait_idle(15)  # type: ignore[attr-defined]
     assert state(db, owner)["has_access"] is True
     assert state(db, member)["has_access"] is False  # one seat: the owner's
-    assert teams.seats(db, team) == teams.Seats(total=1, used=2)
+    assert teams.seats(db, team) == Seats(total=1, used=2)
