@@ -48,35 +48,53 @@ def seat_holders(members: Sequence[Member], total: int | None) -> set[str]:
     return {m.user_id for m in (ordered if total is None else ordered[: max(total, 0)])}
 
 
-def removal_refusal(*, actor: str, target_role: str, self_removal: bool, owners: int) -> str | None:
+@dataclass(frozen=True)
+class Refusal:
+    """Why a request is refused: `forbidden` (the role does not allow it), `conflict` (it would
+    break a rule of the team's), `invalid` (what it names is no good)."""
+
+    kind: Literal["forbidden", "conflict", "invalid"]
+    message: str
+
+
+LAST_OWNER = Refusal(
+    "conflict", "A team keeps at least one owner: make another member an owner first"
+)
+
+
+def removal_refusal(
+    *, actor: str, target_role: str, self_removal: bool, owners: int
+) -> Refusal | None:
     """Why `actor` may not remove this member (None: they may). A member may leave; a team keeps
     at least one owner."""
     if target_role == "owner" and owners <= 1:
-        return "A team keeps at least one owner: make another member an owner first"
+        return LAST_OWNER
     if self_removal:
         return None
     if not manages(actor):
-        return "Only owners and admins remove members"
+        return Refusal("forbidden", "Only owners and admins remove members")
     if target_role == "owner" and actor != "owner":
-        return "Only owners remove an owner"
+        return Refusal("forbidden", "Only owners remove an owner")
     return None
 
 
-def role_change_refusal(*, actor: str, target_role: str, new_role: str, owners: int) -> str | None:
+def role_change_refusal(
+    *, actor: str, target_role: str, new_role: str, owners: int
+) -> Refusal | None:
     """Why `actor` may not give this member `new_role` (None: they may)."""
     if not changes_roles(actor):
-        return "Only owners change roles"
+        return Refusal("forbidden", "Only owners change roles")
     if target_role == "owner" and new_role != "owner" and owners <= 1:
-        return "A team keeps at least one owner: make another member an owner first"
+        return LAST_OWNER
     return None
 
 
-def invite_refusal(*, actor: str, role: str) -> str | None:
+def invite_refusal(*, actor: str, role: str) -> Refusal | None:
     """Why `actor` may not invite someone as `role` (None: they may)."""
     if not manages(actor):
-        return "Only owners and admins invite"
+        return Refusal("forbidden", "Only owners and admins invite")
     if role == "owner" and actor != "owner":
-        return "Only owners invite an owner"
+        return Refusal("forbidden", "Only owners invite an owner")
     return None
 
 
@@ -111,16 +129,24 @@ class Invitation:
     revoked_at: datetime | None
 
 
-def acceptance_refusal(invitation: Invitation | None, *, email: str | None, now: datetime) -> str:
-    """Why this invitation cannot be accepted by this signed-in address ('' when it can)."""
+def acceptance_refusal(
+    invitation: Invitation | None, *, email: str | None, now: datetime
+) -> Refusal | None:
+    """Why this invitation cannot be accepted by this signed-in address (None: it can)."""
     if invitation is None:
-        return "This invitation is not known: ask for a new one"
+        return Refusal("invalid", "This invitation is not known: ask for a new one")
     if invitation.accepted_at is not None:
-        return "This invitation was already used"
+        return USED
     if invitation.revoked_at is not None:
-        return "This invitation was revoked"
+        return Refusal("invalid", "This invitation was revoked")
     if invitation.expires_at <= now:
-        return "This invitation has expired: ask for a new one"
+        return Refusal("invalid", "This invitation has expired: ask for a new one")
     if not email or email.strip().lower() != invitation.email.strip().lower():
-        return "This invitation is for another e-mail address: sign in with the invited one"
-    return ""
+        return Refusal(
+            "forbidden",
+            "This invitation is for another e-mail address: sign in with the invited one",
+        )
+    return None
+
+
+USED = Refusal("invalid", "This invitation was already used")

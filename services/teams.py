@@ -19,7 +19,7 @@ from adapters.bus import EventBus, PublishError
 from adapters.db import entitlements
 from adapters.db import teams as store
 from adapters.db.entitlements import Held
-from adapters.db.pool import Database
+from adapters.db.pool import Connection, Database
 from adapters.db.teams import InvitationRow, MemberRow, SeatChanges, Team
 from adapters.github_api import GitHubGateway
 from adapters.stripe_api import PaymentsNotConfigured, PaymentsUnavailable, StripeGateway
@@ -27,13 +27,14 @@ from adapters.tokens import User
 from core import teams as rules
 from core.app_events import TEAM_INVITED, TEAM_SEAT_LOST, TEAM_SEAT_RESTORED
 from core.events import app_event
-from core.teams import Seats
+from core.teams import Refusal, Seats
 from services.errors import (
     Conflict,
     Forbidden,
     InvalidRequest,
     NotConfigured,
     NotFound,
+    ServiceError,
     Unavailable,
 )
 
@@ -98,9 +99,7 @@ def invite(
     *, user: User, team_id: str, email: str, role: str, db: Database, bus: EventBus, links: Links
 ) -> InvitationRow:
     team = member_of(user=user, team_id=team_id, db=db)
-    refusal = rules.invite_refusal(actor=team.role, role=role)
-    if refusal:
-        raise Forbidden(refusal)
+    _refuse(rules.invite_refusal(actor=team.role, role=role))
     if any((m.email or "").lower() == email.lower() for m in store.members(db, team_id)):
         raise Conflict(f"{email} is already a member of this team")
     token = _token()
@@ -158,13 +157,11 @@ def accept(
     hashed = rules.token_hash(token)
     invitation = store.invitation_by_hash(db, hashed)
     email = (store.names(db, [user.id]).get(user.id) or {}).get("email") or user.email
-    refusal = rules.acceptance_refusal(invitation, email=email, now=datetime.now(UTC))
-    if refusal or invitation is None:
-        raise (Forbidden if "another e-mail" in refusal else InvalidRequest)(refusal)
+    _refuse(rules.acceptance_refusal(invitation, email=email, now=datetime.now(UTC)))
     try:
         accepted, changes = store.accept(db, token_hash=hashed, user_id=user.id)
-    except LookupError:
-        raise InvalidRequest("This invitation was already used") from None
+    except LookupError:  # accepted or revoked since it was read
+        raise InvalidRequest(rules.USED.message) from None
     _tell_seats(accepted.team_id, changes, db=db, bus=bus, github=github)
     role = store.membership(db, accepted.team_id, user.id)
     return accepted.team_id, role.role if role else accepted.role
@@ -182,16 +179,12 @@ def change_role(
 ) -> None:
     member_of(user=user, team_id=team_id, db=db)
     with db.transaction() as conn:
-        store.lock(conn, team_id)
-        actor = store.role_of(conn, team_id, user.id)
-        target = store.role_of(conn, team_id, member_id) if _is_uuid(member_id) else None
-        if actor is None or target is None:
-            raise NotFound("No member with this id in this team")
-        refusal = rules.role_change_refusal(
-            actor=actor, target_role=target, new_role=role, owners=store.owners(conn, team_id)
+        actor, target = _roles(conn, team_id, user.id, member_id)
+        _refuse(
+            rules.role_change_refusal(
+                actor=actor, target_role=target, new_role=role, owners=store.owners(conn, team_id)
+            )
         )
-        if refusal:
-            raise (Forbidden if "Only" in refusal else Conflict)(refusal)
         changes = store.set_role(conn, team_id, member_id, role)
     _tell_seats(team_id, changes, db=db, bus=bus, github=github)
 
@@ -209,19 +202,15 @@ def remove_member(
     their seat's repositories right after."""
     member_of(user=user, team_id=team_id, db=db)
     with db.transaction() as conn:
-        store.lock(conn, team_id)
-        actor = store.role_of(conn, team_id, user.id)
-        target = store.role_of(conn, team_id, member_id) if _is_uuid(member_id) else None
-        if actor is None or target is None:
-            raise NotFound("No member with this id in this team")
-        refusal = rules.removal_refusal(
-            actor=actor,
-            target_role=target,
-            self_removal=member_id == user.id,
-            owners=store.owners(conn, team_id),
+        actor, target = _roles(conn, team_id, user.id, member_id)
+        _refuse(
+            rules.removal_refusal(
+                actor=actor,
+                target_role=target,
+                self_removal=member_id == user.id,
+                owners=store.owners(conn, team_id),
+            )
         )
-        if refusal:
-            raise (Conflict if "keeps at least one owner" in refusal else Forbidden)(refusal)
         changes = store.remove(conn, team_id, member_id)
     _take_repositories(team_id, [member_id], db=db, github=github)
     _tell_seats(team_id, changes, db=db, bus=bus, github=github)
@@ -336,6 +325,28 @@ def _tell_seats(
                 bus.publish(event, data)
             except PublishError:  # the change stands; the member sees it on their next visit
                 continue
+
+
+def _roles(conn: Connection, team_id: str, user_id: str, member_id: str) -> tuple[str, str]:
+    """The caller's role and the member's, with the team held until the transaction ends."""
+    store.lock(conn, team_id)
+    actor = store.role_of(conn, team_id, user_id)
+    target = store.role_of(conn, team_id, member_id) if _is_uuid(member_id) else None
+    if actor is None or target is None:
+        raise NotFound("No member with this id in this team")
+    return actor, target
+
+
+_ERRORS: dict[str, type[ServiceError]] = {
+    "forbidden": Forbidden,
+    "conflict": Conflict,
+    "invalid": InvalidRequest,
+}
+
+
+def _refuse(refusal: Refusal | None) -> None:
+    if refusal is not None:
+        raise _ERRORS[refusal.kind](refusal.message)
 
 
 def _token() -> str:
