@@ -165,6 +165,22 @@ class StripeGateway:
             features=self.feature_keys(product_id),
         )
 
+    def set_subscription_quantity(self, subscription_id: str, quantity: int) -> bool:
+        """Bill the subscription's (first) item for `quantity`, prorated; False when Stripe
+        refuses (Stripe then sends customer.subscription.updated with the new quantity)."""
+        with _refusal_as_none("quantity change"):
+            subscription = self.client.v1.subscriptions.retrieve(subscription_id)
+            item = subscription["items"]["data"][0]["id"]
+            self.client.v1.subscriptions.update(
+                subscription_id,
+                params={
+                    "items": [{"id": item, "quantity": quantity}],
+                    "proration_behavior": "create_prorations",
+                },
+            )
+            return True
+        return False
+
     def subscription_status(self, subscription_id: str) -> str:
         """The current status of a subscription, as Stripe sees it now."""
         return str(self.client.v1.subscriptions.retrieve(subscription_id).status)

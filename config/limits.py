@@ -21,6 +21,9 @@ class LimitSettings(Environment):
     # The success page asks once, perhaps again on a reload; each asks Stripe.
     rate_limit_complete_checkout: str = "20/minute"
     rate_limit_test_email: str = "3/minute,20/hour"
+    # Creating teams and accepting invitations; sending invitations (each one is an e-mail).
+    rate_limit_teams: str = "20/minute"
+    rate_limit_invitations: str = "10/minute,100/hour"
     # Proxies that append to X-Forwarded-For in front of the app (Cloud Run: 1; with an
     # external load balancer in front of Cloud Run: 2); the client is the entry before them.
     trusted_proxy_hops: int = Field(default=1, ge=0, le=5)
@@ -37,6 +40,8 @@ class LimitSettings(Environment):
         "rate_limit_me",
         "rate_limit_complete_checkout",
         "rate_limit_test_email",
+        "rate_limit_teams",
+        "rate_limit_invitations",
     )
     @classmethod
     def _rate_limit(cls, value: str) -> str:

@@ -1,11 +1,12 @@
-"""The frontend and the browsers that call the API: where sign-in lands, who may call, cookies."""
+"""The frontend and the browsers that call the API: where sign-in lands, who may call, cookies,
+how long the links it is sent work."""
 
 from __future__ import annotations
 
 import re
 from urllib.parse import urlsplit
 
-from pydantic import AnyHttpUrl, field_validator
+from pydantic import AnyHttpUrl, Field, field_validator
 
 from config.checks import Group
 from config.environment import Environment
@@ -30,6 +31,8 @@ class SiteSettings(Environment):
     # same parent (app.example.com beside api.example.com) sends them: `example.com`. Unset: the
     # API's host only.
     cookie_domain: str | None = None
+    # How long a team invitation's accept link works; resending makes a new one.
+    team_invitation_ttl_days: int = Field(default=7, ge=1, le=90)
 
     @field_validator("auth_callback_url")
     @classmethod

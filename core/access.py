@@ -47,6 +47,8 @@ class Checkout:
     payment_intent: str | None = None
     invoice_id: str | None = None
     created: int | None = None
+    # A checkout bought for a team: the team's account (its metadata's `team_id`) pays.
+    account_id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -56,6 +58,7 @@ class AccessChange:
     customer_id: str
     change: Change
     price_id: str | None = None  # the plan the change puts the customer on, when it says
+    quantity: int | None = None  # the subscription's quantity (a team's seats), when it says
 
     @property
     def grant(self) -> bool:
@@ -87,6 +90,7 @@ def checkout_from(event: Event) -> Checkout | None:
         payment_intent=stripe_id(session.get("payment_intent")),
         invoice_id=stripe_id(session.get("invoice")),
         created=session.get("created") if isinstance(session.get("created"), int) else None,
+        account_id=_uuid(metadata.get("team_id")),
     )
 
 
@@ -169,7 +173,12 @@ def _subscription_change(
         ended_at=_int(subscription.get("ended_at")),
     )
     # The plan: what an active subscription is on now (an ended one names the plan it was on).
-    return AccessChange(customer, change, price_id=price if grant else None)
+    return AccessChange(
+        customer,
+        change,
+        price_id=price if grant else None,
+        quantity=subscription_quantity(subscription) if grant else None,
+    )
 
 
 def checkout_change(checkout: Checkout) -> Change:
@@ -197,6 +206,13 @@ def subscription_price(subscription: Mapping[str, Any]) -> str | None:
     items = _mapping(subscription.get("items")).get("data")
     first = items[0] if isinstance(items, list) and items else None
     return stripe_id(_mapping(first).get("price"))
+
+
+def subscription_quantity(subscription: Mapping[str, Any]) -> int | None:
+    """The quantity of the subscription's current (first) item: a per-seat plan's seats."""
+    items = _mapping(subscription.get("items")).get("data")
+    first = items[0] if isinstance(items, list) and items else None
+    return _int(_mapping(first).get("quantity"))
 
 
 def _uuid(value: Any) -> str | None:

@@ -15,6 +15,11 @@ TRIAL_ENDING = "app.trial.ending"
 ACCOUNT_CREATED = "app.account.created"
 # A buyer was invited to a product's GitHub repository.
 GITHUB_ACCESS_GRANTED = "app.github_access.granted"
+# A team's owner or admin invited someone by e-mail (the accept link carries the token).
+TEAM_INVITED = "app.team.invited"
+# A team's seats fell below its members (the newest lose theirs), or were added back.
+TEAM_SEAT_LOST = "app.team.seat_lost"
+TEAM_SEAT_RESTORED = "app.team.seat_restored"
 
 APP_EVENTS = frozenset(
     {
@@ -24,5 +29,8 @@ APP_EVENTS = frozenset(
         TRIAL_ENDING,
         ACCOUNT_CREATED,
         GITHUB_ACCESS_GRANTED,
+        TEAM_INVITED,
+        TEAM_SEAT_LOST,
+        TEAM_SEAT_RESTORED,
     }
 )

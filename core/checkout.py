@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 Mode = Literal["payment", "subscription"]
+# The most seats one checkout sells (Stripe allows up to 999999; its default is 99).
+MOST_SEATS = 10_000
 BILLING_TYPE_FOR_MODE: dict[str, str] = {"payment": "one_time", "subscription": "subscription"}
 
 # Stripe replaces this template in `success_url` with the session's id as it redirects the buyer,
@@ -29,6 +31,16 @@ class Buyer:
     user_id: str | None = None
     email: str | None = None
     customer_id: str | None = None
+    team_id: str | None = None  # buying for a team: its account pays (and is the customer)
+
+
+@dataclass(frozen=True)
+class Seats:
+    """A per-seat price: how many seats to start with, and the fewest the buyer may choose
+    (the members the team already has)."""
+
+    quantity: int
+    minimum: int
 
 
 @dataclass(frozen=True)
@@ -50,15 +62,33 @@ def session_params(
     coupon_id: str | None = None,
     offer: Offer = Offer(),
     guest_token: str | None = None,
+    seats: Seats | None = None,
 ) -> dict[str, Any]:
     """Build the `checkout.sessions.create` parameters. `guest_token`: a guest's completion
-    token (see `completion_token_matches`), put in the success URL, its digest in the metadata."""
-    metadata = {"price_id": price_id, **({"user_id": buyer.user_id} if buyer.user_id else {})}
+    token (see `completion_token_matches`), put in the success URL, its digest in the metadata;
+    `seats`: a per-seat price's quantity."""
+    item: dict[str, Any] = {"price": price_id, "quantity": 1}
+    if seats is not None:
+        # The buyer may add seats on Stripe's page, never go below the members already there.
+        item = {
+            "price": price_id,
+            "quantity": max(seats.quantity, seats.minimum),
+            "adjustable_quantity": {
+                "enabled": True,
+                "minimum": max(seats.minimum, 1),
+                "maximum": max(MOST_SEATS, seats.quantity),
+            },
+        }
+    metadata = {
+        "price_id": price_id,
+        **({"user_id": buyer.user_id} if buyer.user_id else {}),
+        **({"team_id": buyer.team_id} if buyer.team_id else {}),
+    }
     if guest_token:
         metadata[TOKEN_DIGEST_KEY] = _digest(guest_token)
     params: dict[str, Any] = {
         "mode": mode,
-        "line_items": [{"price": price_id, "quantity": 1}],
+        "line_items": [item],
         "success_url": completion_url(success_url, guest_token=guest_token),
         "cancel_url": cancel_url,
         # Read back by the access subscriber, so it need not fetch the line items.

@@ -5,7 +5,9 @@ the emulator), with every SaaS left out: the Stripe stand-in, the outbox instead
 local accounts instead of Supabase Auth. Then a new local user checks out the monthly demo
 product through the API, and the events Stripe would send arrive signed at the webhook:
 the checkout's completion (access granted, purchase e-mail), a renewal (invoice e-mail), a
-cancellation (access revoked, cancellation e-mail).
+cancellation (access revoked, cancellation e-mail). Then the same user buys 3 seats of it for a
+team: the team's checkout and subscription arrive signed, two colleagues are invited by e-mail,
+accept through the API and have access.
 """
 
 from __future__ import annotations
@@ -13,13 +15,16 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import re
 import sys
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Callable
 from datetime import UTC, datetime
 from email import policy
-from email.parser import BytesHeaderParser
+from email.parser import BytesHeaderParser, BytesParser
+from functools import partial
 from typing import Any, TypeVar
 
 from adapters.mail.outbox import OutboxMailer
@@ -71,11 +76,13 @@ def main() -> int:
             url = local_stack.serve_in_background(server, stack)
             print(f"API on {url}; e-mails go to {container.settings.email_outbox_dir.resolve()}")
             email = run(container, url)
+            run_team(container, url, email)
     except DemoFailed as exc:
         print(f"\nDEMO FAILED: {exc}", file=sys.stderr)
         return 1
     print(f"\nDemo passed in {time.monotonic() - started:.1f} s: 3 signed events, access granted")
-    print("then revoked, 3 e-mails. With `make run` going, after `source .data/run.env`:")
+    print("then revoked, 3 e-mails; a team bought 3 seats and 2 invited members got access.")
+    print("With `make run` going, after `source .data/run.env`:")
     print(f"  uv run flask --app main users show {email}")
     return 0
 
@@ -97,6 +104,103 @@ def run(container: Container, url: str) -> str:
         if index == 0:
             check_purchase(c, session, str(profile.id))
     return email
+
+
+def run_team(c: Container, url: str, owner_email: str) -> None:
+    """The owner buys 3 seats for a team; two colleagues accept their invitations and have
+    access through the team's subscription."""
+    settings = c.settings
+    with c.db.transaction() as conn:  # the demo's monthly product, sold per seat from here on
+        conn.execute(
+            "update public.products set per_seat = true where stripe_price_id = %s",
+            (DEFAULT_PRICE,),
+        )
+    token = local_users.token(email=owner_email, ttl=600, db=c.db, settings=settings)
+    team = call(url, "POST", "/api/teams", token, {"name": "Demo Team"})
+    print(f"\n[team 1/4] team created   {team['name']} (id {team['id']}), owner {owner_email}")
+    body = {
+        "priceId": DEFAULT_PRICE,
+        "mode": "subscription",
+        "successUrl": url + "/?checkout=success",
+        "cancelUrl": url + "/?checkout=cancelled",
+        "teamId": team["id"],
+        "quantity": 3,
+    }
+    session = str(call(url, "POST", "/api/payments/create-checkout", token, body)["url"])
+    session = session.rsplit("/", 1)[-1]
+    owner = local_users.create(email=owner_email, name=None, db=c.db, settings=settings)[0]
+    facts = Facts(
+        email=owner_email, user_id=owner.id, session=session, team_id=team["id"], quantity=3
+    )
+    now = int(time.time())
+    for offset, event_type in enumerate(
+        ("checkout.session.completed", "customer.subscription.created")
+    ):
+        delivery = sample_events.send(
+            event_type=event_type,
+            facts=facts,
+            created=now + offset,
+            url=url + "/api/webhook/payments",
+            secret=settings.webhook_secret,
+        )
+        if not delivery.ok:
+            raise DemoFailed(f"the webhook refused {event_type}: {delivery.status}")
+        wait(partial(applied, c, delivery.event_id, str(owner.id)), f"access {event_type}")
+        if event_type == "checkout.session.completed":
+            kind = "purchase-confirmation"
+            path, subject = wait(partial(sent, c, f"{delivery.event_id}/{kind}"), f"the {kind}")
+            confirmation = f"      e-mail      {kind}: {subject!r}\n                  {path}"
+    seats = wait(lambda: call(url, "GET", f"/api/teams/{team['id']}", token)["seats"], "seats")
+    print(f"[team 2/4] 3 seats bought {session}: seats {seats['total']}, used {seats['used']}")
+    print(confirmation)
+    stamp = owner_email.removeprefix("demo-").split("@")[0]
+    for number, name in enumerate(("grace", "alan"), start=3):
+        email = f"{name}-{stamp}@example.com"
+        local_users.create(email=email, name=name.title(), db=c.db, settings=settings)
+        invited = call(url, "POST", f"/api/teams/{team['id']}/invitations", token,
+                       {"email": email, "role": "member"})  # fmt: skip
+        link, mail = wait(partial(invitation_link, c, email), f"the invitation e-mail to {email}")
+        their_token = local_users.token(email=email, ttl=600, db=c.db, settings=settings)
+        accepted = call(url, "POST", "/api/invitations/accept", their_token,
+                        {"token": link.rsplit("token=", 1)[-1]})  # fmt: skip
+        access = call(url, "GET", "/api/me", their_token)["hasAccess"]
+        print(f"[team {number}/4] {email} invited ({invited['role']}), accepted"
+              f" ({accepted['role']}): has_access {str(access).lower()}")  # fmt: skip
+        print(f"      e-mail      team-invitation\n                  {mail}")
+        if access is not True:
+            raise DemoFailed(f"{email} has no access through the team")
+
+
+def call(url: str, method: str, path: str, token: str, body: Any = None) -> Any:
+    """One API call as a signed-in user; the JSON it answers."""
+    request = urllib.request.Request(  # noqa: S310 - our own loopback server
+        url + path,
+        data=json.dumps(body).encode() if body is not None else None,
+        method=method,
+        headers={"Content-Type": "application/json", "Authorization": f"Bearer {token}"},
+    )
+    try:
+        with sample_events.DIRECT.open(request, timeout=10) as response:
+            return json.load(response)
+    except urllib.error.HTTPError as exc:
+        raise DemoFailed(f"{method} {path} answered {exc.code}: {exc.read()[:300]!r}") from exc
+
+
+def invitation_link(c: Container, email: str) -> tuple[str, str] | None:
+    """The accept link of the invitation mailed to `email` and its .eml, once it is in the
+    outbox."""
+    mailer = c.mailer
+    if not isinstance(mailer, OutboxMailer):
+        return None
+    for path in reversed(mailer.messages()):
+        with path.open("rb") as file:
+            message = BytesParser(policy=policy.default).parse(file)
+        text = message.get_body(preferencelist=("plain",))
+        if message["To"] == email and text is not None:
+            found = re.search(r"\S+/invitations/accept\?token=[\w-]+", str(text.get_content()))
+            if found:
+                return found.group(0), str(path)
+    return None
 
 
 def check_purchase(c: Container, session: str, user_id: str) -> None:

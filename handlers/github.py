@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 from flask import Blueprint, jsonify
 from flask.typing import ResponseReturnValue
-from pydantic import ConfigDict, WithJsonSchema, field_validator
+from pydantic import ConfigDict, Field, WithJsonSchema, field_validator
 
 from handlers.deps import caller, container
 from handlers.fields import required_text
@@ -25,6 +25,8 @@ class AccessRequest(RequestModel):
     model_config = ConfigDict(json_schema_extra={"required": ["username"]})
 
     username: Annotated[Any, WithJsonSchema({"type": "string", "maxLength": 40})] = None
+    # A team's repository, on the member's seat.
+    teamId: str | None = Field(default=None, max_length=64)
 
     @field_validator("username", mode="before")
     @classmethod
@@ -41,6 +43,6 @@ def github_access() -> ResponseReturnValue:
     body = validate(AccessRequest, json_object())
     user = require_user(caller())
     repositories = grant_repository_access(
-        user=user, username=body.username, db=c.db, github=c.github, bus=c.bus
+        user=user, username=body.username, db=c.db, github=c.github, bus=c.bus, team_id=body.teamId
     )
     return jsonify(success=True, repositories=repositories)

@@ -13,6 +13,7 @@ from adapters.db.entitlements import Held
 from handlers.deps import caller, container
 from services.account import Account, account_of
 from services.identity import require_user
+from services.teams import teams_of
 
 bp = Blueprint("me", __name__)
 
@@ -37,6 +38,15 @@ class EntitlementAnswer(_Answer):
     cancelAtPeriodEnd: bool
     trialEnd: datetime | None
     endedAt: datetime | None
+    teamId: str | None = None  # the team whose account holds it; None: the user's own
+
+
+class TeamOfMe(_Answer):
+    id: str
+    name: str
+    role: Literal["owner", "admin", "member"]
+    hasAccess: bool  # the team's account has an active grant
+    hasSeat: bool  # the user holds one of its seats (and so its access)
 
 
 class MeAnswer(_Answer):
@@ -47,6 +57,7 @@ class MeAnswer(_Answer):
     portalAvailable: bool
     entitlements: list[EntitlementAnswer]
     features: list[str]  # sorted names of the features the user holds (docs/features.md)
+    teams: list[TeamOfMe] = []
 
 
 @bp.get("/api/me")
@@ -57,6 +68,7 @@ def me() -> ResponseReturnValue:
 
 def answer(account: Account) -> Response:
     """GET /api/me's answer for an account (the checkout completion answers the same)."""
+    teams = teams_of(user_id=account.user_id, db=container().db)
     body = MeAnswer(
         id=account.user_id,
         email=account.email,
@@ -65,6 +77,10 @@ def answer(account: Account) -> Response:
         portalAvailable=account.portal_available,
         entitlements=[_entitlement(held) for held in account.held],
         features=account.features,
+        teams=[
+            TeamOfMe(id=t.id, name=t.name, role=t.role, hasAccess=t.has_access, hasSeat=t.has_seat)
+            for t in teams
+        ],
     )
     response = jsonify(body.model_dump(mode="json"))
     # Per user and changing with every payment: never kept by a shared cache.
@@ -89,4 +105,10 @@ def _entitlement(held: Held) -> EntitlementAnswer:
         cancelAtPeriodEnd=e.cancel_at_period_end,
         trialEnd=e.trial_end,
         endedAt=e.ended_at,
+        teamId=held.team_id,
     )
+
+
+def entitlement_answer(held: Held) -> EntitlementAnswer:
+    """An entitlement as GET /api/me and GET /api/teams/{teamId} answer it."""
+    return _entitlement(held)

@@ -3,6 +3,7 @@ models the handlers validate with (requests) and answer with (responses)."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,6 +18,19 @@ from handlers.leads import LeadRequest
 from handlers.me import MeAnswer
 from handlers.payments import CheckoutRequest, PortalRequest
 from handlers.sample_emails import SampleEmailQuery
+from handlers.teams import (
+    AcceptAnswer,
+    AcceptRequest,
+    CreateTeamRequest,
+    InvitationAnswer,
+    InvitationRequest,
+    RoleAnswer,
+    RoleRequest,
+    SeatsAnswer,
+    SeatsRequest,
+    TeamAnswer,
+    TeamDetailAnswer,
+)
 
 bp = Blueprint("openapi", __name__)
 
@@ -95,16 +109,20 @@ class Operation:
 COMMON = {400: ErrorAnswer, 413: ErrorAnswer, 415: ErrorAnswer, 503: ErrorAnswer}
 # Routes under a per-client limit (runtime/limits.py) answer 429 past it.
 LIMITED = {429: ErrorAnswer}
+# A team's routes: a stranger is told it does not exist, a member without the role is refused.
+TEAM = {401: ErrorAnswer, 403: ErrorAnswer, 404: ErrorAnswer, **COMMON}
 OPERATIONS = (
     Operation("get", "/api/auth/callback", "Complete sign-in: code -> session cookies -> 302",
               {302: None, **LIMITED}, query=None),
     Operation("post", "/api/lead", "Store a lead",
               {200: SuccessAnswer, **COMMON, **LIMITED}, LeadRequest),
-    Operation("post", "/api/payments/create-checkout", "A Stripe Checkout URL",
-              {200: UrlAnswer, 401: ErrorAnswer, **COMMON, **LIMITED}, CheckoutRequest,
+    Operation("post", "/api/payments/create-checkout", "A Stripe Checkout URL (for a team too)",
+              {200: UrlAnswer, 401: ErrorAnswer, 403: ErrorAnswer, 404: ErrorAnswer, **COMMON,
+               **LIMITED}, CheckoutRequest,
               signed_in=True),
-    Operation("post", "/api/payments/create-portal", "A Stripe customer portal URL",
-              {200: UrlAnswer, 401: ErrorAnswer, **COMMON, **LIMITED}, PortalRequest,
+    Operation("post", "/api/payments/create-portal", "A Stripe customer portal URL (a team's too)",
+              {200: UrlAnswer, 401: ErrorAnswer, 403: ErrorAnswer, 404: ErrorAnswer, **COMMON,
+               **LIMITED}, PortalRequest,
               signed_in=True),
     Operation("post", "/api/payments/complete-checkout",
               "The success page's paid checkout applied at once: what GET /api/me answers",
@@ -113,10 +131,35 @@ OPERATIONS = (
     Operation("post", "/api/webhook/payments", "Stripe's signed events",
               {200: EmptyAnswer, **COMMON}, headers=("Stripe-Signature",)),
     Operation("post", "/api/github/access", "Invite the buyer's GitHub account",
-              {200: RepositoriesAnswer, 401: ErrorAnswer, 403: ErrorAnswer, 409: ErrorAnswer,
-               **COMMON, **LIMITED}, AccessRequest, signed_in=True),
+              {200: RepositoriesAnswer, 401: ErrorAnswer, 403: ErrorAnswer, 404: ErrorAnswer,
+               409: ErrorAnswer, **COMMON, **LIMITED}, AccessRequest, signed_in=True),
     Operation("get", "/api/me", "The signed-in user's access and entitlements",
               {200: MeAnswer, 401: ErrorAnswer, 503: ErrorAnswer, **LIMITED}, signed_in=True),
+    Operation("post", "/api/teams", "Create a team; the caller is its owner",
+              {201: TeamAnswer, 401: ErrorAnswer, **COMMON, **LIMITED}, CreateTeamRequest,
+              signed_in=True),
+    Operation("get", "/api/teams/{teamId}", "A team: members, invitations, seats, grants",
+              {200: TeamDetailAnswer, **TEAM}, signed_in=True),
+    Operation("post", "/api/teams/{teamId}/invitations", "Invite by e-mail (owners, admins)",
+              {201: InvitationAnswer, 409: ErrorAnswer, **TEAM, **LIMITED}, InvitationRequest,
+              signed_in=True),
+    Operation("delete", "/api/teams/{teamId}/invitations/{invitationId}", "Revoke an invitation",
+              {204: None, **TEAM}, signed_in=True),
+    Operation("post", "/api/teams/{teamId}/invitations/{invitationId}/resend",
+              "Send an invitation again with a new link (the old one stops working)",
+              {200: InvitationAnswer, **TEAM, **LIMITED}, signed_in=True),
+    Operation("post", "/api/invitations/accept", "Join the team an invitation's token names",
+              {200: AcceptAnswer, 401: ErrorAnswer, 403: ErrorAnswer, **COMMON, **LIMITED},
+              AcceptRequest, signed_in=True),
+    Operation("patch", "/api/teams/{teamId}/members/{userId}", "Change a member's role (owners)",
+              {200: RoleAnswer, 409: ErrorAnswer, **TEAM}, RoleRequest, signed_in=True),
+    Operation("delete", "/api/teams/{teamId}/members/{userId}",
+              "Remove a member, or leave (the team's access ends at once)",
+              {204: None, 409: ErrorAnswer, **TEAM}, signed_in=True),
+    Operation("patch", "/api/teams/{teamId}/seats",
+              "Set the seats of a per-seat subscription (Stripe prorates)",
+              {200: SeatsAnswer, 409: ErrorAnswer, **TEAM, **LIMITED}, SeatsRequest,
+              signed_in=True),
     Operation("get", "/api/products/public", "Active products, featured first",
               {200: ProductsAnswer, 503: ErrorAnswer}),
     Operation("get", "/api/test-email", "Send sample e-mails (not in production by default)",
@@ -171,7 +214,8 @@ def _operation(
             "required": True,
             "content": {"application/json": {"schema": refs[op.body]}},
         }
-    parameters = [_header(name) for name in op.headers]
+    parameters = [_path(name) for name in re.findall(r"{(\w+)}", op.path)]
+    parameters += [_header(name) for name in op.headers]
     if op.query is not None:
         parameters += _query_parameters(defs[op.query.__name__])
     if op.path == "/api/auth/callback":
@@ -181,6 +225,10 @@ def _operation(
     if op.signed_in:
         spec["security"] = [{"bearer": []}, {}]
     return spec
+
+
+def _path(name: str) -> dict[str, Any]:
+    return {"name": name, "in": "path", "required": True, "schema": {"type": "string"}}
 
 
 def _header(name: str) -> dict[str, Any]:

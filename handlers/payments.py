@@ -8,7 +8,7 @@ from flask import Blueprint, jsonify
 from flask.typing import ResponseReturnValue
 from pydantic import ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
-from core.checkout import Mode, Offer
+from core.checkout import MOST_SEATS, Mode, Offer
 from handlers.deps import caller, container
 from handlers.fields import absolute_url
 from handlers.parsing import RequestModel, json_object, validate
@@ -31,6 +31,9 @@ class CheckoutRequest(RequestModel):
     success_url: str = Field(alias="successUrl")
     cancel_url: str = Field(alias="cancelUrl")
     mode: Mode
+    # Buying for a team (its owners and admins), and a per-seat price's seats.
+    team_id: str | None = Field(default=None, alias="teamId", max_length=64)
+    quantity: int | None = Field(default=None, ge=1, le=MOST_SEATS, strict=True)
 
     @model_validator(mode="before")
     @classmethod
@@ -53,6 +56,7 @@ class CheckoutRequest(RequestModel):
 
 class PortalRequest(RequestModel):
     return_url: str = Field(alias="returnUrl")
+    team_id: str | None = Field(default=None, alias="teamId", max_length=64)
 
     @model_validator(mode="before")
     @classmethod
@@ -89,6 +93,8 @@ def create_checkout() -> ResponseReturnValue:
             recovery=c.settings.checkout_recovery,
             promotions_consent=c.settings.checkout_promotions_consent,
         ),
+        team_id=body.team_id,
+        quantity=body.quantity,
     )
     return jsonify(url=url)
 
@@ -98,5 +104,7 @@ def create_portal() -> ResponseReturnValue:
     c = container()
     body = validate(PortalRequest, json_object(), context={"origin": c.settings.site_origin})
     user = require_user(caller())
-    url = payments.create_portal(return_url=body.return_url, user=user, db=c.db, stripe=c.stripe)
+    url = payments.create_portal(
+        return_url=body.return_url, user=user, db=c.db, stripe=c.stripe, team_id=body.team_id
+    )
     return jsonify(url=url)

@@ -20,6 +20,7 @@ from handlers import (
     payments,
     products,
     sample_emails,
+    teams,
     webhook,
 )
 from handlers.deps import Collaborators
@@ -56,6 +57,7 @@ def build_api(container: Container) -> Flask:
         products.bp,
         github.bp,
         me.bp,
+        teams.bp,
         openapi.bp,
     ):
         app.register_blueprint(blueprint)
@@ -69,7 +71,7 @@ def build_api(container: Container) -> Flask:
             resources={r"/api/*": {"origins": origins}},
             supports_credentials=True,
             allow_headers=["Authorization", "Content-Type"],
-            methods=["GET", "POST", "OPTIONS"],
+            methods=["GET", "POST", "PATCH", "DELETE", "OPTIONS"],
             max_age=600,
             # `Vary` is handlers/caching.py's (flask-cors names Origin only for several origins).
             vary_header=False,

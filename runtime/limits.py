@@ -28,6 +28,11 @@ ROUTE_LIMITS = {
     "checkout_completion.complete": "rate_limit_complete_checkout",
     "github.github_access": "rate_limit_github_access",
     "me.me": "rate_limit_me",
+    "teams.create_team": "rate_limit_teams",
+    "teams.invite": "rate_limit_invitations",
+    "teams.resend_invitation": "rate_limit_invitations",
+    "teams.accept_invitation": "rate_limit_teams",
+    "teams.set_seats": "rate_limit_checkout",
     "sample_emails.send_sample_emails": "rate_limit_test_email",
 }
 

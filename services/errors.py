@@ -27,7 +27,7 @@ class Forbidden(ServiceError):
 
 
 class NotFound(ServiceError):
-    """Nothing the caller may see by that name."""
+    """What the request names does not exist, or not for this caller."""
 
 
 class Conflict(ServiceError):

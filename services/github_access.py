@@ -1,4 +1,5 @@
-"""Repository access: a paying buyer of a `github` product names one GitHub account, is invited."""
+"""Repository access: a paying buyer of a `github` product, or a member holding a seat of a team
+that bought one, names one GitHub account and is invited."""
 
 from __future__ import annotations
 
@@ -7,9 +8,10 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 
 from adapters.bus import EventBus, PublishError
-from adapters.db import github_grants, profiles, purchases
+from adapters.db import github_grants, profiles, purchases, teams
 from adapters.db.pool import Database
 from adapters.db.purchases import RepositoryPurchase
+from adapters.db.teams import TeamRepository
 from adapters.github_api import (
     GitHubGateway,
     GitHubNotConfigured,
@@ -20,24 +22,77 @@ from adapters.tokens import User
 from core.app_events import GITHUB_ACCESS_GRANTED
 from core.events import app_event
 from services.errors import Conflict, Forbidden, InvalidRequest, NotConfigured, Unavailable
+from services.teams import member_of
 
 
 def grant_repository_access(
-    *, user: User, username: str, db: Database, github: GitHubGateway, bus: EventBus
+    *,
+    user: User,
+    username: str,
+    db: Database,
+    github: GitHubGateway,
+    bus: EventBus,
+    team_id: str | None = None,
 ) -> list[str]:
-    """Invite `username` to every repository the user paid for; returns the repositories.
+    """Invite `username` to every repository the user paid for, and those of the teams where
+    they hold a seat (only this team's, with `team_id`); returns the repositories.
 
-    One purchase entitles one GitHub account: asking again for the same account is harmless
-    (the invitation is renewed), another account is refused and told which one holds it.
+    One purchase (or one seat) entitles one GitHub account: asking again for the same account
+    is harmless (the invitation is renewed), another account is refused and told which one
+    holds it.
     """
-    bought = purchases.repository_purchases(db, user.id)
-    if not bought:
+    if team_id is not None:
+        member_of(user=user, team_id=team_id, db=db)
+    bought = purchases.repository_purchases(db, user.id) if team_id is None else []
+    seated = teams.seated_repositories(db, user.id, team_id)
+    if not (bought or seated):
+        if team_id is not None:
+            raise Forbidden("You hold no seat of this team with a repository purchase")
         raise Forbidden("No paid repository purchase found for this account")
     for purchase in bought:
         _refuse_another_account(github_grants.granted_to(db, purchase.id), username)
+    for seat in seated:
+        held = teams.repository_grants(db, seat.team_id, [user.id])
+        for repository, holder in held:
+            if repository == seat.repository:
+                _refuse_another_account(holder, username)
     for purchase in bought:
         _deliver(purchase, user=user, username=username, db=db, github=github, bus=bus)
-    return sorted({p.repository for p in bought})
+    for seat in seated:
+        _deliver_seat(seat, user=user, username=username, db=db, github=github, bus=bus)
+    return sorted({p.repository for p in bought} | {s.repository for s in seated})
+
+
+def _deliver_seat(
+    seat: TeamRepository,
+    *,
+    user: User,
+    username: str,
+    db: Database,
+    github: GitHubGateway,
+    bus: EventBus,
+) -> None:
+    """A member's seat's access: one GitHub account per member and repository."""
+    existed = bool(teams.repository_grants(db, seat.team_id, [user.id]))
+    holder = teams.claim_repository(
+        db, team_id=seat.team_id, user_id=user.id, repository=seat.repository, username=username
+    )
+    _refuse_another_account(holder, username)
+    try:
+        _invite(github, seat.repository, username)
+    except BaseException:
+        if not existed:
+            teams.release_repository(
+                db, team_id=seat.team_id, user_id=user.id, repository=seat.repository
+            )
+        raise
+    as_purchase = RepositoryPurchase(
+        id=f"{seat.team_id}_{user.id}",
+        product_id="",
+        product_name=seat.product_name,
+        repository=seat.repository,
+    )
+    _announce(as_purchase, user=user, username=holder, db=db, bus=bus)
 
 
 def _refuse_another_account(holder: str | None, username: str) -> None:
@@ -59,15 +114,19 @@ def _deliver(
     )
     _refuse_another_account(holder, username)
     with _released_on_failure(db, purchase.id, claimed):
-        try:
-            github.invite(repository=purchase.repository, username=username)
-        except GitHubNotConfigured as exc:
-            raise NotConfigured(str(exc)) from exc
-        except UnknownGitHubAccount as exc:
-            raise InvalidRequest(f"{exc} (username)") from exc
-        except GitHubUnavailable as exc:
-            raise Unavailable("GitHub is unavailable right now; please try again shortly") from exc
+        _invite(github, purchase.repository, username)
     _announce(purchase, user=user, username=holder, db=db, bus=bus)
+
+
+def _invite(github: GitHubGateway, repository: str, username: str) -> None:
+    try:
+        github.invite(repository=repository, username=username)
+    except GitHubNotConfigured as exc:
+        raise NotConfigured(str(exc)) from exc
+    except UnknownGitHubAccount as exc:
+        raise InvalidRequest(f"{exc} (username)") from exc
+    except GitHubUnavailable as exc:
+        raise Unavailable("GitHub is unavailable right now; please try again shortly") from exc
 
 
 @contextmanager

@@ -41,6 +41,7 @@ def claim_and_read(consumer: str, batch: Sequence[Pending]) -> Statement:
             "user": k.user_id,
             "email": k.email,
             "intent": k.payment_intent,
+            "account": k.account_id,
         }
         for p in batch
         for k in map(key, p.changes)
@@ -125,6 +126,11 @@ _SETTLE = (
     " from unnest(%s::text[], %s::text[]) as v(event_id, outcome)"
     " where p.consumer = %s and p.event_id = v.event_id"
 )
+# A team's seats follow its subscription's quantity (a trigger gives them out again).
+_SET_QUANTITIES = (
+    "update public.teams t set quantity = v.quantity"
+    " from unnest(%s::uuid[], %s::int[]) as v(id, quantity) where t.id = v.id"
+)
 _RELEASE = "delete from public.processed_events where consumer = %s and event_id = any(%s)"
 
 
@@ -146,6 +152,8 @@ def write(consumer: str, plan: Plan) -> Statement | None:
         parts.append((_RECORD_REFUNDS, _refund_columns(plan.refunds)))
     if plan.disputes:
         parts.append((_RECORD_DISPUTES, _dispute_columns(plan.disputes)))
+    if plan.quantities:
+        parts.append((_SET_QUANTITIES, [list(plan.quantities), list(plan.quantities.values())]))
     if plan.released:
         parts.append((_RELEASE, [consumer, list(plan.released)]))
     if plan.settled:

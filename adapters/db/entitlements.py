@@ -50,29 +50,46 @@ def save(conn: Connection, entitlements: Iterable[Entitlement]) -> None:
 @dataclass(frozen=True)
 class Held:
     """An entitlement as the user's frontend reads it, with its product when one is sold at
-    its price."""
+    its price, and the team whose account holds it (None: the user's own)."""
 
     entitlement: Entitlement
     product_id: str | None
     product_name: str | None
     product_type: str | None
+    team_id: str | None = None
+
+
+_HELD = (
+    "select e.account_id, e.source_id, e.kind, e.price_id, e.status, e.active,"
+    " e.current_period_end, e.cancel_at_period_end, e.trial_end, e.ended_at, e.changed_at,"
+    " e.event_id, p.id::text as product_id, p.name as product_name, p.type as product_type,"
+    " case when a.kind = 'team' then a.id::text end as team_id"
+    " from public.entitlements e join public.accounts a on a.id = e.account_id"
+    " left join public.products p on p.stripe_price_id = e.price_id"
+)
+_NEWEST_FIRST = " order by e.active desc, e.changed_at desc nulls last"
 
 
 def of_user(db: Database, user_id: str) -> list[Held]:
-    """The grants the user has access through (those of their own account), newest change
-    first, with their products."""
-    rows = db.fetch_all(
-        "select e.account_id, e.source_id, e.kind, e.price_id, e.status, e.active,"
-        " e.current_period_end, e.cancel_at_period_end, e.trial_end, e.ended_at, e.changed_at,"
-        " e.event_id, p.id::text as product_id, p.name as product_name, p.type as product_type"
-        " from public.entitlements e"
-        " join public.accounts a on a.id = e.account_id and a.owner_id = %s::uuid"
-        " and a.kind = 'personal'"
-        " left join public.products p on p.stripe_price_id = e.price_id"
-        " order by e.active desc, e.changed_at desc nulls last",
-        (user_id,),
+    """The grants the user has access through (those of their own account and of the teams
+    where they hold a seat), newest change first, with their products."""
+    where = (
+        " where (a.kind = 'personal' and a.owner_id = %s::uuid)"
+        " or a.id in (select m.team_id from public.team_members m"
+        " where m.user_id = %s::uuid and m.has_seat)"
     )
-    return [
-        Held(_from_row(row), row["product_id"], row["product_name"], row["product_type"])
-        for row in rows
-    ]
+    rows = db.fetch_all(_HELD + where + _NEWEST_FIRST, (user_id, user_id))
+    return [_held(row) for row in rows]
+
+
+def of_account(db: Database, account_id: str) -> list[Held]:
+    """An account's grants (a team's, for its members), newest change first."""
+    where = " where a.id = %s::uuid"
+    rows = db.fetch_all(_HELD + where + _NEWEST_FIRST, (account_id,))
+    return [_held(row) for row in rows]
+
+
+def _held(row: dict[str, Any]) -> Held:
+    return Held(
+        _from_row(row), row["product_id"], row["product_name"], row["product_type"], row["team_id"]
+    )

@@ -80,11 +80,14 @@ class Key:
     user_id: str | None = None
     email: str | None = None
     payment_intent: str | None = None
+    account_id: str | None = None  # a team's account, which a checkout for a team names
 
 
 def key(change: Change) -> Key:
     if isinstance(change, AccessChange):
         return Key(customer_id=change.customer_id)
+    if isinstance(change, Checkout) and change.account_id:
+        return Key(account_id=change.account_id)
     if isinstance(change, Checkout):
         # A guest checkout (no user id) is the account of whoever has the e-mail address.
         return Key(user_id=change.user_id, email=None if change.user_id else change.email)

@@ -34,7 +34,7 @@ from core.announcements import (
 )
 from core.billing import catalogue
 from core.billing.changes import Change, TrialEnding
-from core.billing.model import Account, State, by_customer, own_account
+from core.billing.model import Account, State, by_customer, paying_account
 from core.entitlements import (
     GRANTED,
     REVOKED,
@@ -124,6 +124,7 @@ class Plan:
     released: list[str] = field(default_factory=list)  # claims undone: retried later
     announcements: list[tuple[int, Announcement]] = field(default_factory=list)
     removals: list[tuple[int, str, str]] = field(default_factory=list)  # GitHub: repo, user
+    quantities: dict[str, int] = field(default_factory=dict)  # a team's account id -> seats
     asks: Asks = field(default_factory=Asks)
 
 
@@ -202,13 +203,18 @@ class _Fold:
         if account is None:
             raise ProfileNotLinked(f"no profile for customer {change.customer_id} yet")
         stepped, after = self._step(account, event, change.change, price_id=change.price_id)
+        if stepped.applied and account.kind == "team" and change.quantity is not None:
+            self.plan.quantities[account.id] = change.quantity  # ordered with the grant
         if stepped.ended_now:
             self._announce_end(n, event, change, after)
         return stepped.outcome
 
     def _checkout(self, n: int, event: Event, checkout: Checkout) -> str:
-        account = own_account(
-            list(self.current.values()), user_id=checkout.user_id, email=checkout.email
+        account = paying_account(
+            list(self.current.values()),
+            account_id=checkout.account_id,
+            user_id=checkout.user_id,
+            email=checkout.email,
         )
         if account is None:
             raise ProfileNotLinked(f"no profile for checkout {checkout.session_id}")
@@ -275,7 +281,12 @@ class _Fold:
             if isinstance(change, AccessChange) and recorded == REVOKED:
                 self._announce_end(n, event, change, by_customer(accounts, change.customer_id))
             elif isinstance(change, Checkout) and recorded == GRANTED:
-                found = own_account(accounts, user_id=change.user_id, email=change.email)
+                found = paying_account(
+                    accounts,
+                    account_id=change.account_id,
+                    user_id=change.user_id,
+                    email=change.email,
+                )
                 self._announce_grant(n, event, change, found)
             elif isinstance(change, TrialEnding) and recorded == TRIAL_ANNOUNCED:
                 found = by_customer(accounts, change.customer_id)

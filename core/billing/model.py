@@ -79,3 +79,12 @@ def own_account(
             if account.kind == "personal" and (account.email or "").lower() == email.lower():
                 return account
     return None
+
+
+def paying_account(
+    accounts: Sequence[Account], *, account_id: str | None, user_id: str | None, email: str | None
+) -> Account | None:
+    """The account a checkout pays for: a team's when it names one, else the buyer's own."""
+    if account_id:
+        return next((a for a in accounts if a.id == account_id and a.kind == "team"), None)
+    return own_account(accounts, user_id=user_id, email=email)

@@ -47,6 +47,20 @@ from runtime.container import Container
 )
 @click.option("--user", "user_id", default=None, help="User id for client_reference_id.")
 @click.option("--session", default=None, help="Checkout session id [default: a new one].")
+@click.option(
+    "--team",
+    "team_id",
+    default=None,
+    help="A team's id: the event is about the team's purchase (its checkout names the team;"
+    " its customer is the team's, derived from the id unless --customer is given).",
+)
+@click.option(
+    "--quantity",
+    type=click.IntRange(1, 10_000),
+    default=1,
+    show_default=True,
+    help="The subscription's quantity: a team's seats on a per-seat price.",
+)
 @click.option("--created", type=int, default=None, help="The event's Unix time [default: now].")
 @click.option(
     "--url",
@@ -68,6 +82,8 @@ def send_command(
     price: str,
     user_id: str | None,
     session: str | None,
+    team_id: str | None,
+    quantity: int,
     created: int | None,
     url: str | None,
     api_version: str,
@@ -81,7 +97,15 @@ def send_command(
             variant_of(event_type, variant)
         except ValueError as exc:
             raise click.BadParameter(str(exc), param_hint="--variant") from None
-    facts = Facts(email=email, customer=customer, price=price, user_id=user_id, session=session)
+    facts = Facts(
+        email=email,
+        customer=customer,
+        price=price,
+        user_id=user_id,
+        session=session,
+        team_id=team_id,
+        quantity=quantity,
+    )
     delivery = samples.send(
         event_type=event_type,
         facts=samples.product_facts(facts, db=container.db),

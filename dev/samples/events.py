@@ -37,9 +37,15 @@ class Facts:
     # The product's: a `payment` checkout is a one-time (lifetime) purchase, no subscription.
     mode: str = "subscription"
     interval: str = "month"
+    # Bought for a team (its id): the team's account pays as a customer of its own; a per-seat
+    # price's quantity is the team's seats.
+    team_id: str | None = None
+    quantity: int = 1
 
     @property
     def customer_id(self) -> str:
+        if self.customer is None and self.team_id:
+            return "cus_" + _digest("team", self.team_id)
         return self.customer or "cus_" + _digest("customer", self.email)
 
     @property
@@ -119,6 +125,7 @@ def _session(facts: Facts, created: int, *, status: str, paid: str) -> dict[str,
     session_id = facts.session or "cs_test_" + secrets.token_hex(12)
     subscribed = facts.mode == "subscription"
     metadata = {"price_id": facts.price} | ({"user_id": facts.user_id} if facts.user_id else {})
+    metadata |= {"team_id": facts.team_id} if facts.team_id else {}
     return {
         "id": session_id,
         "object": "checkout.session",
@@ -190,7 +197,7 @@ def _line(facts: Facts, created: int) -> dict[str, Any]:
         "currency": facts.currency,
         "period": {"start": created, "end": created + PERIOD},
         "price": _price(facts),
-        "quantity": 1,
+        "quantity": facts.quantity,
         "type": "subscription",
     }
 
@@ -236,7 +243,7 @@ def _subscription(facts: Facts, created: int, *, status: str) -> dict[str, Any]:
         "ended_at": created if ended else None,
         "items": {
             "object": "list",
-            "data": [item | {"price": _price(facts), "quantity": 1}],
+            "data": [item | {"price": _price(facts), "quantity": facts.quantity}],
             "has_more": False,
             "url": f"/v1/subscription_items?subscription={facts.subscription_id}",
         },

@@ -159,3 +159,40 @@ def test_a_paid_checkout_links_its_buyer_records_the_purchase_and_grants() -> No
     [record] = plan.purchases
     assert (record.account_id, record.user_id) == (buyer.id, buyer.owner_id)
     assert [a.type for _, (a, _) in plan.announcements] == ["app.access.granted"]
+
+
+TEAM = replace(ADA, id="acc_team", kind="team", customer_id=None)
+
+
+def test_a_checkout_for_a_team_links_and_grants_the_teams_account_not_the_buyers() -> None:
+    session = {
+        "id": "cs_team", "customer": "cus_team", "client_reference_id": None,
+        "payment_status": "paid", "subscription": "sub_team", "mode": "subscription",
+        "metadata": {"price_id": "price_seat", "team_id": "6f1c1f8e-0000-4000-8000-000000000001"},
+    }  # fmt: skip
+    checkout = event("checkout.session.completed", session, event_id="evt_c")
+    [change] = to_changes(checkout)
+    assert isinstance(change, Checkout)
+    team = replace(TEAM, id=change.account_id or "")
+    found = state("evt_c", accounts=[ADA, team])
+    plan = decide(pending(checkout), found, Answers())
+    assert set(plan.accounts) == {team.id}
+    after, _ = plan.accounts[team.id]
+    assert (after.customer_id, after.has_access) == ("cus_team", True)
+    assert plan.purchases[0].account_id == team.id
+    alone = decide(pending(checkout), state("evt_c"), Answers())  # the team is not read yet
+    assert isinstance(alone.results[0], ProfileNotLinked)
+
+
+def test_a_teams_subscription_quantity_is_its_seats_ordered_with_the_grant() -> None:
+    team = replace(TEAM, customer_id="cus_ada")
+    items = {"data": [{"price": {"id": "price_seat"}, "quantity": 5}]}
+    newer = event("customer.subscription.updated", sub("active", items=items), created=T0 + 9,
+                  event_id="evt_new")  # fmt: skip
+    older_items = {"data": [{"price": {"id": "price_seat"}, "quantity": 2}]}
+    older = event("customer.subscription.updated", sub("active", items=older_items),
+                  created=T0, event_id="evt_old")  # fmt: skip
+    found = state("evt_new", "evt_old", accounts=[team])
+    assert decide(pending(older, newer), found, Answers()).quantities == {team.id: 5}
+    personal = decide(pending(newer), state("evt_new"), Answers())
+    assert personal.quantities == {}  # a person's own subscription has no seats

@@ -67,9 +67,16 @@ def test_make_demo_runs_the_whole_loop_and_exits_0(home: Path, bus: str) -> None
     assert sorted(printed) == sorted(written)
     assert sorted(written.values()) == [
         "Order confirmed: Team Monthly",
+        "Order confirmed: Team Monthly",  # the team's 3 seats
         "Receipt: $19.00 for Team Monthly",
         "Subscription ended: Team Monthly",
+        "You are invited to join Demo Team",
+        "You are invited to join Demo Team",
     ]
+    assert re.search(r"^\[team 2/4\] 3 seats bought \S+: seats 3, used 1$", out, re.MULTILINE)
+    members = re.findall(r"^\[team [34]/4\] \S+ invited \(member\), accepted \(member\):"
+                         r" has_access (true|false)$", out, re.MULTILINE)  # fmt: skip
+    assert members == ["true", "true"]
     assert re.search(r"Demo passed in \d+\.\d s", out)
     email = re.search(r"users show (demo-\S+@example\.com)", out)
     assert email, out

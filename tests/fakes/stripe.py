@@ -12,7 +12,7 @@ from typing import Any
 
 from werkzeug.wrappers import Request, Response
 
-from tests.fakes.http import FakeServer, json_response
+from tests.fakes.http import FakeServer, decode_stripe_form, json_response
 
 
 @dataclass
@@ -20,6 +20,9 @@ class FakeStripe:
     server: FakeServer = field(default_factory=FakeServer)
     sessions: dict[str, dict[str, Any]] = field(default_factory=dict)
     subscription_status: dict[str, str] = field(default_factory=dict)
+    # Subscription id -> its one item's quantity (a per-seat plan's seats); set to let
+    # `POST /v1/subscriptions/<id>` change it.
+    quantities: dict[str, int] = field(default_factory=dict)
     # Events as `GET /v1/events` lists them, newest first.
     events: list[dict[str, Any]] = field(default_factory=list)
     # The catalogue: products and prices by id, `product_feature` objects by product id.
@@ -41,6 +44,7 @@ class FakeStripe:
             ("/v1/checkout/sessions/<session_id>", ("GET",), self._get_session),
             ("/v1/billing_portal/sessions", ("POST",), self._create_portal),
             ("/v1/subscriptions/<sub_id>", ("GET",), self._get_subscription),
+            ("/v1/subscriptions/<sub_id>", ("POST",), self._update_subscription),
             ("/v1/checkout/sessions", ("GET",), self._list_sessions),
             ("/v1/events", ("GET",), self._list_events),
             ("/v1/products", ("GET",), self._list_products),
@@ -55,6 +59,7 @@ class FakeStripe:
         self.server.reset()
         self.sessions.clear()
         self.subscription_status.clear()
+        self.quantities.clear()
         self.events.clear()
         self.products.clear()
         self.prices.clear()
@@ -132,13 +137,43 @@ class FakeStripe:
         self.responding.wait(timeout=30)
         if self.outage:
             return _api_error()
-        return json_response(
-            {
-                "id": sub_id,
-                "object": "subscription",
-                "status": self.subscription_status.get(sub_id, "active"),
+        return json_response(self._subscription(sub_id))
+
+    def _subscription(self, sub_id: str) -> dict[str, Any]:
+        found: dict[str, Any] = {
+            "id": sub_id,
+            "object": "subscription",
+            "status": self.subscription_status.get(sub_id, "active"),
+        }
+        if sub_id in self.quantities:
+            item = {"id": f"si_{sub_id}", "object": "subscription_item"}
+            found["items"] = {
+                "object": "list",
+                "data": [{**item, "quantity": self.quantities[sub_id]}],
+                "has_more": False,
+                "url": f"/v1/subscription_items?subscription={sub_id}",
             }
-        )
+        return found
+
+    def _update_subscription(self, request: Request, sub_id: str) -> Response:
+        """Items' quantities, as `items[0][id]` and `items[0][quantity]` name them."""
+        if self.outage:
+            return _api_error()
+        if sub_id not in self.quantities:
+            return json_response(
+                {
+                    "error": {
+                        "type": "invalid_request_error",
+                        "message": f"No such subscription: '{sub_id}'",
+                    }
+                },
+                404,
+            )
+        form = decode_stripe_form(list(request.form.items(multi=True)))
+        for item in form.get("items") or []:
+            if item.get("id") == f"si_{sub_id}" and "quantity" in item:
+                self.quantities[sub_id] = int(item["quantity"])
+        return json_response(self._subscription(sub_id))
 
     def _list_sessions(self, request: Request) -> Response:
         intent = request.args.get("payment_intent")

@@ -174,3 +174,47 @@ def test_without_a_github_token_is_503(api: Api, db: Database) -> None:
     response = request_access(api, buyer(db), "octocat")
     assert response.status_code == 503
     assert "GITHUB_TOKEN" in response.json()["error"]
+
+
+def test_a_teams_repository_reaches_each_seated_member_and_leaves_with_them(
+    gh_api: Api, github: FakeGitHub, db: Database
+) -> None:
+    from tests.handlers.test_teams import Person, join, new_team
+
+    seed_demo_products(db)
+    ada = Person(gh_api, db, "ada@example.com", "Ada")
+    team = new_team(ada)
+    grace, eve = Person(gh_api, db, "grace@example.com"), Person(gh_api, db, "eve@example.com")
+    join(gh_api, team, ada, grace)
+    github.known_users |= {"ada-gh", "grace-gh", "someone-else", "eve"}
+    with db.transaction() as conn:
+        conn.execute(
+            "insert into public.purchases (user_id, account_id, product_id,"
+            " stripe_checkout_session_id, paid) select %s, %s, id, 'cs_team_repo', true"
+            " from public.products where stripe_price_id = 'price_demo_pro_github'",
+            (ada.id, team),
+        )
+
+    for person, login in ((ada, "ada-gh"), (grace, "grace-gh")):
+        answer = person.call("POST", "/api/github/access", {"username": login, "teamId": team})
+        assert answer.status_code == 200, answer.text
+        assert answer.json() == {"success": True, "repositories": [REPO]}
+    assert {(REPO, "ada-gh"), (REPO, "grace-gh")} <= github.collaborators
+    # Without teamId the route finds the seat's repository too; one GitHub account per seat.
+    again = grace.call("POST", "/api/github/access", {"username": "grace-gh"})
+    assert again.status_code == 200
+    other = grace.call("POST", "/api/github/access", {"username": "someone-else", "teamId": team})
+    assert other.status_code == 409
+    assert (
+        eve.call("POST", "/api/github/access", {"username": "eve", "teamId": team}).status_code
+        == 404
+    )
+    assert eve.call("POST", "/api/github/access", {"username": "eve"}).status_code == 403
+
+    assert grace.call("DELETE", f"/api/teams/{team}/members/{grace.id}").status_code == 204
+    assert (REPO, "grace-gh") not in github.collaborators
+    assert (REPO, "ada-gh") in github.collaborators
+    assert github.server.calls("DELETE", f"/repos/{REPO}/collaborators/grace-gh")
+    assert db.fetch_all("select user_id::text from public.team_github_grants") == [
+        {"user_id": ada.id}
+    ]

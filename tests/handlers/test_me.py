@@ -52,6 +52,7 @@ def test_a_new_user_has_nothing_yet(api: Api, db: Database) -> None:
         "portalAvailable": False,
         "entitlements": [],
         "features": [],
+        "teams": [],
     }
 
 

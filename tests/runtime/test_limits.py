@@ -22,6 +22,15 @@ REQUESTS: dict[str, tuple[str, str, dict[str, Any]]] = {
     "rate_limit_me": ("GET", "/api/me", {}),
     "rate_limit_complete_checkout": ("POST", "/api/payments/complete-checkout", {"json": {}}),
     "rate_limit_test_email": ("GET", "/api/test-email", {"params": {"type": "nope"}}),
+    "rate_limit_teams": ("POST", "/api/teams", {"json": {}}),
+    # The path as the document names it: any id reaches the route, and the limit counts first.
+    "rate_limit_invitations": ("POST", "/api/teams/{teamId}/invitations", {"json": {}}),
+}
+# Routes that share the limit of one above (runtime/limits.py), as the document names them.
+SHARING = {
+    "/api/invitations/accept": "rate_limit_teams",
+    "/api/teams/{teamId}/invitations/{invitationId}/resend": "rate_limit_invitations",
+    "/api/teams/{teamId}/seats": "rate_limit_checkout",
 }
 
 
@@ -39,6 +48,7 @@ def assert_limited(response: Any) -> None:
 
 def test_every_abusable_route_is_covered() -> None:
     assert set(REQUESTS) == set(ROUTE_LIMITS.values())
+    assert set(SHARING.values()) <= set(REQUESTS)
 
 
 @pytest.mark.parametrize("setting", sorted(REQUESTS))
@@ -94,4 +104,4 @@ def test_the_document_names_429_on_each_limited_route() -> None:
     limited = {
         path for path, ops in paths.items() for op in ops.values() if "429" in op["responses"]
     }
-    assert limited == {path for _, path, _ in REQUESTS.values()}
+    assert limited == {path for _, path, _ in REQUESTS.values()} | set(SHARING)

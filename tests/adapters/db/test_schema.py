@@ -205,3 +205,45 @@ def test_the_migrate_step_refuses_an_unmarked_contraction(
             " where table_name = 'leads' and column_name = 'email'"
         ).fetchall()
     assert row == (1,)
+
+
+def test_members_read_their_teams_and_only_the_server_writes(db: Database) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from adapters.db import teams
+
+    ada, grace, eve = (create_user(db, f"{n}@example.com") for n in ("ada", "grace", "eve"))
+    team = teams.create(db, owner_id=ada, name="Engines").id
+    teams.invite(
+        db, team_id=team, email="grace@example.com", role="member", token_hash="h" * 64,
+        invited_by=ada, expires_at=datetime.now(UTC) + timedelta(days=1),
+    )  # fmt: skip
+    with db.transaction() as conn:
+        conn.execute(
+            "insert into public.team_members (team_id, user_id, role) values (%s, %s, 'member')",
+            (team, grace),
+        )
+    with as_role(db, "authenticated", grace) as conn:
+        assert ids(conn, "teams") == {team}
+        members = conn.execute("select user_id::text from public.team_members").fetchall()
+        assert {r["user_id"] for r in members} == {ada, grace}
+        assert ids(conn, "team_invitations") == {
+            r["id"] for r in db.fetch_all("select id::text from public.team_invitations")
+        }
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            conn.execute("select token_hash from public.team_invitations")
+    for statement in (
+        "update public.team_members set role = 'owner'",
+        "delete from public.team_members",
+        "insert into public.team_members (team_id, user_id, role)"
+        " select team_id, user_id, 'owner' from public.team_members",
+    ):
+        with (
+            as_role(db, "authenticated", grace) as conn,
+            pytest.raises(psycopg.errors.InsufficientPrivilege),
+        ):
+            conn.execute(statement)
+    with as_role(db, "authenticated", eve) as conn:
+        assert ids(conn, "teams") == set()
+        assert ids(conn, "team_invitations") == set()
+        assert conn.execute("select * from public.team_members").fetchall() == []

@@ -46,10 +46,27 @@ REQUIRED: dict[str, dict[str, Any]] = {
         "signin_url": "https://project.supabase.co/auth/v1/verify?token=t1&type=magiclink",
     },
     "trial-ending": {"trial_end_date": "2026-12-01"},
+    "team-invitation": {
+        "team_name": "Analytical Engines",
+        "role": "admin",
+        "accept_url": "https://app.example.com/invitations/accept?token=t0k3n",
+        "expires_at": "2026-12-03T10:00:00Z",
+    },
+    "team-seat-lost": {"team_name": "Analytical Engines", "seats": 2},
+    "team-seat-restored": {"team_name": "Analytical Engines"},
 }
 
 # Required values a template shows in another form (a date as words).
-DISPLAYED: dict[str, list[str]] = {"trial-ending": ["December 1, 2026"]}
+DISPLAYED: dict[str, list[str]] = {
+    "trial-ending": ["December 1, 2026"],
+    "team-invitation": [
+        "Analytical Engines",
+        "as an admin",
+        "https://app.example.com/invitations/accept?token=t0k3n",
+        "December 3, 2026 at 10:00 UTC",
+    ],
+    "team-seat-lost": ["Analytical Engines", "now has 2 seats"],
+}
 
 GITHUB_PURCHASE = sample_props("purchase-confirmation").model_copy(
     update={"product_type": "github", "repository": "acme-labs/saas-starter", "download_links": ()}
@@ -110,6 +127,9 @@ def test_kinds_and_props_models_line_up() -> None:
         "purchase-confirmation",
         "signin-link",
         "subscription-cancelled",
+        "team-invitation",
+        "team-seat-lost",
+        "team-seat-restored",
         "trial-ending",
     )
     assert tuple(PROPS) == KINDS

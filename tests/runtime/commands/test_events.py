@@ -242,3 +242,44 @@ def test_sample_subscriptions_carry_their_period_to_api_me(
     me = api.get("/api/me", headers=bearer).json()
     [held] = [e for e in me["entitlements"] if e["kind"] == "subscription"]
     assert datetime.fromisoformat(held["currentPeriodEnd"]).timestamp() > now + 10
+
+
+def test_events_can_address_a_team_and_its_seats(
+    api: Api, db: Database, settings_factory: Callable[..., Settings]
+) -> None:
+    from functools import partial
+
+    from adapters.db import teams
+    from core.teams import Seats
+
+    seed_demo_products(db)
+    with db.transaction() as conn:
+        conn.execute(
+            "update public.products set per_seat = true"
+            " where stripe_price_id = 'price_demo_team_monthly'"
+        )
+    owner = create_user(db, "ada@example.com")
+    member = create_user(db, "grace@example.com")
+    team = teams.create(db, owner_id=owner, name="Engines").id
+    with db.transaction() as conn:
+        conn.execute(
+            "insert into public.team_members (team_id, user_id, role) values (%s, %s, 'member')",
+            (team, member),
+        )
+    settings = settings_factory()
+    for event_type, quantity in (
+        ("checkout.session.completed", "2"),
+        ("customer.subscription.updated", "1"),
+    ):
+        result = send(
+            settings, api, event_type, "--email", "ada@example.com", "--user", owner,
+            "--team", team, "--quantity", quantity, "--created",
+            str(1_800_000_000 + int(quantity == "1") * 10),
+        )  # fmt: skip
+        assert result.exit_code == 0, result.output
+        event_id = delivery(result).split()[1]
+        wait_for(partial(applied, db, event_id))
+    assert api.container.bus.wait_idle(15)  # type: ignore[attr-defined]
+    assert state(db, owner)["has_access"] is True
+    assert state(db, member)["has_access"] is False  # one seat: the owner's
+    assert teams.seats(db, team) == Seats(total=1, used=2)

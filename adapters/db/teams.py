@@ -1,0 +1,424 @@
+"""Teams in Postgres: the team (an account of kind `team` with a name), its members and its
+invitations, as the service role.
+
+Every change to who is a member, in what role, or to a team's seats ends, in the same
+transaction, with `public.team_refresh` (seats given out again, the members' profile mirrors
+recomputed) and `public.access_refresh` for anyone who left: `_refreshed` is that one step, and
+it returns who lost or regained a seat so they can be told.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from adapters.db.pool import Connection, Database
+from core.teams import Invitation, Role, Seats
+
+
+@dataclass(frozen=True)
+class Team:
+    id: str
+    name: str
+    role: Role  # the caller's
+    has_access: bool
+    has_seat: bool  # the caller's
+
+
+@dataclass(frozen=True)
+class MemberRow:
+    user_id: str
+    email: str | None
+    name: str | None
+    role: Role
+    has_seat: bool
+    joined_at: datetime
+
+
+@dataclass(frozen=True)
+class InvitationRow:
+    id: str
+    email: str
+    role: Role
+    expires_at: datetime
+
+
+@dataclass(frozen=True)
+class SeatChanges:
+    """Who lost and who regained a seat in one change."""
+
+    lost: list[str]
+    regained: list[str]
+
+
+class NoSeat(Exception):
+    def __init__(self, seats: Seats) -> None:
+        super().__init__(f"no seat left of {seats.total}")
+        self.seats = seats
+
+
+_TEAMS_OF = (
+    "select t.id::text as id, t.name, m.role, a.has_access, m.has_seat"
+    " from public.team_members m join public.teams t on t.id = m.team_id"
+    " join public.accounts a on a.id = t.id"
+)
+
+
+def create(db: Database, *, owner_id: str, name: str) -> Team:
+    """A new team, its account, and its first member: the owner."""
+    with db.transaction() as conn:
+        row = conn.execute(
+            "with account as (insert into public.accounts (kind, owner_id) values ('team', %s)"
+            " returning id), team as (insert into public.teams (id, name)"
+            " select id, %s from account returning id)"
+            " insert into public.team_members (team_id, user_id, role)"
+            " select id, %s, 'owner' from team returning team_id::text as id",
+            (owner_id, name, owner_id),
+        ).fetchone()
+        assert row is not None
+        _refreshed(conn, row["id"])
+    return Team(id=row["id"], name=name, role="owner", has_access=False, has_seat=True)
+
+
+def of_user(db: Database, user_id: str) -> list[Team]:
+    """The teams the user is a member of, oldest membership first."""
+    rows = db.fetch_all(
+        _TEAMS_OF + " where m.user_id = %s::uuid order by m.joined_at, t.id", (user_id,)
+    )
+    return [Team(**row) for row in rows]
+
+
+def membership(db: Database, team_id: str, user_id: str) -> Team | None:
+    """The team as this user sees it, if they are a member."""
+    rows = db.fetch_all(
+        _TEAMS_OF + " where m.team_id = %s::uuid and m.user_id = %s::uuid", (team_id, user_id)
+    )
+    return Team(**rows[0]) if rows else None
+
+
+def members(db: Database, team_id: str) -> list[MemberRow]:
+    rows = db.fetch_all(
+        "select m.user_id::text as user_id, p.email, p.name, m.role, m.has_seat, m.joined_at"
+        " from public.team_members m join public.profiles p on p.id = m.user_id"
+        " where m.team_id = %s::uuid order by m.joined_at, m.user_id",
+        (team_id,),
+    )
+    return [MemberRow(**row) for row in rows]
+
+
+def pending_invitations(db: Database, team_id: str) -> list[InvitationRow]:
+    rows = db.fetch_all(
+        "select id::text as id, email, role, expires_at from public.team_invitations"
+        " where team_id = %s::uuid"
+        " and accepted_at is null and revoked_at is null and expires_at > now()"
+        " order by created_at, id",
+        (team_id,),
+    )
+    return [InvitationRow(**row) for row in rows]
+
+
+# The seats a team has: its subscription's quantity while a per-seat grant is active (the same
+# test as public.team_refresh's), none (no limit) otherwise.
+_SEATS = (
+    "select case when exists (select 1 from public.entitlements e"
+    " join public.products pr on pr.stripe_price_id = e.price_id"
+    " where e.account_id = t.id and e.active and pr.per_seat and e.kind = 'subscription')"
+    " then coalesce(t.quantity, 1) end as total,"
+    " (select count(*) from public.team_members m where m.team_id = t.id)"
+    " + (select count(*) from public.team_invitations i where i.team_id = t.id"
+    " and i.accepted_at is null and i.revoked_at is null and i.expires_at > now())"
+    " as used from public.teams t where t.id = %s::uuid"
+)
+
+
+def seats(db: Database | Connection, team_id: str) -> Seats | None:
+    """The team's seats and how many are used; None when it sells none."""
+    if isinstance(db, Database):
+        rows = db.fetch_all(_SEATS, (team_id,))
+    else:
+        rows = list(db.execute(_SEATS, (team_id,)).fetchall())
+    if not rows or rows[0]["total"] is None:
+        return None
+    return Seats(total=int(rows[0]["total"]), used=int(rows[0]["used"]))
+
+
+def subscription(db: Database, team_id: str) -> str | None:
+    """The team's active per-seat subscription, whose quantity its seats follow."""
+    rows = db.fetch_all(
+        "select e.source_id from public.entitlements e"
+        " join public.products pr on pr.stripe_price_id = e.price_id"
+        " where e.account_id = %s::uuid and e.active and pr.per_seat and e.kind = 'subscription'"
+        " order by e.changed_at desc nulls last limit 1",
+        (team_id,),
+    )
+    return str(rows[0]["source_id"]) if rows else None
+
+
+def customer(db: Database, team_id: str) -> str | None:
+    rows = db.fetch_all(
+        "select customer_id from public.accounts where id = %s::uuid and kind = 'team'",
+        (team_id,),
+    )
+    return rows[0]["customer_id"] if rows else None
+
+
+def invite(
+    db: Database,
+    *,
+    team_id: str,
+    email: str,
+    role: str,
+    token_hash: str,
+    invited_by: str,
+    expires_at: datetime,
+) -> InvitationRow:
+    """A new invitation, unless the team's seats are all used (NoSeat); a pending invitation
+    to the same address is replaced (its link stops working)."""
+    with db.transaction() as conn:
+        _lock(conn, team_id)
+        conn.execute(
+            "update public.team_invitations set revoked_at = now()"
+            " where team_id = %s and lower(email) = lower(%s)"
+            " and accepted_at is null and revoked_at is null and expires_at > now()",
+            (team_id, email),
+        )
+        found = seats(conn, team_id)
+        if found is not None and found.used >= found.total:
+            raise NoSeat(found)
+        row = conn.execute(
+            "insert into public.team_invitations (team_id, email, role, token_hash, invited_by,"
+            " expires_at) values (%s, %s, %s, %s, %s, %s)"
+            " returning id::text as id, email, role, expires_at",
+            (team_id, email, role, token_hash, invited_by, expires_at),
+        ).fetchone()
+    assert row is not None
+    return InvitationRow(**row)
+
+
+def revoke(db: Database, *, team_id: str, invitation_id: str) -> bool:
+    with db.transaction() as conn:
+        row = conn.execute(
+            "update public.team_invitations set revoked_at = now()"
+            " where team_id = %s and id = %s"
+            " and accepted_at is null and revoked_at is null and expires_at > now() returning id",
+            (team_id, invitation_id),
+        ).fetchone()
+    return row is not None
+
+
+def renew(
+    db: Database, *, team_id: str, invitation_id: str, token_hash: str, expires_at: datetime
+) -> InvitationRow | None:
+    """A pending invitation with a new token (the old one is dead) and a new expiry."""
+    with db.transaction() as conn:
+        row = conn.execute(
+            "update public.team_invitations set token_hash = %s, expires_at = %s"
+            " where team_id = %s and id = %s and accepted_at is null and revoked_at is null"
+            " returning id::text as id, email, role, expires_at",
+            (token_hash, expires_at, team_id, invitation_id),
+        ).fetchone()
+    return InvitationRow(**row) if row else None
+
+
+def invitation_by_hash(db: Database, token_hash: str) -> Invitation | None:
+    rows = db.fetch_all(
+        "select team_id::text as team_id, email, role, expires_at, accepted_at, revoked_at"
+        " from public.team_invitations where token_hash = %s",
+        (token_hash,),
+    )
+    return Invitation(**rows[0]) if rows else None
+
+
+def accept(db: Database, *, token_hash: str, user_id: str) -> tuple[Invitation, SeatChanges]:
+    """Use the invitation (locked: two acceptances cannot both succeed) and make the user a
+    member in its role (a member already keeps their role). Raises LookupError when it is no
+    longer pending."""
+    with db.transaction() as conn:
+        row = conn.execute(
+            "update public.team_invitations set accepted_at = now()"
+            " where token_hash = %s"
+            " and accepted_at is null and revoked_at is null and expires_at > now()"
+            " returning team_id::text as team_id, email, role, expires_at, accepted_at,"
+            " revoked_at",
+            (token_hash,),
+        ).fetchone()
+        if row is None:
+            raise LookupError("invitation no longer pending")
+        invitation = Invitation(**row)
+        _lock(conn, invitation.team_id)
+        conn.execute(
+            "insert into public.team_members (team_id, user_id, role) values (%s, %s, %s)"
+            " on conflict (team_id, user_id) do nothing",
+            (invitation.team_id, user_id, invitation.role),
+        )
+        changes = _refreshed(conn, invitation.team_id)
+    return invitation, changes
+
+
+def owners(conn: Connection, team_id: str) -> int:
+    row = conn.execute(
+        "select count(*) as n from public.team_members where team_id = %s and role = 'owner'",
+        (team_id,),
+    ).fetchone()
+    return int(row["n"]) if row else 0
+
+
+def role_of(conn: Connection, team_id: str, user_id: str) -> str | None:
+    row = conn.execute(
+        "select role from public.team_members where team_id = %s and user_id = %s",
+        (team_id, user_id),
+    ).fetchone()
+    return str(row["role"]) if row else None
+
+
+def lock(conn: Connection, team_id: str) -> None:
+    """Hold the team while a change is checked and made: membership changes go one at a time."""
+    _lock(conn, team_id)
+
+
+def remove(conn: Connection, team_id: str, user_id: str) -> SeatChanges:
+    conn.execute(
+        "delete from public.team_members where team_id = %s and user_id = %s", (team_id, user_id)
+    )
+    return _refreshed(conn, team_id, left=[user_id])
+
+
+def set_role(conn: Connection, team_id: str, user_id: str, role: str) -> SeatChanges:
+    conn.execute(
+        "update public.team_members set role = %s where team_id = %s and user_id = %s",
+        (role, team_id, user_id),
+    )
+    return _refreshed(conn, team_id)
+
+
+def set_quantity(db: Database, team_id: str, quantity: int) -> SeatChanges:
+    """The seats Stripe now bills for, before its event says so (the event sets the same)."""
+    with db.transaction() as conn:
+        _lock(conn, team_id)
+        before = _seated(conn, team_id)
+        conn.execute("update public.teams set quantity = %s where id = %s", (quantity, team_id))
+        return _changes(conn, team_id, before)
+
+
+def _lock(conn: Connection, team_id: str) -> None:
+    conn.execute("select 1 from public.teams where id = %s for update", (team_id,))
+
+
+def _seated(conn: Connection, team_id: str) -> dict[str, bool]:
+    rows = conn.execute(
+        "select user_id::text as user_id, has_seat from public.team_members where team_id = %s",
+        (team_id,),
+    ).fetchall()
+    return {row["user_id"]: row["has_seat"] for row in rows}
+
+
+def _refreshed(conn: Connection, team_id: str, *, left: Sequence[str] = ()) -> SeatChanges:
+    """Seats given out again and every affected mirror recomputed (the members', and those who
+    left), in the caller's transaction."""
+    before = _seated(conn, team_id)
+    conn.execute(
+        "select public.team_refresh(%s::uuid), public.access_refresh(%s::uuid[])",
+        (team_id, list(left)),
+    )
+    return _changes(conn, team_id, before)
+
+
+def _changes(conn: Connection, team_id: str, before: dict[str, bool]) -> SeatChanges:
+    after = _seated(conn, team_id)
+    lost = [u for u, seated in after.items() if before.get(u) and not seated]
+    regained = [u for u, seated in after.items() if seated and before.get(u) is False]
+    return SeatChanges(lost=lost, regained=regained)
+
+
+def names(db: Database, user_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """The e-mail address and name of each of these people."""
+    rows = db.fetch_all(
+        "select id::text as id, email, name from public.profiles where id = any(%s::uuid[])",
+        (list(user_ids),),
+    )
+    return {row["id"]: row for row in rows}
+
+
+def names_of_team(db: Database, team_id: str) -> str:
+    rows = db.fetch_all("select name from public.teams where id = %s::uuid", (team_id,))
+    return str(rows[0]["name"]) if rows else ""
+
+
+def sold_per_seat(db: Database, price_id: str) -> bool:
+    """Whether the product at this price is sold per seat."""
+    rows = db.fetch_all(
+        "select per_seat from public.products where stripe_price_id = %s", (price_id,)
+    )
+    return bool(rows and rows[0]["per_seat"])
+
+
+def member_count(db: Database, team_id: str) -> int:
+    rows = db.fetch_all(
+        "select count(*) as n from public.team_members where team_id = %s::uuid", (team_id,)
+    )
+    return int(rows[0]["n"])
+
+
+@dataclass(frozen=True)
+class TeamRepository:
+    team_id: str
+    repository: str
+    product_name: str
+
+
+def seated_repositories(db: Database, user_id: str, team_id: str | None) -> list[TeamRepository]:
+    """The repositories of paid, unrefunded `github` purchases of the teams (or this team) where
+    the user holds a seat."""
+    rows = db.fetch_all(
+        "select distinct pu.account_id::text as team_id, pr.github_repo as repository,"
+        " pr.name as product_name"
+        " from public.team_members m"
+        " join public.purchases pu on pu.account_id = m.team_id"
+        " join public.products pr on pr.id = pu.product_id"
+        " where m.user_id = %s::uuid and m.has_seat"
+        " and (%s::uuid is null or m.team_id = %s::uuid)"
+        " and pu.paid and pu.refunded_at is null"
+        " and pr.type = 'github' and pr.github_repo is not null"
+        " order by 1, 2",
+        (user_id, team_id, team_id),
+    )
+    return [TeamRepository(**row) for row in rows]
+
+
+def claim_repository(
+    db: Database, *, team_id: str, user_id: str, repository: str, username: str
+) -> str:
+    """Grant the member's seat's access to `username` unless another account holds it; the
+    account that holds it."""
+    with db.transaction() as conn:
+        row = conn.execute(
+            "insert into public.team_github_grants (team_id, user_id, repository,"
+            " github_username) values (%s, %s, %s, %s)"
+            " on conflict (team_id, user_id, repository)"
+            " do update set granted_at = public.team_github_grants.granted_at"
+            " returning github_username",
+            (team_id, user_id, repository, username),
+        ).fetchone()
+    assert row is not None
+    return str(row["github_username"])
+
+
+def release_repository(db: Database, *, team_id: str, user_id: str, repository: str) -> None:
+    with db.transaction() as conn:
+        conn.execute(
+            "delete from public.team_github_grants"
+            " where team_id = %s and user_id = %s and repository = %s",
+            (team_id, user_id, repository),
+        )
+
+
+def repository_grants(db: Database, team_id: str, user_ids: Sequence[str]) -> list[tuple[str, str]]:
+    """The (repository, GitHub account) pairs these people hold through the team."""
+    rows = db.fetch_all(
+        "select repository, github_username from public.team_github_grants"
+        " where team_id = %s::uuid and user_id = any(%s::uuid[])",
+        (team_id, list(user_ids)),
+    )
+    return [(row["repository"], row["github_username"]) for row in rows]

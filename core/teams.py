@@ -1,0 +1,152 @@
+"""Teams: roles, who may do what, invitations' validity and the order seats are given in.
+
+A team is an account of kind `team` (core/billing/model.py) with members. Owners and admins
+invite, remove and manage billing and seats; only owners change roles; a team always keeps an
+owner. A per-seat plan's quantity is how many members hold a seat: owners first, then admins,
+then members, each in the order they joined (`seat_holders`; the database gives the seats out in
+the same order in `public.team_refresh`, and a test holds the two together).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Literal, get_args
+
+Role = Literal["owner", "admin", "member"]
+ROLES: tuple[Role, ...] = get_args(Role)
+_RANK: dict[str, int] = {"owner": 0, "admin": 1, "member": 2}
+
+
+def manages(role: str) -> bool:
+    """Whether this role invites, removes, and manages billing and seats."""
+    return role in ("owner", "admin")
+
+
+def changes_roles(role: str) -> bool:
+    """Whether this role changes others' roles (and makes owners)."""
+    return role == "owner"
+
+
+@dataclass(frozen=True)
+class Member:
+    user_id: str
+    role: str
+    joined_at: datetime
+
+
+def seat_order(members: Sequence[Member]) -> list[Member]:
+    """The order seats are given in: owners, admins, members, each by when they joined."""
+    return sorted(members, key=lambda m: (_RANK.get(m.role, 3), m.joined_at, m.user_id))
+
+
+def seat_holders(members: Sequence[Member], total: int | None) -> set[str]:
+    """Who holds a seat: everyone when the team sells no seats (`total` None)."""
+    ordered = seat_order(members)
+    return {m.user_id for m in (ordered if total is None else ordered[: max(total, 0)])}
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """Why a request is refused: `forbidden` (the role does not allow it), `conflict` (it would
+    break a rule of the team's), `invalid` (what it names is no good)."""
+
+    kind: Literal["forbidden", "conflict", "invalid"]
+    message: str
+
+
+LAST_OWNER = Refusal(
+    "conflict", "A team keeps at least one owner: make another member an owner first"
+)
+
+
+def removal_refusal(
+    *, actor: str, target_role: str, self_removal: bool, owners: int
+) -> Refusal | None:
+    """Why `actor` may not remove this member (None: they may). A member may leave; a team keeps
+    at least one owner."""
+    if target_role == "owner" and owners <= 1:
+        return LAST_OWNER
+    if self_removal:
+        return None
+    if not manages(actor):
+        return Refusal("forbidden", "Only owners and admins remove members")
+    if target_role == "owner" and actor != "owner":
+        return Refusal("forbidden", "Only owners remove an owner")
+    return None
+
+
+def role_change_refusal(
+    *, actor: str, target_role: str, new_role: str, owners: int
+) -> Refusal | None:
+    """Why `actor` may not give this member `new_role` (None: they may)."""
+    if not changes_roles(actor):
+        return Refusal("forbidden", "Only owners change roles")
+    if target_role == "owner" and new_role != "owner" and owners <= 1:
+        return LAST_OWNER
+    return None
+
+
+def invite_refusal(*, actor: str, role: str) -> Refusal | None:
+    """Why `actor` may not invite someone as `role` (None: they may)."""
+    if not manages(actor):
+        return Refusal("forbidden", "Only owners and admins invite")
+    if role == "owner" and actor != "owner":
+        return Refusal("forbidden", "Only owners invite an owner")
+    return None
+
+
+@dataclass(frozen=True)
+class Seats:
+    total: int
+    used: int  # members plus pending invitations
+
+
+def no_seat_message(seats: Seats) -> str:
+    """What an invitation past the seats is told: how many there are and how to add some."""
+    plural = "seat" if seats.total == 1 else "seats"
+    return (
+        f"All {seats.total} {plural} of this team are taken (members and pending invitations):"
+        " add seats with PATCH /api/teams/{teamId}/seats or in the billing portal, or revoke an"
+        " invitation"
+    )
+
+
+def token_hash(token: str) -> str:
+    """How an invitation's token is stored: its SHA-256, hex."""
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class Invitation:
+    team_id: str
+    email: str
+    role: str
+    expires_at: datetime
+    accepted_at: datetime | None
+    revoked_at: datetime | None
+
+
+def acceptance_refusal(
+    invitation: Invitation | None, *, email: str | None, now: datetime
+) -> Refusal | None:
+    """Why this invitation cannot be accepted by this signed-in address (None: it can)."""
+    if invitation is None:
+        return Refusal("invalid", "This invitation is not known: ask for a new one")
+    if invitation.accepted_at is not None:
+        return USED
+    if invitation.revoked_at is not None:
+        return Refusal("invalid", "This invitation was revoked")
+    if invitation.expires_at <= now:
+        return Refusal("invalid", "This invitation has expired: ask for a new one")
+    if not email or email.strip().lower() != invitation.email.strip().lower():
+        return Refusal(
+            "forbidden",
+            "This invitation is for another e-mail address: sign in with the invited one",
+        )
+    return None
+
+
+USED = Refusal("invalid", "This invitation was already used")

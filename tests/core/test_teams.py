@@ -1,0 +1,97 @@
+"""The rules of teams on plain data: who may do what, the order seats are given in, and when an
+invitation may be accepted."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from core.teams import (
+    Invitation,
+    Member,
+    Seats,
+    acceptance_refusal,
+    invite_refusal,
+    no_seat_message,
+    removal_refusal,
+    role_change_refusal,
+    seat_holders,
+    seat_order,
+    token_hash,
+)
+
+T = datetime(2026, 11, 1, tzinfo=UTC)
+
+
+def test_seats_go_to_owners_then_admins_then_members_by_joining() -> None:
+    members = [
+        Member("m-early", "member", T),
+        Member("admin", "admin", T + timedelta(days=3)),
+        Member("m-late", "member", T + timedelta(days=2)),
+        Member("owner", "owner", T + timedelta(days=5)),
+    ]
+    assert [m.user_id for m in seat_order(members)] == ["owner", "admin", "m-early", "m-late"]
+    assert seat_holders(members, 3) == {"owner", "admin", "m-early"}
+    assert seat_holders(members, 0) == set()
+    assert seat_holders(members, None) == {m.user_id for m in members}
+
+
+@pytest.mark.parametrize(
+    ("actor", "target", "self_removal", "owners", "refused"),
+    [
+        ("member", "member", True, 1, False),  # a member leaves
+        ("member", "admin", False, 1, True),
+        ("admin", "member", False, 1, False),
+        ("admin", "owner", False, 2, True),
+        ("owner", "owner", True, 1, True),  # the last owner stays
+        ("owner", "owner", True, 2, False),
+    ],
+)
+def test_who_may_remove_whom(
+    actor: str, target: str, self_removal: bool, owners: int, refused: bool
+) -> None:
+    found = removal_refusal(
+        actor=actor, target_role=target, self_removal=self_removal, owners=owners
+    )
+    assert (found is not None) == refused
+    if found is not None:  # the last owner is a rule of the team's; the rest, of roles
+        assert found.kind == ("conflict" if target == "owner" and owners == 1 else "forbidden")
+
+
+def test_only_owners_change_roles_and_a_team_keeps_one() -> None:
+    assert role_change_refusal(actor="admin", target_role="member", new_role="admin", owners=1)
+    assert role_change_refusal(actor="owner", target_role="owner", new_role="member", owners=1)
+    assert (
+        role_change_refusal(actor="owner", target_role="member", new_role="owner", owners=1) is None
+    )
+    assert invite_refusal(actor="member", role="member")
+    assert invite_refusal(actor="admin", role="owner")
+    assert invite_refusal(actor="admin", role="admin") is None
+
+
+def test_an_invitation_is_accepted_once_in_time_by_its_address() -> None:
+    live = Invitation("t", "Grace@example.com", "member", T + timedelta(days=7), None, None)
+
+    def refused(invitation: Invitation | None, email: str, now: datetime = T) -> tuple[str, str]:
+        found = acceptance_refusal(invitation, email=email, now=now)
+        assert found is not None
+        return found.kind, found.message
+
+    assert acceptance_refusal(live, email="grace@EXAMPLE.com", now=T) is None
+    assert refused(None, "grace@example.com")[0] == "invalid"
+    kind, message = refused(live, "eve@example.com")
+    assert kind == "forbidden"
+    assert "another e-mail" in message
+    assert "expired" in refused(live, "grace@example.com", T + timedelta(days=8))[1]
+    used = Invitation("t", "grace@example.com", "member", T + timedelta(days=7), T, None)
+    assert "already used" in refused(used, "grace@example.com")[1]
+    revoked = Invitation("t", "grace@example.com", "member", T + timedelta(days=7), None, T)
+    assert "revoked" in refused(revoked, "grace@example.com")[1]
+
+
+def test_tokens_are_kept_as_their_sha256_and_a_full_team_says_how_to_grow() -> None:
+    assert token_hash("abc") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+    message = no_seat_message(Seats(total=3, used=3))
+    assert "All 3 seats" in message
+    assert "PATCH /api/teams/{teamId}/seats" in message
