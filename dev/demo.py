@@ -148,7 +148,8 @@ def run_team(c: Container, url: str, owner_email: str) -> None:
         wait(partial(applied, c, delivery.event_id, str(owner.id)), f"access {event_type}")
         if event_type == "checkout.session.completed":
             kind = "purchase-confirmation"
-            path, subject = wait(partial(sent, c, f"{delivery.event_id}/{kind}"), f"the {kind}")
+            key = f"{delivery.event_id}/{kind}"
+            path, subject = wait(partial(sent, c, key, session=session), f"the {kind}")
             confirmation = f"      e-mail      {kind}: {subject!r}\n                  {path}"
     seats = wait(lambda: call(url, "GET", f"/api/teams/{team['id']}", token)["seats"], "seats")
     print(f"[team 2/4] 3 seats bought {session}: seats {seats['total']}, used {seats['used']}")
