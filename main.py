@@ -99,14 +99,14 @@ def access(cloud_event: CloudEvent) -> None:
     """Pub/Sub push target: grant or revoke access."""
     from subscribers.envelope import deliver
 
-    deliver(cloud_event.data, root().access_subscriber, target="access")
+    deliver(cloud_event.data, root().pushes("access"), target="access")
 
 
 def emails(cloud_event: CloudEvent) -> None:
     """Pub/Sub push target: send the e-mail the event calls for."""
     from subscribers.envelope import deliver
 
-    deliver(cloud_event.data, root().email_subscriber, target="emails")
+    deliver(cloud_event.data, root().pushes("emails"), target="emails")
 
 
 def shutdown() -> None:

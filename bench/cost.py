@@ -41,6 +41,7 @@ from tests.pooler import running as pooler_running
 SYSTEMS = ("sync-engine", "inline", "pubsub", "pull")
 LUA = Path(__file__).resolve().parent / "replay.lua"
 BURST_SECONDS = 300
+IDLE_SECONDS = 5.0  # measured before each load, to subtract idle CPU from it
 
 
 def arguments() -> argparse.Namespace:
@@ -110,10 +111,12 @@ def wrk(
     limit: int = 0,
     route: str = WEBHOOK_PATH,
     authorization: str | None = None,
+    close: bool = False,
 ) -> dict[str, float]:
     """wrk's summary after `duration` s, or (`limit`) once about that many were answered (a
     burst handed over: its effects are then counted as they come); the records of `path` go
-    to `route`, with `authorization` as their Authorization header when given."""
+    to `route`, with `authorization` as their Authorization header when given, each on a
+    connection of its own when `close`."""
     threads, seconds = 2, max(1, round(duration))
     command = [
         require_wrk(),
@@ -125,6 +128,8 @@ def wrk(
         env |= {"BENCH_LIMIT": str(limit), "BENCH_ROUTE": route, "BENCH_DONE": done_dir}
         if authorization:
             env["BENCH_AUTHORIZATION"] = authorization
+        if close:
+            env["BENCH_CLOSE"] = "1"
         process = subprocess.Popen(
             command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
         )
@@ -212,9 +217,11 @@ def run(system: System, database_url: str, args: argparse.Namespace, tag: str) -
     path = CACHE / "events.bin"
     write_events(path, events, args.burst or args.events)
     m = Measured(system.name, emails=system.emails)
+    idle, idle_pg = idle_rates(system, database_url)
     cpu0, pg0, started = cpu(system), postgres_cpu(database_url), time.monotonic()
     # A burst: at most BURST_SECONDS to hand it over, then it is measured as it stands.
     seconds = BURST_SECONDS if args.burst else args.duration
+    measured_from = time.monotonic()
     with profiling(system, args.profile, seconds):
         m.load = wrk(system.port, path, args, seconds, limit=args.burst)
     # wrk spends seconds reading the events before the first request: the load began here.
@@ -225,8 +232,13 @@ def run(system: System, database_url: str, args: argparse.Namespace, tag: str) -
     m.peak_rss_mb = rss_mb(system)
     drain(system, database_url, tag, m, started, limit=args.drain)
     m.peak_rss_mb = max(m.peak_rss_mb, rss_mb(system))
-    m.cpu = {k: v - cpu0[k] for k, v in cpu(system).items()}
-    m.postgres_cpu = postgres_cpu(database_url) - pg0
+    # Net of idle: what the processes spend with nothing to do (timers, pools, Postgres's own
+    # background work) over the same time is not a cost of the events.
+    elapsed = time.monotonic() - measured_from
+    m.idle_cpu = {k: idle[k] * elapsed for k in idle}
+    m.cpu = {k: max(0.0, v - cpu0[k] - m.idle_cpu[k]) for k, v in cpu(system).items()}
+    m.idle_postgres_cpu = idle_pg * elapsed
+    m.postgres_cpu = max(0.0, postgres_cpu(database_url) - pg0 - m.idle_postgres_cpu)
     if args.replay and m.applied:  # duplicates of applied events only (none: nothing to replay)
         replay = CACHE / "replay.bin"
         write_events(replay, events, min(m.applied, 5000))
@@ -236,6 +248,17 @@ def run(system: System, database_url: str, args: argparse.Namespace, tag: str) -
         m.replay_cpu = {k: v - before[k] for k, v in cpu(system).items()}
         m.replay_postgres_cpu = postgres_cpu(database_url) - pg1
     return m
+
+
+def idle_rates(
+    system: System, database_url: str, seconds: float = IDLE_SECONDS
+) -> tuple[dict[str, float], float]:
+    """CPU seconds per second each process tree, and Postgres, spends idle (once settled)."""
+    cpu0, pg0, began = cpu(system), postgres_cpu(database_url), time.monotonic()
+    time.sleep(seconds)
+    elapsed = time.monotonic() - began
+    rates = {k: max(0.0, v - cpu0[k]) / elapsed for k, v in cpu(system).items()}
+    return rates, max(0.0, postgres_cpu(database_url) - pg0) / elapsed
 
 
 def drain(

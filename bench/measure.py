@@ -25,6 +25,8 @@ class Measured:
     replay: dict[str, float] = field(default_factory=dict)
     replay_cpu: dict[str, float] = field(default_factory=dict)
     replay_postgres_cpu: float = 0.0
+    idle_cpu: dict[str, float] = field(default_factory=dict)  # stage -> CPU s subtracted
+    idle_postgres_cpu: float = 0.0
 
     @property
     def acked(self) -> int:
@@ -63,6 +65,11 @@ class Measured:
         seconds = self.replay_cpu.get(stage, 0.0) if stage else self._service_cpu(self.replay_cpu)
         return 1000 * seconds / acked if acked else float("nan")
 
+    def _idle(self) -> str:
+        """CPU ms subtracted as idle, per stage and Postgres."""
+        parts = [f"{k} {1000 * v:.0f}" for k, v in self.idle_cpu.items()]
+        return ", ".join([*parts, f"Postgres {1000 * self.idle_postgres_cpu:.0f} ms"])
+
     def _service_cpu(self, cpu: dict[str, float] | None = None) -> float:
         # The emulator stands in for Google's service: not this service's CPU.
         return sum(v for k, v in (cpu or self.cpu).items() if k != "emulator")
@@ -80,7 +87,8 @@ class Measured:
             f" last {self.emails_seconds:.1f} s after);"
             f" backlog at end of load {self.backlog}; peak RSS {self.peak_rss_mb:.0f} MB;"
             f" CPU ms/applied {self.ms_per_applied():.2f} ({stages or 'one process'}),"
-            f" Postgres {1000 * self.postgres_cpu / max(self.applied, 1):.2f};"
+            f" Postgres {1000 * self.postgres_cpu / max(self.applied, 1):.2f}"
+            f" (net of idle: {self._idle()});"
             f" duplicate CPU ms {self.ms_per_duplicate():.2f}"
         )
 

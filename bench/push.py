@@ -56,6 +56,12 @@ def arguments() -> argparse.Namespace:
     parser.add_argument("--warmup", type=int, default=512, help="pushes before measuring")
     parser.add_argument("--pg-latency-ms", type=float, default=15.0, help="each way; 0: local")
     parser.add_argument("--pooler", type=int, default=15, help="PgBouncer's pool; 0: none")
+    parser.add_argument(
+        "--close",
+        action="store_true",
+        help="a connection per push, as the emulator pushes (default: kept alive, as Cloud Run's"
+        " front end keeps them)",
+    )
     args = parser.parse_args()
     bounded = 1 <= args.connections <= 256 and 0 < args.duration <= 60
     bounded = bounded and args.warmup <= 5_000 and args.events <= 100_000
@@ -105,7 +111,14 @@ def push(
     seconds = 60 if count else args.duration
     authorization = f"Bearer {push_token()}"
     return wrk(
-        system.port, path, args, seconds, limit=count, route="/", authorization=authorization
+        system.port,
+        path,
+        args,
+        seconds,
+        limit=count,
+        route="/",
+        authorization=authorization,
+        close=args.close,
     )
 
 
@@ -169,7 +182,8 @@ def main() -> None:
             cpu, pg = tree_cpu(pid) - cpu0, postgres_cpu(url) - pg0
     print(
         f"{args.target} push target ({args.workers} x {args.threads}), {args.connections} pushes"
-        f" in flight, Postgres {args.pg_latency_ms:g} ms away"
+        f" in flight{' (a connection each)' if args.close else ''},"
+        f" Postgres {args.pg_latency_ms:g} ms away"
         + (f" behind PgBouncer (pool {args.pooler})" if args.pooler else "")
         + f": acknowledged {acked} ({acked / (load['duration_us'] / 1e6):.0f}/s, p50"
         f" {load['p50_us'] / 1000:.0f} ms, p99 {load['p99_us'] / 1000:.0f} ms), refused"

@@ -5,6 +5,8 @@
 -- and leaves a file named for itself in the folder BENCH_DONE names.
 -- BENCH_ROUTE (optional): where to post them; the webhook by default.
 -- BENCH_AUTHORIZATION (optional): an Authorization header for every request (a push token).
+-- BENCH_CLOSE (optional): "1" asks the server to close each connection after its answer, so
+-- every request comes on a new one (as the Pub/Sub emulator pushes).
 local threads = {}
 local counter = 0
 
@@ -30,6 +32,7 @@ function init(args)
     if record % n == id then
       local headers = {["Content-Type"] = "application/json", ["Stripe-Signature"] = sig}
       if authorization then headers["Authorization"] = authorization end
+      if os.getenv("BENCH_CLOSE") == "1" then headers["Connection"] = "close" end
       table.insert(requests, wrk.format("POST", route, headers, body))
     end
     record = record + 1

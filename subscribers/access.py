@@ -259,10 +259,10 @@ def _tell_the_admin(dispute: Dispute) -> None:
 
 
 def _log(events: Sequence[Event], outcomes: Sequence[str | Exception]) -> None:
-    """A line per event alone; one for a batch, with every event id in it (a line per event
-    costs as much as applying it does in a batch; each outcome is in `processed_events`)."""
-    if len(events) == 1:
-        [event], [outcome] = events, outcomes
+    """A line per event handled, whatever the size of its batch: the log-based metrics count
+    them (ops/monitoring: events applied by outcome, duplicates); a failure is logged by the
+    bus, with what it does about it. A batch also says which events shared its transaction."""
+    for event, outcome in zip(events, outcomes, strict=True):
         if isinstance(outcome, str):
             log.info(
                 "access: %s %s -> %s",
@@ -271,11 +271,11 @@ def _log(events: Sequence[Event], outcomes: Sequence[str | Exception]) -> None:
                 outcome,
                 extra=outcome_fields(CONSUMER, event, outcome),
             )
-        return
-    counts = Counter(o if isinstance(o, str) else type(o).__name__ for o in outcomes)
-    log.info(
-        "access: %d events in one transaction (%s): %s",
-        len(events),
-        ", ".join(f"{outcome} {n}" for outcome, n in sorted(counts.items())),
-        " ".join(event.id for event in events),
-    )
+    if len(events) > 1:
+        counts = Counter(o if isinstance(o, str) else type(o).__name__ for o in outcomes)
+        log.info(
+            "access: %d events in one transaction (%s): %s",
+            len(events),
+            ", ".join(f"{outcome} {n}" for outcome, n in sorted(counts.items())),
+            " ".join(event.id for event in events),
+        )

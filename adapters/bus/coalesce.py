@@ -1,0 +1,94 @@
+"""Pushes that arrive together are handled together: group commit for a push target.
+
+Pub/Sub pushes one message per request; once its push rate has ramped up, many are in flight
+at once, each on a thread of the same instance. Handled one by one, each pays its own
+transaction and round trips. Here the first push to find no batch at work takes every push
+waiting (up to `max_batch`) and hands their events to the batch handler at once, as the pull
+consumer does; the others wait and each answers with its own event's outcome. Nothing waits
+for company: a push alone is handled at once, and those that come while a batch is at work
+go in the next one.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from adapters.bus import BatchHandler
+from core.events import Event
+
+
+@dataclass(eq=False)
+class _Slot:
+    event: Event
+    outcome: object = None
+    done: bool = field(default=False)
+
+
+class Coalescer:
+    """A handler of one event that shares `handle`'s batches with the concurrent callers.
+
+    `leaders` batches may be at work at once (e-mail waits on Resend between its round trips;
+    access takes one at a time, as its batches lock the same rows in one transaction each).
+    """
+
+    def __init__(self, handle: BatchHandler, *, max_batch: int, leaders: int = 1) -> None:
+        if max_batch < 1 or leaders < 1:
+            raise ValueError("max_batch and leaders must be at least 1")
+        self._handle = handle
+        self._max_batch = max_batch
+        self._leaders = leaders
+        self._working = 0
+        self._waiting: deque[_Slot] = deque()
+        self._changed = threading.Condition()
+
+    @property
+    def waiting(self) -> int:
+        """How many pushes wait for a batch to take them."""
+        with self._changed:
+            return len(self._waiting)
+
+    def __call__(self, event: Event) -> object:
+        """The event's outcome once its batch is handled; what it failed with is raised."""
+        slot = _Slot(event)
+        with self._changed:
+            self._waiting.append(slot)
+            while not slot.done:
+                if self._working < self._leaders:
+                    self._lead()
+                else:
+                    self._changed.wait()
+        if isinstance(slot.outcome, BaseException):
+            raise slot.outcome
+        return slot.outcome
+
+    def _lead(self) -> None:
+        """Handle the oldest waiting pushes (called and returning with the lock held)."""
+        batch = [self._waiting.popleft() for _ in range(min(self._max_batch, len(self._waiting)))]
+        self._working += 1
+        self._changed.release()
+        outcomes: Sequence[object] = []
+        try:
+            outcomes = _outcomes(self._handle, [slot.event for slot in batch])
+        except BaseException as exc:  # the worker is stopping: none of them is left waiting
+            outcomes = [exc] * len(batch)
+            raise
+        finally:
+            self._changed.acquire()
+            self._working -= 1
+            for slot, outcome in zip(batch, outcomes, strict=True):
+                slot.outcome, slot.done = outcome, True
+            self._changed.notify_all()
+
+
+def _outcomes(handle: BatchHandler, events: Sequence[Event]) -> Sequence[object]:
+    try:
+        outcomes = handle(events)
+    except Exception as exc:  # the whole batch failed: each push answers 5xx and comes back
+        return [exc] * len(events)
+    if len(outcomes) != len(events):
+        error = RuntimeError(f"{len(outcomes)} outcomes for {len(events)} events")
+        return [error] * len(events)
+    return outcomes
