@@ -4,7 +4,7 @@
     state   = claim the events, lock and read their accounts                # round trip 1
     plan    = decide(changes, state)                                         # pure, core/billing
     write the plan, settle the ledger                                        # round trip 2
-    announce what was committed
+    announce what was committed, and tell a team's members of their seats
 
 Applied once per event (the ledger is claimed and settled inside both round trips), ordered per
 grant, and announced on the bus only once committed (the e-mails that speak of access follow
@@ -39,6 +39,7 @@ from core.billing.decide import Answers, Asks, Pending, Plan, decide
 from core.events import Event, is_app_event
 from core.features import SUMMARY_UPDATED, disagreement, summary_from
 from core.refunds import Dispute
+from services import seats
 from subscribers.envelope import outcome_fields
 
 log = logging.getLogger(__name__)
@@ -197,9 +198,9 @@ class AccessSubscriber:
         return replace(answers, statuses=statuses, checkouts=checkouts)
 
     def _announced(self, batch: Sequence[Pending], plan: Plan) -> list[str | Exception]:
-        """Each outcome once what it announces is on the bus and a refunded repository taken
-        back; a failure there fails the delivery alone (the commit stands; the redelivery
-        announces again, with the same ids)."""
+        """Each outcome once what it announces is on the bus, a refunded repository taken
+        back and a team's seat changes told; a failure there fails the delivery alone (the
+        commit stands; the redelivery announces again, with the same ids)."""
         results = list(plan.results)
         for n, (event, data) in plan.announcements:
             if isinstance(results[n], Exception):
@@ -213,6 +214,16 @@ class AccessSubscriber:
                 self.github.remove(repository=repository, username=username)
             except Exception as exc:
                 results[n] = exc
+        by_team: dict[str, list[int]] = {}
+        for n, team_id in plan.teams:
+            by_team.setdefault(team_id, []).append(n)
+        for team_id, deliveries in by_team.items():
+            try:  # the seats a quantity or an end changed, told as a team route tells them
+                seats.tell(team_id, db=self.db, publish=self.publish, github=self.github)
+            except Exception as exc:  # told on the redelivery (once: keyed by the change)
+                for n in deliveries:
+                    if not isinstance(results[n], Exception):
+                        results[n] = exc
         for dispute, _ in plan.disputes:
             _tell_the_admin(dispute)
         return results
