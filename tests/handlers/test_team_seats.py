@@ -5,12 +5,19 @@ taken from every member when the subscription ends). Over HTTP, with Stripe's si
 
 from __future__ import annotations
 
+import json
+import logging
+import threading
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from email.message import EmailMessage
 
 import pytest
 
+from adapters.db import teams
 from adapters.db.pool import Database
+from core.events import Event, parse_event
+from core.teams import Member, seat_holders
 from tests.conftest import Api, serving
 from tests.fakes.github import FakeGitHub
 from tests.fakes.stripe import FakeStripe
@@ -23,7 +30,7 @@ from tests.handlers.test_team_billing import (
 )
 from tests.handlers.test_teams import Person, join, new_team
 from tests.helpers import stripe_event
-from tests.subscribers.lifecycle_helpers import post_event, settle
+from tests.subscribers.lifecycle_helpers import link, post_event, settle
 from tests.subscribers.test_emails import outbox, text_of
 
 REPO = "example-org/team-seats"
@@ -199,3 +206,86 @@ def test_resending_an_expired_invitation_needs_a_free_seat(api: Api, db: Databas
     listed = ada.call("GET", f"/api/teams/{team}").json()
     assert [i["email"] for i in listed["invitations"]] == ["grace@example.com"]
     assert listed["seats"] == {"total": 2, "used": 2}
+
+
+def test_a_team_route_and_a_stripe_batch_on_one_team_take_turns(
+    api: Api, db: Database, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A role change (which gives the seats out again) and a batch of Stripe's events about the
+    same team and one of its members' own subscription, started together many times: no
+    deadlock (Postgres would break one, the route answering 500 or the batch retried one by
+    one), and the end state is the one the last changes call for."""
+    ada, team = seated_team(api, db, 3)
+    grace, bob = Person(api, db, "grace@example.com"), Person(api, db, "bob@example.com")
+    join(api, team, ada, grace)
+    join(api, team, ada, bob)
+    link(db, grace.id, "cus_grace")  # grace pays for herself too: her account is in the batch
+    access_cycle = api.container.access_subscriber
+    rounds = 24
+    statuses, outcomes = [], []
+    caplog.set_level(logging.WARNING)
+    for n in range(rounds):
+        grace_own = {
+            **team_subscription(1, status="active" if n % 2 else "canceled"),
+            "id": "sub_grace",
+            "customer": "cus_grace",
+        }
+        kind = "updated" if n % 2 else "deleted"
+        batch = [
+            parse_event(json.loads(body))
+            for body in (
+                stripe_event(
+                    "customer.subscription.updated",
+                    team_subscription(2 + n % 2),
+                    created=T0 + 100 + n,
+                ),
+                stripe_event(f"customer.subscription.{kind}", grace_own, created=T0 + 100 + n),
+            )
+        ]
+        start = threading.Barrier(2, timeout=10)
+
+        def route(role: str) -> int:
+            start.wait()
+            path = f"/api/teams/{team}/members/{bob.id}"
+            return ada.call("PATCH", path, {"role": role}).status_code
+
+        def pipeline(events: list[Event]) -> list[str | Exception]:
+            start.wait()
+            return access_cycle.apply_many(events)
+
+        with ThreadPoolExecutor(2) as pool:
+            routed = pool.submit(route, "admin" if n % 2 else "member")
+            applied = pool.submit(pipeline, batch)
+            statuses.append(routed.result(timeout=30))
+            outcomes += applied.result(timeout=30)
+    settle(api)
+
+    assert statuses == [200] * rounds
+    assert [o for o in outcomes if isinstance(o, Exception)] == []
+    broken = [
+        r.getMessage()
+        for r in caplog.records
+        if "one by one" in r.getMessage() or "deadlock" in r.getMessage().lower()
+    ]
+    assert broken == []
+    # The last round: bob an admin, 3 seats (everyone seated), grace's own subscription active.
+    members = teams.members(db, team)
+    assert {m.user_id: m.role for m in members} == {
+        ada.id: "owner",
+        grace.id: "member",
+        bob.id: "admin",
+    }
+    seats = teams.seats(db, team)
+    assert seats is not None and seats.total == 3
+    ruled = seat_holders([Member(m.user_id, m.role, m.joined_at) for m in members], seats.total)
+    assert {m.user_id for m in members if m.has_seat} == ruled
+    assert access(db, ada) and access(db, grace) and access(db, bob)
+    # Every mirror is what its account and seats derive.
+    mirrors = db.fetch_all(
+        "select p.id, p.has_access, coalesce(own.has_access, false) or exists ("
+        " select 1 from public.team_members m join public.accounts t on t.id = m.team_id"
+        " where m.user_id = p.id and m.has_seat and t.has_access) as derived"
+        " from public.profiles p left join public.accounts own"
+        " on own.owner_id = p.id and own.kind = 'personal'"
+    )
+    assert [m for m in mirrors if m["has_access"] != m["derived"]] == []
