@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from functools import partial
-from typing import Any
+from typing import Any, Protocol
 
 from adapters.accounts import Accounts
 from adapters.db import billing, catalogue, features
@@ -39,7 +39,6 @@ from core.billing.decide import Answers, Asks, Pending, Plan, decide
 from core.events import Event, is_app_event
 from core.features import SUMMARY_UPDATED, disagreement, summary_from
 from core.refunds import Dispute
-from services import seats
 from subscribers.envelope import outcome_fields
 
 log = logging.getLogger(__name__)
@@ -49,6 +48,15 @@ CONSUMER = "access"
 MOST_ROUNDS = 8
 
 Publish = Callable[[Event, bytes], None]
+
+
+class TellSeats(Protocol):
+    """Tells a team's members of their seat changes once committed, as the team routes do
+    (`services/seats.py` `tell`, given by the composition root)."""
+
+    def __call__(
+        self, team_id: str, *, db: Database, publish: Publish, github: GitHubGateway
+    ) -> None: ...
 
 
 class _Asking(Exception):  # a request, not a failure: rolls the first round trip back
@@ -68,6 +76,7 @@ class AccessSubscriber:
     accounts: Accounts
     github: GitHubGateway
     publish: Publish
+    tell_seats: TellSeats
 
     def __call__(self, event: Event) -> str:
         [outcome] = self.apply_many([event])
@@ -219,7 +228,7 @@ class AccessSubscriber:
             by_team.setdefault(team_id, []).append(n)
         for team_id, deliveries in by_team.items():
             try:  # the seats a quantity or an end changed, told as a team route tells them
-                seats.tell(team_id, db=self.db, publish=self.publish, github=self.github)
+                self.tell_seats(team_id, db=self.db, publish=self.publish, github=self.github)
             except Exception as exc:  # told on the redelivery (once: keyed by the change)
                 for n in deliveries:
                     if not isinstance(results[n], Exception):

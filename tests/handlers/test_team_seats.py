@@ -244,18 +244,18 @@ def test_a_team_route_and_a_stripe_batch_on_one_team_take_turns(
         ]
         start = threading.Barrier(2, timeout=10)
 
-        def route(role: str) -> int:
+        def route(start: threading.Barrier, role: str) -> int:
             start.wait()
             path = f"/api/teams/{team}/members/{bob.id}"
             return ada.call("PATCH", path, {"role": role}).status_code
 
-        def pipeline(events: list[Event]) -> list[str | Exception]:
+        def pipeline(start: threading.Barrier, events: list[Event]) -> list[str | Exception]:
             start.wait()
             return access_cycle.apply_many(events)
 
         with ThreadPoolExecutor(2) as pool:
-            routed = pool.submit(route, "admin" if n % 2 else "member")
-            applied = pool.submit(pipeline, batch)
+            routed = pool.submit(route, start, "admin" if n % 2 else "member")
+            applied = pool.submit(pipeline, start, batch)
             statuses.append(routed.result(timeout=30))
             outcomes += applied.result(timeout=30)
     settle(api)
@@ -276,10 +276,11 @@ def test_a_team_route_and_a_stripe_batch_on_one_team_take_turns(
         bob.id: "admin",
     }
     seats = teams.seats(db, team)
-    assert seats is not None and seats.total == 3
+    assert seats is not None
+    assert seats.total == 3
     ruled = seat_holders([Member(m.user_id, m.role, m.joined_at) for m in members], seats.total)
     assert {m.user_id for m in members if m.has_seat} == ruled
-    assert access(db, ada) and access(db, grace) and access(db, bob)
+    assert [access(db, p) for p in (ada, grace, bob)] == [True, True, True]
     # Every mirror is what its account and seats derive.
     mirrors = db.fetch_all(
         "select p.id, p.has_access, coalesce(own.has_access, false) or exists ("
