@@ -74,8 +74,22 @@ def _mail(team_id: str, *, db: Database, publish: Publish) -> list[str]:
     return []
 
 
+# Passes over a team's repository seats: one more after any change, so that a teller who
+# acted on a seat read just before another's change sees that change and follows it.
+_PASSES = 3
+
+
 def _repositories(team_id: str, db: Database, github: GitHubGateway) -> list[str]:
-    failures = []
+    failures: list[str] = []
+    for _ in range(_PASSES):
+        failures, acted = _repositories_once(team_id, db, github)
+        if not acted:
+            break
+    return failures
+
+
+def _repositories_once(team_id: str, db: Database, github: GitHubGateway) -> tuple[list[str], bool]:
+    failures, acted = [], False
     for seat in store.repository_seats(db, team_id):
         if seat.due == (not seat.removed):
             continue
@@ -94,4 +108,5 @@ def _repositories(team_id: str, db: Database, github: GitHubGateway) -> list[str
             repository=seat.repository,
             removed=not seat.due,
         )
-    return failures
+        acted = True
+    return failures, acted
