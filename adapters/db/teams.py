@@ -441,6 +441,8 @@ class SeatNews:
 
 
 def untold_seat_changes(db: Database, team_id: str) -> SeatNews:
+    # One read, so the changes, the seats and the team's access are of one moment: the union's
+    # `has_seat` column is a change's, a member's seat now, or (`team`) the team's access.
     rows = db.fetch_all(
         "select 'change' as what, c.id, c.user_id::text as user_id, c.has_seat"
         " from public.team_seat_changes c where c.team_id = %s::uuid and c.told_at is null"
