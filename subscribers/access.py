@@ -133,24 +133,35 @@ class AccessSubscriber:
         receipts[change.session_id] = facts.receipt_url
         if change.user_id is None and change.email:
             self.accounts.ensure(email=change.email, name=change.name)
-        return replace(change, price_id=facts.price_id)
+        return replace(change, price_id=facts.price_id, quantity=facts.quantity)
 
     def _facts(self, checkout: Checkout) -> CheckoutFacts:
-        """The price (Payment Links and the dashboard set no metadata) and the receipt link."""
-        known = CheckoutFacts(price_id=checkout.price_id, receipt_url=None)
+        """The price (Payment Links and the dashboard set no metadata), the receipt link, and
+        a team's one-time purchase's quantity (the lifetime seats it bought, which the buyer
+        may change on Stripe's page: only its line item says)."""
+        known = CheckoutFacts(
+            price_id=checkout.price_id, receipt_url=None, quantity=checkout.quantity
+        )
         has_receipt = bool(checkout.invoice_id or checkout.payment_intent)
-        if checkout.price_id and not (checkout.paid and has_receipt):
+        seats_unknown = (
+            checkout.account_id is not None
+            and checkout.subscription_id is None
+            and checkout.quantity is None
+        )
+        if checkout.price_id and not seats_unknown and not (checkout.paid and has_receipt):
             return known
         try:
             found = self.stripe.checkout_facts(checkout.session_id)
         except (PaymentsNotConfigured, StripeCallFailed) as exc:
-            if checkout.price_id is None:
+            if checkout.price_id is None or seats_unknown:
                 raise
             # Access does not wait on a receipt link: the confirmation goes without it.
             log.warning("no receipt link for %s: %s", checkout.session_id, exc)
             return known
         return CheckoutFacts(
-            price_id=checkout.price_id or found.price_id, receipt_url=found.receipt_url
+            price_id=checkout.price_id or found.price_id,
+            receipt_url=found.receipt_url,
+            quantity=checkout.quantity or found.quantity,
         )
 
     def _cycle(self, batch: Sequence[Pending], answers: Answers) -> list[str | Exception]:

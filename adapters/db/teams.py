@@ -116,13 +116,10 @@ def pending_invitations(db: Database, team_id: str) -> list[InvitationRow]:
     return [InvitationRow(**row) for row in rows]
 
 
-# The seats a team has: its subscription's quantity while a per-seat grant is active (the same
-# test as public.team_refresh's), none (no limit) otherwise.
+# The seats a team has (`public.team_seats`, as public.team_refresh gives them out: its
+# subscription's quantity and its lifetime seats), none (no limit) without per-seat grants.
 _SEATS = (
-    "select case when exists (select 1 from public.entitlements e"
-    " join public.products pr on pr.stripe_price_id = e.price_id"
-    " where e.account_id = t.id and e.active and pr.per_seat and e.kind = 'subscription')"
-    " then coalesce(t.quantity, 1) end as total,"
+    "select public.team_seats(t.id) as total,"
     " (select count(*) from public.team_members m where m.team_id = t.id)"
     " + (select count(*) from public.team_invitations i where i.team_id = t.id"
     " and i.accepted_at is null and i.revoked_at is null and i.expires_at > now())"

@@ -6,6 +6,9 @@
 -- the members (e-mail, repository access) from that record after the commit, keyed by the
 -- change's id, so a redelivered or repeated telling sends nothing twice.
 --
+-- A per-seat product sold once (lifetime seats) limits a team's seats too: a purchase keeps its
+-- line item's quantity, and `public.team_seats` is the one place a team's seats are counted.
+--
 -- Lock order: a team's account row, then its `teams` row, then personal accounts in id order.
 -- The API takes it with `public.team_lock`; `public.access_claim` locks the team accounts of a
 -- batch before the personal ones (and the teams' members' personal accounts with them), so a
@@ -33,6 +36,35 @@ revoke all on public.team_seat_changes from anon, authenticated;
 -- A seat's repository access taken away while its seat is lost, kept with its GitHub account
 -- so that the seat given back gives the access back.
 alter table public.team_github_grants add column removed_at timestamptz;
+
+-- The quantity a checkout was bought with (its line item's): a per-seat price's seats.
+alter table public.purchases add column quantity integer check (quantity > 0);
+
+-- A team's seats: its active per-seat subscription's quantity plus the seats of its paid,
+-- unrefunded per-seat one-time purchases; null (no limit) when it has neither.
+create or replace function public.team_seats(p_team uuid) returns integer
+language sql
+stable
+set search_path = ''
+as $$
+  with subscribed as (
+    select coalesce(t.quantity, 1) as seats from public.teams t
+    where t.id = p_team and exists (
+      select 1 from public.entitlements e
+      join public.products pr on pr.stripe_price_id = e.price_id
+      where e.account_id = t.id and e.active and pr.per_seat and e.kind = 'subscription')
+  ), bought as (
+    select coalesce(pu.quantity, 1) as seats
+    from public.purchases pu join public.products pr on pr.id = pu.product_id
+    where pu.account_id = p_team and pu.paid and pu.refunded_at is null
+      and pr.per_seat and pr.billing_type = 'one_time'
+  ), sources as (
+    select seats from subscribed union all select seats from bought
+  )
+  select case when exists (select 1 from sources) then (select sum(seats) from sources)::integer end
+$$;
+
+revoke execute on function public.team_seats(uuid) from public, anon, authenticated;
 
 create or replace function public.team_lock(p_team uuid, p_users uuid[]) returns void
 language plpgsql
@@ -63,12 +95,7 @@ declare
 begin
   -- One refresh of a team at a time (the API's changes hold this lock already).
   perform 1 from public.teams t where t.id = p_team for update;
-  select case when exists (
-    select 1 from public.entitlements e join public.products pr on pr.stripe_price_id = e.price_id
-    where e.account_id = t.id and e.active and pr.per_seat and e.kind = 'subscription')
-    then coalesce(t.quantity, 1) end
-  into seats
-  from public.teams t where t.id = p_team;
+  seats := public.team_seats(p_team);
 
   with ranked as (
     select m.user_id, m.has_seat, (seats is null or row_number() over (

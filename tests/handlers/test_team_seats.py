@@ -290,3 +290,72 @@ def test_a_team_route_and_a_stripe_batch_on_one_team_take_turns(
         " on own.owner_id = p.id and own.kind = 'personal'"
     )
     assert [m for m in mirrors if m["has_access"] != m["derived"]] == []
+
+
+LIFETIME_SEAT = "price_team_seat_lifetime"
+
+
+def test_lifetime_seats_bought_for_a_team_limit_its_members(
+    api: Api, db: Database, stripe_fake: FakeStripe
+) -> None:
+    """A per-seat product sold once: the seats the buyer chose on Stripe's page (its line
+    item's quantity, which Stripe's event does not carry) are the team's seats."""
+    with db.transaction() as conn:
+        conn.execute(
+            "insert into public.products (name, price, stripe_price_id, type, billing_type,"
+            " per_seat, features) values ('Team lifetime', 99, %s, 'link', 'one_time', true,"
+            " '{pro}')",
+            (LIFETIME_SEAT,),
+        )
+    ada = Person(api, db, "ada@example.com", "Ada Lovelace")
+    team = new_team(ada)
+    bought = ada.call(
+        "POST",
+        "/api/payments/create-checkout",
+        {
+            "priceId": LIFETIME_SEAT,
+            "mode": "payment",
+            "successUrl": "https://app.example.com/ok",
+            "cancelUrl": "https://app.example.com/no",
+            "teamId": team,
+            "quantity": 3,
+        },
+    )
+    assert bought.status_code == 200, bought.text
+    [params] = stripe_fake.checkout_params()
+    assert params["line_items"][0]["quantity"] == "3"
+    # On Stripe's page the buyer took 2 seats, not 3.
+    session = {
+        "id": "cs_test_lifetime01",
+        "object": "checkout.session",
+        "client_reference_id": ada.id,
+        "customer": "cus_team",
+        "mode": "payment",
+        "metadata": {"price_id": LIFETIME_SEAT, "user_id": ada.id, "team_id": team},
+        "payment_status": "paid",
+        "payment_intent": "pi_team_lifetime",
+        "amount_total": 19800,
+        "currency": "usd",
+        "created": T0,
+        "customer_details": {"email": "ada@example.com", "name": "Ada Lovelace"},
+    }
+    stripe_fake.sessions[session["id"]] = {
+        **session,
+        "line_items": {
+            "object": "list",
+            "data": [{"id": "li_1", "quantity": 2, "price": {"id": LIFETIME_SEAT}}],
+        },
+    }
+    post_event(api, stripe_event("checkout.session.completed", session, created=T0))
+    settle(api)
+
+    assert access(db, ada)
+    assert ada.call("GET", f"/api/teams/{team}").json()["seats"] == {"total": 2, "used": 1}
+    grace = Person(api, db, "grace@example.com")
+    join(api, team, ada, grace)
+    assert access(db, grace)
+    refused = ada.call(
+        "POST", f"/api/teams/{team}/invitations", {"email": "bob@example.com", "role": "member"}
+    )
+    assert refused.status_code == 409
+    assert "All 2 seats" in refused.json()["error"]
