@@ -11,6 +11,7 @@ import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from email.message import EmailMessage
+from typing import Any
 
 import pytest
 
@@ -325,7 +326,7 @@ def test_lifetime_seats_bought_for_a_team_limit_its_members(
     [params] = stripe_fake.checkout_params()
     assert params["line_items"][0]["quantity"] == "3"
     # On Stripe's page the buyer took 2 seats, not 3.
-    session = {
+    session: dict[str, Any] = {
         "id": "cs_test_lifetime01",
         "object": "checkout.session",
         "client_reference_id": ada.id,
@@ -339,7 +340,7 @@ def test_lifetime_seats_bought_for_a_team_limit_its_members(
         "created": T0,
         "customer_details": {"email": "ada@example.com", "name": "Ada Lovelace"},
     }
-    stripe_fake.sessions[session["id"]] = {
+    stripe_fake.sessions["cs_test_lifetime01"] = {
         **session,
         "line_items": {
             "object": "list",
