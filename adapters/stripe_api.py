@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     import stripe
 
 from config import MissingSetting
+from core.access import checkout_quantity
 from core.billing.catalogue import StripeProduct
 from core.catalogue import lookup_keys
 
@@ -98,7 +99,11 @@ class StripeGateway:
             ).to_dict()
         except stripe.StripeError as exc:
             raise StripeCallFailed(f"checkout session {session_id}: {exc}") from exc
-        return CheckoutFacts(price_id=_first_price(session), receipt_url=_receipt_url(session))
+        return CheckoutFacts(
+            price_id=_first_price(session),
+            receipt_url=_receipt_url(session),
+            quantity=checkout_quantity(session),
+        )
 
     def checkout_session(self, session_id: str) -> dict[str, Any] | None:
         """A checkout session as Stripe has it now, with what the access cycle reads expanded
@@ -206,6 +211,7 @@ def _refusal_as_none(what: str) -> Iterator[None]:
 class CheckoutFacts:
     price_id: str | None
     receipt_url: str | None
+    quantity: int | None = None  # the line item's: a per-seat price's seats
 
 
 def _first_price(session: dict[str, Any]) -> str | None:

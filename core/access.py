@@ -49,6 +49,9 @@ class Checkout:
     created: int | None = None
     # A checkout bought for a team: the team's account (its metadata's `team_id`) pays.
     account_id: str | None = None
+    # Its line item's quantity (the seats of a per-seat price), when the session was read with
+    # its line items: a webhook's event has none, the access cycle asks Stripe for them.
+    quantity: int | None = None
 
 
 @dataclass(frozen=True)
@@ -91,6 +94,7 @@ def checkout_from(event: Event) -> Checkout | None:
         invoice_id=stripe_id(session.get("invoice")),
         created=session.get("created") if isinstance(session.get("created"), int) else None,
         account_id=_uuid(metadata.get("team_id")),
+        quantity=checkout_quantity(session),
     )
 
 
@@ -210,8 +214,18 @@ def subscription_price(subscription: Mapping[str, Any]) -> str | None:
 
 def subscription_quantity(subscription: Mapping[str, Any]) -> int | None:
     """The quantity of the subscription's current (first) item: a per-seat plan's seats."""
-    items = _mapping(subscription.get("items")).get("data")
-    first = items[0] if isinstance(items, list) and items else None
+    return _first_quantity(subscription.get("items"))
+
+
+def checkout_quantity(session: Mapping[str, Any]) -> int | None:
+    """The quantity of a checkout session's (first) line item, when it was read with them: the
+    seats a per-seat price was bought with (the buyer may change it on Stripe's page)."""
+    return _first_quantity(session.get("line_items"))
+
+
+def _first_quantity(items: Any) -> int | None:
+    data = _mapping(items).get("data")
+    first = data[0] if isinstance(data, list) and data else None
     return _int(_mapping(first).get("quantity"))
 
 

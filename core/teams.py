@@ -10,7 +10,7 @@ the same order in `public.team_refresh`, and a test holds the two together).
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal, get_args
@@ -46,6 +46,38 @@ def seat_holders(members: Sequence[Member], total: int | None) -> set[str]:
     """Who holds a seat: everyone when the team sells no seats (`total` None)."""
     ordered = seat_order(members)
     return {m.user_id for m in (ordered if total is None else ordered[: max(total, 0)])}
+
+
+@dataclass(frozen=True)
+class SeatChange:
+    """A member's seat taken (`has_seat` False) or given back, as the database recorded it."""
+
+    id: int
+    user_id: str
+    has_seat: bool
+
+
+def seat_news(
+    changes: Sequence[SeatChange], *, seated: Mapping[str, bool], team_has_access: bool
+) -> list[SeatChange]:
+    """What each member is told of their seat changes not told yet: the latest, when it is
+    still true now and differs from what they knew (a seat lost and given back before anyone
+    was told is no news). A seat given back is news only while the team has access: a team
+    whose subscription ended gives every member a seat of nothing."""
+    first: dict[str, SeatChange] = {}
+    latest: dict[str, SeatChange] = {}
+    for change in sorted(changes, key=lambda c: c.id):
+        first.setdefault(change.user_id, change)
+        latest[change.user_id] = change
+    news = []
+    for user_id, change in latest.items():
+        knew = not first[user_id].has_seat  # each change flips the seat
+        if seated.get(user_id) != change.has_seat or change.has_seat == knew:
+            continue
+        if change.has_seat and not team_has_access:
+            continue
+        news.append(change)
+    return news
 
 
 @dataclass(frozen=True)

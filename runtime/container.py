@@ -175,6 +175,7 @@ class Container:
 
     @once
     def access_subscriber(self) -> AccessSubscriber:
+        from services import seats
         from subscribers.access import AccessSubscriber
 
         return AccessSubscriber(
@@ -183,6 +184,7 @@ class Container:
             accounts=self.accounts,
             github=self.github,
             publish=self._publish,
+            tell_seats=seats.tell,
         )
 
     @once
@@ -193,6 +195,7 @@ class Container:
         if self.settings.event_bus != "pubsub":
             return self.access_subscriber
         from adapters.accounts import ExistingAccounts
+        from services import seats
         from subscribers.access import AccessSubscriber
 
         return AccessSubscriber(
@@ -201,6 +204,7 @@ class Container:
             accounts=ExistingAccounts(self.db),
             github=self.github,
             publish=self._publish,
+            tell_seats=seats.tell,
         )
 
     def _publish(self, event: Event, data: bytes) -> None:

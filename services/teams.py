@@ -3,7 +3,8 @@
 The rules are core/teams.py's; the rows are adapters/db/teams.py's, whose every membership
 change recomputes the affected people's access in its own transaction. A stranger to a team is
 told it does not exist (404); a member without the role is refused (403). E-mails are published
-on the bus once the change is committed.
+on the bus once the change is committed; who lost or got back a seat is told by services/seats.py,
+the one path the access cycle takes too when Stripe's events change the seats.
 """
 
 from __future__ import annotations
@@ -13,21 +14,21 @@ import secrets
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 from adapters.bus import EventBus, PublishError
 from adapters.db import entitlements
 from adapters.db import teams as store
 from adapters.db.entitlements import Held
 from adapters.db.pool import Connection, Database
-from adapters.db.teams import InvitationRow, MemberRow, SeatChanges, Team
+from adapters.db.teams import InvitationRow, MemberRow, Team
 from adapters.github_api import GitHubGateway
 from adapters.stripe_api import PaymentsNotConfigured, PaymentsUnavailable, StripeGateway
 from adapters.tokens import User
 from core import teams as rules
-from core.app_events import TEAM_INVITED, TEAM_SEAT_LOST, TEAM_SEAT_RESTORED
+from core.app_events import TEAM_INVITED
 from core.events import app_event
 from core.teams import Refusal, Seats
+from services import seats as seat_news
 from services.errors import (
     Conflict,
     Forbidden,
@@ -131,20 +132,24 @@ def revoke(*, user: User, team_id: str, invitation_id: str, db: Database) -> Non
 def resend(
     *, user: User, team_id: str, invitation_id: str, db: Database, bus: EventBus, links: Links
 ) -> InvitationRow:
-    """A new token and expiry for a pending (or expired) invitation: the old link stops."""
+    """A new token and expiry for a pending (or expired) invitation: the old link stops. An
+    expired one takes a seat again, refused (409) as a new invitation is when none is left."""
     team = manager_of(user=user, team_id=team_id, db=db)
     token = _token()
-    renewed = (
-        store.renew(
-            db,
-            team_id=team_id,
-            invitation_id=invitation_id,
-            token_hash=rules.token_hash(token),
-            expires_at=datetime.now(UTC) + links.ttl,
+    try:
+        renewed = (
+            store.renew(
+                db,
+                team_id=team_id,
+                invitation_id=invitation_id,
+                token_hash=rules.token_hash(token),
+                expires_at=datetime.now(UTC) + links.ttl,
+            )
+            if _is_uuid(invitation_id)
+            else None
         )
-        if _is_uuid(invitation_id)
-        else None
-    )
+    except store.NoSeat as no_seat:
+        raise Conflict(rules.no_seat_message(no_seat.seats)) from None
     if renewed is None:
         raise NotFound("No pending invitation with this id in this team")
     _send_invitation(team, renewed, token, inviter=user, db=db, bus=bus, links=links)
@@ -159,11 +164,12 @@ def accept(
     invitation = store.invitation_by_hash(db, hashed)
     email = (store.names(db, [user.id]).get(user.id) or {}).get("email") or user.email
     _refuse(rules.acceptance_refusal(invitation, email=email, now=datetime.now(UTC)))
+    assert invitation is not None  # refused above otherwise
     try:
-        accepted, changes = store.accept(db, token_hash=hashed, user_id=user.id)
+        accepted = store.accept(db, team_id=invitation.team_id, token_hash=hashed, user_id=user.id)
     except LookupError:  # accepted or revoked since it was read
         raise InvalidRequest(rules.USED.message) from None
-    _tell_seats(accepted.team_id, changes, db=db, bus=bus, github=github)
+    _tell_seats(accepted.team_id, db=db, bus=bus, github=github)
     role = store.membership(db, accepted.team_id, user.id)
     return accepted.team_id, role.role if role else accepted.role
 
@@ -186,8 +192,8 @@ def change_role(
                 actor=actor, target_role=target, new_role=role, owners=store.owners(conn, team_id)
             )
         )
-        changes = store.set_role(conn, team_id, member_id, role)
-    _tell_seats(team_id, changes, db=db, bus=bus, github=github)
+        store.set_role(conn, team_id, member_id, role)
+    _tell_seats(team_id, db=db, bus=bus, github=github)
 
 
 def remove_member(
@@ -212,9 +218,9 @@ def remove_member(
                 owners=store.owners(conn, team_id),
             )
         )
-        changes = store.remove(conn, team_id, member_id)
+        store.remove(conn, team_id, member_id)
     _take_repositories(team_id, [member_id], db=db, github=github)
-    _tell_seats(team_id, changes, db=db, bus=bus, github=github)
+    _tell_seats(team_id, db=db, bus=bus, github=github)
 
 
 def set_seats(
@@ -240,8 +246,8 @@ def set_seats(
         raise Unavailable("Payments are unavailable right now; please try again shortly") from exc
     if not changed:
         raise InvalidRequest("Stripe refused the change of seats; nothing was changed")
-    changes = store.set_quantity(db, team_id, quantity)
-    _tell_seats(team_id, changes, db=db, bus=bus, github=github)
+    store.set_quantity(db, team_id, quantity)
+    _tell_seats(team_id, db=db, bus=bus, github=github)
     seats = store.seats(db, team_id)
     return seats if seats is not None else Seats(total=quantity, used=quantity)
 
@@ -294,38 +300,13 @@ def _take_repositories(
             store.release_repository(db, team_id=team_id, user_id=user_id, repository=repository)
 
 
-def _tell_seats(
-    team_id: str, changes: SeatChanges, *, db: Database, bus: EventBus, github: GitHubGateway
-) -> None:
-    """Take the repositories of who lost a seat; tell them, and who got theirs back (each
-    change once: ids carry the time)."""
-    if not (changes.lost or changes.regained):
-        return
-    if changes.lost:
-        _take_repositories(team_id, changes.lost, db=db, github=github)
-    team = store.names_of_team(db, team_id)
-    seats = store.seats(db, team_id)
-    people = store.names(db, [*changes.lost, *changes.regained])
-    now = datetime.now(UTC)
-    for kind, users in ((TEAM_SEAT_LOST, changes.lost), (TEAM_SEAT_RESTORED, changes.regained)):
-        for user_id in users:
-            person: dict[str, Any] = people.get(user_id) or {}
-            if not person.get("email"):
-                continue
-            obj: dict[str, Any] = {"email": person["email"], "name": person.get("name")}
-            obj["team_name"] = team
-            if kind == TEAM_SEAT_LOST:
-                obj["seats"] = seats.total if seats else 0
-            event, data = app_event(
-                kind,
-                event_id=f"{kind.rsplit('.', 1)[-1]}_{team_id}_{user_id}_{now.timestamp():.0f}",
-                obj=obj,
-                created=now,
-            )
-            try:
-                bus.publish(event, data)
-            except PublishError:  # the change stands; the member sees it on their next visit
-                continue
+def _tell_seats(team_id: str, *, db: Database, bus: EventBus, github: GitHubGateway) -> None:
+    """Tell who lost or got back a seat, and move the repositories with the seats; a failure
+    leaves the change standing (what is left is told with the team's next change or event)."""
+    try:
+        seat_news.tell(team_id, db=db, publish=bus.publish, github=github)
+    except seat_news.SeatsNotTold as exc:
+        log.warning("%s", exc)
 
 
 def _roles(conn: Connection, team_id: str, user_id: str, member_id: str) -> tuple[str, str]:

@@ -4,7 +4,7 @@
     state   = claim the events, lock and read their accounts                # round trip 1
     plan    = decide(changes, state)                                         # pure, core/billing
     write the plan, settle the ledger                                        # round trip 2
-    announce what was committed
+    announce what was committed, and tell a team's members of their seats
 
 Applied once per event (the ledger is claimed and settled inside both round trips), ordered per
 grant, and announced on the bus only once committed (the e-mails that speak of access follow
@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from functools import partial
-from typing import Any
+from typing import Any, Protocol
 
 from adapters.accounts import Accounts
 from adapters.db import billing, catalogue, features
@@ -50,6 +50,15 @@ MOST_ROUNDS = 8
 Publish = Callable[[Event, bytes], None]
 
 
+class TellSeats(Protocol):
+    """Tells a team's members of their seat changes once committed, as the team routes do
+    (`services/seats.py` `tell`, given by the composition root)."""
+
+    def __call__(
+        self, team_id: str, *, db: Database, publish: Publish, github: GitHubGateway
+    ) -> None: ...
+
+
 class _Asking(Exception):  # a request, not a failure: rolls the first round trip back
     def __init__(self, asks: Asks) -> None:
         super().__init__("Stripe must be asked first")
@@ -67,6 +76,7 @@ class AccessSubscriber:
     accounts: Accounts
     github: GitHubGateway
     publish: Publish
+    tell_seats: TellSeats
 
     def __call__(self, event: Event) -> str:
         [outcome] = self.apply_many([event])
@@ -123,24 +133,35 @@ class AccessSubscriber:
         receipts[change.session_id] = facts.receipt_url
         if change.user_id is None and change.email:
             self.accounts.ensure(email=change.email, name=change.name)
-        return replace(change, price_id=facts.price_id)
+        return replace(change, price_id=facts.price_id, quantity=facts.quantity)
 
     def _facts(self, checkout: Checkout) -> CheckoutFacts:
-        """The price (Payment Links and the dashboard set no metadata) and the receipt link."""
-        known = CheckoutFacts(price_id=checkout.price_id, receipt_url=None)
+        """The price (Payment Links and the dashboard set no metadata), the receipt link, and
+        a team's one-time purchase's quantity (the lifetime seats it bought, which the buyer
+        may change on Stripe's page: only its line item says)."""
+        known = CheckoutFacts(
+            price_id=checkout.price_id, receipt_url=None, quantity=checkout.quantity
+        )
         has_receipt = bool(checkout.invoice_id or checkout.payment_intent)
-        if checkout.price_id and not (checkout.paid and has_receipt):
+        seats_unknown = (
+            checkout.account_id is not None
+            and checkout.subscription_id is None
+            and checkout.quantity is None
+        )
+        if checkout.price_id and not seats_unknown and not (checkout.paid and has_receipt):
             return known
         try:
             found = self.stripe.checkout_facts(checkout.session_id)
         except (PaymentsNotConfigured, StripeCallFailed) as exc:
-            if checkout.price_id is None:
+            if checkout.price_id is None or seats_unknown:
                 raise
             # Access does not wait on a receipt link: the confirmation goes without it.
             log.warning("no receipt link for %s: %s", checkout.session_id, exc)
             return known
         return CheckoutFacts(
-            price_id=checkout.price_id or found.price_id, receipt_url=found.receipt_url
+            price_id=checkout.price_id or found.price_id,
+            receipt_url=found.receipt_url,
+            quantity=checkout.quantity or found.quantity,
         )
 
     def _cycle(self, batch: Sequence[Pending], answers: Answers) -> list[str | Exception]:
@@ -197,9 +218,9 @@ class AccessSubscriber:
         return replace(answers, statuses=statuses, checkouts=checkouts)
 
     def _announced(self, batch: Sequence[Pending], plan: Plan) -> list[str | Exception]:
-        """Each outcome once what it announces is on the bus and a refunded repository taken
-        back; a failure there fails the delivery alone (the commit stands; the redelivery
-        announces again, with the same ids)."""
+        """Each outcome once what it announces is on the bus, a refunded repository taken
+        back and a team's seat changes told; a failure there fails the delivery alone (the
+        commit stands; the redelivery announces again, with the same ids)."""
         results = list(plan.results)
         for n, (event, data) in plan.announcements:
             if isinstance(results[n], Exception):
@@ -213,6 +234,16 @@ class AccessSubscriber:
                 self.github.remove(repository=repository, username=username)
             except Exception as exc:
                 results[n] = exc
+        by_team: dict[str, list[int]] = {}
+        for n, team_id in plan.teams:
+            by_team.setdefault(team_id, []).append(n)
+        for team_id, deliveries in by_team.items():
+            try:  # the seats a quantity or an end changed, told as a team route tells them
+                self.tell_seats(team_id, db=self.db, publish=self.publish, github=self.github)
+            except Exception as exc:  # told on the redelivery (once: keyed by the change)
+                for n in deliveries:
+                    if not isinstance(results[n], Exception):
+                        results[n] = exc
         for dispute, _ in plan.disputes:
             _tell_the_admin(dispute)
         return results

@@ -97,17 +97,19 @@ _SAVE_ACCOUNTS = (
 _MIRROR_PROFILES = _SAVE_ACCOUNTS.replace("public.accounts a", "public.profiles a")
 _RECORD_PURCHASES = (
     "insert into public.purchases (user_id, account_id, product_id, stripe_checkout_session_id,"
-    " stripe_customer_id, customer_email, amount_total, currency, paid, stripe_payment_intent_id)"
+    " stripe_customer_id, customer_email, amount_total, currency, paid, stripe_payment_intent_id,"
+    " quantity)"
     " select v.user_id, v.account_id,"
     " (select pr.id from public.products pr where pr.stripe_price_id = v.price_id),"
-    " v.session, v.customer, v.email, v.amount, v.currency, v.paid, v.intent"
+    " v.session, v.customer, v.email, v.amount, v.currency, v.paid, v.intent, v.quantity"
     " from unnest(%s::uuid[], %s::uuid[], %s::text[], %s::text[], %s::text[], %s::text[],"
-    " %s::bigint[], %s::text[], %s::bool[], %s::text[]) as v(user_id, account_id, price_id,"
-    " session, customer, email, amount, currency, paid, intent)"
+    " %s::bigint[], %s::text[], %s::bool[], %s::text[], %s::int[]) as v(user_id, account_id,"
+    " price_id, session, customer, email, amount, currency, paid, intent, quantity)"
     # A purchase is recorded once; its payment, when it comes later, marks it paid.
     " on conflict (stripe_checkout_session_id) do update set paid = true,"
     " stripe_payment_intent_id = coalesce(public.purchases.stripe_payment_intent_id,"
-    " excluded.stripe_payment_intent_id)"
+    " excluded.stripe_payment_intent_id),"
+    " quantity = coalesce(public.purchases.quantity, excluded.quantity)"
     " where excluded.paid and not public.purchases.paid"
 )
 _RECORD_REFUNDS = (
@@ -208,6 +210,7 @@ def _purchase_columns(records: Sequence[PurchaseRecord]) -> list[list[Any]]:
             r.checkout.currency,
             r.checkout.paid,
             r.checkout.payment_intent,
+            r.checkout.quantity,
         )
         for r in by_session.values()
     ]

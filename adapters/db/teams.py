@@ -2,9 +2,14 @@
 invitations, as the service role.
 
 Every change to who is a member, in what role, or to a team's seats ends, in the same
-transaction, with `public.team_refresh` (seats given out again, the members' profile mirrors
-recomputed) and `public.access_refresh` for anyone who left: `_refreshed` is that one step, and
-it returns who lost or regained a seat so they can be told.
+transaction, with `public.team_refresh` (seats given out again, each member's change recorded in
+`team_seat_changes`, the members' profile mirrors recomputed) and `public.access_refresh` for
+anyone who left: `_refreshed` is that one step. Who is told of a seat change reads the record
+(`untold_seat_changes`), whoever made the change: a route or Stripe's event.
+
+Every change first takes `public.team_lock`: the team's account row, its `teams` row, then the
+personal accounts of its members in id order, the order the access cycle's `access_claim` takes
+too (team accounts before personal ones), so the two wait for each other and never deadlock.
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ from datetime import datetime
 from typing import Any
 
 from adapters.db.pool import Connection, Database
-from core.teams import Invitation, Role, Seats
+from core.teams import Invitation, Role, SeatChange, Seats
 
 
 @dataclass(frozen=True)
@@ -43,14 +48,6 @@ class InvitationRow:
     email: str
     role: Role
     expires_at: datetime
-
-
-@dataclass(frozen=True)
-class SeatChanges:
-    """Who lost and who regained a seat in one change."""
-
-    lost: list[str]
-    regained: list[str]
 
 
 class NoSeat(Exception):
@@ -119,13 +116,10 @@ def pending_invitations(db: Database, team_id: str) -> list[InvitationRow]:
     return [InvitationRow(**row) for row in rows]
 
 
-# The seats a team has: its subscription's quantity while a per-seat grant is active (the same
-# test as public.team_refresh's), none (no limit) otherwise.
+# The seats a team has (`public.team_seats`, as public.team_refresh gives them out: its
+# subscription's quantity and its lifetime seats), none (no limit) without per-seat grants.
 _SEATS = (
-    "select case when exists (select 1 from public.entitlements e"
-    " join public.products pr on pr.stripe_price_id = e.price_id"
-    " where e.account_id = t.id and e.active and pr.per_seat and e.kind = 'subscription')"
-    " then coalesce(t.quantity, 1) end as total,"
+    "select public.team_seats(t.id) as total,"
     " (select count(*) from public.team_members m where m.team_id = t.id)"
     " + (select count(*) from public.team_invitations i where i.team_id = t.id"
     " and i.accepted_at is null and i.revoked_at is null and i.expires_at > now())"
@@ -211,8 +205,22 @@ def revoke(db: Database, *, team_id: str, invitation_id: str) -> bool:
 def renew(
     db: Database, *, team_id: str, invitation_id: str, token_hash: str, expires_at: datetime
 ) -> InvitationRow | None:
-    """A pending invitation with a new token (the old one is dead) and a new expiry."""
+    """A pending invitation with a new token (the old one is dead) and a new expiry. An
+    expired one held no seat: it takes one again, unless the team's seats are all used
+    (NoSeat); an unexpired one keeps its own."""
     with db.transaction() as conn:
+        _lock(conn, team_id)
+        found = conn.execute(
+            "select expires_at <= now() as expired from public.team_invitations"
+            " where team_id = %s and id = %s and accepted_at is null and revoked_at is null",
+            (team_id, invitation_id),
+        ).fetchone()
+        if found is None:
+            return None
+        if found["expired"]:
+            taken = seats(conn, team_id)
+            if taken is not None and taken.used >= taken.total:
+                raise NoSeat(taken)
         row = conn.execute(
             "update public.team_invitations set token_hash = %s, expires_at = %s"
             " where team_id = %s and id = %s and accepted_at is null and revoked_at is null"
@@ -231,30 +239,30 @@ def invitation_by_hash(db: Database, token_hash: str) -> Invitation | None:
     return Invitation(**rows[0]) if rows else None
 
 
-def accept(db: Database, *, token_hash: str, user_id: str) -> tuple[Invitation, SeatChanges]:
-    """Use the invitation (locked: two acceptances cannot both succeed) and make the user a
-    member in its role (a member already keeps their role). Raises LookupError when it is no
-    longer pending."""
+def accept(db: Database, *, team_id: str, token_hash: str, user_id: str) -> Invitation:
+    """Use the invitation (the team locked first, as every team change does: two acceptances
+    cannot both succeed) and make the user a member in its role (a member already keeps their
+    role). Raises LookupError when it is no longer pending."""
     with db.transaction() as conn:
+        _lock(conn, team_id, [user_id])
         row = conn.execute(
             "update public.team_invitations set accepted_at = now()"
-            " where token_hash = %s"
+            " where token_hash = %s and team_id = %s"
             " and accepted_at is null and revoked_at is null and expires_at > now()"
             " returning team_id::text as team_id, email, role, expires_at, accepted_at,"
             " revoked_at",
-            (token_hash,),
+            (token_hash, team_id),
         ).fetchone()
         if row is None:
             raise LookupError("invitation no longer pending")
         invitation = Invitation(**row)
-        _lock(conn, invitation.team_id)
         conn.execute(
             "insert into public.team_members (team_id, user_id, role) values (%s, %s, %s)"
             " on conflict (team_id, user_id) do nothing",
             (invitation.team_id, user_id, invitation.role),
         )
-        changes = _refreshed(conn, invitation.team_id)
-    return invitation, changes
+        _refreshed(conn, invitation.team_id)
+    return invitation
 
 
 def owners(conn: Connection, team_id: str) -> int:
@@ -278,58 +286,42 @@ def lock(conn: Connection, team_id: str) -> None:
     _lock(conn, team_id)
 
 
-def remove(conn: Connection, team_id: str, user_id: str) -> SeatChanges:
+def remove(conn: Connection, team_id: str, user_id: str) -> None:
     conn.execute(
         "delete from public.team_members where team_id = %s and user_id = %s", (team_id, user_id)
     )
-    return _refreshed(conn, team_id, left=[user_id])
+    _refreshed(conn, team_id, left=[user_id])
 
 
-def set_role(conn: Connection, team_id: str, user_id: str, role: str) -> SeatChanges:
+def set_role(conn: Connection, team_id: str, user_id: str, role: str) -> None:
     conn.execute(
         "update public.team_members set role = %s where team_id = %s and user_id = %s",
         (role, team_id, user_id),
     )
-    return _refreshed(conn, team_id)
+    _refreshed(conn, team_id)
 
 
-def set_quantity(db: Database, team_id: str, quantity: int) -> SeatChanges:
-    """The seats Stripe now bills for, before its event says so (the event sets the same)."""
+def set_quantity(db: Database, team_id: str, quantity: int) -> None:
+    """The seats Stripe now bills for, before its event says so (the event sets the same; a
+    trigger gives the seats out again)."""
     with db.transaction() as conn:
         _lock(conn, team_id)
-        before = _seated(conn, team_id)
         conn.execute("update public.teams set quantity = %s where id = %s", (quantity, team_id))
-        return _changes(conn, team_id, before)
 
 
-def _lock(conn: Connection, team_id: str) -> None:
-    conn.execute("select 1 from public.teams where id = %s for update", (team_id,))
+def _lock(conn: Connection, team_id: str, users: Sequence[str] = ()) -> None:
+    """The team's account, the team, and its members' (and `users`') personal accounts, in the
+    one order every writer of a team takes them."""
+    conn.execute("select public.team_lock(%s::uuid, %s::uuid[])", (team_id, list(users)))
 
 
-def _seated(conn: Connection, team_id: str) -> dict[str, bool]:
-    rows = conn.execute(
-        "select user_id::text as user_id, has_seat from public.team_members where team_id = %s",
-        (team_id,),
-    ).fetchall()
-    return {row["user_id"]: row["has_seat"] for row in rows}
-
-
-def _refreshed(conn: Connection, team_id: str, *, left: Sequence[str] = ()) -> SeatChanges:
+def _refreshed(conn: Connection, team_id: str, *, left: Sequence[str] = ()) -> None:
     """Seats given out again and every affected mirror recomputed (the members', and those who
     left), in the caller's transaction."""
-    before = _seated(conn, team_id)
     conn.execute(
         "select public.team_refresh(%s::uuid), public.access_refresh(%s::uuid[])",
         (team_id, list(left)),
     )
-    return _changes(conn, team_id, before)
-
-
-def _changes(conn: Connection, team_id: str, before: dict[str, bool]) -> SeatChanges:
-    after = _seated(conn, team_id)
-    lost = [u for u, seated in after.items() if before.get(u) and not seated]
-    regained = [u for u, seated in after.items() if seated and before.get(u) is False]
-    return SeatChanges(lost=lost, regained=regained)
 
 
 def names(db: Database, user_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
@@ -368,23 +360,115 @@ class TeamRepository:
     product_name: str
 
 
+# The repositories a team is entitled to now: its paid, unrefunded purchases of `github`
+# products, a subscription's only while the subscription's grant is active.
+_ENTITLED_REPOSITORIES = (
+    "select pu.account_id as team_id, pr.github_repo as repository, pr.name as product_name"
+    " from public.purchases pu join public.products pr on pr.id = pu.product_id"
+    " where pu.paid and pu.refunded_at is null"
+    " and pr.type = 'github' and pr.github_repo is not null"
+    " and (pr.billing_type = 'one_time' or exists (select 1 from public.entitlements e"
+    " where e.account_id = pu.account_id and e.active and e.kind = 'subscription'"
+    " and e.price_id = pr.stripe_price_id))"
+)
+
+
 def seated_repositories(db: Database, user_id: str, team_id: str | None) -> list[TeamRepository]:
-    """The repositories of paid, unrefunded `github` purchases of the teams (or this team) where
-    the user holds a seat."""
+    """The repositories the teams (or this team) where the user holds a seat are entitled to."""
     rows = db.fetch_all(
-        "select distinct pu.account_id::text as team_id, pr.github_repo as repository,"
-        " pr.name as product_name"
-        " from public.team_members m"
-        " join public.purchases pu on pu.account_id = m.team_id"
-        " join public.products pr on pr.id = pu.product_id"
+        "select distinct r.team_id::text as team_id, r.repository, r.product_name"  # noqa: S608
+        " from public.team_members m join ("
+        + _ENTITLED_REPOSITORIES
+        + ") r on r.team_id = m.team_id"
         " where m.user_id = %s::uuid and m.has_seat"
         " and (%s::uuid is null or m.team_id = %s::uuid)"
-        " and pu.paid and pu.refunded_at is null"
-        " and pr.type = 'github' and pr.github_repo is not null"
         " order by 1, 2",
         (user_id, team_id, team_id),
     )
     return [TeamRepository(**row) for row in rows]
+
+
+@dataclass(frozen=True)
+class RepositorySeat:
+    """A member's GitHub account on a team's repository: whether it is due (a seat, and the
+    team entitled to the repository) and whether it was taken away."""
+
+    user_id: str
+    repository: str
+    username: str
+    due: bool
+    removed: bool
+
+
+def repository_seats(db: Database, team_id: str) -> list[RepositorySeat]:
+    rows = db.fetch_all(
+        "select g.user_id::text as user_id, g.repository, g.github_username as username,"  # noqa: S608
+        " (m.has_seat and exists (select 1 from ("
+        + _ENTITLED_REPOSITORIES
+        + ") r where r.team_id = g.team_id"
+        " and r.repository = g.repository)) as due,"
+        " g.removed_at is not null as removed"
+        " from public.team_github_grants g join public.team_members m"
+        " on m.team_id = g.team_id and m.user_id = g.user_id"
+        " where g.team_id = %s::uuid order by g.user_id, g.repository",
+        (team_id,),
+    )
+    return [RepositorySeat(**row) for row in rows]
+
+
+def mark_repository(
+    db: Database, *, team_id: str, user_id: str, repository: str, removed: bool
+) -> None:
+    """Record that the member's GitHub account was taken off the repository, or put back."""
+    with db.transaction() as conn:
+        conn.execute(
+            "update public.team_github_grants set removed_at = case when %s then now() end"
+            " where team_id = %s and user_id = %s and repository = %s",
+            (removed, team_id, user_id, repository),
+        )
+
+
+@dataclass(frozen=True)
+class SeatNews:
+    """A team's seat changes nobody was told of yet, and its members' seats now."""
+
+    changes: list[SeatChange]
+    seated: dict[str, bool]
+    team_has_access: bool
+
+
+def untold_seat_changes(db: Database, team_id: str) -> SeatNews:
+    # One read, so the changes, the seats and the team's access are of one moment: the union's
+    # `has_seat` column is a change's, a member's seat now, or (`team`) the team's access.
+    rows = db.fetch_all(
+        "select 'change' as what, c.id, c.user_id::text as user_id, c.has_seat"
+        " from public.team_seat_changes c where c.team_id = %s::uuid and c.told_at is null"
+        " union all select 'member', 0, m.user_id::text, m.has_seat"
+        " from public.team_members m where m.team_id = %s::uuid"
+        " union all select 'team', 0, null, a.has_access"
+        " from public.accounts a where a.id = %s::uuid",
+        (team_id, team_id, team_id),
+    )
+    return SeatNews(
+        changes=[
+            SeatChange(id=r["id"], user_id=r["user_id"], has_seat=r["has_seat"])
+            for r in rows
+            if r["what"] == "change"
+        ],
+        seated={r["user_id"]: r["has_seat"] for r in rows if r["what"] == "member"},
+        team_has_access=any(r["has_seat"] for r in rows if r["what"] == "team"),
+    )
+
+
+def mark_told(db: Database, change_ids: Sequence[int]) -> None:
+    if not change_ids:
+        return
+    with db.transaction() as conn:
+        conn.execute(
+            "update public.team_seat_changes set told_at = now()"
+            " where id = any(%s) and told_at is null",
+            (list(change_ids),),
+        )
 
 
 def claim_repository(
@@ -397,7 +481,11 @@ def claim_repository(
             "insert into public.team_github_grants (team_id, user_id, repository,"
             " github_username) values (%s, %s, %s, %s)"
             " on conflict (team_id, user_id, repository)"
-            " do update set granted_at = public.team_github_grants.granted_at"
+            # Asked again while the seat is held: the access is back (the caller invites).
+            " do update set granted_at = public.team_github_grants.granted_at,"
+            " removed_at = case when lower(public.team_github_grants.github_username)"
+            " = lower(excluded.github_username) then null"
+            " else public.team_github_grants.removed_at end"
             " returning github_username",
             (team_id, user_id, repository, username),
         ).fetchone()

@@ -125,6 +125,9 @@ class Plan:
     announcements: list[tuple[int, Announcement]] = field(default_factory=list)
     removals: list[tuple[int, str, str]] = field(default_factory=list)  # GitHub: repo, user
     quantities: dict[str, int] = field(default_factory=dict)  # a team's account id -> seats
+    # The teams whose seats or repositories the delivery may have changed: their members are
+    # told once committed (services/seats.py), again on a redelivery (told once all the same).
+    teams: list[tuple[int, str]] = field(default_factory=list)
     asks: Asks = field(default_factory=Asks)
 
 
@@ -202,6 +205,7 @@ class _Fold:
         account = by_customer(list(self.current.values()), change.customer_id)
         if account is None:
             raise ProfileNotLinked(f"no profile for customer {change.customer_id} yet")
+        self._team(n, account)
         stepped, after = self._step(account, event, change.change, price_id=change.price_id)
         if stepped.applied and account.kind == "team" and change.quantity is not None:
             self.plan.quantities[account.id] = change.quantity  # ordered with the grant
@@ -218,6 +222,7 @@ class _Fold:
         )
         if account is None:
             raise ProfileNotLinked(f"no profile for checkout {checkout.session_id}")
+        self._team(n, account)
         linked = replace(account, customer_id=checkout.customer_id or account.customer_id)
         self._keep(account, linked)
         self.plan.purchases.append(PurchaseRecord(checkout, account.id, account.owner_id))
@@ -255,6 +260,7 @@ class _Fold:
         if not refund.full:
             return "partial refund recorded"
         account = self.current.get(purchase.account_id or "")
+        self._team(n, account)
         if not purchase.one_time or account is None:
             return "refunded"
         stepped, _ = self._step(account, event, refund_change(purchase.session_id), price_id=None)
@@ -278,6 +284,13 @@ class _Fold:
         recorded = self.state.recorded.get(event.id)
         accounts = [*self.state.accounts, *self.state.known]
         for change in pending.changes:
+            if isinstance(change, AccessChange):
+                self._team(n, by_customer(accounts, change.customer_id))
+            elif isinstance(change, Checkout):
+                self._team(n, _by_id(accounts, change.account_id))
+            elif isinstance(change, Refund):
+                purchase = self.state.purchases.get(change.payment_intent or "")
+                self._team(n, _by_id(accounts, purchase.account_id if purchase else None))
             if isinstance(change, AccessChange) and recorded == REVOKED:
                 self._announce_end(n, event, change, by_customer(accounts, change.customer_id))
             elif isinstance(change, Checkout) and recorded == GRANTED:
@@ -325,6 +338,10 @@ class _Fold:
         else:
             self._keep(account, after)
         return stepped, after
+
+    def _team(self, n: int, account: Account | None) -> None:
+        if account is not None and account.kind == "team":
+            self.plan.teams.append((n, account.id))
 
     def _keep(self, before: Account, after: Account, *, force: bool = False) -> None:
         if after != before or force:
@@ -382,6 +399,10 @@ class _Fold:
         if account.email:
             to = Person(email=account.email, name=account.name)
             self.plan.announcements.append((n, trial_ending(event, to=to, price_id=trial.price_id)))
+
+
+def _by_id(accounts: Sequence[Account], account_id: str | None) -> Account | None:
+    return next((a for a in accounts if account_id and a.id == account_id), None)
 
 
 def _plan_after(account: Account, event: Event, price_id: str) -> Account:

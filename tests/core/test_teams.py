@@ -95,3 +95,29 @@ def test_tokens_are_kept_as_their_sha256_and_a_full_team_says_how_to_grow() -> N
     message = no_seat_message(Seats(total=3, used=3))
     assert "All 3 seats" in message
     assert "PATCH /api/teams/{teamId}/seats" in message
+
+
+def test_seat_news_tells_each_member_what_is_true_and_new() -> None:
+    from core.teams import SeatChange, seat_news
+
+    changes = [
+        SeatChange(1, "lost", False),
+        SeatChange(2, "flapped", False),
+        SeatChange(3, "flapped", True),  # lost and back before anyone was told: no news
+        SeatChange(4, "back", True),
+        SeatChange(5, "stale", False),  # a later change is not recorded yet: not true now
+        SeatChange(6, "twice", False),
+        SeatChange(7, "twice", True),
+        SeatChange(8, "twice", False),
+    ]
+    seated = {"lost": False, "flapped": True, "back": True, "stale": True, "twice": False}
+    told = seat_news(changes, seated=seated, team_has_access=True)
+    assert sorted((c.user_id, c.id, c.has_seat) for c in told) == [
+        ("back", 4, True),
+        ("lost", 1, False),
+        ("twice", 8, False),
+    ]
+    # A team without access gives seats of nothing: a seat back is no news then.
+    told = seat_news(changes, seated=seated, team_has_access=False)
+    assert sorted(c.user_id for c in told) == ["lost", "twice"]
+    assert seat_news([], seated=seated, team_has_access=True) == []
