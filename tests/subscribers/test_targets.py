@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Callable
 from typing import Any
 
@@ -123,3 +124,43 @@ def test_an_unlinked_customer_fails_the_push_so_it_is_retried(
     response = access_client.post("/", json=push_envelope(body))
     assert response.status_code == 500
     assert db.fetch_all("select * from public.processed_events") == []
+
+
+def test_pushes_in_flight_at_once_each_answer_for_their_own_event(
+    access_client: FlaskClient, db: Database
+) -> None:
+    """Pushes that arrive together share the access cycle's batches: each answers for its own
+    event, so only the one that failed comes back."""
+    seed_demo_products(db)
+    users = [create_user(db, f"together{n}@example.com") for n in range(8)]
+    bodies = [
+        stripe_event(
+            "checkout.session.completed",
+            {
+                "id": f"cs_together_{n}",
+                "client_reference_id": user,
+                "customer": f"cus_together_{n}",
+                "metadata": {"price_id": "price_demo_team_monthly"},
+                "payment_status": "paid",
+            },
+            event_id=f"evt_together_{n}",
+        )
+        for n, user in enumerate(users)
+    ]
+    unlinked = stripe_event(
+        "invoice.paid",
+        {"id": "in_2", "customer": "cus_nobody", "subscription": "sub_2"},
+        event_id="evt_unlinked",
+    )
+
+    def push(body: bytes) -> int:
+        return access_client.post("/", json=push_envelope(body)).status_code
+
+    with ThreadPoolExecutor(max_workers=9) as pool:
+        statuses = list(pool.map(push, [*bodies, unlinked]))
+    assert statuses == [200] * 8 + [500]
+    assert all(profile_access(db, user) for user in users)
+    outcomes = db.fetch_all("select event_id, outcome from public.processed_events")
+    assert {row["event_id"]: row["outcome"] for row in outcomes} == {
+        f"evt_together_{n}": "granted" for n in range(8)
+    }
