@@ -90,16 +90,38 @@ def _entitlements(
     ]
 
 
+def teams_now(scenario: Scenario, database_url: str, teams: dict[int, str], upto: int) -> list[str]:
+    """After round `upto` of membership changes: each team's members and seats, and each
+    member's access, as the model has them at that point (the batches before it settled)."""
+    with psycopg.connect(database_url, row_factory=dict_row) as conn:
+        found = _members(scenario, conn, teams, upto)
+        expected = scenario.access(upto)
+        rows = conn.execute(
+            "select id::text as id, has_access from public.profiles where id::text = any(%s)",
+            (list(expected),),
+        ).fetchall()
+    actual = {r["id"]: r["has_access"] for r in rows}
+    found += [
+        f"access of {user}: expected {expected[user]}, found {actual.get(user)}"
+        for user in sorted(expected)
+        if expected[user] != actual.get(user)
+    ]
+    return [f"after membership round {upto}: {line}" for line in found]
+
+
 def _account(owner: str | None, team: int | None) -> str:
     return f"team {team}" if team is not None else f"user {owner}"
 
 
 def _members(
-    scenario: Scenario, conn: psycopg.Connection[dict[str, Any]], teams: dict[int, str]
+    scenario: Scenario,
+    conn: psycopg.Connection[dict[str, Any]],
+    teams: dict[int, str],
+    upto: int | None = None,
 ) -> list[str]:
     """Each team's members, in their roles, and who holds a seat: owners, then admins, then
     members by when they joined, up to the seats of an active per-seat subscription."""
-    expected = scenario.members()
+    expected = scenario.members(upto)
     numbers = {team_id: number for number, team_id in teams.items()}
     rows = conn.execute(
         "select team_id::text as team, user_id::text as user, role, has_seat"

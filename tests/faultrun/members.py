@@ -91,17 +91,18 @@ class Members:
         deadline = time.monotonic() + self.mail_timeout
         while len(found) < len(invited) and time.monotonic() < deadline:
             mails = list(zip(self.resend.delivered_keys, self.resend.delivered, strict=False))
-            for who, invitation in invited.items():
+            for (team, email), invitation in invited.items():
                 prefix = f"team_invitation_{invitation}_"
                 for key, message in mails:
-                    if key and key.startswith(prefix) and key.endswith(INVITATION_MAIL):
-                        if message["to"] != [who[1]]:
+                    if (team, email) in found or not (key and key.startswith(prefix)):
+                        continue
+                    token = _TOKEN.search(str(message.get("text") or message.get("html")))
+                    if token is not None and key.endswith(INVITATION_MAIL):
+                        found[(team, email)] = token.group(1)
+                        if message["to"] != [email]:
                             self.differences.append(
-                                f"invitation {invitation} mailed to {message['to']}"
+                                f"invitation to {email} mailed to {message['to']}"
                             )
-                        token = _TOKEN.search(str(message.get("text") or message.get("html")))
-                        if token is not None:
-                            found[who] = token.group(1)
             time.sleep(0.1)
         self.differences += [
             f"team {team}: no invitation e-mail to {email} within {self.mail_timeout:.0f} s"

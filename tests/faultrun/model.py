@@ -103,23 +103,43 @@ class Scenario:
         said = [e.quantity for e in self._of(team) if e.quantity is not None and _among(e, sent)]
         return said[-1] if said else 1
 
-    def members(self) -> dict[tuple[int, str], tuple[str, bool]]:
-        """(team, member) -> (role, holds a seat) after every change and event."""
+    def members(self, upto: int | None = None) -> dict[tuple[int, str], tuple[str, bool]]:
+        """(team, member) -> (role, holds a seat) after every change and event, or as round
+        `upto` of membership changes left them (made once the batches before it settled)."""
+        sent = None if upto is None else self.sent_before(upto)
+        done = self.rounds if upto is None else self.rounds[: upto + 1]
         found = {}
-        for team, roster in zip(self.teams, rosters(self.owners(), self.rounds), strict=True):
+        for team, roster in zip(self.teams, rosters(self.owners(), done), strict=True):
             assert team.team is not None
-            seated = roster.seated(self.seats(team))
+            seated = roster.seated(self.seats(team, sent))
             for user, member in roster.members.items():
                 found[(team.team, user)] = (member.role, user in seated)
         return found
 
-    def seated_access(self) -> set[str]:
-        """The people who hold a seat in a team with access."""
+    def seated_access(self, upto: int | None = None) -> set[str]:
+        """The people who hold a seat in a team with access (as round `upto` left them)."""
+        sent = None if upto is None else self.sent_before(upto)
         return {
             user
-            for (k, user), (_, seat) in self.members().items()
-            if seat and any(self.grants(self.teams[k]).values())
+            for (k, user), (_, seat) in self.members(upto).items()
+            if seat and any(self.grants(self.teams[k], sent).values())
         }
+
+    def access(self, upto: int) -> dict[str, bool]:
+        """Each team member's access as round `upto` of membership changes left it: their own
+        grants' (as the batches before it set them) or a seated team's."""
+        sent = self.sent_before(upto)
+        seated = self.seated_access(upto)
+        own = {
+            c.user_id: any(self.grants(c, sent).values())
+            for c in self.customers
+            if c.user_id is not None and c.team is None
+        }
+        return {user: own.get(user, False) or user in seated for _, user in self.members(upto)}
+
+    def sent_before(self, index: int) -> set[str]:
+        """The events delivered (and settled) before batch `index`."""
+        return {e.event_id for batch in self.batches[:index] for e in batch}
 
     def _of(self, customer: Customer) -> list[Planned]:
         return sorted((e for e in self.events if e.customer == customer), key=lambda e: e.created)

@@ -18,7 +18,7 @@ from dev.samples.catalogue import seed_demo_products
 from tests.fakes.resend import FakeResend
 from tests.fakes.stripe import FakeStripe
 from tests.faultrun import targets
-from tests.faultrun.check import access_outcomes, differences
+from tests.faultrun.check import access_outcomes, differences, teams_now
 from tests.faultrun.faults import BackendKiller, MailerFaults, Outage
 from tests.faultrun.members import Members
 from tests.faultrun.model import Scenario
@@ -105,10 +105,10 @@ def run(scenario: Scenario, rig: Rig, knobs: Knobs = Knobs()) -> Report:
             every=knobs.mailer_fault_every,
             seed=scenario.seed,
         )
-        outages = 0
+        outages, changing = 0, 0.0
         with killer, mailer:
             for index, batch in enumerate(scenario.batches):
-                members.play(scenario.rounds[index] if scenario.rounds else [])
+                changing += _changed(scenario, members, rig.database_url, index)
                 outage = None
                 if 0 < index <= knobs.outages:
                     outage, outages = _outage(rig.bus, endpoints), outages + 1
@@ -128,11 +128,16 @@ def run(scenario: Scenario, rig: Rig, knobs: Knobs = Knobs()) -> Report:
                     settling - posting,
                     time.monotonic() - settling,
                 )
-            members.play(scenario.rounds[-1] if scenario.rounds else [])
+            changing += _changed(scenario, members, rig.database_url, len(scenario.batches))
         report = Report(
             figures=_figures(
                 scenario, stripe, killer, mailer, service, dead, started, outages, settler.replays
-            ),
+            )
+            | {
+                "membership changes: API calls, seconds (checks included)": (
+                    f"{members.calls}, {changing:.1f} s"
+                )
+            },
             refused=stripe.refused,
             faults={"killed": killer.killed, "mailer 5xx": mailer.answered, "outages": outages},
         )
@@ -148,6 +153,17 @@ def run(scenario: Scenario, rig: Rig, knobs: Knobs = Knobs()) -> Report:
     report.figures["e-mails delivered"] = len(rig.resend.delivered)
     report.figures["mismatches with the model"] = len(report.differences)
     return report
+
+
+def _changed(scenario: Scenario, members: Members, url: str, index: int) -> float:
+    """Round `index` of membership changes, then the teams checked against the model as it
+    left them; the seconds it took."""
+    if not scenario.rounds:
+        return 0.0
+    started = time.monotonic()
+    members.play(scenario.rounds[index])
+    members.differences += teams_now(scenario, url, members.teams, index)
+    return time.monotonic() - started
 
 
 def _announced(scenario: Scenario, url: str) -> set[str]:
