@@ -415,14 +415,10 @@ STEPS: dict[str, tuple[float, Callable[[Timeline], bool], Step]] = {
     "plan change": (1.0, _subscribed, plan_change),
     "cancellation": (1.0, _subscribed, cancellation),
 }
-# A team's life: per-seat subscriptions whose seats change, or one-time purchases (no seats).
+# A team's life: a customer's, but its subscriptions are sold per seat, whose number changes,
+# and stay on their plan.
 TEAM_STEPS: dict[str, tuple[float, Callable[[Timeline], bool], Step]] = {
+    **{kind: step for kind, step in STEPS.items() if kind != "plan change"},
     "checkout": (1.0, _unsubscribed, team_checkout),
-    "one-time purchase": (0.3, _unsubscribed, one_time_purchase),
-    "refund": (0.6, _refundable, refund),
-    "renewal": (4.0, _subscribed, renewal),
-    "failure": (1.0, _subscribed, failure),
-    "status change": (1.0, _subscribed, status_change),
     "seat change": (3.0, _subscribed, seat_change),
-    "cancellation": (0.7, _subscribed, cancellation),
 }
