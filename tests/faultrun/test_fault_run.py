@@ -1,6 +1,8 @@
 """A seeded model-based run through the real pipeline (webhook under gunicorn, the Pub/Sub
 emulator, `access` and `emails` under gunicorn, Postgres, Resend's API faked at its boundary),
-with faults injected; the end state must be exactly the model's.
+with faults injected, and four teams whose people join, leave and change roles over the API
+between the batches; the end state (and the teams' after each round of changes) must be exactly
+the model's.
 
 FAULT_RUN_SEED picks another scenario (the default is fixed); the seed is printed with the
 figures, so a failing run can be replayed. bench/fault_run.py runs the same at 10,000 events.
