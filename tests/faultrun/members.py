@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -30,6 +30,10 @@ class Members:
     mail_timeout: float = 60.0
     teams: dict[int, str] = field(default_factory=dict)  # the scenario's number -> team id
     differences: list[str] = field(default_factory=list)
+    # Redeliver the e-mail subscription's messages published since then (the emulator may stop
+    # retrying failed pushes: see tests/faultrun/watch.py `replay`).
+    replay: Callable[[float], None] | None = None
+    stall: float = 10.0
     calls: int = 0
     owners: list[Person] = field(default_factory=list)
     _session: requests.Session = field(default_factory=requests.Session)
@@ -60,13 +64,14 @@ class Members:
     def play(self, ops: Sequence[Op]) -> None:
         """One round: removals, role changes and invitations, then the acceptances, each with
         the token mailed for its invitation."""
+        since = time.time() - 1
         invited: dict[tuple[int, str], str] = {}  # (team, e-mail) -> invitation id
         tokens: dict[tuple[int, str], str] | None = None
         for op in ops:
             team = self.teams[op.team]
             if op.kind == "accept":
                 if tokens is None:
-                    tokens = self._tokens(invited)
+                    tokens = self._tokens(invited, since)
                 token = tokens.get((op.team, op.person.email))
                 if token is None:
                     continue  # told already: no invitation, or its e-mail never came
@@ -84,12 +89,20 @@ class Members:
                 path = f"/api/teams/{team}/members/{op.person.user_id}"
                 self._expect(op, self._call(op.actor, "PATCH", path, {"role": op.role}))
 
-    def _tokens(self, invited: dict[tuple[int, str], str]) -> dict[tuple[int, str], str]:
+    def _tokens(
+        self, invited: dict[tuple[int, str], str], since: float
+    ) -> dict[tuple[int, str], str]:
         """The token of each invitation, from its e-mail once delivered (the e-mail subscriber
         sends it through the bus, faults and all)."""
         found: dict[tuple[int, str], str] = {}
         deadline = time.monotonic() + self.mail_timeout
+        moved, last = time.monotonic(), 0
         while len(found) < len(invited) and time.monotonic() < deadline:
+            if len(found) != last:
+                moved, last = time.monotonic(), len(found)
+            elif self.replay is not None and time.monotonic() - moved > self.stall:
+                self.replay(since)
+                moved = time.monotonic()
             mails = list(zip(self.resend.delivered_keys, self.resend.delivered, strict=False))
             for (team, email), invitation in invited.items():
                 prefix = f"team_invitation_{invitation}_"

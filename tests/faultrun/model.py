@@ -97,7 +97,7 @@ class Scenario:
         """The team's seats: its subscription's newest quantity (ordered on its own; one until
         Stripe names one) while a per-seat subscription is active; None (everyone holds one)
         otherwise."""
-        grants = self.grants(team, sent)
+        grants = self.grants(team, sent)  # a subscription's is keyed by its id, `sub_...`
         if not any(active for source, active in grants.items() if source.startswith("sub_")):
             return None
         said = [e.quantity for e in self._of(team) if e.quantity is not None and _among(e, sent)]
@@ -235,15 +235,14 @@ def _with_teams(rng: random.Random, scenario: Scenario, *, owners: int) -> Scena
     teams = [Roster() for _ in scenario.teams]
     for roster, owner in zip(teams, scenario.owners(), strict=True):
         roster.join(owner.user_id, "owner")
-    rounds, sent = [], set[str]()
+    rounds = []
     for index in range(len(scenario.batches) + 1):
+        sent = scenario.sent_before(index)
 
         def seats(k: int, sent: set[str] = sent) -> int | None:
             return scenario.seats(scenario.teams[k], sent)
 
         rounds.append(plan_round(rng, scenario.owners(), teams, pool, seats, first=index == 0))
-        if index < len(scenario.batches):
-            sent = sent | {e.event_id for e in scenario.batches[index]}
     return replace(scenario, people=extra, rounds=rounds)
 
 

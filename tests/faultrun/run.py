@@ -13,6 +13,7 @@ from typing import Protocol
 
 import psycopg
 
+from adapters.bus.topology import subscription_name
 from adapters.db.pool import Database
 from dev.samples.catalogue import seed_demo_products
 from tests.fakes.resend import FakeResend
@@ -24,7 +25,7 @@ from tests.faultrun.members import Members
 from tests.faultrun.model import Scenario
 from tests.faultrun.steps import SEAT_PRICE
 from tests.faultrun.stripe import Stripe
-from tests.faultrun.watch import DeadLetters, Settler
+from tests.faultrun.watch import DeadLetters, Settler, replay
 
 log = logging.getLogger(__name__)
 
@@ -95,7 +96,13 @@ def run(scenario: Scenario, rig: Rig, knobs: Knobs = Knobs()) -> Report:
         )
         rig.bus.ensure_topology(endpoints)
         assert base.jwt_secret is not None
-        members = Members(service.api.url, base.jwt_secret, rig.resend)
+        emails = f"projects/{rig.project}/subscriptions/{subscription_name(rig.topic, 'emails')}"
+        members = Members(
+            service.api.url,
+            base.jwt_secret,
+            rig.resend,
+            replay=lambda since: replay(rig.bus.host, [emails], since),
+        )
         members.create(scenario.owners())
         stripe = Stripe(service.api.url + "/api/webhook/payments")
         killer = BackendKiller(rig.database_url, stripe.traffic, every=knobs.kill_every)
