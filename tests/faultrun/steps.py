@@ -167,15 +167,7 @@ def team_checkout(line: Timeline) -> list[Planned]:
         subscription=line.subscription,
         source=line.subscription,
     )
-    created = event(
-        line,
-        "customer.subscription.created",
-        _subscription(line, "active"),
-        created=line.tick(),
-        grant=True,
-        quantity=line.quantity,
-        source=line.subscription,
-    )
+    created = _seats(line, "customer.subscription.created")
     return [first, created, _invoice(line, "invoice.paid", FIRST_INVOICE, grant=True)]
 
 
@@ -183,17 +175,21 @@ def seat_change(line: Timeline) -> list[Planned]:
     """Seats added or taken away in the billing portal: the subscription's new quantity."""
     assert line.quantity is not None
     line.quantity = line.rng.choice([q for q in range(1, MOST_SEATS + 1) if q != line.quantity])
-    return [
-        event(
-            line,
-            "customer.subscription.updated",
-            _subscription(line, "active"),
-            created=line.tick(),
-            grant=True,
-            quantity=line.quantity,
-            source=line.subscription,
-        )
-    ]
+    return [_seats(line, "customer.subscription.updated")]
+
+
+def _seats(line: Timeline, type_: str) -> Planned:
+    """The active subscription as Stripe sends it, with its quantity: the team's seats."""
+    obj = _subscription(line, "active")
+    return event(
+        line,
+        type_,
+        obj,
+        created=line.tick(),
+        grant=True,
+        quantity=line.quantity,
+        source=line.subscription,
+    )
 
 
 def one_time_purchase(line: Timeline) -> list[Planned]:
