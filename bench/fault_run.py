@@ -2,8 +2,9 @@
 
 The same run as tests/faultrun/ (see bench/README.md): seeded events through the webhook, the
 Pub/Sub emulator and both subscribers in their own gunicorn processes, with Postgres connections
-killed mid-transaction, Resend answering 5xx and Pub/Sub stopped under the webhook; then the end
-state compared with the model. Prints the figures; exits 1 if anything differs from the model.
+killed mid-transaction, Resend answering 5xx and Pub/Sub stopped under the webhook; teams whose
+people join, leave and change roles over the API between batches; then the end state compared
+with the model. Prints the figures; exits 1 if anything differs from the model.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ def arguments() -> argparse.Namespace:
     parser.add_argument("--events", type=int, default=10_000)
     parser.add_argument("--customers", type=int, default=250)
     parser.add_argument("--ghosts", type=int, default=3, help="customers never linked")
+    parser.add_argument("--teams", type=int, default=20, help="teams buying seats for members")
     parser.add_argument("--batches", type=int, default=8, help="the checkouts, then the rest cut")
     parser.add_argument("--keep", action="store_true", help="keep the logs and the database")
     parser.add_argument("--outages", type=int, default=4, help="batches begun with Pub/Sub down")
@@ -59,6 +61,7 @@ def main() -> int:
         events=args.events,
         ghosts=args.ghosts,
         batches=args.batches,
+        teams=args.teams,
     )
     with contextlib.ExitStack() as stack:
         scratch = Path(tempfile.mkdtemp(prefix="fault-run-"))

@@ -105,7 +105,7 @@ class Stepped:
 
     entitlement: Entitlement
     outcome: str  # granted, revoked, stale or ended already
-    applied: bool  # False: stale, nothing written
+    applied: bool  # False: stale, nothing written but a price the grant did not know
 
     @property
     def ended_now(self) -> bool:
@@ -136,6 +136,11 @@ def step(
     before = current or _new(change, account_id)
     order = ordering(created, current.changed_at if current else None)
     if order is Ordering.STALE:
+        if current is not None and current.price_id is None and change.price_id:
+            # A late change still tells the price a grant made by a change that names none (a
+            # renewal applied before its checkout): without it, what the grant sells (a team's
+            # seats, features) would stay unknown.
+            return Stepped(replace(before, price_id=change.price_id), STALE, applied=False)
         return Stepped(before, STALE, applied=False)
     grant, status = change.grant, change.status
     if order is Ordering.TIE and change.kind == SUBSCRIPTION:

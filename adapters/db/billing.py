@@ -128,10 +128,12 @@ _SETTLE = (
     " from unnest(%s::text[], %s::text[]) as v(event_id, outcome)"
     " where p.consumer = %s and p.event_id = v.event_id"
 )
-# A team's seats follow its subscription's quantity (a trigger gives them out again).
+# A team's seats follow its subscription's quantity (a trigger gives them out again), the
+# newest Stripe said: an older one, delivered late, changes nothing.
 _SET_QUANTITIES = (
-    "update public.teams t set quantity = v.quantity"
-    " from unnest(%s::uuid[], %s::int[]) as v(id, quantity) where t.id = v.id"
+    "update public.teams t set quantity = v.quantity, quantity_changed_at = v.at"
+    " from unnest(%s::uuid[], %s::int[], %s::timestamptz[]) as v(id, quantity, at)"
+    " where t.id = v.id and (t.quantity_changed_at is null or t.quantity_changed_at < v.at)"
 )
 _RELEASE = "delete from public.processed_events where consumer = %s and event_id = any(%s)"
 
@@ -155,7 +157,9 @@ def write(consumer: str, plan: Plan) -> Statement | None:
     if plan.disputes:
         parts.append((_RECORD_DISPUTES, _dispute_columns(plan.disputes)))
     if plan.quantities:
-        parts.append((_SET_QUANTITIES, [list(plan.quantities), list(plan.quantities.values())]))
+        teams = list(plan.quantities)
+        at = [plan.quantity_at[team] for team in teams]
+        parts.append((_SET_QUANTITIES, [teams, [plan.quantities[t] for t in teams], at]))
     if plan.released:
         parts.append((_RELEASE, [consumer, list(plan.released)]))
     if plan.settled:

@@ -125,6 +125,7 @@ class Plan:
     announcements: list[tuple[int, Announcement]] = field(default_factory=list)
     removals: list[tuple[int, str, str]] = field(default_factory=list)  # GitHub: repo, user
     quantities: dict[str, int] = field(default_factory=dict)  # a team's account id -> seats
+    quantity_at: dict[str, datetime] = field(default_factory=dict)  # when Stripe said each
     # The teams whose seats or repositories the delivery may have changed: their members are
     # told once committed (services/seats.py), again on a redelivery (told once all the same).
     teams: list[tuple[int, str]] = field(default_factory=list)
@@ -207,8 +208,8 @@ class _Fold:
             raise ProfileNotLinked(f"no profile for customer {change.customer_id} yet")
         self._team(n, account)
         stepped, after = self._step(account, event, change.change, price_id=change.price_id)
-        if stepped.applied and account.kind == "team" and change.quantity is not None:
-            self.plan.quantities[account.id] = change.quantity  # ordered with the grant
+        if account.kind == "team" and change.quantity is not None:
+            self._quantity(account.id, change.quantity, event.created)
         if stepped.ended_now:
             self._announce_end(n, event, change, after)
         return stepped.outcome
@@ -335,6 +336,10 @@ class _Fold:
             self.set_by[account.id] = event.id
             after = replace(after, has_access=has_access(now), access_changed_at=last_change(now))
             self._keep(account, after, force=True)
+        elif current is not None and stepped.entitlement != current:  # a price filled in
+            self.grants[account.id] = (*(e for e in held if e is not current), stepped.entitlement)
+            self.plan.grants[stepped.entitlement.source_id] = stepped.entitlement
+            self._keep(account, after, force=True)  # the account's write gives seats out again
         else:
             self._keep(account, after)
         return stepped, after
@@ -342,6 +347,14 @@ class _Fold:
     def _team(self, n: int, account: Account | None) -> None:
         if account is not None and account.kind == "team":
             self.plan.teams.append((n, account.id))
+
+    def _quantity(self, account_id: str, quantity: int, created: datetime) -> None:
+        """A team's seats, ordered on their own like a plan change: a newer change to the grant
+        that names no quantity (an invoice) does not make an older quantity stale; the write
+        keeps the newest (`Plan.quantity_at`)."""
+        if ordering(created, self.plan.quantity_at.get(account_id)) is Ordering.NEWER:
+            self.plan.quantities[account_id] = quantity
+            self.plan.quantity_at[account_id] = created
 
     def _keep(self, before: Account, after: Account, *, force: bool = False) -> None:
         if after != before or force:

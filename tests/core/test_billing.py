@@ -116,6 +116,22 @@ def test_a_stale_change_writes_no_grant() -> None:
     assert plan.grants == {}
 
 
+def test_a_stale_change_tells_the_price_a_grant_made_without_one_lacks() -> None:
+    renewed = Entitlement(account_id=ADA.id, source_id="sub_1", kind="subscription",
+                          price_id=None, status="active", active=True,
+                          changed_at=datetime.fromtimestamp(T0 + 9, tz=UTC))  # fmt: skip
+    items = {"data": [{"price": {"id": "price_seat"}}]}
+    created = event("customer.subscription.created", sub("active", items=items),
+                    event_id="evt_0")  # fmt: skip
+    plan = decide(pending(created), state("evt_0", held=[renewed]), Answers())
+    assert plan.results == ["stale"]
+    assert plan.grants == {"sub_1": replace(renewed, price_id="price_seat")}
+    assert ADA.id in plan.accounts  # written again: a team's seats are given out again
+    known = replace(renewed, price_id="price_other")
+    plan = decide(pending(created), state("evt_0", held=[known]), Answers())
+    assert (plan.results, plan.grants) == (["stale"], {})  # a known price stays
+
+
 def test_a_customer_without_an_account_has_its_claim_undone() -> None:
     plan = decide(pending(renewal("evt_1")), state("evt_1", accounts=[]), Answers())
     [result] = plan.results
@@ -184,7 +200,7 @@ def test_a_checkout_for_a_team_links_and_grants_the_teams_account_not_the_buyers
     assert isinstance(alone.results[0], ProfileNotLinked)
 
 
-def test_a_teams_subscription_quantity_is_its_seats_ordered_with_the_grant() -> None:
+def test_a_teams_subscription_quantity_is_its_seats_ordered_on_its_own() -> None:
     team = replace(TEAM, customer_id="cus_ada")
     items = {"data": [{"price": {"id": "price_seat"}, "quantity": 5}]}
     newer = event("customer.subscription.updated", sub("active", items=items), created=T0 + 9,
@@ -193,6 +209,17 @@ def test_a_teams_subscription_quantity_is_its_seats_ordered_with_the_grant() -> 
     older = event("customer.subscription.updated", sub("active", items=older_items),
                   created=T0, event_id="evt_old")  # fmt: skip
     found = state("evt_new", "evt_old", accounts=[team])
-    assert decide(pending(older, newer), found, Answers()).quantities == {team.id: 5}
+    plan = decide(pending(older, newer), found, Answers())
+    assert plan.quantities == {team.id: 5}
+    assert plan.quantity_at == {team.id: newer.created}  # the write keeps the newest
     personal = decide(pending(newer), state("evt_new"), Answers())
     assert personal.quantities == {}  # a person's own subscription has no seats
+    # A renewal applied first (newer, naming no quantity) leaves the grant's change stale, not
+    # the quantity the older event says.
+    renewed = Entitlement(account_id=team.id, source_id="sub_1", kind="subscription",
+                          price_id="price_seat", status="active", active=True,
+                          changed_at=datetime.fromtimestamp(T0 + 20, tz=UTC))  # fmt: skip
+    read = replace(state("evt_old", accounts=[team]), held={team.id: [renewed]})
+    late = decide(pending(older), read, Answers())
+    assert late.results == ["stale"]
+    assert late.quantities == {team.id: 2}

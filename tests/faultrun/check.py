@@ -1,4 +1,5 @@
-"""The end state against the model: profiles, the access ledger, e-mails, dead letters."""
+"""The end state against the model: profiles, grants, teams' members and seats, the access
+ledger, e-mails, dead letters."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ from tests.fakes.resend import FakeResend
 from tests.faultrun.model import Profile, Scenario
 from tests.faultrun.watch import DeadLetters
 
+TEAM_MAIL = "team-"  # the kinds of a team's own e-mails
+
 
 def differences(
     scenario: Scenario,
@@ -22,13 +25,16 @@ def differences(
     dead: DeadLetters,
     accepted: Counter[str],
     topic: str,
+    teams: dict[int, str] | None = None,
 ) -> list[str]:
-    """What differs from the model, one line each; empty when everything matches."""
+    """What differs from the model, one line each; empty when everything matches. `teams`:
+    each team's id, by its number in the scenario."""
     with psycopg.connect(database_url, row_factory=dict_row) as conn:
         outcomes = access_outcomes(conn)
         found: list[str] = []
         found += _profiles(scenario, conn)
-        found += _entitlements(scenario, conn)
+        found += _entitlements(scenario, conn, teams or {})
+        found += _members(scenario, conn, teams or {})
         found += _ledger(scenario, outcomes)
         found += _emails(scenario, conn, resend, outcomes)
     found += _dead_letters(scenario, dead, accepted, subscription_name(topic, "access"))
@@ -50,25 +56,84 @@ def _profiles(scenario: Scenario, conn: psycopg.Connection[dict[str, Any]]) -> l
     ]
 
 
-def _entitlements(scenario: Scenario, conn: psycopg.Connection[dict[str, Any]]) -> list[str]:
-    """One row per grant of each linked customer, active as the grant's newest change says."""
+def _entitlements(
+    scenario: Scenario, conn: psycopg.Connection[dict[str, Any]], teams: dict[int, str]
+) -> list[str]:
+    """One row per grant of each linked customer (a person's own account, or a team's),
+    active as the grant's newest change says."""
     expected = {
-        source: active
+        (_account(customer.user_id, customer.team), source): active
         for customer in scenario.customers
         if customer.user_id is not None
         for source, active in scenario.grants(customer).items()
     }
     users = [c.user_id for c in scenario.customers if c.user_id is not None]
+    numbers = {team_id: number for number, team_id in teams.items()}
     rows = conn.execute(
-        "select e.source_id, e.active from public.entitlements e"
-        " join public.accounts a on a.id = e.account_id where a.owner_id::text = any(%s)",
-        (users,),
+        "select a.owner_id::text as owner, a.kind, a.id::text as account, e.source_id, e.active"
+        " from public.entitlements e join public.accounts a on a.id = e.account_id"
+        " where a.owner_id::text = any(%s) or a.id::text = any(%s)",
+        (users, list(numbers)),
     ).fetchall()
-    actual = {r["source_id"]: r["active"] for r in rows}
+    actual = {
+        (
+            _account(r["owner"], numbers.get(r["account"], -1) if r["kind"] == "team" else None),
+            r["source_id"],
+        ): r["active"]
+        for r in rows
+    }
     return [
-        f"entitlement {source}: expected {expected.get(source)}, found {actual.get(source)}"
-        for source in sorted(expected.keys() | actual.keys())
-        if expected.get(source) != actual.get(source)
+        f"entitlement {source} of {who}: expected {expected.get((who, source))},"
+        f" found {actual.get((who, source))}"
+        for who, source in sorted(expected.keys() | actual.keys())
+        if expected.get((who, source)) != actual.get((who, source))
+    ]
+
+
+def teams_now(scenario: Scenario, database_url: str, teams: dict[int, str], upto: int) -> list[str]:
+    """After round `upto` of membership changes: each team's members and seats, and each
+    member's access, as the model has them at that point (the batches before it settled)."""
+    with psycopg.connect(database_url, row_factory=dict_row) as conn:
+        found = _members(scenario, conn, teams, upto)
+        expected = scenario.access(upto)
+        rows = conn.execute(
+            "select id::text as id, has_access from public.profiles where id::text = any(%s)",
+            (list(expected),),
+        ).fetchall()
+    actual = {r["id"]: r["has_access"] for r in rows}
+    found += [
+        f"access of {user}: expected {expected[user]}, found {actual.get(user)}"
+        for user in sorted(expected)
+        if expected[user] != actual.get(user)
+    ]
+    return [f"after membership round {upto}: {line}" for line in found]
+
+
+def _account(owner: str | None, team: int | None) -> str:
+    return f"team {team}" if team is not None else f"user {owner}"
+
+
+def _members(
+    scenario: Scenario,
+    conn: psycopg.Connection[dict[str, Any]],
+    teams: dict[int, str],
+    upto: int | None = None,
+) -> list[str]:
+    """Each team's members, in their roles, and who holds a seat: owners, then admins, then
+    members by when they joined, up to the seats of an active per-seat subscription."""
+    expected = scenario.members(upto)
+    numbers = {team_id: number for number, team_id in teams.items()}
+    rows = conn.execute(
+        "select team_id::text as team, user_id::text as user, role, has_seat"
+        " from public.team_members where team_id::text = any(%s)",
+        (list(numbers),),
+    ).fetchall()
+    actual = {(numbers[r["team"]], r["user"]): (r["role"], r["has_seat"]) for r in rows}
+    return [
+        f"team {team} member {user} (role, seat): expected {expected.get((team, user))},"
+        f" found {actual.get((team, user))}"
+        for team, user in sorted(expected.keys() | actual.keys())
+        if expected.get((team, user)) != actual.get((team, user))
     ]
 
 
@@ -104,19 +169,27 @@ def _emails(
     outcomes: dict[str, str],
 ) -> list[str]:
     """Each (event, kind) e-mail delivered by Resend exactly once, to the right person, and
-    recorded once in `sent_emails`; one about access only if access applied the change."""
+    recorded once in `sent_emails`; one about access only if access applied the change.
+
+    A team's own e-mails (its invitations, the seats its members lose and get back) are not
+    Stripe's: the run waits for each invitation's (tests/faultrun/members.py), and the seats'
+    depend on the order membership changes and events met in, so only their single delivery
+    is checked here."""
     expected = scenario.emails(outcomes)
-    keys = Counter(resend.delivered_keys)
+    sent = list(zip(resend.delivered_keys, resend.delivered, strict=False))  # still growing
+    keys = Counter(key for key, _ in sent)
     found = [f"e-mail {k} delivered {n} times" for k, n in keys.items() if n != 1]
     delivered = {
-        (key, key.rsplit("/", 1)[1], ",".join(message["to"]))
-        for key, message in zip(resend.delivered_keys, resend.delivered, strict=True)
-        if key is not None
+        (key, kind, ",".join(message["to"]))
+        for key, message in sent
+        if key is not None and not (kind := key.rsplit("/", 1)[1]).startswith(TEAM_MAIL)
     }
     found += [f"e-mail {e} never delivered" for e in sorted(expected - delivered)]
     found += [f"e-mail {e} delivered, unexpected" for e in sorted(delivered - expected)]
     rows = conn.execute(
         "select event_id || '/' || kind as key, kind, recipient from public.sent_emails"
+        " where kind not like %s",
+        (TEAM_MAIL + "%",),
     ).fetchall()
     recorded = Counter((r["key"], r["kind"], r["recipient"]) for r in rows)
     found += [f"sent_emails: {e} recorded {n} times" for e, n in recorded.items() if n != 1]

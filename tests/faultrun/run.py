@@ -13,16 +13,19 @@ from typing import Protocol
 
 import psycopg
 
+from adapters.bus.topology import subscription_name
 from adapters.db.pool import Database
 from dev.samples.catalogue import seed_demo_products
 from tests.fakes.resend import FakeResend
 from tests.fakes.stripe import FakeStripe
 from tests.faultrun import targets
-from tests.faultrun.check import access_outcomes, differences
+from tests.faultrun.check import access_outcomes, differences, teams_now
 from tests.faultrun.faults import BackendKiller, MailerFaults, Outage
+from tests.faultrun.members import Members
 from tests.faultrun.model import Scenario
+from tests.faultrun.steps import SEAT_PRICE
 from tests.faultrun.stripe import Stripe
-from tests.faultrun.watch import DeadLetters, Settler
+from tests.faultrun.watch import DeadLetters, Settler, replay
 
 log = logging.getLogger(__name__)
 
@@ -92,6 +95,15 @@ def run(scenario: Scenario, rig: Rig, knobs: Knobs = Knobs()) -> Report:
             announced=lambda: _announced(scenario, rig.database_url),
         )
         rig.bus.ensure_topology(endpoints)
+        assert base.jwt_secret is not None
+        emails = f"projects/{rig.project}/subscriptions/{subscription_name(rig.topic, 'emails')}"
+        members = Members(
+            service.api.url,
+            base.jwt_secret,
+            rig.resend,
+            replay=lambda since: replay(rig.bus.host, [emails], since),
+        )
+        members.create(scenario.owners())
         stripe = Stripe(service.api.url + "/api/webhook/payments")
         killer = BackendKiller(rig.database_url, stripe.traffic, every=knobs.kill_every)
         mailer = MailerFaults(
@@ -100,14 +112,15 @@ def run(scenario: Scenario, rig: Rig, knobs: Knobs = Knobs()) -> Report:
             every=knobs.mailer_fault_every,
             seed=scenario.seed,
         )
-        outages = 0
+        outages, changing = 0, 0.0
         with killer, mailer:
             for index, batch in enumerate(scenario.batches):
+                changing += _changed(scenario, members, rig.database_url, index)
                 outage = None
                 if 0 < index <= knobs.outages:
                     outage, outages = _outage(rig.bus, endpoints), outages + 1
                 posting, since = time.monotonic(), time.time() - 1
-                stripe.deliver(batch, outage=outage)
+                stripe.deliver(members.bound(batch), outage=outage)
                 settling = time.monotonic()
                 settler.settle(
                     stripe.accepted,
@@ -122,24 +135,42 @@ def run(scenario: Scenario, rig: Rig, knobs: Knobs = Knobs()) -> Report:
                     settling - posting,
                     time.monotonic() - settling,
                 )
+            changing += _changed(scenario, members, rig.database_url, len(scenario.batches))
         report = Report(
             figures=_figures(
                 scenario, stripe, killer, mailer, service, dead, started, outages, settler.replays
-            ),
+            )
+            | {
+                "membership changes: API calls, seconds (checks included)": (
+                    f"{members.calls}, {changing:.1f} s"
+                )
+            },
             refused=stripe.refused,
             faults={"killed": killer.killed, "mailer 5xx": mailer.answered, "outages": outages},
         )
-    report.differences = differences(
+    report.differences = members.differences + differences(
         scenario,
         database_url=rig.database_url,
         resend=rig.resend,
         dead=dead,
         accepted=stripe.accepted,
         topic=rig.topic,
+        teams=members.teams,
     )
     report.figures["e-mails delivered"] = len(rig.resend.delivered)
     report.figures["mismatches with the model"] = len(report.differences)
     return report
+
+
+def _changed(scenario: Scenario, members: Members, url: str, index: int) -> float:
+    """Round `index` of membership changes, then the teams checked against the model as it
+    left them; the seconds it took."""
+    if not scenario.rounds:
+        return 0.0
+    started = time.monotonic()
+    members.play(scenario.rounds[index])
+    members.differences += teams_now(scenario, url, members.teams, index)
+    return time.monotonic() - started
 
 
 def _announced(scenario: Scenario, url: str) -> set[str]:
@@ -156,16 +187,29 @@ def _outage(bus: Bus, endpoints: dict[str, str]) -> Outage:
 
 
 def _seed_database(scenario: Scenario, url: str) -> None:
+    people = [(c.user_id, c.email, c.name) for c in scenario.customers if c.team is None]
+    people += [(p.user_id, p.email, p.name) for p in scenario.people]
     with psycopg.connect(url, autocommit=True) as conn:
-        for c in scenario.customers:
-            if c.user_id is not None:
+        for user_id, email, name in people:
+            if user_id is not None:
                 conn.execute(
                     "insert into auth.users (id, email, raw_user_meta_data) values (%s, %s, %s)",
-                    (c.user_id, c.email, json.dumps({"full_name": c.name})),
+                    (user_id, email, json.dumps({"full_name": name})),
                 )
+        # The teams' plan, sold per seat.
+        conn.execute(
+            "insert into public.products (name, price, stripe_price_id, type, billing_type,"
+            " billing_interval, per_seat) values ('Seats', 12, %s, 'link', 'subscription',"
+            " 'month', true)",
+            (SEAT_PRICE,),
+        )
     db = Database(lambda: url, max_size=1)
     seed_demo_products(db)
     db.close()
+
+
+def _changes(scenario: Scenario) -> Counter[str]:
+    return Counter(f"{op.kind} {op.status}" for ops in scenario.rounds for op in ops)
 
 
 def _figures(
@@ -184,8 +228,12 @@ def _figures(
     return {
         "seed": scenario.seed,
         "customers (never linked)": (
-            f"{sum(c.user_id is not None for c in scenario.customers)}"
+            f"{sum(c.user_id is not None and c.team is None for c in scenario.customers)}"
             f" ({sum(c.user_id is None for c in scenario.customers)})"
+        ),
+        "teams (members who buy nothing), membership changes over the API": (
+            f"{len(scenario.teams)} ({len(scenario.people)}),"
+            f" {', '.join(f'{k} {n}' for k, n in _changes(scenario).items()) or 'none'}"
         ),
         "events": f"{len(scenario.events)} ({', '.join(f'{k} {n}' for k, n in kinds.items())})",
         "deliveries (each event 1-3 times, shuffled, in batches)": (

@@ -22,6 +22,10 @@ FIRST_INVOICE = "subscription_create"  # covered by the purchase confirmation: n
 SUBSCRIPTION_PRICES = ("price_demo_team_monthly", "price_fr_plus_monthly", "price_fr_plus_yearly")
 ONE_TIME_PRICE = "price_demo_starter_one_time"
 ONE_TIME_AMOUNT = 4900
+# A team's plan, sold per seat (the run adds it to the catalogue): its quantity is the seats.
+SEAT_PRICE = "price_fr_seats_monthly"
+SEAT_AMOUNT = 1200
+MOST_SEATS = 5
 # The application event, by access outcome, an e-mail about a committed change is sent from.
 ANNOUNCED = {"granted": "granted_", "revoked": "revoked_"}
 
@@ -34,6 +38,12 @@ class Customer:
     name: str
     customer_id: str
     price_id: str
+    # A team's account (its number in the scenario), which `user_id`, its owner, buys for.
+    team: int | None = None
+
+    def placeholder(self) -> str:
+        """What a team's checkout names as its team id until the run has created the team."""
+        return f"@team{self.team}@"
 
 
 @dataclass(frozen=True)
@@ -56,6 +66,8 @@ class Planned:
     links: bool = False  # the checkout that links the customer to its profile
     after: str | None = None  # an event this one waits for (a refund, its purchase's checkout)
     session: dict[str, Any] | None = None  # the checkout session Stripe's API must know
+    # The subscription's quantity it says (a team's seats, ordered on its own), if it says one.
+    quantity: int | None = None
 
     def email_key(self) -> str | None:
         """The (event, kind) key its e-mail is sent under, if it calls for one."""
@@ -81,6 +93,7 @@ class Timeline:
     clock: int
     price: str = ""  # the subscription plan, once chosen
     subscription: str | None = None
+    quantity: int | None = None  # a team's subscription: its seats
     # (checkout event, payment intent, checkout session) of each unrefunded one-time purchase
     purchases: list[tuple[str, str, str]] = field(default_factory=list)
     serial: int = 0
@@ -140,6 +153,45 @@ def checkout(line: Timeline) -> list[Planned]:
     return [first, _invoice(line, "invoice.paid", FIRST_INVOICE, grant=True)]
 
 
+def team_checkout(line: Timeline) -> list[Planned]:
+    """A team's owner buys seats: the checkout (its session names no quantity), the
+    subscription Stripe creates with the quantity chosen, then its first invoice."""
+    line.subscription = line.next_id("sub")
+    line.price = SEAT_PRICE
+    line.quantity = line.rng.randint(1, MOST_SEATS)
+    first = _checkout(
+        line,
+        price=SEAT_PRICE,
+        amount=SEAT_AMOUNT * line.quantity,
+        mode="subscription",
+        subscription=line.subscription,
+        source=line.subscription,
+    )
+    created = _seats(line, "customer.subscription.created")
+    return [first, created, _invoice(line, "invoice.paid", FIRST_INVOICE, grant=True)]
+
+
+def seat_change(line: Timeline) -> list[Planned]:
+    """Seats added or taken away in the billing portal: the subscription's new quantity."""
+    assert line.quantity is not None
+    line.quantity = line.rng.choice([q for q in range(1, MOST_SEATS + 1) if q != line.quantity])
+    return [_seats(line, "customer.subscription.updated")]
+
+
+def _seats(line: Timeline, type_: str) -> Planned:
+    """The active subscription as Stripe sends it, with its quantity: the team's seats."""
+    obj = _subscription(line, "active")
+    return event(
+        line,
+        type_,
+        obj,
+        created=line.tick(),
+        grant=True,
+        quantity=line.quantity,
+        source=line.subscription,
+    )
+
+
 def one_time_purchase(line: Timeline) -> list[Planned]:
     """A paid one-time checkout (no subscription): access, and a purchase a refund may undo."""
     intent = line.next_id("pi")
@@ -157,12 +209,15 @@ def _checkout(
 ) -> Planned:
     """A completed, paid checkout; Stripe's API knows its session (a refund looks it up)."""
     c, created = line.customer, line.tick()
+    metadata = {"price_id": price}
+    if c.team is not None:  # bought by its owner for the team, as create-checkout names it
+        metadata |= {"user_id": str(c.user_id), "team_id": c.placeholder()}
     session = {
         "id": line.next_id("cs_test"),
         "object": "checkout.session",
         "client_reference_id": c.user_id,
         "customer": c.customer_id,
-        "metadata": {"price_id": price},
+        "metadata": metadata,
         "payment_status": "paid",
         "amount_total": amount,
         "currency": "usd",
@@ -237,6 +292,7 @@ def status_change(line: Timeline) -> list[Planned]:
         created=created,
         grant=not ended,  # past_due keeps access while Stripe retries
         price_id=None if ended else line.price,  # a status with access names its plan
+        quantity=None if ended else line.quantity,
         source=line.subscription,
         email="subscription-cancelled" if ended else None,
         announced_on="revoked" if ended else None,
@@ -316,16 +372,18 @@ def _invoice(
 
 
 def _subscription(line: Timeline, status: str) -> dict[str, Any]:
-    c, item = line.customer, f"si_{line.subscription}"
+    item: dict[str, Any] = {"id": f"si_{line.subscription}", "price": {"id": line.price}}
+    if line.quantity is not None:  # a team's plan is sold per seat
+        item["quantity"] = line.quantity
     return {
         "id": line.subscription,
         "object": "subscription",
-        "customer": c.customer_id,
+        "customer": line.customer.customer_id,
         "status": status,
         "cancel_at_period_end": False,
         "current_period_end": line.clock + 30 * DAY,
         "ended_at": line.clock if status == "canceled" else None,
-        "items": {"object": "list", "data": [{"id": item, "price": {"id": line.price}}]},
+        "items": {"object": "list", "data": [item]},
     }
 
 
@@ -352,4 +410,11 @@ STEPS: dict[str, tuple[float, Callable[[Timeline], bool], Step]] = {
     "status change": (1.5, _subscribed, status_change),
     "plan change": (1.0, _subscribed, plan_change),
     "cancellation": (1.0, _subscribed, cancellation),
+}
+# A team's life: a customer's, but its subscriptions are sold per seat, whose number changes,
+# and stay on their plan.
+TEAM_STEPS: dict[str, tuple[float, Callable[[Timeline], bool], Step]] = {
+    **{kind: step for kind, step in STEPS.items() if kind != "plan change"},
+    "checkout": (1.0, _unsubscribed, team_checkout),
+    "seat change": (3.0, _subscribed, seat_change),
 }

@@ -1,6 +1,8 @@
 """A seeded model-based run through the real pipeline (webhook under gunicorn, the Pub/Sub
 emulator, `access` and `emails` under gunicorn, Postgres, Resend's API faked at its boundary),
-with faults injected; the end state must be exactly the model's.
+with faults injected, and four teams whose people join, leave and change roles over the API
+between the batches; the end state (and the teams' after each round of changes) must be exactly
+the model's.
 
 FAULT_RUN_SEED picks another scenario (the default is fixed); the seed is printed with the
 figures, so a failing run can be replayed. bench/fault_run.py runs the same at 10,000 events.
@@ -29,6 +31,7 @@ from tests.pubsub_fixtures import (
 
 KINDS = {
     "checkout.session.completed",
+    "customer.subscription.created",
     "invoice.paid",
     "invoice.payment_failed",
     "customer.subscription.updated",
@@ -53,7 +56,7 @@ def test_two_thousand_events_with_faults_end_exactly_as_the_model(
     tmp_path: Path,
     figure: list[str],
 ) -> None:
-    scenario = generate(seed=SEED, customers=50, events=2000, ghosts=2, batches=4)
+    scenario = generate(seed=SEED, customers=50, events=2000, ghosts=2, batches=4, teams=4)
     rig = Rig(
         database_url=db.url,
         bus=pubsub,
@@ -69,7 +72,7 @@ def test_two_thousand_events_with_faults_end_exactly_as_the_model(
         pubsub.stop()  # later tests get an emulator without this run's subscriptions
         pubsub.ensure_running()
     figure.extend(report.lines())
-    assert report.differences == []
+    assert report.differences == [], "\n".join(report.differences)
     assert len(scenario.events) >= 2000
     assert len({e.customer for e in scenario.events}) >= 50
     assert {e.type for e in scenario.events} == KINDS
@@ -77,6 +80,14 @@ def test_two_thousand_events_with_faults_end_exactly_as_the_model(
     assert refunds == {False, None}  # full refunds revoke, partial ones change nothing
     plans = {e.price_id for e in scenario.events if e.type == "customer.subscription.updated"}
     assert len(plans - {None}) >= 3  # plan changes moved customers between prices
+    # Teams bought seats whose number changed, and their people joined, were refused for want
+    # of a seat, left or were removed, and changed roles.
+    assert {e.quantity for e in scenario.events if e.customer.team is not None} >= {1, 2, 3}
+    changes = {(op.kind, op.status) for ops in scenario.rounds for op in ops}
+    assert changes >= {("invite", 201), ("invite", 409), ("accept", 200), ("remove", 204)}
+    assert ("role", 200) in changes
+    rounds = [scenario.members(upto) for upto in range(len(scenario.rounds))]
+    assert any(not seat for found in rounds for _, seat in found.values())  # seats ran short
     # The faults happened (a run without them would prove nothing), and the webhook refused
     # only with 503 while Pub/Sub was down.
     assert all(report.faults.values()), report.faults
