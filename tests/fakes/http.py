@@ -120,6 +120,9 @@ class KeepAliveHandler(BaseHTTPRequestHandler):
     connections could not be seen there. Bodies come with a Content-Length, as the SDKs send."""
 
     protocol_version = "HTTP/1.1"
+    # As the real APIs' front ends do (nginx's `tcp_nodelay on`): an answer's headers and body,
+    # written apart, would otherwise wait on the client's delayed ACK, 40 ms an answer.
+    disable_nagle_algorithm = True
 
     def _handle(self) -> None:
         body = self.rfile.read(int(self.headers.get("Content-Length") or 0))

@@ -113,18 +113,7 @@ def test_a_handler_answering_for_fewer_events_fails_them_all() -> None:
         coalescer(event(1))
 
 
-def test_two_leaders_work_on_two_batches_at_once() -> None:
-    recorder = Recorder()
-    coalescer = Coalescer(recorder, max_batch=8, leaders=2)
-    pool = ThreadPoolExecutor(max_workers=2)
-    futures = [pool.submit(coalescer, event(n)) for n in range(2)]
-    wait_for(lambda: recorder.most_at_work == 2)
-    recorder.release.set()
-    assert sorted(str(f.result()) for f in futures) == ["applied evt_0", "applied evt_1"]
-    pool.shutdown(wait=True)
-
-
-def test_one_leader_never_works_on_two_batches_at_once() -> None:
+def test_never_two_batches_at_once() -> None:
     recorder = Recorder()
     coalescer = Coalescer(recorder, max_batch=1)
     futures = held_then_released(coalescer, recorder, 5)
@@ -132,7 +121,6 @@ def test_one_leader_never_works_on_two_batches_at_once() -> None:
     assert recorder.most_at_work == 1
 
 
-@pytest.mark.parametrize(("max_batch", "leaders"), [(0, 1), (1, 0)])
-def test_bounds_below_one_are_refused(max_batch: int, leaders: int) -> None:
+def test_a_batch_bound_below_one_is_refused() -> None:
     with pytest.raises(ValueError, match="at least 1"):
-        Coalescer(lambda events: [], max_batch=max_batch, leaders=leaders)
+        Coalescer(lambda events: [], max_batch=0)
