@@ -20,12 +20,11 @@ def event(n: int) -> Event:
 
 
 class Recorder:
-    """A batch handler that records its batches and holds the first until released."""
+    """A batch handler that records its batches and holds each until its gate opens."""
 
     def __init__(self, outcome: Callable[[Event], object] = lambda e: f"applied {e.id}") -> None:
         self.batches: list[list[str]] = []
-        self.release = threading.Event()
-        self.entered = threading.Event()
+        self.gates = [threading.Event() for _ in range(16)]
         self.at_work = 0
         self.most_at_work = 0
         self._outcome = outcome
@@ -33,70 +32,109 @@ class Recorder:
 
     def __call__(self, events: Sequence[Event]) -> list[object]:
         with self._lock:
+            n = len(self.batches)
             self.batches.append([e.id for e in events])
             self.at_work += 1
             self.most_at_work = max(self.most_at_work, self.at_work)
-        self.entered.set()
-        self.release.wait(timeout=10)
+        self.gates[n].wait(timeout=10)
         with self._lock:
             self.at_work -= 1
         return [self._outcome(e) for e in events]
 
+    def open_all(self) -> None:
+        for gate in self.gates:
+            gate.set()
 
-def held_then_released(
-    coalescer: Coalescer, recorder: Recorder, count: int
-) -> list[Future[object]]:
-    """`count` calls: the first holds its batch until the others wait, then all go on."""
-    pool = ThreadPoolExecutor(max_workers=count)
-    first = pool.submit(coalescer, event(0))
-    assert recorder.entered.wait(timeout=10)
-    rest = [pool.submit(coalescer, event(n)) for n in range(1, count)]
-    wait_for(lambda: coalescer.waiting == count - 1)
-    recorder.release.set()
-    pool.shutdown(wait=True)
-    return [first, *rest]
+
+def calls(coalescer: Coalescer, numbers: range, pool: ThreadPoolExecutor) -> list[Future[object]]:
+    return [pool.submit(coalescer, event(n)) for n in numbers]
+
+
+def two_lone_pushes_then(coalescer: Coalescer, recorder: Recorder, count: int) -> list[object]:
+    """Two pushes at work, each alone; `count - 2` more wait; then everything goes on."""
+    with ThreadPoolExecutor(max_workers=count) as pool:
+        futures = calls(coalescer, range(1), pool)
+        wait_for(lambda: len(recorder.batches) == 1)
+        futures += calls(coalescer, range(1, 2), pool)
+        wait_for(lambda: len(recorder.batches) == 2)
+        futures += calls(coalescer, range(2, count), pool)
+        wait_for(lambda: coalescer.waiting == count - 2)
+        recorder.open_all()
+        return [f.result() if f.exception() is None else f.exception() for f in futures]
 
 
 def test_a_push_alone_is_handled_at_once() -> None:
     recorder = Recorder()
-    recorder.release.set()
+    recorder.open_all()
     assert Coalescer(recorder, max_batch=8)(event(1)) == "applied evt_1"
     assert recorder.batches == [["evt_1"]]
 
 
-def test_pushes_that_arrive_during_a_batch_go_together_in_the_next() -> None:
+def test_a_push_that_finds_a_lone_push_at_work_does_not_wait_for_it() -> None:
+    recorder = Recorder()
+    two_lone_pushes_then(Coalescer(recorder, max_batch=8), recorder, 2)
+    assert recorder.batches == [["evt_0"], ["evt_1"]]
+    assert recorder.most_at_work == 2
+
+
+def test_pushes_that_arrive_meanwhile_go_together_in_the_next_batch() -> None:
+    recorder = Recorder()
+    outcomes = two_lone_pushes_then(Coalescer(recorder, max_batch=8), recorder, 6)
+    assert outcomes == [f"applied evt_{n}" for n in range(6)]
+    assert recorder.batches[:2] == [["evt_0"], ["evt_1"]]
+    assert sorted(recorder.batches[2]) == [f"evt_{n}" for n in range(2, 6)]
+    assert len(recorder.batches) == 3
+
+
+def test_a_push_that_finds_a_batch_of_many_at_work_waits_for_it() -> None:
     recorder = Recorder()
     coalescer = Coalescer(recorder, max_batch=8)
-    futures = held_then_released(coalescer, recorder, 6)
-    assert [f.result() for f in futures] == [f"applied evt_{n}" for n in range(6)]
-    assert recorder.batches[0] == ["evt_0"]
-    assert sorted(recorder.batches[1]) == [f"evt_{n}" for n in range(1, 6)]
-    assert len(recorder.batches) == 2
+    with ThreadPoolExecutor(max_workers=5) as pool:
+        futures = calls(coalescer, range(1), pool)
+        wait_for(lambda: len(recorder.batches) == 1)
+        futures += calls(coalescer, range(1, 2), pool)
+        wait_for(lambda: len(recorder.batches) == 2)
+        futures += calls(coalescer, range(2, 4), pool)
+        wait_for(lambda: coalescer.waiting == 2)
+        recorder.gates[0].set()  # the first lone push ends: the two waiting go together
+        wait_for(lambda: len(recorder.batches) == 3)
+        assert sorted(recorder.batches[2]) == ["evt_2", "evt_3"]
+        futures += calls(coalescer, range(4, 5), pool)
+        wait_for(lambda: coalescer.waiting == 1)
+        recorder.gates[1].set()  # a batch of two is still at work: the fifth push waits
+        wait_for(lambda: futures[1].done())
+        assert coalescer.waiting == 1
+        assert len(recorder.batches) == 3
+        recorder.open_all()
+        assert [f.result() for f in futures] == [f"applied evt_{n}" for n in range(5)]
+    assert recorder.batches[3] == ["evt_4"]
+    assert recorder.most_at_work == 2
 
 
 def test_a_batch_is_never_larger_than_max_batch() -> None:
     recorder = Recorder()
-    coalescer = Coalescer(recorder, max_batch=2)
-    futures = held_then_released(coalescer, recorder, 6)
-    assert sorted(str(f.result()) for f in futures) == sorted(f"applied evt_{n}" for n in range(6))
-    assert [len(b) for b in recorder.batches] == [1, 2, 2, 1]
+    outcomes = two_lone_pushes_then(Coalescer(recorder, max_batch=2), recorder, 7)
+    assert sorted(map(str, outcomes)) == sorted(f"applied evt_{n}" for n in range(7))
+    assert max(len(batch) for batch in recorder.batches) == 2
+    assert sorted(e for batch in recorder.batches for e in batch) == sorted(
+        f"evt_{n}" for n in range(7)
+    )
 
 
 def test_one_event_that_failed_fails_its_push_alone() -> None:
     failure = RuntimeError("Stripe is down")
-    recorder = Recorder(lambda e: failure if e.id == "evt_2" else "granted")
-    futures = held_then_released(Coalescer(recorder, max_batch=8), recorder, 4)
-    with pytest.raises(RuntimeError, match="Stripe is down"):
-        futures[2].result()
-    assert [futures[n].result() for n in (0, 1, 3)] == ["granted"] * 3
+    recorder = Recorder(lambda e: failure if e.id == "evt_3" else "granted")
+    outcomes = two_lone_pushes_then(Coalescer(recorder, max_batch=8), recorder, 5)
+    assert outcomes[3] is failure
+    assert [outcomes[n] for n in (0, 1, 2, 4)] == ["granted"] * 4
 
 
 def test_a_batch_that_raised_fails_its_pushes_and_the_next_ones_go_on() -> None:
-    calls: list[list[str]] = []
+    calls_seen: list[list[str]] = []
 
     def handle(events: Sequence[Event]) -> list[object]:
-        calls.append([e.id for e in events])
-        if len(calls) == 1:
+        calls_seen.append([e.id for e in events])
+        if len(calls_seen) == 1:
             raise ConnectionError("database unavailable")
         return ["granted"] * len(events)
 
@@ -111,14 +149,6 @@ def test_a_handler_answering_for_fewer_events_fails_them_all() -> None:
     coalescer = Coalescer(lambda events: [], max_batch=8)
     with pytest.raises(RuntimeError, match="0 outcomes for 1 events"):
         coalescer(event(1))
-
-
-def test_never_two_batches_at_once() -> None:
-    recorder = Recorder()
-    coalescer = Coalescer(recorder, max_batch=1)
-    futures = held_then_released(coalescer, recorder, 5)
-    assert len([f.result() for f in futures]) == 5
-    assert recorder.most_at_work == 1
 
 
 def test_a_batch_bound_below_one_is_refused() -> None:
