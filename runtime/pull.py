@@ -56,7 +56,10 @@ def main() -> int:
     health = _health_server(settings.port, consumer)
     consumer.start()
     threading.Thread(target=watch, name="pull-watch", daemon=True).start()
-    done.wait()
+    # Woken twice a second: the kernel may hand SIGTERM to one of gRPC's threads, and Python
+    # runs its handler only once the main thread runs again; a wait with no timeout never would.
+    while not done.wait(timeout=0.5):
+        pass
     health.shutdown()
     container.close()
     if failed:
