@@ -13,6 +13,9 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
+import signal
+import subprocess
 import threading
 import time
 from collections.abc import Iterator, Mapping
@@ -131,10 +134,15 @@ def start_subscribers(settings: Settings, stack: contextlib.ExitStack) -> None:
     """Each subscriber target in a process of its own behind a stand-in of Cloud Run's front,
     fed by a push subscription whose OIDC token local Google attaches (the emulator cannot)."""
     google = stack.enter_context(local_google.running())
-    endpoints = {}
+    endpoints, processes = {}, []
     with step(f"Starting the subscriber targets {', '.join(TARGETS)} (bin/serve)"):
         for name in TARGETS:
-            endpoints[name] = start_private_service(name, settings, google, stack)
+            endpoints[name], process = start_private_service(name, settings, google, stack)
+            processes.append(process)
+    # Unwound first: every target is told to stop at once and drains beside the others, as
+    # Cloud Run stops instances; each front then waits for its own. One after another, their
+    # drains added up past the time a Ctrl-C (or a test) gives the whole server.
+    stack.callback(_terminate, processes)
     ensure_topology(
         project=settings.google_cloud_project,
         topic=settings.pubsub_topic,
@@ -145,11 +153,18 @@ def start_subscribers(settings: Settings, stack: contextlib.ExitStack) -> None:
     )
 
 
+def _terminate(processes: list[subprocess.Popen[bytes]]) -> None:
+    """SIGTERM each target's process group (each leads its own, dev/processes.py)."""
+    for process in processes:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGTERM)
+
+
 def start_private_service(
     name: str, settings: Settings, google: LocalGoogle, stack: contextlib.ExitStack
-) -> str:
+) -> tuple[str, subprocess.Popen[bytes]]:
     """`name` as Cloud Run serves a private service, checking push tokens as in production;
-    returns the push endpoint for the emulator."""
+    returns the push endpoint for the emulator and the target's process."""
     port = free_port()
     service_url = f"http://127.0.0.1:{port}"  # the front's, so the audience of the push token
     push = {
@@ -175,7 +190,7 @@ def start_private_service(
     )
     print(f"  {name} target on {target.url} behind Cloud Run's front on {front.url}", flush=True)
     print(f"    (log: {target.log})", flush=True)
-    return google.push_endpoint(name, to=front.url + "/", audience=service_url)
+    return google.push_endpoint(name, to=front.url + "/", audience=service_url), target.process
 
 
 def start(settings: Settings, stack: contextlib.ExitStack) -> Container:
