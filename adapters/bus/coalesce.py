@@ -14,7 +14,7 @@ from __future__ import annotations
 import threading
 from collections import deque
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from adapters.bus import BatchHandler
 from core.events import Event
@@ -25,7 +25,7 @@ class _Slot:
     event: Event
     outcome: object = None
     taken: bool = False  # in a batch at work
-    done: bool = field(default=False)
+    done: bool = False
 
 
 class Coalescer:
