@@ -27,10 +27,16 @@ class Measured:
     replay_postgres_cpu: float = 0.0
     idle_cpu: dict[str, float] = field(default_factory=dict)  # stage -> CPU s subtracted
     idle_postgres_cpu: float = 0.0
+    unique: int = 0  # distinct events prepared: wrk wraps around when it sends more
 
     @property
     def acked(self) -> int:
         return int(self.load["requests"] - self.load["status_errors"])
+
+    @property
+    def wanted(self) -> int:
+        """The distinct events acknowledged: what is applied and mailed when all is."""
+        return min(self.acked, self.unique) if self.unique else self.acked
 
     @property
     def ack_rate(self) -> float:
@@ -150,7 +156,7 @@ def targets(by_system: dict[str, list[Measured]]) -> None:
         total = _median_of(
             runs, lambda m: m.ms_per_applied() + 1000 * m.postgres_cpu / max(m.applied, 1)
         )
-        mailed = all(m.emails_sent >= m.acked for m in runs)
+        mailed = all(m.emails_sent >= m.wanted for m in runs)
         met = "met" if total <= 3 * cost and mailed else "not met"
         print(
             f"{name} CPU per applied event with Postgres: {total:.2f} ms, {total / cost:.1f}x"

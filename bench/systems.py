@@ -15,8 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import psycopg
-from servers import ROOT, gunicorn, server_env, spawn
+from servers import ROOT, gunicorn, query, server_env, spawn
 
 from adapters.bus.topology import ensure_topology
 from config import DEV_WEBHOOK_SECRET
@@ -39,20 +38,22 @@ class System:
 
     def applied(self, database_url: str, prefix: str) -> tuple[int, int]:
         """(access effects, e-mails sent) for events whose ids carry `prefix`."""
-        with psycopg.connect(database_url, autocommit=True) as conn:
-            if self.name == "sync-engine":
-                row = conn.execute(
-                    "select count(*) from stripe.invoices where id like %s", (f"in_{prefix}%",)
-                ).fetchone()
-                return (int(row[0]) if row else 0), 0
-            row = conn.execute(
-                "select (select count(*) from public.processed_events where consumer = 'access'"
-                " and event_id like %(p)s and outcome <> 'pending'),"
-                " (select count(*) from public.sent_emails where event_id like %(p)s)",
-                {"p": f"evt_{prefix}%"},
-            ).fetchone()
-            assert row is not None
-            return int(row[0]), int(row[1])
+        if self.name == "sync-engine":
+            row = query(
+                database_url,
+                "select count(*) from stripe.invoices where id like %s",
+                (f"in_{prefix}%",),
+            )
+            return (int(row[0]) if row else 0), 0
+        row = query(
+            database_url,
+            "select (select count(*) from public.processed_events where consumer = 'access'"
+            " and event_id like %(p)s and outcome <> 'pending'),"
+            " (select count(*) from public.sent_emails where event_id like %(p)s)",
+            {"p": f"evt_{prefix}%"},
+        )
+        assert row is not None
+        return int(row[0]), int(row[1])
 
 
 def require_wrk() -> str:

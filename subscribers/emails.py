@@ -18,10 +18,19 @@ from adapters.db import sent_emails
 from adapters.db.pool import Database
 from adapters.db.products import Product
 from adapters.db.profiles import Profile
+from adapters.db.sent_emails import SendInProgress
 from adapters.mail.message import Mailer, MailError, UndeliverableEmail, send_email
 from core.email.kind import ProductFacts, Senders
 from core.email.kinds import kind_of, signin_link
-from core.email.plan import PlannedEmail, Recipient, customer_of, plan, price_of, recipient_in
+from core.email.plan import (
+    PlannedEmail,
+    Recipient,
+    customer_of,
+    kind_for,
+    plan,
+    price_of,
+    recipient_in,
+)
 from core.email.render import Brand, EmailContent, render
 from core.events import Event, InvalidEvent
 from subscribers.envelope import outcome_fields
@@ -51,28 +60,43 @@ class EmailSubscriber:
 
     def send_many(self, events: Sequence[Event]) -> list[str | Exception]:
         """Send what each event calls for: each event's outcome, or what it failed with (to be
-        redelivered). Whether each was mailed, with what planning needs, is read for the whole
-        batch in one round trip, its e-mails are claimed in one and recorded in one, so a batch
-        costs three round trips, whatever its size. A second copy of an event in the batch (a
-        redelivery) is a duplicate, or fails with the first."""
+        redelivered). The batch's e-mails are claimed, with what planning them needs, in one
+        round trip, and recorded once sent in one: two round trips, whatever its size. A second
+        copy of an event in the batch (a redelivery) is a duplicate, or fails with the first."""
         unique = list({event.id: event for event in events}.values())
-        # An event calls for one e-mail at most, so whether it was mailed is read with what
-        # planning needs: a redelivery of one already mailed ends there.
-        facts = sent_emails.look_up_many(
-            self.db, [sent_emails.Wanted(e.id, customer_of(e), price_of(e)) for e in unique]
-        )
         outcomes: dict[str, str | Exception] = {}
-        planned: list[tuple[Event, PlannedEmail]] = []
-        for event, found in zip(unique, facts, strict=True):
-            if found.sent:
-                outcomes[event.id] = "duplicate"
-            elif (mail := _attempt(partial(self._plan, event, found))) is None:
+        wanted: list[tuple[Event, sent_emails.Wanted]] = []
+        for event in unique:
+            # An event's type names the one e-mail it may call for: claimed before its facts
+            # are known, released when they call for none.
+            if (kind := kind_for(event.type)) is None:
                 outcomes[event.id] = "no e-mail"
-            elif isinstance(mail, Exception):
-                outcomes[event.id] = mail
             else:
+                wanted.append(
+                    (event, sent_emails.Wanted(event.id, kind, customer_of(event), price_of(event)))
+                )
+        holder = uuid.uuid4().hex  # this delivery: the claim may be sent twice, not taken twice
+        facts = sent_emails.claim_and_look_up(self.db, [w for _, w in wanted], holder=holder)
+        planned: list[tuple[Event, PlannedEmail]] = []
+        unclaim: list[tuple[str, str]] = []
+        for (event, want), found in zip(wanted, facts, strict=True):
+            if isinstance(found.claimed, SendInProgress):
+                outcomes[event.id] = found.claimed  # another delivery is sending it
+                continue
+            if not found.claimed:
+                outcomes[event.id] = "duplicate"  # sent already
+                continue
+            mail = _attempt(partial(self._plan, event, found))
+            if isinstance(mail, PlannedEmail):
                 planned.append((event, mail))
-        outcomes |= self._send_once(planned)
+                continue
+            outcomes[event.id] = "no e-mail" if mail is None else mail
+            unclaim.append((event.id, want.kind))
+        if unclaim:
+            # Not to be sent (or not now): a redelivery may claim it again at once.
+            with contextlib.suppress(Exception):
+                sent_emails.release_many(self.db, unclaim)
+        outcomes |= self._send_claimed(planned)
         seen: set[str] = set()
         results: list[str | Exception] = []
         for event in events:
@@ -116,21 +140,11 @@ class EmailSubscriber:
             # Bad data in the event never gets better: drop it loudly instead of retrying.
             raise InvalidEvent(f"cannot render {planned.kind}: {exc}") from exc
 
-    def _send_once(self, planned: Sequence[tuple[Event, PlannedEmail]]) -> Outcomes:
-        """Claim, send, record: three steps, no transaction open while Resend is called (a
-        slow send would hold one of the pooler's few server connections from every other
-        service). The idempotency key makes a repeated send after a crash a no-op at Resend."""
-        holder = uuid.uuid4().hex  # this delivery: the claim may be sent twice, not taken twice
-        keys = [(event.id, mail.kind) for event, mail in planned]
+    def _send_claimed(self, claimed: Sequence[tuple[Event, PlannedEmail]]) -> Outcomes:
+        """Send, then record: no transaction open while Resend is called (a slow send would
+        hold one of the pooler's few server connections from every other service). The
+        idempotency key makes a repeated send after a crash a no-op at Resend."""
         outcomes: Outcomes = {}
-        claimed: list[tuple[Event, PlannedEmail]] = []
-        for (event, mail), taken in zip(
-            planned, sent_emails.claim_many(self.db, keys, holder=holder), strict=True
-        ):
-            if taken is True:
-                claimed.append((event, mail))
-            else:
-                outcomes[event.id] = taken or "duplicate"
         sent: list[sent_emails.Sent] = []
         for n, (event, mail) in enumerate(claimed):
             try:

@@ -45,32 +45,39 @@ def claim_many(
     db: Database, emails: Sequence[tuple[str, str]], *, holder: str
 ) -> list[bool | SendInProgress]:
     """`claim` for distinct (event id, kind) pairs in one statement: for each, True when
-    claimed, False when sent already, SendInProgress while another delivery holds it. Rows are
-    claimed in key order, so two batches never wait on each other's claims in a cycle."""
+    claimed, False when sent already, SendInProgress while another delivery holds it."""
     if not emails:
         return []
-    [rows] = db.run(
-        [
-            Statement(
-                f"with wanted as ({_WANTED}), sent as (select w.event_id, w.kind from wanted w"  # noqa: S608
-                " join public.sent_emails s using (event_id, kind)),"
-                " taken as (insert into public.email_claims (event_id, kind, holder)"
-                " select w.event_id, w.kind, %(h)s from wanted w"
-                " where not exists (select 1 from sent where sent.event_id = w.event_id"
-                " and sent.kind = w.kind) order by w.event_id, w.kind"
-                " on conflict (event_id, kind) do update set claimed_at = now(), holder = %(h)s"
-                " where email_claims.holder = %(h)s"
-                " or email_claims.claimed_at < now() - make_interval(secs => %(lease)s)"
-                " returning event_id, kind)"
-                " select w.event_id, w.kind,"
-                " exists (select 1 from sent where sent.event_id = w.event_id"
-                " and sent.kind = w.kind) as sent,"
-                " exists (select 1 from taken where taken.event_id = w.event_id"
-                " and taken.kind = w.kind) as claimed from wanted w",
-                {**_arrays(emails), "h": holder, "lease": CLAIM_LEASE_SECONDS},
-            )
-        ]
+    [rows] = db.run([_claim_statement(emails, holder)])
+    return _claims(rows, emails)
+
+
+def _claim_statement(emails: Sequence[tuple[str, str]], holder: str) -> Statement:
+    """Rows are claimed in key order, so two batches never wait on each other's claims in a
+    cycle."""
+    return Statement(
+        f"with wanted as ({_WANTED}), sent as (select w.event_id, w.kind from wanted w"  # noqa: S608
+        " join public.sent_emails s using (event_id, kind)),"
+        " taken as (insert into public.email_claims (event_id, kind, holder)"
+        " select w.event_id, w.kind, %(h)s from wanted w"
+        " where not exists (select 1 from sent where sent.event_id = w.event_id"
+        " and sent.kind = w.kind) order by w.event_id, w.kind"
+        " on conflict (event_id, kind) do update set claimed_at = now(), holder = %(h)s"
+        " where email_claims.holder = %(h)s"
+        " or email_claims.claimed_at < now() - make_interval(secs => %(lease)s)"
+        " returning event_id, kind)"
+        " select w.event_id, w.kind,"
+        " exists (select 1 from sent where sent.event_id = w.event_id"
+        " and sent.kind = w.kind) as sent,"
+        " exists (select 1 from taken where taken.event_id = w.event_id"
+        " and taken.kind = w.kind) as claimed from wanted w",
+        {**_arrays(emails), "h": holder, "lease": CLAIM_LEASE_SECONDS},
     )
+
+
+def _claims(
+    rows: list[dict[str, Any]], emails: Sequence[tuple[str, str]]
+) -> list[bool | SendInProgress]:
     found = {(row["event_id"], row["kind"]): row for row in rows}
     return [_claimed(found[email], email) for email in emails]
 
@@ -95,54 +102,50 @@ def release_many(db: Database, emails: Sequence[tuple[str, str]]) -> None:
 
 
 @dataclass(frozen=True)
-class Facts:
-    """What an event's e-mail needs from the database before it is planned."""
-
-    sent: bool  # an e-mail was recorded for the event already (a redelivery)
-    profile: Profile | None  # the customer's
-    product: Product | None  # the price's
-
-
-@dataclass(frozen=True)
 class Wanted:
-    """An event whose e-mail is to be planned: its id, its customer's and its price's."""
+    """An event's e-mail to claim, and what planning it needs: the event's id, the kind its
+    type calls for, its customer's and its price's ids."""
 
     event_id: str
+    kind: str
     customer_id: str | None
     price_id: str | None
 
 
-def look_up(db: Database, *, event_id: str, customer_id: str | None, price_id: str | None) -> Facts:
-    """Whether the event was mailed, the customer's profile and the price's product, read in
-    one round trip (three, one after another, before)."""
-    [facts] = look_up_many(db, [Wanted(event_id, customer_id, price_id)])
-    return facts
+@dataclass(frozen=True)
+class Facts:
+    """An event's e-mail claimed (or not), with what it needs from the database to be planned."""
+
+    claimed: bool | SendInProgress  # True: this delivery sends it; False: it was sent already
+    profile: Profile | None  # the customer's
+    product: Product | None  # the price's
 
 
-def look_up_many(db: Database, wanted: Sequence[Wanted]) -> list[Facts]:
-    """`look_up` for a batch of events: three statements in one round trip, whatever its size."""
+def claim_and_look_up(db: Database, wanted: Sequence[Wanted], *, holder: str) -> list[Facts]:
+    """Claim each event's e-mail (as `claim_many`) and read its customer's profile and its
+    price's product, in one transaction and one round trip, whatever the batch's size. A claim
+    whose e-mail turns out not to be sent must be released (`release_many`)."""
+    if not wanted:
+        return []
+    emails = [(w.event_id, w.kind) for w in wanted]
     customers = sorted({w.customer_id for w in wanted if w.customer_id})
     prices = sorted({w.price_id for w in wanted if w.price_id})
-    sent_rows, profile_rows, product_rows = db.run(
+    claim_rows, profile_rows, product_rows = db.run(
         [
-            Statement(
-                "select distinct event_id from public.sent_emails where event_id = any(%s)",
-                ([w.event_id for w in wanted],),
-            ),
+            _claim_statement(emails, holder),
             profiles.by_customers_statement(customers),
             products.by_prices_statement(prices),
         ]
     )
-    sent = {row["event_id"] for row in sent_rows}
     by_customer = {p.customer_id: p for p in map(Profile.from_row, profile_rows)}
     by_price = {p.stripe_price_id: p for p in map(Product.from_row, product_rows)}
     return [
         Facts(
-            sent=w.event_id in sent,
+            claimed=claimed,
             profile=by_customer.get(w.customer_id) if w.customer_id else None,
             product=by_price.get(w.price_id) if w.price_id else None,
         )
-        for w in wanted
+        for w, claimed in zip(wanted, _claims(claim_rows, emails), strict=True)
     ]
 
 

@@ -16,7 +16,7 @@ from core.email.kinds import REGISTRY
 from core.events import Event, is_app_event, stripe_id
 from core.stripe_objects import customer_contact, invoice_price
 
-__all__ = ["PlannedEmail", "ProductFacts", "Recipient", "handled_types", "plan"]
+__all__ = ["PlannedEmail", "ProductFacts", "Recipient", "handled_types", "kind_for", "plan"]
 
 
 @dataclass(frozen=True)
@@ -89,6 +89,12 @@ def plan(
     if values is None:
         return None
     return PlannedEmail(kind=kind, to=to.email, props={"customer_name": to.name, **values})
+
+
+def kind_for(event_type: str) -> str | None:
+    """The kind of e-mail an event of this type may call for (its facts may call for none)."""
+    found = _BUILDERS.get(event_type)
+    return found[0] if found else None
 
 
 def handled_types() -> frozenset[str]:

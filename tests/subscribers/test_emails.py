@@ -110,6 +110,28 @@ def test_a_redelivery_ends_at_the_record_of_its_e_mail(api: Api, db: Database, b
     assert len(outbox(api)) == 1
 
 
+def test_an_event_that_calls_for_no_e_mail_leaves_no_claim(
+    api: Api, db: Database, buyer: str
+) -> None:
+    """An event's e-mail is claimed with the look-ups, before its facts are known; facts that
+    call for none (a subscription's first invoice, nobody to write to) release the claim, so
+    the next delivery, once the facts have changed, sends it rather than waiting on it."""
+    mail = api.container.email_subscriber
+
+    def renewal(event_id: str, customer: str, reason: str) -> Any:
+        invoice = {"id": f"in_{event_id}", "customer": customer, "billing_reason": reason}
+        return parse_event(json.loads(stripe_event("invoice.paid", invoice, event_id=event_id)))
+
+    assert mail(renewal("evt_first", "cus_ada", "subscription_create")) == "no e-mail"
+    unknown = renewal("evt_unknown", "cus_later", "subscription_cycle")
+    assert mail(unknown) == "no e-mail"
+    assert db.fetch_all("select event_id from public.email_claims") == []
+    with db.transaction() as conn:  # the customer is linked to the profile since
+        conn.execute("update public.profiles set customer_id = 'cus_later' where id = %s", (buyer,))
+    assert mail(unknown) == "sent invoice-paid"
+    assert [m["To"] for m in outbox(api)] == ["ada@example.com"]
+
+
 @pytest.mark.parametrize(
     ("reason", "expected"), [("subscription_create", 0), ("subscription_cycle", 1)]
 )
