@@ -165,7 +165,7 @@ def pubsub(
                 env |= {"SUBSCRIBER_DELIVERY": "pull", "PORT": str(port)}
                 env |= {"GUNICORN_THREADS": str(threads)}
                 command = [str(ROOT / "bin" / "serve")]
-                log = scratch / f"{target}.log"
+                log = scratch / f"pull-{target}.log"
                 processes[target] = stack.enter_context(spawn(command, env, port, log))
                 continue
             port, pid = stack.enter_context(
@@ -175,7 +175,7 @@ def pubsub(
                     workers=1,
                     threads=threads,
                     clients=None,
-                    log=scratch / f"{target}.log",
+                    log=scratch / f"push-{target}.log",
                 )
             )
             processes[target] = pid
@@ -194,7 +194,7 @@ def pubsub(
                 workers=workers,
                 threads=threads,
                 clients=16,
-                log=scratch / "api.log",
+                log=scratch / f"{'pull' if pull else 'push'}-api.log",
             )
         )
         processes = {"api": pid, **processes, "emulator": emulator.process.pid}

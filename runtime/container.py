@@ -266,7 +266,7 @@ class Container:
     def pull_consumer(self) -> PullConsumer:
         """FUNCTION_TARGET's subscriber fed by its pull subscription (SUBSCRIBER_DELIVERY=pull):
         access takes batches into one transaction, on two workers (one applies while the next
-        gathers, as the in-process bus does); e-mail takes batches (three round trips each) on
+        gathers, as the in-process bus does); e-mail takes batches (two round trips each) on
         every thread, since its sends wait on Resend."""
         from adapters.bus.pull import LINGER_SECONDS, PullConsumer
         from adapters.bus.topology import subscription_name
