@@ -229,13 +229,10 @@ class Container:
         """The push target's handler. Access applies the pushes a worker's threads hold at once
         as one batch, in one transaction (adapters/bus/coalesce.py): with 16 in flight, a fifth
         less CPU and a third of Postgres's per change, and two transactions at once at most.
-        E-mail sends each push's mail on the push's own thread (sends wait on Resend: sent one
-        after another in a batch, they halved the mails a second), while the pushes held at
-        once share the claim of their mails, then their record: one round trip each."""
+        E-mail takes each push on its own thread: its sends wait on Resend, and sent one after
+        another in a batch they halved the mails a second for no CPU saved (bench/README.md)."""
         if target == "access":
             return self._access_pushes
-        if target == "emails":
-            return self._email_pushes
         return self.subscriber(target)
 
     @once
@@ -244,15 +241,6 @@ class Container:
 
         threads = self.settings.gunicorn_threads
         return Coalescer(self.access_subscriber.apply_many, max_batch=threads)
-
-    @once
-    def _email_pushes(self) -> EmailSubscriber:
-        from dataclasses import replace
-
-        from subscribers.emails import shared_trips
-
-        threads = self.settings.gunicorn_threads
-        return replace(self.email_subscriber, shared=shared_trips(self.db, max_batch=threads))
 
     def subscriber(self, target: str) -> Callable[[Event], object]:
         """The subscriber behind one of `subscribers.TARGETS`."""

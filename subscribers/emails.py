@@ -51,10 +51,6 @@ class EmailSubscriber:
     accounts: Accounts
     senders: Senders
     reply_to: str
-    # Pushes: the claims, then the records, of the mails of the pushes a worker's threads hold
-    # at once, each in one shared round trip (runtime/container.py); each push sends its own
-    # mail on its own thread. None: a call's own round trips.
-    shared: SharedTrips | None = None
 
     def __call__(self, event: Event) -> str:
         [outcome] = self.send_many([event])
@@ -79,12 +75,8 @@ class EmailSubscriber:
                 wanted.append(
                     (event, sent_emails.Wanted(event.id, kind, customer_of(event), price_of(event)))
                 )
-        if self.shared is None:
-            # This delivery: the claim may be sent twice, not taken twice.
-            holder = uuid.uuid4().hex
-            facts = sent_emails.claim_and_look_up(self.db, [w for _, w in wanted], holder=holder)
-        else:
-            facts = [self.shared.claims(w) for _, w in wanted]
+        holder = uuid.uuid4().hex  # this delivery: the claim may be sent twice, not taken twice
+        facts = sent_emails.claim_and_look_up(self.db, [w for _, w in wanted], holder=holder)
         planned: list[tuple[Event, PlannedEmail]] = []
         unclaim: list[tuple[str, str]] = []
         for (event, want), found in zip(wanted, facts, strict=True):
@@ -168,11 +160,7 @@ class EmailSubscriber:
             except Exception as exc:  # that e-mail alone: dropped (InvalidEvent) or retried
                 outcomes[event.id] = exc
         try:
-            if self.shared is None:
-                sent_emails.record_many(self.db, sent)
-            else:
-                for record in sent:
-                    self.shared.records(record)
+            sent_emails.record_many(self.db, sent)
         except Exception as exc:
             # Sent but not recorded: the redeliveries send again with the same keys (Resend
             # answers with these sends) and record them. Should the release fail too, the
@@ -213,31 +201,6 @@ class EmailSubscriber:
 
 
 Outcomes = dict[str, str | Exception]
-
-
-@dataclass(frozen=True)
-class SharedTrips:
-    """The two round trips of an e-mail, each shared with the concurrent callers (a Coalescer
-    each): the claim with what planning needs, and the record once sent."""
-
-    claims: Callable[[sent_emails.Wanted], sent_emails.Facts]
-    records: Callable[[sent_emails.Sent], None]
-
-
-def shared_trips(db: Database, *, max_batch: int) -> SharedTrips:
-    """Round trips shared by the pushes a worker's threads hold at once, `max_batch` at most."""
-    from adapters.bus.coalesce import Coalescer
-
-    def claim(wanted: Sequence[sent_emails.Wanted]) -> list[sent_emails.Facts | Exception]:
-        return list(sent_emails.claim_and_look_up(db, wanted, holder=uuid.uuid4().hex))
-
-    def record(sent: Sequence[sent_emails.Sent]) -> list[Exception | None]:
-        sent_emails.record_many(db, sent)
-        return [None] * len(sent)
-
-    return SharedTrips(
-        claims=Coalescer(claim, max_batch=max_batch), records=Coalescer(record, max_batch=max_batch)
-    )
 
 
 def _attempt(step: Callable[[], T]) -> T | Exception:

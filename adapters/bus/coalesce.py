@@ -3,34 +3,33 @@
 Pub/Sub pushes one message per request; once its push rate has ramped up, many are in flight
 at once, each on a thread of the same instance. Handled one by one, each pays its own
 transaction and round trips. Here the first push to find no batch at work takes every push
-waiting (up to `max_batch`) and hands their items (access: their events; e-mail: the claims,
-then the records, of their mails) to the batch handler at once, as the pull consumer does; the
-others wait and each answers with its own item's outcome. Nothing waits for company: a push
-alone is handled at once, and those that come while a batch is at work go in the next one.
+waiting (up to `max_batch`) and hands their events to the batch handler at once, as the pull
+consumer does; the others wait and each answers with its own event's outcome. Nothing waits
+for company: a push alone is handled at once, and those that come while a batch is at work
+go in the next one.
 """
 
 from __future__ import annotations
 
 import threading
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Generic, TypeVar, cast
 
-T = TypeVar("T")
-R = TypeVar("R")
+from adapters.bus import BatchHandler
+from core.events import Event
 
 
 @dataclass(eq=False)
-class _Slot(Generic[T]):
-    item: T
+class _Slot:
+    event: Event
     outcome: object = None
     taken: bool = False  # in a batch at work
     done: bool = False
 
 
-class Coalescer(Generic[T, R]):
-    """A handler of one item that shares `handle`'s batches with the concurrent callers.
+class Coalescer:
+    """A handler of one event that shares `handle`'s batches with the concurrent callers.
 
     One batch at a time, but for this: a push that finds a lone push at work does not wait for
     it, so that pushes coming two at a time (the emulator's way, and Pub/Sub's while its rate
@@ -39,15 +38,13 @@ class Coalescer(Generic[T, R]):
     a quarter more CPU per event than one for little more throughput (bench/README.md).
     """
 
-    def __init__(
-        self, handle: Callable[[Sequence[T]], Sequence[R | Exception]], *, max_batch: int
-    ) -> None:
+    def __init__(self, handle: BatchHandler, *, max_batch: int) -> None:
         if max_batch < 1:
             raise ValueError("max_batch must be at least 1")
         self._handle = handle
         self._max_batch = max_batch
         self._at_work: list[int] = []  # the size of each batch at work
-        self._waiting: deque[_Slot[T]] = deque()
+        self._waiting: deque[_Slot] = deque()
         self._changed = threading.Condition()
 
     @property
@@ -56,9 +53,9 @@ class Coalescer(Generic[T, R]):
         with self._changed:
             return len(self._waiting)
 
-    def __call__(self, item: T) -> R:
-        """The item's outcome once its batch is handled; what it failed with is raised."""
-        slot = _Slot(item)
+    def __call__(self, event: Event) -> object:
+        """The event's outcome once its batch is handled; what it failed with is raised."""
+        slot = _Slot(event)
         with self._changed:
             self._waiting.append(slot)
             while not slot.done:
@@ -68,7 +65,7 @@ class Coalescer(Generic[T, R]):
                     self._changed.wait()
         if isinstance(slot.outcome, BaseException):
             raise slot.outcome
-        return cast(R, slot.outcome)
+        return slot.outcome
 
     def _lead(self) -> None:
         """Handle the oldest waiting pushes (called and returning with the lock held)."""
@@ -79,7 +76,7 @@ class Coalescer(Generic[T, R]):
         self._changed.release()
         outcomes: Sequence[object] = []
         try:
-            outcomes = _outcomes(self._handle, [slot.item for slot in batch])
+            outcomes = _outcomes(self._handle, [slot.event for slot in batch])
         except BaseException as exc:  # the worker is stopping: none of them is left waiting
             outcomes = [exc] * len(batch)
             raise
@@ -91,14 +88,12 @@ class Coalescer(Generic[T, R]):
             self._changed.notify_all()
 
 
-def _outcomes(
-    handle: Callable[[Sequence[T]], Sequence[R | Exception]], items: Sequence[T]
-) -> Sequence[object]:
+def _outcomes(handle: BatchHandler, events: Sequence[Event]) -> Sequence[object]:
     try:
-        outcomes = handle(items)
+        outcomes = handle(events)
     except Exception as exc:  # the whole batch failed: each push answers 5xx and comes back
-        return [exc] * len(items)
-    if len(outcomes) != len(items):
-        error = RuntimeError(f"{len(outcomes)} outcomes for {len(items)} items")
-        return [error] * len(items)
+        return [exc] * len(events)
+    if len(outcomes) != len(events):
+        error = RuntimeError(f"{len(outcomes)} outcomes for {len(events)} events")
+        return [error] * len(events)
     return outcomes

@@ -124,8 +124,7 @@ class Facts:
 def claim_and_look_up(db: Database, wanted: Sequence[Wanted], *, holder: str) -> list[Facts]:
     """Claim each event's e-mail (as `claim_many`) and read its customer's profile and its
     price's product, in one transaction and one round trip, whatever the batch's size. A claim
-    whose e-mail turns out not to be sent must be released (`release_many`). An e-mail wanted
-    twice in the batch is claimed for the first only."""
+    whose e-mail turns out not to be sent must be released (`release_many`)."""
     if not wanted:
         return []
     emails = [(w.event_id, w.kind) for w in wanted]
@@ -133,29 +132,21 @@ def claim_and_look_up(db: Database, wanted: Sequence[Wanted], *, holder: str) ->
     prices = sorted({w.price_id for w in wanted if w.price_id})
     claim_rows, profile_rows, product_rows = db.run(
         [
-            # Distinct: an insert may not take one row twice.
-            _claim_statement(list(dict.fromkeys(emails)), holder),
+            _claim_statement(emails, holder),
             profiles.by_customers_statement(customers),
             products.by_prices_statement(prices),
         ]
     )
     by_customer = {p.customer_id: p for p in map(Profile.from_row, profile_rows)}
     by_price = {p.stripe_price_id: p for p in map(Product.from_row, product_rows)}
-    facts, seen = [], set()
-    for w, email, claimed in zip(wanted, emails, _claims(claim_rows, emails), strict=True):
-        if email in seen and claimed is True:
-            # Two deliveries of one event in the batch (pushes in flight share it): the first
-            # holds the claim, the second waits for it as for another delivery's.
-            claimed = SendInProgress(f"{email[0]}/{email[1]} is being sent by another delivery")
-        seen.add(email)
-        facts.append(
-            Facts(
-                claimed=claimed,
-                profile=by_customer.get(w.customer_id) if w.customer_id else None,
-                product=by_price.get(w.price_id) if w.price_id else None,
-            )
+    return [
+        Facts(
+            claimed=claimed,
+            profile=by_customer.get(w.customer_id) if w.customer_id else None,
+            product=by_price.get(w.price_id) if w.price_id else None,
         )
-    return facts
+        for w, claimed in zip(wanted, _claims(claim_rows, emails), strict=True)
+    ]
 
 
 def record(

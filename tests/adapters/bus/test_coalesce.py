@@ -46,15 +46,11 @@ class Recorder:
             gate.set()
 
 
-def calls(
-    coalescer: Coalescer[Event, object], numbers: range, pool: ThreadPoolExecutor
-) -> list[Future[object]]:
+def calls(coalescer: Coalescer, numbers: range, pool: ThreadPoolExecutor) -> list[Future[object]]:
     return [pool.submit(coalescer, event(n)) for n in numbers]
 
 
-def two_lone_pushes_then(
-    coalescer: Coalescer[Event, object], recorder: Recorder, count: int
-) -> list[object]:
+def two_lone_pushes_then(coalescer: Coalescer, recorder: Recorder, count: int) -> list[object]:
     """Two pushes at work, each alone; `count - 2` more wait; then everything goes on."""
     with ThreadPoolExecutor(max_workers=count) as pool:
         futures = calls(coalescer, range(1), pool)
@@ -150,8 +146,8 @@ def test_a_batch_that_raised_fails_its_pushes_and_the_next_ones_go_on() -> None:
 
 
 def test_a_handler_answering_for_fewer_events_fails_them_all() -> None:
-    coalescer: Coalescer[Event, object] = Coalescer(lambda events: [], max_batch=8)
-    with pytest.raises(RuntimeError, match="0 outcomes for 1 items"):
+    coalescer = Coalescer(lambda events: [], max_batch=8)
+    with pytest.raises(RuntimeError, match="0 outcomes for 1 events"):
         coalescer(event(1))
 
 
