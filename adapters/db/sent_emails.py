@@ -35,21 +35,12 @@ def claim(db: Database, *, event_id: str, kind: str, holder: str) -> bool:
     the send repeated with the same idempotency key, which Resend answers with the first send.
     `holder` names this delivery: claiming again under it is the same claim, so the claim can
     be sent again over another connection when the first broke."""
-    [claimed] = claim_many(db, [(event_id, kind)], holder=holder)
+    email = (event_id, kind)
+    [rows] = db.run([_claim_statement([email], holder)])
+    [claimed] = _claims(rows, [email])
     if isinstance(claimed, SendInProgress):
         raise claimed
     return claimed
-
-
-def claim_many(
-    db: Database, emails: Sequence[tuple[str, str]], *, holder: str
-) -> list[bool | SendInProgress]:
-    """`claim` for distinct (event id, kind) pairs in one statement: for each, True when
-    claimed, False when sent already, SendInProgress while another delivery holds it."""
-    if not emails:
-        return []
-    [rows] = db.run([_claim_statement(emails, holder)])
-    return _claims(rows, emails)
 
 
 def _claim_statement(emails: Sequence[tuple[str, str]], holder: str) -> Statement:
@@ -122,7 +113,7 @@ class Facts:
 
 
 def claim_and_look_up(db: Database, wanted: Sequence[Wanted], *, holder: str) -> list[Facts]:
-    """Claim each event's e-mail (as `claim_many`) and read its customer's profile and its
+    """Claim each event's e-mail (as `claim` does one) and read its customer's profile and its
     price's product, in one transaction and one round trip, whatever the batch's size. A claim
     whose e-mail turns out not to be sent must be released (`release_many`)."""
     if not wanted:
