@@ -29,6 +29,7 @@ from servers import gunicorn, postgres_cpu, server_env, tree_cpu
 from systems import CACHE, PROJECT, System, require_wrk
 
 from adapters.bus.topology import ensure_topology
+from core.events import message_body
 from dev import pubsub_emulator
 from dev.local_google import PUSH_ACCOUNT, id_token_claims, new_key, remove_signature, sign
 
@@ -57,6 +58,13 @@ def arguments() -> argparse.Namespace:
     parser.add_argument("--pg-latency-ms", type=float, default=15.0, help="each way; 0: local")
     parser.add_argument("--pooler", type=int, default=15, help="PgBouncer's pool; 0: none")
     parser.add_argument(
+        "--per-message",
+        type=int,
+        default=1,
+        help="events a push carries (the api publishes the events of one type that come"
+        " together as one message)",
+    )
+    parser.add_argument(
         "--close",
         action="store_true",
         help="a connection per push, as the emulator pushes (default: kept alive, as Cloud Run's"
@@ -65,22 +73,31 @@ def arguments() -> argparse.Namespace:
     args = parser.parse_args()
     bounded = 1 <= args.connections <= 256 and 0 < args.duration <= 60
     bounded = bounded and args.warmup <= 5_000 and args.events <= 100_000
+    bounded = bounded and 1 <= args.per_message <= 16
     if not bounded or not 0 <= args.pg_latency_ms <= 100 or not 0 <= args.pooler <= 100:
-        parser.error("keep it bounded: 256 connections, 60 s, 100000 events, 100 ms, pool 100")
+        parser.error(
+            "keep it bounded: 256 connections, 60 s, 100000 events, 100 ms, pool 100,"
+            " 16 events a message"
+        )
     return args
 
 
-def write_pushes(path: Path, events: Events, count: int, subscription: str) -> None:
-    """Push envelopes in replay.lua's records (no Stripe signature: Pub/Sub sends none)."""
+def write_pushes(
+    path: Path, events: Events, count: int, subscription: str, per_message: int = 1
+) -> None:
+    """Push envelopes in replay.lua's records (no Stripe signature: Pub/Sub sends none), each
+    carrying `per_message` events as the api publishes them (`core.events.message_body`)."""
     with path.open("wb") as out:
         for i in range(count):
-            body = events.body(i)
+            numbers = range(i * per_message, (i + 1) * per_message)
+            body = message_body([events.body(n) for n in numbers])
+            ids = " ".join(events.event_id(n) for n in numbers)
             envelope = json.dumps(
                 {
                     "message": {
                         "data": base64.b64encode(body).decode(),
                         "attributes": {
-                            "event_id": events.event_id(i),
+                            "event_ids" if per_message > 1 else "event_id": ids,
                             "event_type": "invoice.paid",
                         },
                         "messageId": str(i),
@@ -107,7 +124,8 @@ def push(
     events = Events(prefix=prefix, customers=args.customers, base_created=created)
     path = CACHE / "pushes.bin"
     subscription = f"projects/{PROJECT}/subscriptions/{TOPIC}-{args.target}"
-    write_pushes(path, events, count or args.events, subscription)
+    pushes = -(-count // args.per_message) if count else args.events // args.per_message
+    write_pushes(path, events, pushes, subscription, args.per_message)
     seconds = 60 if count else args.duration
     authorization = f"Bearer {push_token()}"
     return wrk(
@@ -175,7 +193,7 @@ def main() -> None:
                 wait_for(system, url, f"w{tag}", args.target, args.warmup)
             cpu0, pg0 = tree_cpu(pid), postgres_cpu(url)
             load = push(args, system, tag, 0)
-            acked = int(load["requests"] - load["status_errors"])
+            acked = int(load["requests"] - load["status_errors"]) * args.per_message
             started = time.monotonic() - load["duration_us"] / 1e6
             last = wait_for(system, url, tag, args.target, acked)
             done = effects(system, url, tag, args.target)
@@ -183,6 +201,7 @@ def main() -> None:
     print(
         f"{args.target} push target ({args.workers} x {args.threads}), {args.connections} pushes"
         f" in flight{' (a connection each)' if args.close else ''},"
+        f" {args.per_message} event(s) a push,"
         f" Postgres {args.pg_latency_ms:g} ms away"
         + (f" behind PgBouncer (pool {args.pooler})" if args.pooler else "")
         + f": acknowledged {acked} ({acked / (load['duration_us'] / 1e6):.0f}/s, p50"

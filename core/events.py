@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -79,6 +79,31 @@ def event_from_json(data: bytes | str) -> Event:
     included) when it is not JSON or not an event.
     """
     return parse_event(orjson.loads(data))
+
+
+def events_in(data: bytes | str) -> list[Event | InvalidEvent]:
+    """The events a bus message carries, each parsed or what is wrong with it: one event's JSON,
+    or a JSON array of the events published together (`message_body`). Raises ValueError
+    (InvalidEvent included) when the body is not JSON, or an empty array."""
+    payload = orjson.loads(data)
+    items = payload if isinstance(payload, list) else [payload]
+    if not items:
+        raise InvalidEvent("an empty list of events")
+    found: list[Event | InvalidEvent] = []
+    for item in items:
+        try:
+            found.append(parse_event(item))
+        except InvalidEvent as exc:
+            found.append(exc)
+    return found
+
+
+def message_body(bodies: Sequence[bytes]) -> bytes:
+    """One message's data for events' JSON bodies: a lone event's own, or an array of them
+    (joined as they are: each was parsed as JSON already, so the array is too)."""
+    if len(bodies) == 1:
+        return bodies[0]
+    return b"[" + b",".join(bodies) + b"]"
 
 
 def parse_event(payload: Any) -> Event:

@@ -19,7 +19,7 @@ from flask import Flask, Response, abort, render_template_string
 from adapters.db.pool import Database
 from adapters.mail.outbox import OutboxMailer
 from core.announcements import announced_ids
-from core.events import event_from_json
+from core.events import Event, events_in
 from runtime.container import Container
 
 PATH = "/_dev/pipeline"
@@ -154,11 +154,15 @@ def dead_letters(container: Container) -> list[DeadLetterRow]:
     found = []
     for letter in letters:
         try:
-            event = event_from_json(letter.data)
+            carried = events_in(letter.data)
         except ValueError:
             continue
         subscriber = letter.attributes.get("CloudPubSubDeadLetterSourceSubscription", "?")
-        found.append(DeadLetterRow(subscriber.rsplit("/", 1)[-1], event.id, event.type))
+        found += [
+            DeadLetterRow(subscriber.rsplit("/", 1)[-1], event.id, event.type)
+            for event in carried
+            if isinstance(event, Event)
+        ]
     return found
 
 

@@ -20,7 +20,7 @@ log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from adapters.accounts import Accounts
-    from adapters.bus import EventBus
+    from adapters.bus import BatchHandler, EventBus
     from adapters.bus.pull import PullConsumer
     from adapters.db.pool import Database
     from adapters.github_api import GitHubGateway
@@ -225,18 +225,22 @@ class Container:
             reply_to=self.settings.support_email,
         )
 
-    def pushes(self, target: str) -> Callable[[Event], object]:
-        """The push target's handler. Access applies the pushes a worker's threads hold at once
-        as one batch, in one transaction (adapters/bus/coalesce.py): with 16 in flight, a fifth
-        less CPU and a third of Postgres's per change, and two transactions at once at most.
-        E-mail takes each push on its own thread: its sends wait on Resend, and sent one after
-        another in a batch they halved the mails a second for no CPU saved (bench/README.md)."""
+    def pushes(self, target: str) -> BatchHandler:
+        """The push target's handler of a message's events (the api publishes the events of
+        one type that come together as one message). Access applies the pushes a worker's
+        threads hold at once as one batch, in one transaction (adapters/bus/coalesce.py):
+        with 16 in flight, a fifth less CPU and a third of Postgres's per change, and two
+        transactions at once at most. E-mail takes each push's events on its own thread: its
+        sends wait on Resend, and the pushes' events sent one after another in a shared batch
+        halved the mails a second for no CPU saved (bench/README.md)."""
         if target == "access":
             return self._access_pushes
-        return self.subscriber(target)
+        if target == "emails":
+            return self.email_subscriber.send_many
+        raise ValueError(f"unknown subscriber target {target!r}; expected one of {TARGETS}")
 
     @once
-    def _access_pushes(self) -> Callable[[Event], object]:
+    def _access_pushes(self) -> BatchHandler:
         from adapters.bus.coalesce import Coalescer
 
         threads = self.settings.gunicorn_threads

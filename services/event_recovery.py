@@ -13,11 +13,13 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
+import orjson
+
 from adapters.bus import EventBus, PublishError
 from adapters.db import ledger
 from adapters.db.pool import Database
 from core import stripe_objects
-from core.events import SUBSCRIBED_TYPES, Event, InvalidEvent, event_from_json, parse_event
+from core.events import SUBSCRIBED_TYPES, Event, InvalidEvent, events_in, parse_event
 from services.errors import InvalidRequest
 
 if TYPE_CHECKING:  # gRPC and the Stripe SDK load only when a command runs
@@ -159,32 +161,54 @@ def replay_dead_letters(
     left: list[DeadLetter] = []
     unpublished: list[str] = []
     for letter in letters:
-        event = _event_of(letter)
-        if event is None:
+        carried = _events_of(letter)
+        if not carried:
             left.append(letter)
             report(f"unreadable: message {letter.message_id} left in place")
             continue
-        report(f"dead letter: {event.id} {event.type}")
-        if dry_run or _published(bus, event, letter.data, report):
-            replayed.append((letter, event))
-        else:
+        refused = []
+        for event, data in carried:
+            report(f"dead letter: {event.id} {event.type}")
+            if not dry_run and not _published(bus, event, data, report):
+                refused.append(event.id)
+        if refused:
+            # Kept whole: its events that went are duplicates when it is replayed again.
             left.append(letter)
-            unpublished.append(event.id)
+            unpublished += refused
+        else:
+            replayed += [(letter, event) for event, _ in carried]
     if dry_run:
         box.release(letters)
     else:
-        box.acknowledge([letter for letter, _ in replayed])
+        box.acknowledge(_letters(replayed))
         box.release(left)
     verb = "would replay" if dry_run else "replayed"
-    report(f"{verb} {len(replayed)} of {len(letters)} dead letter(s)")
+    gone = len(_letters(replayed))
+    report(f"{verb} {gone} of {len(letters)} dead letter(s), {len(replayed)} event(s)")
     if unpublished:
         raise RecoveryIncomplete(unpublished=unpublished, unapplied=[])
     return [Found(e.id, e.type, e.created) for _, e in replayed]
 
 
-def _event_of(letter: DeadLetter) -> Event | None:
+def _letters(replayed: list[tuple[DeadLetter, Event]]) -> list[DeadLetter]:
+    return list({letter.message_id: letter for letter, _ in replayed}.values())
+
+
+def _events_of(letter: DeadLetter) -> list[tuple[Event, bytes]]:
+    """The letter's events, each with its own JSON to publish again (a message may carry
+    several); none when it holds none."""
     try:
-        return event_from_json(letter.data)
-    except (ValueError, InvalidEvent) as exc:
+        found = events_in(letter.data)
+    except ValueError as exc:
         log.error("dead letter %s is not an event: %s", letter.message_id, exc)
-        return None
+        return []
+    if len(found) == 1 and isinstance(found[0], Event):
+        return [(found[0], letter.data)]
+    bodies = orjson.loads(letter.data)
+    carried = []
+    for item, body in zip(found, bodies, strict=True):
+        if isinstance(item, InvalidEvent):
+            log.error("dead letter %s holds what is not an event: %s", letter.message_id, item)
+        else:
+            carried.append((item, orjson.dumps(body)))
+    return carried

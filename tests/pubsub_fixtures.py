@@ -7,8 +7,10 @@ A test module imports the `*_fixture` functions; pytest knows them by their `nam
 from __future__ import annotations
 
 import os
+import signal
 import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,6 +48,17 @@ class PubSub:
 
     def stop(self) -> None:
         self.emulator.stop()
+
+    @contextmanager
+    def paused(self) -> Iterator[None]:
+        """The emulator stopped (SIGSTOP) and continued after (SIGCONT): what is sent to it
+        meanwhile waits, as behind a slow Pub/Sub."""
+        group = self.emulator.process.pid  # started in a session of its own
+        os.killpg(group, signal.SIGSTOP)
+        try:
+            yield
+        finally:
+            os.killpg(group, signal.SIGCONT)
 
     def ensure_running(self) -> None:
         """Start it again (same port, empty state) if a test stopped it."""

@@ -29,7 +29,8 @@ class _Slot:
 
 
 class Coalescer:
-    """A handler of one event that shares `handle`'s batches with the concurrent callers.
+    """A handler of one push's events that shares `handle`'s batches with the concurrent
+    callers.
 
     One batch at a time, but for this: a push that finds a lone push at work does not wait for
     it, so that pushes coming two at a time (the emulator's way, and Pub/Sub's while its rate
@@ -53,19 +54,19 @@ class Coalescer:
         with self._changed:
             return len(self._waiting)
 
-    def __call__(self, event: Event) -> object:
-        """The event's outcome once its batch is handled; what it failed with is raised."""
-        slot = _Slot(event)
+    def __call__(self, events: Sequence[Event]) -> list[object]:
+        """Each event's outcome (or what it failed with) once the batches holding them are
+        handled; a push's events (a message may carry several) are taken in order."""
+        slots = [_Slot(event) for event in events]
         with self._changed:
-            self._waiting.append(slot)
-            while not slot.done:
-                if not slot.taken and (not self._at_work or self._at_work == [1]):
+            self._waiting.extend(slots)
+            while not all(slot.done for slot in slots):
+                mine = any(not slot.taken for slot in slots)
+                if mine and (not self._at_work or self._at_work == [1]):
                     self._lead()
                 else:
                     self._changed.wait()
-        if isinstance(slot.outcome, BaseException):
-            raise slot.outcome
-        return slot.outcome
+        return [slot.outcome for slot in slots]
 
     def _lead(self) -> None:
         """Handle the oldest waiting pushes (called and returning with the lock held)."""

@@ -24,7 +24,7 @@ from google.cloud.pubsub_v1.subscriber.scheduler import Scheduler
 from adapters.bus import BatchHandler
 from adapters.bus.topology import subscriber_client
 from core import tracing
-from core.events import Event, event_from_json
+from core.events import Event, InvalidEvent, events_in
 
 log = logging.getLogger(__name__)
 
@@ -131,29 +131,47 @@ class PullConsumer:
         return batch
 
     def _deliver(self, batch: Sequence[Message]) -> None:
-        events: list[tuple[Message, Event]] = []
+        # A message may carry several events (published together): acknowledged once each of
+        # them is handled, redelivered whole when one failed (the others are then duplicates).
+        carried: list[tuple[Message, list[Event]]] = []
         for message in batch:
             try:
-                events.append((message, event_from_json(message.data)))
+                found = events_in(message.data)
             except ValueError as exc:  # not JSON, or not an event (InvalidEvent)
                 log.error("pull: dropping message %s, not an event (%s)", message.message_id, exc)
                 message.ack()
-        if not events:
+                continue
+            for item in found:
+                if isinstance(item, InvalidEvent):
+                    log.error("pull: dropping a non-event in %s (%s)", message.message_id, item)
+            if readable := [item for item in found if isinstance(item, Event)]:
+                carried.append((message, readable))
+            else:
+                message.ack()
+        if not carried:
             return
-        token = tracing.begin(_trace(events[0][0]) if len(events) == 1 else None)
+        events = [event for _, taken in carried for event in taken]
+        token = tracing.begin(_trace(carried[0][0]) if len(carried) == 1 else None)
         try:
-            outcomes: Sequence[object] = self._handle([event for _, event in events])
+            outcomes: Sequence[object] = self._handle(events)
+            if len(outcomes) != len(events):
+                raise RuntimeError(f"{len(outcomes)} outcomes for {len(events)} events")
         except Exception as exc:
             log.exception("pull: a batch of %d failed; all redelivered", len(events))
             outcomes = [exc] * len(events)
         finally:
             tracing.end(token)
-        for (message, event), outcome in zip(events, outcomes, strict=True):
-            if isinstance(outcome, Exception):
-                log.warning("pull: %s %s failed, redelivered: %s", event.type, event.id, outcome)
-                message.nack()
-            else:
-                message.ack()
+        each = iter(zip(events, outcomes, strict=True))
+        for message, taken in carried:
+            failed = False
+            for event, outcome in (next(each) for _ in taken):
+                if isinstance(outcome, Exception):
+                    log.warning(
+                        "pull: %s %s failed, redelivered: %s", event.type, event.id, outcome
+                    )
+                    failed = True
+            # Redelivered whole: its other events are then duplicates.
+            message.nack() if failed else message.ack()
 
 
 class _Inline(Scheduler):  # type: ignore[misc]  # the library is untyped here

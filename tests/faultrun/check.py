@@ -37,7 +37,8 @@ def differences(
         found += _members(scenario, conn, teams or {})
         found += _ledger(scenario, outcomes)
         found += _emails(scenario, conn, resend, outcomes)
-    found += _dead_letters(scenario, dead, accepted, subscription_name(topic, "access"))
+    access = subscription_name(topic, "access")
+    found += _dead_letters(scenario, dead, accepted, access, outcomes)
     return found
 
 
@@ -199,16 +200,26 @@ def _emails(
 
 
 def _dead_letters(
-    scenario: Scenario, dead: DeadLetters, accepted: Counter[str], access: str
+    scenario: Scenario,
+    dead: DeadLetters,
+    accepted: Counter[str],
+    access: str,
+    outcomes: dict[str, str],
 ) -> list[str]:
     """Every dead letter explained, and every message that had to end there did (a replay
-    sends some there again)."""
+    sends some there again). A message ends there whole: an event that went with one that had
+    to must have been applied (its redeliveries were duplicates)."""
     reasons = scenario.dead_letters()
-    found = [
-        f"dead letter from {source}: {event_id} unexplained"
-        for (source, event_id) in dead.found
-        if source != access or event_id not in reasons
-    ]
+    found = []
+    for source, ids in dead.messages:
+        if source != access or not any(event_id in reasons for event_id in ids):
+            found.append(f"dead letter from {source}: {' '.join(ids)} unexplained")
+            continue
+        found += [
+            f"dead letter from {source}: {event_id} went with {' '.join(ids)}, never applied"
+            for event_id in ids
+            if event_id not in reasons and outcomes.get(event_id, "pending") == "pending"
+        ]
     found += [
         f"dead letters of {event_id}: {dead.found[(access, event_id)]} of {accepted[event_id]}"
         for event_id in reasons

@@ -23,11 +23,13 @@ SOURCE = "CloudPubSubDeadLetterSourceSubscription"
 
 @dataclass
 class DeadLetters:
-    """Pulls (and acknowledges) the dead-letter subscription; keeps (source, event id) counts."""
+    """Pulls (and acknowledges) the dead-letter subscription; keeps (source, event id) counts,
+    and each message's events (a message carries the events published together)."""
 
     project: str
     subscription: str
     found: Counter[tuple[str, str]] = field(default_factory=Counter)
+    messages: list[tuple[str, tuple[str, ...]]] = field(default_factory=list)
 
     def pull(self, emulator_host: str) -> None:
         channel = grpc.insecure_channel(emulator_host)
@@ -43,8 +45,12 @@ class DeadLetters:
                 if not received:
                     return
                 for item in received:
-                    event_id = json.loads(item.message.data)["id"]
-                    self.found[(item.message.attributes.get(SOURCE, "?"), event_id)] += 1
+                    data = json.loads(item.message.data)
+                    ids = tuple(e["id"] for e in (data if isinstance(data, list) else [data]))
+                    source = item.message.attributes.get(SOURCE, "?")
+                    self.messages.append((source, ids))
+                    for event_id in ids:
+                        self.found[(source, event_id)] += 1
                 subscriber.acknowledge(subscription=path, ack_ids=[r.ack_id for r in received])
 
 

@@ -61,13 +61,13 @@ def profile_access(db: Database, user_id: str) -> bool:
     return bool(row["has_access"])
 
 
-def completed_body(user_id: str, event_id: str = "evt_push_1") -> bytes:
+def completed_body(user_id: str, event_id: str = "evt_push_1", customer: str = "cus_push") -> bytes:
     return stripe_event(
         "checkout.session.completed",
         {
-            "id": "cs_push",
+            "id": f"cs_{event_id}",
             "client_reference_id": user_id,
-            "customer": "cus_push",
+            "customer": customer,
             "metadata": {"price_id": "price_demo_team_monthly"},
             "payment_status": "paid",
         },
@@ -164,3 +164,47 @@ def test_pushes_in_flight_at_once_each_answer_for_their_own_event(
     assert {row["event_id"]: row["outcome"] for row in outcomes} == {
         f"evt_together_{n}": "granted" for n in range(8)
     }
+
+
+def test_a_message_carrying_several_events_applies_each(
+    access_client: FlaskClient, db: Database, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The api publishes the events of one type that come together as one message, a JSON
+    array of them: each is applied; what in it is not an event is dropped, loudly."""
+    seed_demo_products(db)
+    users = [create_user(db, f"carried{n}@example.com") for n in range(3)]
+    bodies = [
+        completed_body(user, f"evt_carried_{n}", f"cus_carried_{n}") for n, user in enumerate(users)
+    ]
+    data = b"[" + b",".join([*bodies, b'{"id": 1}']) + b"]"
+    envelope = push_envelope(bodies[0])
+    envelope["message"]["data"] = base64.b64encode(data).decode()
+    response = access_client.post("/", json=envelope)
+    assert response.status_code == 200
+    assert all(profile_access(db, user) for user in users)
+    outcomes = db.fetch_all("select event_id, outcome from public.processed_events")
+    assert {row["event_id"]: row["outcome"] for row in outcomes} == {
+        f"evt_carried_{n}": "granted" for n in range(3)
+    }
+    assert any(r.levelname == "ERROR" and "not an event" in r.getMessage() for r in caplog.records)
+
+
+def test_a_message_with_one_failing_event_comes_back_whole_and_lands_once(
+    access_client: FlaskClient, db: Database
+) -> None:
+    seed_demo_products(db)
+    user = create_user(db, "partly@example.com")
+    unlinked = stripe_event(
+        "invoice.paid",
+        {"id": "in_3", "customer": "cus_nobody", "subscription": "sub_3"},
+        event_id="evt_unlinked_3",
+    )
+    envelope = push_envelope(completed_body(user, "evt_partly"))
+    data = b"[" + completed_body(user, "evt_partly") + b"," + unlinked + b"]"
+    envelope["message"]["data"] = base64.b64encode(data).decode()
+    assert access_client.post("/", json=envelope).status_code == 500
+    assert profile_access(db, user)  # its other event went through: Pub/Sub redelivers both
+    assert access_client.post("/", json=envelope).status_code == 500
+    outcomes = db.fetch_all("select event_id, outcome from public.processed_events")
+    assert outcomes == [{"event_id": "evt_partly", "outcome": "granted"}]
+    assert len(db.fetch_all("select id from public.purchases")) == 1

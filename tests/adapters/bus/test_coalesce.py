@@ -47,7 +47,8 @@ class Recorder:
 
 
 def calls(coalescer: Coalescer, numbers: range, pool: ThreadPoolExecutor) -> list[Future[object]]:
-    return [pool.submit(coalescer, event(n)) for n in numbers]
+    """A push of one event each: its outcome."""
+    return [pool.submit(lambda n: coalescer([event(n)])[0], n) for n in numbers]
 
 
 def two_lone_pushes_then(coalescer: Coalescer, recorder: Recorder, count: int) -> list[object]:
@@ -66,8 +67,16 @@ def two_lone_pushes_then(coalescer: Coalescer, recorder: Recorder, count: int) -
 def test_a_push_alone_is_handled_at_once() -> None:
     recorder = Recorder()
     recorder.open_all()
-    assert Coalescer(recorder, max_batch=8)(event(1)) == "applied evt_1"
+    assert Coalescer(recorder, max_batch=8)([event(1)]) == ["applied evt_1"]
     assert recorder.batches == [["evt_1"]]
+
+
+def test_the_events_of_one_push_go_in_one_batch_each_with_its_outcome() -> None:
+    recorder = Recorder()
+    recorder.open_all()
+    outcomes = Coalescer(recorder, max_batch=8)([event(1), event(2), event(3)])
+    assert outcomes == ["applied evt_1", "applied evt_2", "applied evt_3"]
+    assert recorder.batches == [["evt_1", "evt_2", "evt_3"]]
 
 
 def test_a_push_that_finds_a_lone_push_at_work_does_not_wait_for_it() -> None:
@@ -139,16 +148,17 @@ def test_a_batch_that_raised_fails_its_pushes_and_the_next_ones_go_on() -> None:
         return ["granted"] * len(events)
 
     coalescer = Coalescer(handle, max_batch=8)
-    with pytest.raises(ConnectionError):
-        coalescer(event(1))
-    assert coalescer(event(2)) == "granted"
+    [failed] = coalescer([event(1)])
+    assert isinstance(failed, ConnectionError)
+    assert coalescer([event(2)]) == ["granted"]
     assert coalescer.waiting == 0
 
 
 def test_a_handler_answering_for_fewer_events_fails_them_all() -> None:
     coalescer = Coalescer(lambda events: [], max_batch=8)
-    with pytest.raises(RuntimeError, match="0 outcomes for 1 events"):
-        coalescer(event(1))
+    [failed] = coalescer([event(1)])
+    assert isinstance(failed, RuntimeError)
+    assert str(failed) == "0 outcomes for 1 events"
 
 
 def test_a_batch_bound_below_one_is_refused() -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -146,6 +147,81 @@ def test_publish_carries_the_raw_body_and_the_event_attributes(
         container.bus.publish(parse_event(json.loads(body)), body)
     subscriber.delete_subscription(subscription=sub_path)
     publisher.delete_topic(topic=topic_path)
+
+
+def test_events_of_a_type_published_while_it_is_on_its_way_share_the_next_message(
+    pubsub: PubSub, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Group commit: two messages of a type on their way at once; the events of that type
+    published meanwhile go together in the next (at most 16 a message), as a JSON array of
+    their bodies with their ids; another type is never held by them."""
+    pubsub.ensure_running()
+    monkeypatch.setenv("PUBSUB_EMULATOR_HOST", pubsub.host)
+    publisher, subscriber = pubsub_v1.PublisherClient(), pubsub_v1.SubscriberClient()
+    topic_path = publisher.topic_path(PROJECT, "bus-groups")
+    sub_path = subscriber.subscription_path(PROJECT, "bus-groups-pull")
+    publisher.create_topic(name=topic_path)
+    subscriber.create_subscription(name=sub_path, topic=topic_path)
+    bus = PubSubBus(project=PROJECT, topic="bus-groups", emulator_host=pubsub.host, timeout=30)
+    renewals = [
+        stripe_event("invoice.paid", {"id": f"in_{n}", "customer": "cus_1"}, event_id=f"evt_{n}")
+        for n in range(20)
+    ]
+    refund = stripe_event("charge.refunded", {"id": "ch_1"}, event_id="evt_refund")
+    warm = stripe_event("invoice.paid", {"id": "in_w", "customer": "cus_1"}, event_id="evt_w")
+    bus.publish(parse_event(json.loads(warm)), warm)  # the channel is up before the pause
+    with ThreadPoolExecutor(max_workers=21) as pool:
+        with pubsub.paused():
+            futures = [pool.submit(bus.publish, parse_event(json.loads(b)), b) for b in renewals]
+            wait_for(lambda: bus.waiting == 18)
+            futures.append(pool.submit(bus.publish, parse_event(json.loads(refund)), refund))
+        for future in futures:
+            future.result(timeout=30)
+    bus.close()
+    messages: list[tuple[dict[str, str], list[dict[str, Any]]]] = []
+    while len([m for m in messages for _ in m[1]]) < 22:
+        response = subscriber.pull(subscription=sub_path, max_messages=50, timeout=10)
+        for received in response.received_messages:
+            data = json.loads(received.message.data)
+            messages.append(
+                (dict(received.message.attributes), data if isinstance(data, list) else [data])
+            )
+        subscriber.acknowledge(
+            subscription=sub_path, ack_ids=[r.ack_id for r in response.received_messages]
+        )
+    ids = sorted(event["id"] for _, events in messages for event in events)
+    assert ids == sorted(["evt_w", "evt_refund", *(f"evt_{n}" for n in range(20))])
+    renewal_sizes = sorted(
+        len(events) for attributes, events in messages if attributes["event_type"] == "invoice.paid"
+    )
+    assert renewal_sizes == [1, 1, 1, 2, 16]  # the warm one, two lone, then 16 and 2 together
+    [(refund_attributes, [refund_event])] = [
+        m for m in messages if m[0]["event_type"] == "charge.refunded"
+    ]
+    assert refund_attributes == parse_event(refund_event).attributes
+    bodies = {json.loads(b)["id"]: json.loads(b) for b in renewals}
+    for attributes, events in messages:
+        if len(events) > 1:
+            assert set(attributes) == {"event_type", "livemode", "event_ids"}  # no one trace
+            assert attributes["event_ids"].split(" ") == [event["id"] for event in events]
+            assert events == [bodies[event["id"]] for event in events]
+    subscriber.delete_subscription(subscription=sub_path)
+    publisher.delete_topic(topic=topic_path)
+
+
+def test_every_event_of_a_message_that_failed_is_refused() -> None:
+    bus = PubSubBus(
+        project=PROJECT,
+        topic="payment-events",
+        emulator_host=f"127.0.0.1:{pubsub_emulator.free_port()}",
+        timeout=1.0,
+    )
+    bodies = [stripe_event("invoice.paid", {"id": f"in_{n}"}) for n in range(6)]
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        futures = [pool.submit(bus.publish, parse_event(json.loads(b)), b) for b in bodies]
+        for future in futures:
+            assert isinstance(future.exception(timeout=10), PublishError)
+    bus.close()
 
 
 def test_a_publish_nobody_receives_fails_within_the_timeout() -> None:

@@ -199,6 +199,32 @@ def test_a_failed_event_is_refused_then_applied_when_redelivered(
     assert row["has_access"] is True
 
 
+def test_a_message_of_several_events_is_acknowledged_once_each_is_applied(
+    db: Database,
+    pubsub: PubSub,
+    topic: str,
+    pulling: Callable[[str], Container],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A message carrying the events published together: one failing sends the message back
+    whole; its other events are then duplicates, each applied once."""
+    caplog.set_level(logging.WARNING, logger="adapters.bus.pull")
+    linked(db, "cus_pg")
+    carried = [renewal("cus_pg", 1), renewal("cus_ph", 1)]  # cus_ph has no profile yet
+    with clients(pubsub.host) as (raw, _):
+        path = f"projects/{PROJECT}/topics/{topic}"
+        data = b"[" + b",".join(carried) + b"]"
+        raw.publish(path, data, event_type="invoice.paid").result(timeout=10)
+    container = pulling("access")
+    wait_for(lambda: "evt_cus_ph_1 failed, redelivered" in caplog.text, timeout=15)
+    assert applied(db, "cus_pg") == {"evt_cus_pg_1": "granted"}
+    linked(db, "cus_ph")
+    wait_for(lambda: applied(db, "cus_ph") == {"evt_cus_ph_1": "granted"}, timeout=15)
+    container.pull_consumer.stop()
+    assert leftover(pubsub, topic, "access") == []
+    assert applied(db, "cus_pg") == {"evt_cus_pg_1": "granted"}  # its redelivery: a duplicate
+
+
 def test_a_message_that_is_not_an_event_is_dropped_and_the_rest_applied(
     db: Database,
     pubsub: PubSub,

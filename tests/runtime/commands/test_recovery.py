@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -148,6 +149,43 @@ def test_replay_republishes_the_dead_letters_once(
 
         again = cli("replay-dead-letters", **settings)
         assert "replayed 0 of 1 dead letter(s)" in again.output  # the unreadable one stays
+    finally:
+        subscriber.delete_subscription(subscription=probe)
+        subscriber.close()
+
+
+def test_replay_republishes_each_event_of_a_dead_letter_that_carried_several(
+    cli: Callable[..., Result], pubsub: PubSub, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pubsub.ensure_running()
+    ensure_topology(project=PROJECT, topic=TOPIC, push_endpoints={}, emulator_host=pubsub.host)
+    monkeypatch.setenv("PUBSUB_EMULATOR_HOST", pubsub.host)
+    publisher, subscriber = pubsub_v1.PublisherClient(), pubsub_v1.SubscriberClient()
+    probe = subscriber.subscription_path(PROJECT, f"{TOPIC}-probe-several")
+    subscriber.create_subscription(name=probe, topic=publisher.topic_path(PROJECT, TOPIC))
+    bodies = [
+        stripe_event("invoice.paid", {"id": f"in_{n}", "customer": "cus_1"}, event_id=f"evt_d{n}")
+        for n in range(2)
+    ]
+    dead_topic = publisher.topic_path(PROJECT, f"{TOPIC}-dead-letter")
+    carried = b"[" + b",".join(bodies) + b"]"
+    publisher.publish(dead_topic, carried, event_ids="evt_d0 evt_d1").result(timeout=10)
+    settings = {"event_bus": "pubsub", "pubsub_topic": TOPIC, "pubsub_emulator_host": pubsub.host}
+    try:
+        done = cli("replay-dead-letters", **settings)
+        assert done.exit_code == 0, done.output
+        # (an unreadable letter another test left may be there too: it stays)
+        assert "dead letter: evt_d0 invoice.paid" in done.output
+        assert "dead letter: evt_d1 invoice.paid" in done.output
+        assert re.search(r"replayed 1 of \d dead letter\(s\), 2 event\(s\)", done.output)
+        received: list[dict[str, Any]] = []
+        while len(received) < 2:
+            response = subscriber.pull(subscription=probe, max_messages=10, timeout=10)
+            received += [json.loads(r.message.data) for r in response.received_messages]
+        assert sorted(received, key=lambda e: e["id"]) == [json.loads(b) for b in bodies]
+        again = cli("replay-dead-letters", **settings)
+        assert "replayed 0 of" in again.output
+        assert "evt_d0" not in again.output
     finally:
         subscriber.delete_subscription(subscription=probe)
         subscriber.close()
