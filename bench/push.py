@@ -73,11 +73,11 @@ def arguments() -> argparse.Namespace:
     args = parser.parse_args()
     bounded = 1 <= args.connections <= 256 and 0 < args.duration <= 60
     bounded = bounded and args.warmup <= 5_000 and args.events <= 100_000
-    bounded = bounded and 1 <= args.per_message <= 16
+    bounded = bounded and 1 <= args.per_message <= 8
     if not bounded or not 0 <= args.pg_latency_ms <= 100 or not 0 <= args.pooler <= 100:
         parser.error(
             "keep it bounded: 256 connections, 60 s, 100000 events, 100 ms, pool 100,"
-            " 16 events a message"
+            " 8 events a message (as the api groups them)"
         )
     return args
 

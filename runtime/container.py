@@ -241,10 +241,12 @@ class Container:
 
     @once
     def _access_pushes(self) -> BatchHandler:
+        from adapters.bus import MESSAGE_EVENTS
         from adapters.bus.coalesce import Coalescer
 
-        threads = self.settings.gunicorn_threads
-        return Coalescer(self.access_subscriber.apply_many, max_batch=threads)
+        # As many events as the worker's threads can hold (a push carries up to MESSAGE_EVENTS).
+        most = self.settings.gunicorn_threads * MESSAGE_EVENTS
+        return Coalescer(self.access_subscriber.apply_many, max_batch=most)
 
     def subscriber(self, target: str) -> Callable[[Event], object]:
         """The subscriber behind one of `subscribers.TARGETS`."""

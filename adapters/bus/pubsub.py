@@ -13,18 +13,17 @@ import grpc
 from google.api_core import exceptions, retry
 from google.pubsub_v1.services.publisher.transports import PublisherGrpcTransport
 
-from adapters.bus import PublishError
+from adapters.bus import MESSAGE_EVENTS, PublishError
 from config import Settings
 from core import tracing
 from core.events import Event, message_body
 
 PUBLISH_TIMEOUT = 5.0
 
-# Events published while messages of their type are on their way go together in the next one:
-# each push then carries them all to a subscriber, which applies them in one transaction (a
-# request, a transaction and its round trips per message instead of per event). At most this
-# many events a message (their ids, an attribute, stay within Pub/Sub's 1,024 bytes) and bytes.
-MESSAGE_EVENTS = 16
+# Events published while messages of their type are on their way go together in the next one
+# (up to MESSAGE_EVENTS, and this many bytes): each push then carries them all to a subscriber,
+# which applies them in one transaction (a request, a transaction and its round trips per
+# message instead of per event).
 MESSAGE_BYTES = 1_000_000
 # Messages of one type on their way at once: a publish finding only one at work goes at once
 # rather than waiting for it.

@@ -114,12 +114,14 @@ class PullConsumer:
             self._deliver(batch)
 
     def _next(self) -> list[Message] | None:
-        """Up to batch_size messages: the first to arrive and those within the linger."""
+        """The first message to arrive and those within the linger, up to batch_size events
+        (a message's events are never split: the last one may carry the batch past it)."""
         first = self._queue.get()
         if first is None:
             return None
         batch, until = [first], time.monotonic() + self._linger
-        while len(batch) < self._batch_size:
+        events = _carried(first)
+        while events < self._batch_size:
             try:
                 message = self._queue.get(timeout=max(0.0, until - time.monotonic()))
             except queue.Empty:
@@ -128,6 +130,7 @@ class PullConsumer:
                 self._queue.put(None)
                 break
             batch.append(message)
+            events += _carried(message)
         return batch
 
     def _deliver(self, batch: Sequence[Message]) -> None:
@@ -170,8 +173,10 @@ class PullConsumer:
                         "pull: %s %s failed, redelivered: %s", event.type, event.id, outcome
                     )
                     failed = True
-            # Redelivered whole: its other events are then duplicates.
-            message.nack() if failed else message.ack()
+            if failed:  # redelivered whole: its other events are then duplicates
+                message.nack()
+            else:
+                message.ack()
 
 
 class _Inline(Scheduler):  # type: ignore[misc]  # the library is untyped here
@@ -192,6 +197,12 @@ class _Inline(Scheduler):  # type: ignore[misc]  # the library is untyped here
 
     def shutdown(self, await_msg_callbacks: bool = False) -> list[Message]:
         return []  # nothing is ever pending here: each message is on the workers' queue
+
+
+def _carried(message: Message) -> int:
+    """How many events a message carries, as its attributes say (`event_ids` when several)."""
+    ids = message.attributes.get("event_ids")
+    return len(ids.split()) if ids else 1
 
 
 def _trace(message: Message) -> tracing.Trace | None:

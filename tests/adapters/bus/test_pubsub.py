@@ -153,7 +153,7 @@ def test_events_of_a_type_published_while_it_is_on_its_way_share_the_next_messag
     pubsub: PubSub, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Group commit: two messages of a type on their way at once; the events of that type
-    published meanwhile go together in the next (at most 16 a message), as a JSON array of
+    published meanwhile go together in the next (at most 8 a message), as a JSON array of
     their bodies with their ids; another type is never held by them."""
     pubsub.ensure_running()
     monkeypatch.setenv("PUBSUB_EMULATOR_HOST", pubsub.host)
@@ -194,7 +194,7 @@ def test_events_of_a_type_published_while_it_is_on_its_way_share_the_next_messag
     renewal_sizes = sorted(
         len(events) for attributes, events in messages if attributes["event_type"] == "invoice.paid"
     )
-    assert renewal_sizes == [1, 1, 1, 2, 16]  # the warm one, two lone, then 16 and 2 together
+    assert renewal_sizes == [1, 1, 1, 2, 8, 8]  # the warm one, two lone, then 8, 8 and 2
     [(refund_attributes, [refund_event])] = [
         m for m in messages if m[0]["event_type"] == "charge.refunded"
     ]

@@ -11,7 +11,7 @@ import signal
 import subprocess
 import sys
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from email import policy
 from email.parser import BytesParser
 from pathlib import Path
@@ -21,10 +21,11 @@ import requests
 from google.api_core import exceptions
 
 from adapters.bus.pubsub import PubSubBus
+from adapters.bus.pull import PullConsumer
 from adapters.bus.topology import clients, ensure_topology, subscription_name
 from adapters.db.pool import Database
 from config import Settings
-from core.events import parse_event
+from core.events import Event, parse_event
 from dev import pubsub_emulator
 from dev.samples.catalogue import seed_demo_products
 from runtime.container import Container
@@ -382,3 +383,40 @@ def test_bin_serve_refuses_pull_where_it_cannot_work(
     )
     assert done.returncode == 1
     assert message in done.stderr
+
+
+def test_a_batch_holds_whole_messages_up_to_its_size_in_events(pubsub: PubSub, topic: str) -> None:
+    """Messages of three events each, a batch of four: two messages (six events) go together,
+    never a message split, never a third."""
+    batches: list[list[str]] = []
+
+    def handle(events: Sequence[Event]) -> list[object]:
+        batches.append([event.id for event in events])
+        return ["ignored"] * len(events)
+
+    with clients(pubsub.host) as (raw, _):
+        path = f"projects/{PROJECT}/topics/{topic}"
+        for m in range(3):
+            bodies = [renewal(f"cus_pb{m}", n) for n in range(3)]
+            ids = " ".join(f"evt_cus_pb{m}_{n}" for n in range(3))
+            data = b"[" + b",".join(bodies) + b"]"
+            raw.publish(path, data, event_type="invoice.paid", event_ids=ids).result(timeout=10)
+    consumer = PullConsumer(
+        subscription=f"projects/{PROJECT}/subscriptions/{subscription_name(topic, 'access')}",
+        handle=handle,
+        batch_size=4,
+        max_messages=10,
+        workers=1,
+        linger=2.0,
+        emulator_host=pubsub.host,
+    )
+    consumer.start()
+    try:
+        wait_for(lambda: sum(len(b) for b in batches) == 9, timeout=15)
+    finally:
+        consumer.stop()
+    assert sorted(len(b) for b in batches) == [3, 6]
+    for batch in batches:  # each message's three events together, in order
+        assert {tuple(batch[n : n + 3]) for n in range(0, len(batch), 3)} <= {
+            tuple(f"evt_cus_pb{m}_{n}" for n in range(3)) for m in range(3)
+        }
