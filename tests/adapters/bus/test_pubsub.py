@@ -209,13 +209,18 @@ def test_events_of_a_type_published_while_it_is_on_its_way_share_the_next_messag
     publisher.delete_topic(topic=topic_path)
 
 
-def test_every_event_of_a_message_that_failed_is_refused() -> None:
-    bus = PubSubBus(
+def bus_to_nowhere() -> PubSubBus:
+    """A bus whose emulator is not there: each publish fails within a second."""
+    return PubSubBus(
         project=PROJECT,
         topic="payment-events",
         emulator_host=f"127.0.0.1:{pubsub_emulator.free_port()}",
         timeout=1.0,
     )
+
+
+def test_every_event_of_a_message_that_failed_is_refused() -> None:
+    bus = bus_to_nowhere()
     bodies = [stripe_event("invoice.paid", {"id": f"in_{n}"}) for n in range(6)]
     with ThreadPoolExecutor(max_workers=6) as pool:
         futures = [pool.submit(bus.publish, parse_event(json.loads(b)), b) for b in bodies]
@@ -225,12 +230,7 @@ def test_every_event_of_a_message_that_failed_is_refused() -> None:
 
 
 def test_a_publish_nobody_receives_fails_within_the_timeout() -> None:
-    bus = PubSubBus(
-        project=PROJECT,
-        topic="payment-events",
-        emulator_host=f"127.0.0.1:{pubsub_emulator.free_port()}",
-        timeout=1.0,
-    )
+    bus = bus_to_nowhere()
     body = stripe_event("invoice.paid", {"id": "in_1", "customer": "cus_1"})
     started = time.monotonic()
     with pytest.raises(PublishError):

@@ -9,7 +9,9 @@ import re
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -118,77 +120,80 @@ def test_replay_needs_pubsub(cli: Callable[..., Result]) -> None:
     assert "EVENT_BUS=pubsub" in result.output
 
 
-def test_replay_republishes_the_dead_letters_once(
-    cli: Callable[..., Result], pubsub: PubSub, monkeypatch: pytest.MonkeyPatch
-) -> None:
+@dataclass
+class Probe:
+    """A subscription of its own on the topic: what a replay republishes arrives there."""
+
+    publisher: pubsub_v1.PublisherClient
+    subscriber: pubsub_v1.SubscriberClient
+    path: str
+
+    def dead_letter(self, data: bytes, **attributes: str) -> None:
+        topic = self.publisher.topic_path(PROJECT, f"{TOPIC}-dead-letter")
+        self.publisher.publish(topic, data, **attributes).result(timeout=10)
+
+
+@pytest.fixture
+def probe(pubsub: PubSub, monkeypatch: pytest.MonkeyPatch) -> Iterator[Probe]:
     pubsub.ensure_running()
     ensure_topology(project=PROJECT, topic=TOPIC, push_endpoints={}, emulator_host=pubsub.host)
     monkeypatch.setenv("PUBSUB_EMULATOR_HOST", pubsub.host)
     publisher, subscriber = pubsub_v1.PublisherClient(), pubsub_v1.SubscriberClient()
-    probe = subscriber.subscription_path(PROJECT, f"{TOPIC}-probe")
-    subscriber.create_subscription(name=probe, topic=publisher.topic_path(PROJECT, TOPIC))
+    path = subscriber.subscription_path(PROJECT, f"{TOPIC}-probe-{uuid.uuid4().hex[:8]}")
+    subscriber.create_subscription(name=path, topic=publisher.topic_path(PROJECT, TOPIC))
+    yield Probe(publisher, subscriber, path)
+    subscriber.delete_subscription(subscription=path)
+    subscriber.close()
+
+
+def test_replay_republishes_the_dead_letters_once(
+    cli: Callable[..., Result], pubsub: PubSub, probe: Probe
+) -> None:
     body = stripe_event("invoice.paid", {"id": "in_1", "customer": "cus_1"}, event_id="evt_dead")
-    dead_topic = publisher.topic_path(PROJECT, f"{TOPIC}-dead-letter")
-    publisher.publish(dead_topic, body, event_id="evt_dead").result(timeout=10)
-    publisher.publish(dead_topic, b"not an event").result(timeout=10)
+    probe.dead_letter(body, event_id="evt_dead")
+    probe.dead_letter(b"not an event")
     settings = {"event_bus": "pubsub", "pubsub_topic": TOPIC, "pubsub_emulator_host": pubsub.host}
-    try:
-        dry = cli("replay-dead-letters", "--dry-run", **settings)
-        assert "dead letter: evt_dead invoice.paid" in dry.output
-        assert "would replay 1 of 2 dead letter(s)" in dry.output
+    dry = cli("replay-dead-letters", "--dry-run", **settings)
+    assert "dead letter: evt_dead invoice.paid" in dry.output
+    assert "would replay 1 of 2 dead letter(s)" in dry.output
 
-        done = cli("replay-dead-letters", **settings)
-        assert done.exit_code == 0, done.output
-        assert "replayed 1 of 2 dead letter(s)" in done.output
-        assert "unreadable" in done.output
-        [received] = subscriber.pull(
-            subscription=probe, max_messages=10, timeout=10
-        ).received_messages
-        assert received.message.data == body
-        assert received.message.attributes["event_id"] == "evt_dead"
+    done = cli("replay-dead-letters", **settings)
+    assert done.exit_code == 0, done.output
+    assert "replayed 1 of 2 dead letter(s)" in done.output
+    assert "unreadable" in done.output
+    [received] = probe.subscriber.pull(
+        subscription=probe.path, max_messages=10, timeout=10
+    ).received_messages
+    assert received.message.data == body
+    assert received.message.attributes["event_id"] == "evt_dead"
 
-        again = cli("replay-dead-letters", **settings)
-        assert "replayed 0 of 1 dead letter(s)" in again.output  # the unreadable one stays
-    finally:
-        subscriber.delete_subscription(subscription=probe)
-        subscriber.close()
+    again = cli("replay-dead-letters", **settings)
+    assert "replayed 0 of 1 dead letter(s)" in again.output  # the unreadable one stays
 
 
 def test_replay_republishes_each_event_of_a_dead_letter_that_carried_several(
-    cli: Callable[..., Result], pubsub: PubSub, monkeypatch: pytest.MonkeyPatch
+    cli: Callable[..., Result], pubsub: PubSub, probe: Probe
 ) -> None:
-    pubsub.ensure_running()
-    ensure_topology(project=PROJECT, topic=TOPIC, push_endpoints={}, emulator_host=pubsub.host)
-    monkeypatch.setenv("PUBSUB_EMULATOR_HOST", pubsub.host)
-    publisher, subscriber = pubsub_v1.PublisherClient(), pubsub_v1.SubscriberClient()
-    probe = subscriber.subscription_path(PROJECT, f"{TOPIC}-probe-several")
-    subscriber.create_subscription(name=probe, topic=publisher.topic_path(PROJECT, TOPIC))
     bodies = [
         stripe_event("invoice.paid", {"id": f"in_{n}", "customer": "cus_1"}, event_id=f"evt_d{n}")
         for n in range(2)
     ]
-    dead_topic = publisher.topic_path(PROJECT, f"{TOPIC}-dead-letter")
-    carried = b"[" + b",".join(bodies) + b"]"
-    publisher.publish(dead_topic, carried, event_ids="evt_d0 evt_d1").result(timeout=10)
+    probe.dead_letter(b"[" + b",".join(bodies) + b"]", event_ids="evt_d0 evt_d1")
     settings = {"event_bus": "pubsub", "pubsub_topic": TOPIC, "pubsub_emulator_host": pubsub.host}
-    try:
-        done = cli("replay-dead-letters", **settings)
-        assert done.exit_code == 0, done.output
-        # (an unreadable letter another test left may be there too: it stays)
-        assert "dead letter: evt_d0 invoice.paid" in done.output
-        assert "dead letter: evt_d1 invoice.paid" in done.output
-        assert re.search(r"replayed 1 of \d dead letter\(s\), 2 event\(s\)", done.output)
-        received: list[dict[str, Any]] = []
-        while len(received) < 2:
-            response = subscriber.pull(subscription=probe, max_messages=10, timeout=10)
-            received += [json.loads(r.message.data) for r in response.received_messages]
-        assert sorted(received, key=lambda e: e["id"]) == [json.loads(b) for b in bodies]
-        again = cli("replay-dead-letters", **settings)
-        assert "replayed 0 of" in again.output
-        assert "evt_d0" not in again.output
-    finally:
-        subscriber.delete_subscription(subscription=probe)
-        subscriber.close()
+    done = cli("replay-dead-letters", **settings)
+    assert done.exit_code == 0, done.output
+    # (an unreadable letter another test left may be there too: it stays)
+    assert "dead letter: evt_d0 invoice.paid" in done.output
+    assert "dead letter: evt_d1 invoice.paid" in done.output
+    assert re.search(r"replayed 1 of \d dead letter\(s\), 2 event\(s\)", done.output)
+    received: list[dict[str, Any]] = []
+    while len(received) < 2:
+        response = probe.subscriber.pull(subscription=probe.path, max_messages=10, timeout=10)
+        received += [json.loads(r.message.data) for r in response.received_messages]
+    assert sorted(received, key=lambda e: e["id"]) == [json.loads(b) for b in bodies]
+    again = cli("replay-dead-letters", **settings)
+    assert "replayed 0 of" in again.output
+    assert "evt_d0" not in again.output
 
 
 def test_reconcile_fails_naming_an_event_that_was_not_applied(
