@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -20,14 +21,20 @@ from core.events import Event, message_body
 
 PUBLISH_TIMEOUT = 5.0
 
-# Events published while messages of their type are on their way go together in the next one
+# Events published while a message of their type is on its way go together in the next one
 # (up to MESSAGE_EVENTS, and this many bytes): each push then carries them all to a subscriber,
 # which applies them in one transaction (a request, a transaction and its round trips per
 # message instead of per event).
 MESSAGE_BYTES = 1_000_000
-# Messages of one type on their way at once: a publish finding only one at work goes at once
-# rather than waiting for it.
-IN_FLIGHT_PER_TYPE = 2
+# Messages of one type on their way at once (a worker's): the next takes the events of that
+# type that came meanwhile.
+IN_FLIGHT_PER_TYPE = 1
+# In a burst, a message that is not full leaves once its oldest event has waited this long for
+# company (Google's client libraries hold every batch up to 10 ms by default). A type is in a
+# burst while a message of it is on its way or events of it wait, and for this long after one
+# left with company; an event of a calm type goes at once, so webhooks that come one at a time
+# never wait. With Pub/Sub tens of ms away, the publish before has mostly outlasted the wait.
+LINGER_SECONDS = 0.025
 ATTRIBUTE_BYTES = 1024
 
 # gRPC waits up to 120 s between reconnection attempts by default: after a Pub/Sub (or
@@ -61,6 +68,8 @@ class _Transport(PublisherGrpcTransport):
 class _Waiting:
     event: Event
     data: bytes
+    since: float  # time.monotonic() when published
+    alone: bool = False  # found its type calm: goes at once
     taken: bool = False  # in a message on its way
     done: bool = False
     error: PublishError | None = None
@@ -77,10 +86,12 @@ class PubSubBus:
         topic: str,
         emulator_host: str | None = None,
         timeout: float = PUBLISH_TIMEOUT,
+        linger: float = LINGER_SECONDS,
     ) -> None:
         self.topic_path = f"projects/{project}/topics/{topic}"
         self._emulator_host = emulator_host
         self._timeout = timeout
+        self._linger = linger
         # Retries end before `publish` stops waiting, so a failed publish is not sent later.
         self._retry = retry.Retry(
             predicate=RETRYABLE, initial=0.05, maximum=1.0, multiplier=2.0, timeout=timeout * 0.8
@@ -91,6 +102,8 @@ class PubSubBus:
         self._cond = threading.Condition()
         self._waiting: dict[tuple[str, bool], deque[_Waiting]] = {}
         self._sending: dict[tuple[str, bool], int] = {}
+        # When a message of each type last left with company or with others waiting.
+        self._crowded_at: dict[tuple[str, bool], float] = {}
 
     @classmethod
     def from_settings(cls, settings: Settings) -> PubSubBus:
@@ -110,18 +123,31 @@ class PubSubBus:
     def publish(self, event: Event, data: bytes) -> None:
         """Publish `data` with the event's attributes; PublishError unless Pub/Sub confirms the
         message that carries it."""
-        slot = _Waiting(event, data)
+        slot = _Waiting(event, data, since=time.monotonic())
         key = (event.type, event.livemode)  # the subscriptions' filters read the type
         with self._cond:
             waiting = self._waiting.setdefault(key, deque())
+            calm = slot.since - self._crowded_at.get(key, float("-inf")) >= self._linger
+            slot.alone = calm and not waiting and not self._sending.get(key, 0)
             waiting.append(slot)
             while not slot.done:
-                if not slot.taken and self._sending.get(key, 0) < IN_FLIGHT_PER_TYPE:
+                delay = None if slot.taken else self._delay(key, waiting)
+                if delay == 0:
                     self._lead(key, waiting)
                 else:
-                    self._cond.wait()
+                    self._cond.wait(delay)
         if slot.error is not None:
             raise slot.error
+
+    def _delay(self, key: tuple[str, bool], waiting: deque[_Waiting]) -> float | None:
+        """Seconds until the oldest waiting events of a type may leave (0: now); None while
+        its messages on their way are as many as may be (called with the lock held)."""
+        if self._sending.get(key, 0) >= IN_FLIGHT_PER_TYPE:
+            return None
+        oldest = waiting[0]
+        if oldest.alone or len(waiting) >= MESSAGE_EVENTS:
+            return 0
+        return max(0.0, oldest.since + self._linger - time.monotonic())
 
     def _lead(self, key: tuple[str, bool], waiting: deque[_Waiting]) -> None:
         """Send the oldest waiting events of one type as one message (called and returning
@@ -138,6 +164,8 @@ class PubSubBus:
         for slot in batch:
             slot.taken = True
         self._sending[key] = self._sending.get(key, 0) + 1
+        if len(batch) > 1 or waiting:
+            self._crowded_at[key] = time.monotonic()
         self._cond.release()
         # Unconfirmed unless the send returns: whatever else ends it (the worker stopping), the
         # webhooks waiting on this message must not answer Stripe as if it were stored.

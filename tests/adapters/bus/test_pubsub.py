@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -149,12 +149,12 @@ def test_publish_carries_the_raw_body_and_the_event_attributes(
     publisher.delete_topic(topic=topic_path)
 
 
-def test_events_of_a_type_published_while_it_is_on_its_way_share_the_next_message(
+@pytest.fixture
+def grouping_topic(
     pubsub: PubSub, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Group commit: two messages of a type on their way at once; the events of that type
-    published meanwhile go together in the next (at most 8 a message), as a JSON array of
-    their bodies with their ids; another type is never held by them."""
+) -> Iterator[tuple[str, Callable[[int], list[Message]]]]:
+    """A topic of this test's own, and a reader of what reached it: the messages (attributes,
+    events) that carried `count` events."""
     pubsub.ensure_running()
     monkeypatch.setenv("PUBSUB_EMULATOR_HOST", pubsub.host)
     publisher, subscriber = pubsub_v1.PublisherClient(), pubsub_v1.SubscriberClient()
@@ -162,51 +162,111 @@ def test_events_of_a_type_published_while_it_is_on_its_way_share_the_next_messag
     sub_path = subscriber.subscription_path(PROJECT, "bus-groups-pull")
     publisher.create_topic(name=topic_path)
     subscriber.create_subscription(name=sub_path, topic=topic_path)
-    bus = PubSubBus(project=PROJECT, topic="bus-groups", emulator_host=pubsub.host, timeout=30)
-    renewals = [
-        stripe_event("invoice.paid", {"id": f"in_{n}", "customer": "cus_1"}, event_id=f"evt_{n}")
-        for n in range(20)
-    ]
-    refund = stripe_event("charge.refunded", {"id": "ch_1"}, event_id="evt_refund")
-    warm = stripe_event("invoice.paid", {"id": "in_w", "customer": "cus_1"}, event_id="evt_w")
-    bus.publish(parse_event(json.loads(warm)), warm)  # the channel is up before the pause
-    with ThreadPoolExecutor(max_workers=21) as pool:
-        with pubsub.paused():
-            futures = [pool.submit(bus.publish, parse_event(json.loads(b)), b) for b in renewals]
-            wait_for(lambda: bus.waiting == 18)
-            futures.append(pool.submit(bus.publish, parse_event(json.loads(refund)), refund))
-        for future in futures:
-            future.result(timeout=30)
-    bus.close()
-    messages: list[tuple[dict[str, str], list[dict[str, Any]]]] = []
-    while len([m for m in messages for _ in m[1]]) < 22:
-        response = subscriber.pull(subscription=sub_path, max_messages=50, timeout=10)
-        for received in response.received_messages:
-            data = json.loads(received.message.data)
-            messages.append(
-                (dict(received.message.attributes), data if isinstance(data, list) else [data])
+
+    def received(count: int) -> list[Message]:
+        messages: list[Message] = []
+        while sum(len(events) for _, events in messages) < count:
+            response = subscriber.pull(subscription=sub_path, max_messages=50, timeout=10)
+            for message in response.received_messages:
+                data = json.loads(message.message.data)
+                events = data if isinstance(data, list) else [data]
+                messages.append((dict(message.message.attributes), events))
+            subscriber.acknowledge(
+                subscription=sub_path, ack_ids=[r.ack_id for r in response.received_messages]
             )
-        subscriber.acknowledge(
-            subscription=sub_path, ack_ids=[r.ack_id for r in response.received_messages]
-        )
+        return messages
+
+    yield "bus-groups", received
+    subscriber.delete_subscription(subscription=sub_path)
+    publisher.delete_topic(topic=topic_path)
+
+
+Message = tuple[dict[str, str], list[dict[str, Any]]]
+
+
+def renewals(prefix: str, count: int) -> list[bytes]:
+    invoices = [{"id": f"in_{prefix}{n}", "customer": "cus_1"} for n in range(count)]
+    return [
+        stripe_event("invoice.paid", invoice, event_id=f"evt_{prefix}{n}")
+        for n, invoice in enumerate(invoices)
+    ]
+
+
+def publish_all(bus: PubSubBus, bodies: list[bytes]) -> list[Future[None]]:
+    pool = ThreadPoolExecutor(max_workers=len(bodies))
+    futures = [pool.submit(bus.publish, parse_event(json.loads(b)), b) for b in bodies]
+    pool.shutdown(wait=False)
+    return futures
+
+
+def test_events_of_a_type_published_while_it_is_on_its_way_share_the_next_message(
+    pubsub: PubSub, grouping_topic: tuple[str, Callable[[int], list[Message]]]
+) -> None:
+    """Group commit: one message of a type on its way at a time; the events of that type
+    published meanwhile go together in the next (at most 8 a message), as a JSON array of
+    their bodies with their ids; another type is never held by them."""
+    topic, received = grouping_topic
+    # No linger: a message leaves as soon as none of its type is on its way (the linger has
+    # its own test below).
+    bus = PubSubBus(project=PROJECT, topic=topic, emulator_host=pubsub.host, timeout=30, linger=0)
+    bodies = renewals("g", 20)
+    refund = stripe_event("charge.refunded", {"id": "ch_1"}, event_id="evt_refund")
+    [warm] = renewals("w", 1)
+    bus.publish(parse_event(json.loads(warm)), warm)  # the channel is up before the pause
+    with pubsub.paused():
+        futures = publish_all(bus, bodies)
+        wait_for(lambda: bus.waiting == 19)
+        futures += publish_all(bus, [refund])
+    for future in futures:
+        future.result(timeout=30)
+    bus.close()
+    messages = received(22)
     ids = sorted(event["id"] for _, events in messages for event in events)
-    assert ids == sorted(["evt_w", "evt_refund", *(f"evt_{n}" for n in range(20))])
+    assert ids == sorted(["evt_w0", "evt_refund", *(f"evt_g{n}" for n in range(20))])
     renewal_sizes = sorted(
         len(events) for attributes, events in messages if attributes["event_type"] == "invoice.paid"
     )
-    assert renewal_sizes == [1, 1, 1, 2, 8, 8]  # the warm one, two lone, then 8, 8 and 2
+    assert renewal_sizes == [1, 1, 3, 8, 8]  # the warm one, one alone, then 8, 8 and 3
     [(refund_attributes, [refund_event])] = [
         m for m in messages if m[0]["event_type"] == "charge.refunded"
     ]
     assert refund_attributes == parse_event(refund_event).attributes
-    bodies = {json.loads(b)["id"]: json.loads(b) for b in renewals}
+    sent = {json.loads(b)["id"]: json.loads(b) for b in bodies}
     for attributes, events in messages:
         if len(events) > 1:
             assert set(attributes) == {"event_type", "livemode", "event_ids"}  # no one trace
             assert attributes["event_ids"].split(" ") == [event["id"] for event in events]
-            assert events == [bodies[event["id"]] for event in events]
-    subscriber.delete_subscription(subscription=sub_path)
-    publisher.delete_topic(topic=topic_path)
+            assert events == [sent[event["id"]] for event in events]
+
+
+def test_in_a_burst_a_message_waits_for_company_until_full_or_the_linger_ends(
+    pubsub: PubSub, grouping_topic: tuple[str, Callable[[int], list[Message]]]
+) -> None:
+    """An event that finds its type calm goes at once. Those that come while a message of their
+    type is on its way wait for it, then for company: until 8 are waiting, or until the oldest
+    has waited the linger; and so, for one linger, does an event that comes just after a
+    message left with company."""
+    topic, received = grouping_topic
+    patient = PubSubBus(project=PROJECT, topic=topic, emulator_host=pubsub.host, linger=60)
+    [calm] = publish_all(patient, renewals("alone", 1))
+    calm.result(timeout=20)  # not the linger's 60 s
+    with pubsub.paused():
+        full = publish_all(patient, renewals("full", 9))
+        wait_for(lambda: patient.waiting == 8)  # the first is on its way, alone
+    for future in full:
+        future.result(timeout=20)  # 8 waiting make a full message: not the linger's 60 s
+    patient.close()
+    brief = PubSubBus(project=PROJECT, topic=topic, emulator_host=pubsub.host, linger=1)
+    with pubsub.paused():
+        few = publish_all(brief, renewals("few", 4))
+        wait_for(lambda: brief.waiting == 3)
+    for future in few:
+        future.result(timeout=20)  # the 3 waiting leave once the oldest has waited 1 s
+    for future in publish_all(brief, renewals("after", 2)):
+        future.result(timeout=20)
+    brief.close()
+    sizes = sorted((events[0]["id"][4:-1], len(events)) for _, events in received(16))
+    assert sizes == [("after", 2), ("alone", 1), ("few", 1), ("few", 3), ("full", 1), ("full", 8)]
 
 
 def bus_to_nowhere() -> PubSubBus:
