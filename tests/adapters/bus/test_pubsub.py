@@ -149,6 +149,10 @@ def test_publish_carries_the_raw_body_and_the_event_attributes(
     publisher.delete_topic(topic=topic_path)
 
 
+# A message as a subscriber reads it: its attributes and the events it carries.
+Message = tuple[dict[str, str], list[dict[str, Any]]]
+
+
 @pytest.fixture
 def grouping_topic(
     pubsub: PubSub, monkeypatch: pytest.MonkeyPatch
@@ -179,9 +183,6 @@ def grouping_topic(
     yield "bus-groups", received
     subscriber.delete_subscription(subscription=sub_path)
     publisher.delete_topic(topic=topic_path)
-
-
-Message = tuple[dict[str, str], list[dict[str, Any]]]
 
 
 def renewals(prefix: str, count: int) -> list[bytes]:
