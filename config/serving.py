@@ -20,9 +20,12 @@ class ServingSettings(Environment):
     dev_host: str = "127.0.0.1"
 
     # How `bin/serve` runs: which target, and gunicorn's processes and threads per instance.
+    # One process per vCPU (Cloud Run's instances have one) holding all of the instance's
+    # requests: the api then groups the events that reach the instance together into one message,
+    # and access applies the pushes it holds in one transaction (bench/README.md).
     function_target: str = "api"
-    web_concurrency: int = Field(default=2, ge=1, le=64)
-    gunicorn_threads: int = Field(default=8, ge=1, le=256)
+    web_concurrency: int = Field(default=1, ge=1, le=64)
+    gunicorn_threads: int = Field(default=16, ge=1, le=256)
     # Set by Cloud Run on every instance: the service and revision that wrote a log line.
     k_service: str | None = None
     k_revision: str | None = None

@@ -282,7 +282,7 @@ class Container:
     def _email_batch_size(self) -> int:
         """A batch's e-mails are claimed together, so its last one must go out within the
         claim's lease (after which another delivery may take it over) even when every worker
-        waits its turn at the account's rate: at Resend's default 2/s and 8 threads, 15."""
+        waits its turn at the account's rate: at Resend's default 2/s and 16 threads, 7."""
         from adapters.db.sent_emails import CLAIM_LEASE_SECONDS
 
         s = self.settings

@@ -12,10 +12,11 @@ from typing import Protocol
 from core.events import Event
 
 # The most events one message carries: the events of one type that reach the api together are
-# published together (adapters/bus/pubsub.py). E-mail's one instance takes 8 pushes at once and
-# sends at Resend's default 2 requests a second, so the last of 8 pushes of 8 mails ends within
-# 32 s, about half the 60 s a push may take (cloudbuild.yaml).
-MESSAGE_EVENTS = 8
+# published together (adapters/bus/pubsub.py), at most one per thread of its one process (16).
+# E-mail's one instance takes 4 pushes at once and sends at Resend's default 2 requests a
+# second, so the last of 4 pushes of 16 mails ends within 32 s, about half the 60 s a push may
+# take (cloudbuild.yaml).
+MESSAGE_EVENTS = 16
 
 Handler = Callable[[Event], object]
 # Handles several deliveries at once: for each event, what became of it or the exception it

@@ -124,7 +124,7 @@ def test_gunicorn_settings_fit_cloud_run(gunicorn_settings: tuple[Config, dict[s
     assert cfg.bind == ["0.0.0.0:9123"]
     assert cfg.workers == 3
     assert cfg.worker_class_str == "gthread"
-    assert cfg.threads == 8
+    assert cfg.threads == 16  # the api's and access's --concurrency (cloudbuild.yaml)
     assert cfg.graceful_timeout == 8, "Cloud Run kills 10 s after SIGTERM"
     assert cfg.timeout == 0
     assert cfg.accesslog is None

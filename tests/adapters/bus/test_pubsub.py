@@ -13,7 +13,7 @@ from typing import Any
 import google.cloud.pubsub_v1 as pubsub_v1
 import pytest
 
-from adapters.bus import PublishError
+from adapters.bus import MESSAGE_EVENTS, PublishError
 from adapters.bus.pubsub import PubSubBus
 from adapters.db.pool import Database
 from config import Settings
@@ -204,30 +204,31 @@ def test_events_of_a_type_published_while_it_is_on_its_way_share_the_next_messag
     pubsub: PubSub, grouping_topic: tuple[str, Callable[[int], list[Message]]]
 ) -> None:
     """Group commit: one message of a type on its way at a time; the events of that type
-    published meanwhile go together in the next (at most 8 a message), as a JSON array of
-    their bodies with their ids; another type is never held by them."""
+    published meanwhile go together in the next (at most MESSAGE_EVENTS a message), as a JSON
+    array of their bodies with their ids; another type is never held by them."""
     topic, received = grouping_topic
     # No linger: a message leaves as soon as none of its type is on its way (the linger has
     # its own test below).
     bus = PubSubBus(project=PROJECT, topic=topic, emulator_host=pubsub.host, timeout=30, linger=0)
-    bodies = renewals("g", 20)
+    bodies = renewals("g", 2 * MESSAGE_EVENTS + 4)
     refund = stripe_event("charge.refunded", {"id": "ch_1"}, event_id="evt_refund")
     [warm] = renewals("w", 1)
     bus.publish(parse_event(json.loads(warm)), warm)  # the channel is up before the pause
     with pubsub.paused():
         futures = publish_all(bus, bodies)
-        wait_for(lambda: bus.waiting == 19)
+        wait_for(lambda: bus.waiting == len(bodies) - 1)
         futures += publish_all(bus, [refund])
     for future in futures:
         future.result(timeout=30)
     bus.close()
-    messages = received(22)
+    messages = received(len(bodies) + 2)
     ids = sorted(event["id"] for _, events in messages for event in events)
-    assert ids == sorted(["evt_w0", "evt_refund", *(f"evt_g{n}" for n in range(20))])
+    assert ids == sorted(["evt_w0", "evt_refund", *(f"evt_g{n}" for n in range(len(bodies)))])
     renewal_sizes = sorted(
         len(events) for attributes, events in messages if attributes["event_type"] == "invoice.paid"
     )
-    assert renewal_sizes == [1, 1, 3, 8, 8]  # the warm one, one alone, then 8, 8 and 3
+    # The warm one, one alone, then two full messages and the 3 left.
+    assert renewal_sizes == [1, 1, 3, MESSAGE_EVENTS, MESSAGE_EVENTS]
     [(refund_attributes, [refund_event])] = [
         m for m in messages if m[0]["event_type"] == "charge.refunded"
     ]
@@ -244,18 +245,18 @@ def test_in_a_burst_a_message_waits_for_company_until_full_or_the_linger_ends(
     pubsub: PubSub, grouping_topic: tuple[str, Callable[[int], list[Message]]]
 ) -> None:
     """An event that finds its type calm goes at once. Those that come while a message of their
-    type is on its way wait for it, then for company: until 8 are waiting, or until the oldest
-    has waited the linger; and so, for one linger, does an event that comes just after a
-    message left with company."""
+    type is on its way wait for it, then for company: until a full message's worth
+    (MESSAGE_EVENTS) are waiting, or until the oldest has waited the linger; and so, for one
+    linger, does an event that comes just after a message left with company."""
     topic, received = grouping_topic
     patient = PubSubBus(project=PROJECT, topic=topic, emulator_host=pubsub.host, linger=60)
     [calm] = publish_all(patient, renewals("alone", 1))
     calm.result(timeout=20)  # not the linger's 60 s
     with pubsub.paused():
-        full = publish_all(patient, renewals("full", 9))
-        wait_for(lambda: patient.waiting == 8)  # the first is on its way, alone
+        full = publish_all(patient, renewals("full", MESSAGE_EVENTS + 1))
+        wait_for(lambda: patient.waiting == MESSAGE_EVENTS)  # the first is on its way, alone
     for future in full:
-        future.result(timeout=20)  # 8 waiting make a full message: not the linger's 60 s
+        future.result(timeout=20)  # a full message waiting leaves: not the linger's 60 s
     patient.close()
     brief = PubSubBus(project=PROJECT, topic=topic, emulator_host=pubsub.host, linger=1)
     with pubsub.paused():
@@ -266,8 +267,12 @@ def test_in_a_burst_a_message_waits_for_company_until_full_or_the_linger_ends(
     for future in publish_all(brief, renewals("after", 2)):
         future.result(timeout=20)
     brief.close()
-    sizes = sorted((events[0]["id"][4:-1], len(events)) for _, events in received(16))
-    assert sizes == [("after", 2), ("alone", 1), ("few", 1), ("few", 3), ("full", 1), ("full", 8)]
+    sizes = sorted(
+        (events[0]["id"][4:].rstrip("0123456789"), len(events))
+        for _, events in received(MESSAGE_EVENTS + 8)
+    )
+    few_and_full = [("few", 1), ("few", 3), ("full", 1), ("full", MESSAGE_EVENTS)]
+    assert sizes == [("after", 2), ("alone", 1), *few_and_full]
 
 
 def bus_to_nowhere() -> PubSubBus:
