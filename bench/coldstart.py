@@ -5,9 +5,9 @@ times with the exact command the container runs, as the image runs it: a venv of
 dependencies without the dev group and its bytecode compiled (`uv sync --no-dev` with
 UV_COMPILE_BYTECODE=1; the Dockerfile compiles it hash-based, which loads the same), the code's
 bytecode compiled (the Dockerfile's `compileall`), nothing written back
-(PYTHONDONTWRITEBYTECODE=1) and production's processes: api and access 2 workers, emails 1
-(cloudbuild.yaml). The clock starts just before the process is spawned and stops when the
-first real request has been answered:
+(PYTHONDONTWRITEBYTECODE=1) and production's processes: one worker each (the settings'
+default; cloudbuild.yaml). The clock starts just before the process is spawned and stops when
+the first real request has been answered:
 
 - api: `GET /api/products/public`, the price list a first visitor's page loads (a Postgres
   read through the pool it opens);
@@ -62,7 +62,7 @@ ROOT = Path(__file__).resolve().parent.parent
 CACHE = ROOT / ".data" / "bench"
 TARGETS = ("api", "access", "emails")
 # Production's processes per instance (cloudbuild.yaml): emails sends from one process.
-WORKERS = {"api": 2, "access": 2, "emails": 1}
+WORKERS = {"api": 1, "access": 1, "emails": 1}
 AUDIENCE = "https://bench-coldstart.run.invalid"
 PROJECT = "local-project"
 TOPIC = "bench-coldstart"

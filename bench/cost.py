@@ -56,9 +56,12 @@ def arguments() -> argparse.Namespace:
     )
     parser.add_argument("--replay", type=float, default=5.0, help="seconds of duplicates; 0: off")
     parser.add_argument("--rounds", type=int, default=2, help="rounds, alternating the order")
-    parser.add_argument("--workers", type=int, default=2, help="gunicorn workers (api, inline)")
+    parser.add_argument("--workers", type=int, default=1, help="gunicorn workers (api, inline)")
     parser.add_argument(
-        "--threads", type=int, default=8, help="threads per worker (production: GUNICORN_THREADS 8)"
+        "--threads",
+        type=int,
+        default=16,
+        help="threads per worker (production: GUNICORN_THREADS 16; e-mail's 4 whatever this is)",
     )
     parser.add_argument("--only", choices=SYSTEMS, action="append", help="run just these")
     parser.add_argument("--profile", type=Path, help="py-spy flame graphs into this folder")

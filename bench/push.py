@@ -3,11 +3,11 @@
 
 The emulator keeps about two pushes in flight per subscription, so bench/cost.py's push row
 shows the emulator's pace, not what a Cloud Run instance of a target carries. Here wrk posts
-push envelopes of unique renewals straight at the target (production's 2 workers of 8
-threads, under the service's gunicorn.conf.py) with `--connections` pushes in flight, on
-Supabase's network as cost.py stands it in (PgBouncer with 15 server connections, 15 ms each
-way), and prints what it applied (or mailed) per second and its CPU per event. See
-bench/README.md.
+push envelopes of unique renewals straight at the target (production's one process, of 16
+threads for access and 4 for e-mail, under the service's gunicorn.conf.py) with
+`--connections` pushes in flight, on Supabase's network as cost.py stands it in (PgBouncer
+with 15 server connections, 15 ms each way), and prints what it applied (or mailed) per
+second and its CPU per event. See bench/README.md.
 """
 
 from __future__ import annotations
@@ -26,9 +26,11 @@ from cost import database, wrk
 from load import Events
 from resend_sink import resend_sink
 from servers import gunicorn, postgres_cpu, server_env, tree_cpu
-from systems import CACHE, PROJECT, System, require_wrk
+from systems import CACHE, EMAIL_THREADS, PROJECT, System, require_wrk
 
+from adapters.bus import MESSAGE_EVENTS
 from adapters.bus.topology import ensure_topology
+from config import Settings
 from core.events import message_body
 from dev import pubsub_emulator
 from dev.local_google import PUSH_ACCOUNT, id_token_claims, new_key, remove_signature, sign
@@ -52,8 +54,10 @@ def arguments() -> argparse.Namespace:
     parser.add_argument("--duration", type=float, default=15.0, help="seconds of load")
     parser.add_argument("--events", type=int, default=40_000, help="unique events prepared")
     parser.add_argument("--customers", type=int, default=128, help="linked customers")
-    parser.add_argument("--workers", type=int, default=2, help="gunicorn workers")
-    parser.add_argument("--threads", type=int, default=8, help="threads per worker")
+    parser.add_argument("--workers", type=int, default=1, help="gunicorn workers")
+    parser.add_argument(
+        "--threads", type=int, help="threads per worker (production's: access 16, emails 4)"
+    )
     parser.add_argument("--warmup", type=int, default=512, help="pushes before measuring")
     parser.add_argument("--pg-latency-ms", type=float, default=15.0, help="each way; 0: local")
     parser.add_argument("--pooler", type=int, default=15, help="PgBouncer's pool; 0: none")
@@ -71,13 +75,16 @@ def arguments() -> argparse.Namespace:
         " front end keeps them)",
     )
     args = parser.parse_args()
+    if args.threads is None:
+        default = Settings.model_fields["gunicorn_threads"].default
+        args.threads = EMAIL_THREADS if args.target == "emails" else default
     bounded = 1 <= args.connections <= 256 and 0 < args.duration <= 60
     bounded = bounded and args.warmup <= 5_000 and args.events <= 100_000
-    bounded = bounded and 1 <= args.per_message <= 8
+    bounded = bounded and 1 <= args.per_message <= MESSAGE_EVENTS
     if not bounded or not 0 <= args.pg_latency_ms <= 100 or not 0 <= args.pooler <= 100:
         parser.error(
             "keep it bounded: 256 connections, 60 s, 100000 events, 100 ms, pool 100,"
-            " 8 events a message (as the api groups them)"
+            f" {MESSAGE_EVENTS} events a message (as the api groups them)"
         )
     return args
 

@@ -25,6 +25,8 @@ from dev.local_google import PUSH_ACCOUNT
 SYNC_ENGINE = {"@supabase/stripe-sync-engine": "0.48.5", "stripe": "23.1.0"}
 CACHE = ROOT / ".data" / "bench"
 PROJECT = "local-project"
+# The e-mail service's threads in production (cloudbuild.yaml: four pushes at once).
+EMAIL_THREADS = 4
 
 
 @dataclass
@@ -156,6 +158,7 @@ def pubsub(
                 emulator_host=emulator.host,
             )
         for target in ("access", "emails"):
+            target_threads = EMAIL_THREADS if target == "emails" else threads
             env = server_env(scratch, database_url, function_target=target, **settings, **mail)
             audience = f"https://bench-{target}.run.invalid"
             env |= {"PUSH_AUDIENCE": audience, "PUSH_SERVICE_ACCOUNT": PUSH_ACCOUNT}
@@ -163,7 +166,7 @@ def pubsub(
             if pull:
                 port = pubsub_emulator.free_port()
                 env |= {"SUBSCRIBER_DELIVERY": "pull", "PORT": str(port)}
-                env |= {"GUNICORN_THREADS": str(threads)}
+                env |= {"GUNICORN_THREADS": str(target_threads)}
                 command = [str(ROOT / "bin" / "serve")]
                 log = scratch / f"pull-{target}.log"
                 processes[target] = stack.enter_context(spawn(command, env, port, log))
@@ -173,7 +176,7 @@ def pubsub(
                     "runtime.subscriber_app:create_app()",
                     env,
                     workers=1,
-                    threads=threads,
+                    threads=target_threads,
                     clients=None,
                     log=scratch / f"push-{target}.log",
                 )
