@@ -35,7 +35,7 @@ from resend_sink import resend_sink
 from servers import postgres, postgres_cpu, tree_cpu
 from systems import CACHE, System, inline, pubsub, require_wrk, sync_engine
 
-from config import DEV_WEBHOOK_SECRET
+from config import DEV_WEBHOOK_SECRET, Settings
 from tests.pooler import running as pooler_running
 
 SYSTEMS = ("sync-engine", "inline", "pubsub", "pull")
@@ -56,12 +56,19 @@ def arguments() -> argparse.Namespace:
     )
     parser.add_argument("--replay", type=float, default=5.0, help="seconds of duplicates; 0: off")
     parser.add_argument("--rounds", type=int, default=2, help="rounds, alternating the order")
-    parser.add_argument("--workers", type=int, default=1, help="gunicorn workers (api, inline)")
+    # Production's processes and threads: the settings' defaults (e-mail's own 4 whatever these).
+    serving = Settings.model_fields
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=serving["web_concurrency"].default,
+        help="gunicorn workers (api, inline)",
+    )
     parser.add_argument(
         "--threads",
         type=int,
-        default=16,
-        help="threads per worker (production: GUNICORN_THREADS 16; e-mail's 4 whatever this is)",
+        default=serving["gunicorn_threads"].default,
+        help="threads per worker (access too; the e-mail target runs 4)",
     )
     parser.add_argument("--only", choices=SYSTEMS, action="append", help="run just these")
     parser.add_argument("--profile", type=Path, help="py-spy flame graphs into this folder")
