@@ -110,6 +110,10 @@ class EmailSubscriber:
 
     def _plan(self, event: Event, facts: sent_emails.Facts) -> PlannedEmail | None:
         to = recipient_in(event)
+        if facts.team:
+            # A team's mail goes to its current owner, not to the address Stripe's customer
+            # was made with (whoever created the team, who may have left it since).
+            to = None
         if to is None or to.name is None:
             # Stripe's object often names nobody: the profile's address, or its name for the
             # greeting when it is the same person.

@@ -27,7 +27,7 @@ CLAIM = (
     "select public.access_claim(%(consumer)s, %(ids)s::text[], %(types)s::text[],"
     " %(created)s::timestamptz[], %(keys)s::jsonb) as read"
 )
-_ACCOUNT_DATES = ("access_changed_at", "price_changed_at")
+_ACCOUNT_DATES = ("access_changed_at", "price_changed_at", "created_at")
 _ENTITLEMENT_DATES = ("current_period_end", "trial_end", "ended_at", "changed_at")
 
 
@@ -135,6 +135,11 @@ _SET_QUANTITIES = (
     " from unnest(%s::uuid[], %s::int[], %s::timestamptz[]) as v(id, quantity, at)"
     " where t.id = v.id and (t.quantity_changed_at is null or t.quantity_changed_at < v.at)"
 )
+# A customer seen first is recorded as its account's, once: nothing moves it afterwards.
+_LINK_CUSTOMERS = (
+    "insert into public.stripe_customers (customer_id, account_id)"
+    " select * from unnest(%s::text[], %s::uuid[]) on conflict (customer_id) do nothing"
+)
 _RELEASE = "delete from public.processed_events where consumer = %s and event_id = any(%s)"
 
 
@@ -144,6 +149,8 @@ def write(consumer: str, plan: Plan) -> Statement | None:
     parts: list[tuple[str, list[Any]]] = []
     if plan.grants:
         parts.append((_UPSERT_GRANTS, entitlements.columns(plan.grants.values())))
+    if plan.links:
+        parts.append((_LINK_CUSTOMERS, [list(plan.links), list(plan.links.values())]))
     if plan.accounts:
         parts.append((_SAVE_ACCOUNTS, _state_columns(plan.accounts.values())))
         personal = [(a, by) for a, by in plan.accounts.values() if a.kind == "personal"]
@@ -242,7 +249,8 @@ def _dispute_columns(disputes: Sequence[tuple[Any, datetime]]) -> list[list[Any]
 
 
 def _account(row: Mapping[str, Any]) -> Account:
-    return Account(**{**row, **_dates(row, _ACCOUNT_DATES)})
+    customers = tuple(row.get("customers") or ())
+    return Account(**{**row, **_dates(row, _ACCOUNT_DATES), "customers": customers})
 
 
 def _entitlement(row: Mapping[str, Any]) -> Entitlement:

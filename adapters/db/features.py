@@ -12,11 +12,11 @@ def of_user(db: Database, user_id: str) -> list[str]:
 
 
 def of_customer_subscriptions(db: Database, customer_id: str) -> list[str] | None:
-    """The sorted features of the active subscriptions of the account paying as this customer;
-    None when no account does."""
+    """The sorted features of the active subscriptions of the account this customer belongs
+    to; None when it belongs to none."""
     rows = db.fetch_all(
-        "select public.grant_features(array[a.id], array['subscription']) as features"
-        " from public.accounts a where a.customer_id = %s",
+        "select public.grant_features(array[c.account_id], array['subscription']) as features"
+        " from public.stripe_customers c where c.customer_id = %s",
         (customer_id,),
     )
     return list(rows[0]["features"]) if rows else None

@@ -48,13 +48,27 @@ def by_customer(db: Database, customer_id: str) -> Profile | None:
 
 
 def by_customers_statement(customer_ids: Sequence[str]) -> Statement:
-    """The oldest profile linked to each of these Stripe customers, as a statement to read
-    with others in one round trip (`Profile.from_row` makes each row a profile)."""
+    """Whom the mail about each of these Stripe customers addresses, as a statement to read
+    with others in one round trip: the profile of the person whose account the customer belongs
+    to, or of a team's current owner who has held the role longest (never its creator once they
+    left). Each row has the profile's columns (`from_customer_row`), the customer and whether it
+    is a team's."""
     return Statement(
-        f"select distinct on (customer_id) {COLUMNS} from public.profiles"  # noqa: S608
-        " where customer_id = any(%s) order by customer_id, created_at",
+        "select c.customer_id as customer, a.kind = 'team' as team,"  # noqa: S608
+        f" {', '.join('p.' + c.strip() for c in COLUMNS.split(','))}"
+        " from public.stripe_customers c join public.accounts a on a.id = c.account_id"
+        " join public.profiles p on p.id = case when a.kind = 'personal' then a.owner_id else ("
+        "select m.user_id from public.team_members m where m.team_id = a.id and m.role = 'owner'"
+        " order by m.joined_at, m.user_id limit 1) end"
+        " where c.customer_id = any(%s)",
         (list(customer_ids),),
     )
+
+
+def from_customer_row(row: dict[str, Any]) -> tuple[str, bool, Profile]:
+    """A row of `by_customers_statement`: the customer, whether it is a team's, the profile."""
+    rest = {k: v for k, v in row.items() if k not in ("customer", "team")}
+    return str(row["customer"]), bool(row["team"]), Profile.from_row(rest)
 
 
 def first(rows: Sequence[dict[str, Any]]) -> Profile | None:

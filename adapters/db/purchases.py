@@ -16,12 +16,15 @@ class RepositoryPurchase:
 
 
 def repository_purchases(db: Database, user_id: str) -> list[RepositoryPurchase]:
-    """The user's paid, unrefunded purchases of `github` products, oldest first."""
+    """The paid, unrefunded purchases of `github` products of the user's own account, oldest
+    first. A team's purchases are the team's (its seated members get their access through
+    `team_github_grants`), whoever bought them."""
     rows = db.fetch_all(
         "select pu.id::text, pr.id::text as product_id, pr.name as product_name,"
         " pr.github_repo as repository"
         " from public.purchases pu join public.products pr on pr.id = pu.product_id"
-        " where pu.user_id = %s and pu.paid and pu.refunded_at is null"
+        " join public.accounts a on a.id = pu.account_id and a.kind = 'personal'"
+        " where a.owner_id = %s::uuid and pu.paid and pu.refunded_at is null"
         " and pr.type = 'github' and pr.github_repo is not null"
         " order by pu.created_at",
         (user_id,),

@@ -108,8 +108,9 @@ class Facts:
     """An event's e-mail claimed (or not), with what it needs from the database to be planned."""
 
     claimed: bool | SendInProgress  # True: this delivery sends it; False: it was sent already
-    profile: Profile | None  # the customer's
+    profile: Profile | None  # whom mail about the customer addresses (a team's: an owner)
     product: Product | None  # the price's
+    team: bool = False  # the customer is a team's: its mail goes to the profile, an owner
 
 
 def claim_and_look_up(db: Database, wanted: Sequence[Wanted], *, holder: str) -> list[Facts]:
@@ -128,13 +129,15 @@ def claim_and_look_up(db: Database, wanted: Sequence[Wanted], *, holder: str) ->
             products.by_prices_statement(prices),
         ]
     )
-    by_customer = {p.customer_id: p for p in map(Profile.from_row, profile_rows)}
+    by_customer = {c: (team, p) for c, team, p in map(profiles.from_customer_row, profile_rows)}
     by_price = {p.stripe_price_id: p for p in map(Product.from_row, product_rows)}
+    nobody: tuple[bool, Profile | None] = (False, None)
     return [
         Facts(
             claimed=claimed,
-            profile=by_customer.get(w.customer_id) if w.customer_id else None,
+            profile=by_customer.get(w.customer_id or "", nobody)[1],
             product=by_price.get(w.price_id) if w.price_id else None,
+            team=by_customer.get(w.customer_id or "", nobody)[0],
         )
         for w, claimed in zip(wanted, _claims(claim_rows, emails), strict=True)
     ]

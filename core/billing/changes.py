@@ -86,11 +86,17 @@ class Key:
 def key(change: Change) -> Key:
     if isinstance(change, AccessChange):
         return Key(customer_id=change.customer_id)
+    # A checkout's customer may belong to an account already: that account is read too (a
+    # customer never moves, and a guest paying as a known customer pays for its account).
     if isinstance(change, Checkout) and change.account_id:
-        return Key(account_id=change.account_id)
+        return Key(account_id=change.account_id, customer_id=change.customer_id)
     if isinstance(change, Checkout):
         # A guest checkout (no user id) is the account of whoever has the e-mail address.
-        return Key(user_id=change.user_id, email=None if change.user_id else change.email)
+        return Key(
+            user_id=change.user_id,
+            email=None if change.user_id else change.email,
+            customer_id=change.customer_id,
+        )
     if isinstance(change, Refund):
         return Key(payment_intent=change.payment_intent)
     if isinstance(change, TrialEnding):

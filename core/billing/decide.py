@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import datetime
+from datetime import UTC, datetime
 
 from core.access import (
     AccessChange,
@@ -34,7 +34,7 @@ from core.announcements import (
 )
 from core.billing import catalogue
 from core.billing.changes import Change, TrialEnding
-from core.billing.model import Account, State, by_customer, paying_account
+from core.billing.model import Account, State, billing_customer, by_customer, paying_account
 from core.entitlements import (
     GRANTED,
     REVOKED,
@@ -104,7 +104,7 @@ class RefundRecord:
 class PurchaseRecord:
     checkout: Checkout
     account_id: str
-    user_id: str
+    user_id: str | None  # who paid, for the books
 
 
 @dataclass
@@ -126,6 +126,7 @@ class Plan:
     removals: list[tuple[int, str, str]] = field(default_factory=list)  # GitHub: repo, user
     quantities: dict[str, int] = field(default_factory=dict)  # a team's account id -> seats
     quantity_at: dict[str, datetime] = field(default_factory=dict)  # when Stripe said each
+    links: dict[str, str] = field(default_factory=dict)  # a customer seen first -> its account
     # The teams whose seats or repositories the delivery may have changed: their members are
     # told once committed (services/seats.py), again on a redelivery (told once all the same).
     teams: list[tuple[int, str]] = field(default_factory=list)
@@ -220,13 +221,16 @@ class _Fold:
             account_id=checkout.account_id,
             user_id=checkout.user_id,
             email=checkout.email,
+            customer_id=checkout.customer_id,
         )
         if account is None:
             raise ProfileNotLinked(f"no profile for checkout {checkout.session_id}")
         self._team(n, account)
-        linked = replace(account, customer_id=checkout.customer_id or account.customer_id)
+        linked = self._link(account, event, checkout)
         self._keep(account, linked)
-        self.plan.purchases.append(PurchaseRecord(checkout, account.id, account.owner_id))
+        # Who paid, for the books: a team's purchase is the team's, whoever created the team.
+        buyer = account.owner_id if account.kind == "personal" else checkout.user_id
+        self.plan.purchases.append(PurchaseRecord(checkout, account.id, buyer))
         if not checkout.paid:
             # The plan chosen, ordered like any plan change: an older checkout arriving late
             # must not put the customer back on its price.
@@ -239,6 +243,23 @@ class _Fold:
         if stepped.outcome == GRANTED:
             self._announce_grant(n, event, checkout, after)
         return stepped.outcome
+
+    def _link(self, account: Account, event: Event, checkout: Checkout) -> Account:
+        """The checkout's customer becomes the account's when no account has it yet (a customer
+        never moves to another account), and the billing customer follows `billing_customer`.
+        A team's checkout is made only through the API, by one of its owners or admins."""
+        customer = checkout.customer_id
+        if customer and by_customer(list(self.current.values()), customer) is None:
+            self.plan.links[customer] = account.id
+            account = replace(account, customers=(*account.customers, customer))
+        opened = (
+            datetime.fromtimestamp(checkout.created, UTC) if checkout.created else event.created
+        )
+        signed_in = checkout.user_id is not None or checkout.account_id is not None
+        billing = billing_customer(
+            account, customer_id=customer, signed_in=signed_in, opened_at=opened
+        )
+        return replace(account, customer_id=billing)
 
     def _refund(self, n: int, event: Event, refund: Refund) -> str:
         """Record the refund; a full one of a one-time purchase ends what it granted and takes
@@ -300,6 +321,7 @@ class _Fold:
                     account_id=change.account_id,
                     user_id=change.user_id,
                     email=change.email,
+                    customer_id=change.customer_id,
                 )
                 self._announce_grant(n, event, change, found)
             elif isinstance(change, TrialEnding) and recorded == TRIAL_ANNOUNCED:

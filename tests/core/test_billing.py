@@ -22,7 +22,7 @@ T0 = 1_700_000_000
 ADA = Account(
     id="acc_ada", kind="personal", owner_id="usr_ada", email="ada@example.com", name="Ada",
     customer_id="cus_ada", price_id=None, has_access=False, access_changed_at=None,
-    price_changed_at=None,
+    price_changed_at=None, customers=("cus_ada",),
 )  # fmt: skip
 
 

@@ -126,8 +126,10 @@ def test_an_event_that_calls_for_no_e_mail_leaves_no_claim(
     unknown = renewal("evt_unknown", "cus_later", "subscription_cycle")
     assert mail(unknown) == "no e-mail"
     assert db.fetch_all("select event_id from public.email_claims") == []
-    with db.transaction() as conn:  # the customer is linked to the profile since
-        conn.execute("update public.profiles set customer_id = 'cus_later' where id = %s", (buyer,))
+    with db.transaction() as conn:  # the customer belongs to the buyer's account since
+        conn.execute(
+            "update public.accounts set customer_id = 'cus_later' where owner_id = %s", (buyer,)
+        )
     assert mail(unknown) == "sent invoice-paid"
     assert [m["To"] for m in outbox(api)] == ["ada@example.com"]
 

@@ -76,15 +76,23 @@ def test_users_cannot_grant_themselves_access(db: Database) -> None:
         assert deleted.rowcount == 0
 
 
-def test_purchases_are_private_to_their_buyer(db: Database) -> None:
+def test_purchases_are_private_to_their_account(db: Database) -> None:
     alice, bob = create_user(db, "alice@example.com"), create_user(db, "bob@example.com")
     with db.transaction() as conn:
         for user, session in ((alice, "cs_a"), (bob, "cs_b")):
             conn.execute(
-                "insert into public.purchases (user_id, stripe_checkout_session_id)"
-                " values (%s, %s)",
-                (user, session),
+                "insert into public.purchases (user_id, account_id, stripe_checkout_session_id)"
+                " select %s, a.id, %s from public.accounts a"
+                " where a.owner_id = %s and a.kind = 'personal'",
+                (user, session, user),
             )
+        # Who paid is for the books: a purchase of Bob's account that Alice paid is not hers.
+        conn.execute(
+            "insert into public.purchases (user_id, account_id, stripe_checkout_session_id)"
+            " select %s, a.id, 'cs_paid_by_alice' from public.accounts a"
+            " where a.owner_id = %s and a.kind = 'personal'",
+            (alice, bob),
+        )
     with as_role(db, "authenticated", alice) as conn:
         rows = conn.execute(
             "select stripe_checkout_session_id as s from public.purchases"
