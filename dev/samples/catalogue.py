@@ -102,6 +102,8 @@ PRODUCTS: tuple[dict[str, Any], ...] = (
             "type": "link",
             "download_url": "https://example.com/dashboard",
             "features": "templates,support",
+            # Sold per seat: a team buys as many seats as it has members to give them to.
+            "per_seat": "true",
         },
     ),
 )
