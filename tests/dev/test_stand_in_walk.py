@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from email import policy
 from email.parser import BytesParser
+from functools import partial
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -20,6 +21,7 @@ from urllib.parse import parse_qs, urlsplit
 import html5lib
 import pytest
 import requests
+from pydantic import SecretStr
 
 from adapters.db.pool import Database
 from config import Settings
@@ -39,6 +41,7 @@ class Local:
     database_url: str
     data: Path
     log: Path
+    db: Database
     port: int = 0
     server: Service | None = None
 
@@ -71,19 +74,17 @@ class Local:
         return exported["STRIPE_API_BASE"].strip("'")
 
     def token(self, email: str) -> str:
-        settings = Settings(database_url=self.database_url, data_dir=self.data)
+        settings = Settings(database_url=SecretStr(self.database_url), data_dir=self.data)
         return local_users.token(email=email, ttl=600, db=self.db, settings=settings)
 
     def call(self, method: str, path: str, email: str, body: Any = None) -> requests.Response:
         headers = {"Authorization": f"Bearer {self.token(email)}"}
         return requests.request(method, self.url + path, json=body, headers=headers, timeout=30)
 
-    db: Database | None = None
-
 
 @pytest.fixture
 def local(database_url: str, db: Database, tmp_path: Path) -> Iterator[Local]:
-    found = Local(database_url, tmp_path / "data", tmp_path / "run.log", db=db)
+    found = Local(database_url, tmp_path / "data", tmp_path / "run.log", db)
     found.start()
     try:
         yield found
@@ -166,7 +167,7 @@ def test_a_team_buys_3_seats_on_the_page_and_gives_one_back(local: Local, db: Da
             "POST", f"/api/teams/{team}/invitations", owner, {"email": email, "role": "member"}
         )
         assert invited.status_code in (200, 201), invited.text
-        token = wait_for(lambda email=email: invitation_token(local, email), timeout=20)
+        token = wait_for(partial(invitation_token, local, email), timeout=20)
         accepted = local.call("POST", "/api/invitations/accept", email, {"token": token})
         assert accepted.status_code == 200, accepted.text
         assert local.call("GET", "/api/me", email).json()["hasAccess"] is True
