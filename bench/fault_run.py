@@ -22,9 +22,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from dev import local_postgres, pubsub_emulator
-from tests.conftest import Fake, serving
+from dev.stripe_stand_in import StripeStandIn
+from tests.conftest import Fake, serving, serving_stripe
 from tests.fakes.resend import FakeResend
-from tests.fakes.stripe import FakeStripe
 from tests.faultrun.model import generate
 from tests.faultrun.run import Knobs, Rig, run
 from tests.pubsub_fixtures import PROJECT, TOPIC, PubSub
@@ -51,6 +51,14 @@ def fake(api: Fake) -> Iterator[Fake]:
     next(served, None)  # past the yield: the server stops
 
 
+@contextlib.contextmanager
+def fake_stripe(stand_in: StripeStandIn) -> Iterator[StripeStandIn]:
+    """The Stripe stand-in served on loopback for the duration of the block."""
+    served = serving_stripe(stand_in)
+    yield next(served)
+    next(served, None)
+
+
 def main() -> int:
     args = arguments()
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(message)s")
@@ -71,7 +79,7 @@ def main() -> int:
         database_url = stack.enter_context(local_postgres.migrated(scratch / "pg"))
         bus = PubSub(pubsub_emulator.start(project=PROJECT))
         stack.callback(bus.stop)
-        stripe = stack.enter_context(fake(FakeStripe()))
+        stripe = stack.enter_context(fake_stripe(StripeStandIn(demo=False)))
         resend = stack.enter_context(fake(FakeResend()))
         rig = Rig(
             database_url=database_url,

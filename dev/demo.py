@@ -110,11 +110,6 @@ def run_team(c: Container, url: str, owner_email: str) -> None:
     """The owner buys 3 seats for a team; two colleagues accept their invitations and have
     access through the team's subscription."""
     settings = c.settings
-    with c.db.transaction() as conn:  # the demo's monthly product, sold per seat from here on
-        conn.execute(
-            "update public.products set per_seat = true where stripe_price_id = %s",
-            (DEFAULT_PRICE,),
-        )
     token = local_users.token(email=owner_email, ttl=600, db=c.db, settings=settings)
     team = call(url, "POST", "/api/teams", token, {"name": "Demo Team"})
     print(f"\n[team 1/4] team created   {team['name']} (id {team['id']}), owner {owner_email}")

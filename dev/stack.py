@@ -37,7 +37,6 @@ from dev import (
 from dev.local_google import PUSH_ACCOUNT, LocalGoogle
 from dev.processes import start_target
 from dev.pubsub_emulator import free_port
-from dev.samples import send as sample_send
 from main import create_app
 from runtime import lifecycle
 from runtime.container import Container
@@ -86,10 +85,13 @@ def with_stripe_stand_in(
     """Without STRIPE_SECRET_KEY outside production, the settings of a started Stripe stand-in."""
     if settings.stripe_secret_key is not None or settings.is_production:
         return settings, None
-    stand_in = stack.enter_context(stripe_stand_in.running(settings.product_name))
+    # What it holds (the catalogue, with the products a founder made there; customers,
+    # subscriptions) is kept beside the database, and goes with it at `make reset`.
+    state = settings.data_dir.resolve() / "stripe.json"
+    stand_in = stack.enter_context(stripe_stand_in.running(settings.product_name, state=state))
     print(
-        f"Stripe: a local stand-in on {stand_in.url} (no STRIPE_SECRET_KEY; set one for"
-        " Stripe's test mode)",
+        f"Stripe: a local stand-in on {stand_in.url}, keeping its objects in {state}"
+        " (no STRIPE_SECRET_KEY; set one for Stripe's test mode)",
         flush=True,
     )
     overrides = {"stripe_secret_key": stripe_stand_in.API_KEY, "stripe_api_base": stand_in.url}
@@ -98,11 +100,10 @@ def with_stripe_stand_in(
 
 def pay_through(stand_in: stripe_stand_in.StripeStandIn, container: Container, api: str) -> None:
     """The stand-in's checkout page pays through the webhook of the API at `api`, signing as
-    Stripe does with this stack's secret, each price's amount and mode from the catalogue."""
+    Stripe does with this stack's secret."""
     stand_in.webhook = stripe_stand_in.Webhook(
         url=api.rstrip("/") + "/api/webhook/payments",
         secret=container.settings.webhook_secret,
-        priced=lambda facts: sample_send.product_facts(facts, db=container.db),
         email_of=lambda customer: customer_email(container, customer),
     )
 

@@ -1,46 +1,73 @@
-"""A local stand-in for the slice of Stripe's API this service calls, for `make run`/`make demo`
-without an account: checkout and portal sessions (URLs that lead back here), a session read back
-with its line items, a subscription's status.
+"""The one local Stripe: the slice of Stripe's API this service calls, for `make run`, `make demo`
+and the tests, without an account. Nothing is charged.
 
-It is not Stripe: nothing is charged. Its checkout page completes the session as Stripe would
-report it: a button sends `checkout.session.completed` (and, for a subscription,
-`customer.subscription.created`) with the session's price, mode, e-mail and user, signed as
-Stripe signs with the webhook secret, to the local webhook; the page also prints the same as
-`flask --app main events send` commands.
+It serves Stripe's objects whole (dev/stripe_shapes.py): checkout sessions (read back with their
+line items), the customers and subscriptions a paid checkout makes (retrieved with their items,
+updated to another quantity, prorated), portal sessions, the catalogue (products, prices and
+Entitlements features, created, updated and paged as Stripe pages them) and the events it sent.
+Where Stripe refuses a combination of parameters this service could send, it refuses it the same
+way (`invalid_request_error`, HTTP 400, naming the parameter).
+
+Its checkout page completes a session as Stripe would: the customer and (for a subscription) the
+subscription are made, and the events Stripe sends then (`checkout.session.completed`, then
+`customer.subscription.created`) are built from those objects, with the session's metadata
+(user, team, price), quantity and mode, and delivered to the webhook signed as Stripe signs them;
+its link back fills `{CHECKOUT_SESSION_ID}` in the success URL, as Stripe does. The page also
+prints the same as `flask --app main events send` commands.
+
+Given a state file (`make run`: `.data/stripe.json`), what it holds survives a restart: products
+a founder created here are still sold at the next `make run` (`make reset` deletes the file).
 """
 
 from __future__ import annotations
 
 import contextlib
 import copy
+import datetime
 import html
+import itertools
 import json
+import logging
+import os
 import secrets
 import shlex
 import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl
 
-from werkzeug.exceptions import HTTPException, NotFound
+from werkzeug.exceptions import HTTPException
 from werkzeug.routing import Map, Rule
 from werkzeug.serving import make_server
 from werkzeug.wrappers import Request, Response
 
+from core.stripe_objects import CURRENT_VERSION
+from dev import stripe_shapes as shapes
 from dev.samples import catalogue
 from dev.samples.events import Facts
-from dev.samples.send import Delivery, send
+from dev.samples.send import Delivery, deliver
 
 API_KEY = "sk_test_local_stand_in"  # not a secret: the stand-in checks nothing
+FLASK = "uv run flask --app main"
+SESSION_TEMPLATE = "{CHECKOUT_SESSION_ID}"  # what Stripe fills in a success URL
+PRORATIONS = ("always_invoice", "create_prorations", "none")
+MOST_EVENTS = 1000  # kept for `GET /v1/events` (Stripe keeps 30 days)
+log = logging.getLogger(__name__)
 
 _ROUTES = Map(
     [
         Rule("/v1/checkout/sessions", methods=["POST"], endpoint="create_session"),
+        Rule("/v1/checkout/sessions", methods=["GET"], endpoint="list_sessions"),
         Rule("/v1/checkout/sessions/<sid>", methods=["GET"], endpoint="get_session"),
+        Rule("/v1/checkout/sessions/<sid>/line_items", methods=["GET"], endpoint="line_items"),
         Rule("/v1/billing_portal/sessions", methods=["POST"], endpoint="create_portal"),
+        Rule("/v1/customers/<cid>", methods=["GET"], endpoint="get_customer"),
         Rule("/v1/subscriptions/<sid>", methods=["GET"], endpoint="get_subscription"),
+        Rule("/v1/subscriptions/<sid>", methods=["POST"], endpoint="update_subscription"),
+        Rule("/v1/events", methods=["GET"], endpoint="list_events"),
         Rule("/v1/products", methods=["GET"], endpoint="list_products"),
         Rule("/v1/products", methods=["POST"], endpoint="create_product"),
         Rule("/v1/products/<pid>", methods=["GET"], endpoint="get_product"),
@@ -48,6 +75,7 @@ _ROUTES = Map(
         Rule("/v1/products/<pid>/features", methods=["GET"], endpoint="list_features"),
         Rule("/v1/prices", methods=["GET"], endpoint="list_prices"),
         Rule("/v1/prices", methods=["POST"], endpoint="create_price"),
+        Rule("/v1/prices/<pid>", methods=["GET"], endpoint="get_price"),
         Rule("/v1/prices/<pid>", methods=["POST"], endpoint="update_price"),
         Rule("/pay/<sid>", methods=["GET"], endpoint="pay_page"),
         Rule("/pay/<sid>", methods=["POST"], endpoint="pay"),
@@ -56,7 +84,40 @@ _ROUTES = Map(
 )
 
 
-FLASK = "uv run flask --app main"
+class Refused(Exception):
+    """A request Stripe would refuse: its HTTP status and error body."""
+
+    def __init__(self, status: int, body: dict[str, Any]) -> None:
+        super().__init__(body["error"]["message"])
+        self.status = status
+        self.body = body
+
+
+def _refused(message: str, *, param: str | None = None, status: int = 400) -> Refused:
+    return Refused(status, shapes.error(message, param=param))
+
+
+def _no_such(kind: str, found_id: str, *, param: str = "id") -> Refused:
+    code = "resource_missing"
+    return Refused(404, shapes.error(f"No such {kind}: '{found_id}'", param=param, code=code))
+
+
+@dataclass
+class Recorded:
+    """A request the stand-in was sent (tests read what the service asked of Stripe)."""
+
+    method: str
+    path: str
+    headers: dict[str, str]
+    query: list[tuple[str, str]]
+    body: bytes
+
+    def form(self) -> dict[str, Any]:
+        """The body decoded the way Stripe encodes parameters (`a[b][0][c]=v`)."""
+        return decode_stripe_form(parse_qsl(self.body.decode(), keep_blank_values=True))
+
+    def json(self) -> Any:
+        return json.loads(self.body)
 
 
 @dataclass
@@ -65,101 +126,331 @@ class Webhook:
 
     url: str
     secret: str
-    # The facts completed from the catalogue (the price's amount and mode), as Stripe knows them.
-    priced: Callable[[Facts], Facts] = field(default=lambda facts: facts)
-    # A known customer's e-mail, as Stripe keeps it on the customer (a signed-in buyer's
-    # checkout names the customer, not the e-mail).
+    # A customer's e-mail as the service knows it, for a customer this stand-in never made (a
+    # database kept from another Stripe).
     email_of: Callable[[str], str | None] = field(default=lambda customer: None)
 
 
 class StripeStandIn:
-    """A WSGI app keeping the checkout sessions it created, by id."""
+    """A WSGI app holding what Stripe would hold, by id; `state` names the file that keeps it
+    across restarts; `demo` starts it with the demo catalogue (dev/samples/catalogue.py)."""
 
-    def __init__(self, brand: str = "") -> None:
+    def __init__(self, brand: str = "", *, state: Path | None = None, demo: bool = True) -> None:
         self.url = ""
         self.brand = brand
+        self.demo = demo
+        self.state = state
+        self.lock = threading.RLock()
+        self.requests: list[Recorded] = []
         self.sessions: dict[str, dict[str, Any]] = {}
-        # The catalogue, by id (a copy: a change made here stays with this run).
-        self.products = {p["id"]: copy.deepcopy(p) for p in catalogue.PRODUCTS}
-        self.prices = {p["id"]: copy.deepcopy(p) for p in catalogue.PRICES}
-        self.features = copy.deepcopy(catalogue.FEATURES)
+        self.customers: dict[str, dict[str, Any]] = {}
+        self.subscriptions: dict[str, dict[str, Any]] = {}
+        self.products: dict[str, dict[str, Any]] = {}
+        self.prices: dict[str, dict[str, Any]] = {}
+        self.features: dict[str, list[dict[str, Any]]] = {}
+        # Newest first, as `GET /v1/events` lists them.
+        self.events: list[dict[str, Any]] = []
+        # Stripe misbehaving, for tests: refusing checkouts or portals, failing on its side
+        # (every call answers 500 api_error), answering nothing while `responding` is clear.
+        self.refuse_checkout = False
+        self.refuse_portal = False
+        self.outage = False
+        self.responding = threading.Event()
+        self.responding.set()
         # Set once the API it serves is known (dev/stack.py); until then the page prints commands.
         self.webhook: Webhook | None = None
+        # What a session keeps that Stripe shows only when asked (its line items), and the
+        # subscription parameters its payment applies, by session id.
+        self._extras: dict[str, dict[str, Any]] = {}
+        self.reset()
+        self._load()
+
+    def reset(self) -> None:
+        """Back to a new account's state (the demo catalogue, if it has one), nothing recorded."""
+        with self.lock:
+            self.requests.clear()
+            for held in (self.sessions, self.customers, self.subscriptions, self.products):
+                held.clear()
+            self.prices.clear()
+            self.features.clear()
+            self.events.clear()
+            self._extras.clear()
+            if self.demo:
+                self.products.update({p["id"]: copy.deepcopy(p) for p in catalogue.PRODUCTS})
+                self.prices.update({p["id"]: copy.deepcopy(p) for p in catalogue.PRICES})
+                self.features.update(copy.deepcopy(catalogue.FEATURES))
+            self.refuse_checkout = self.refuse_portal = self.outage = False
+            self.responding.set()
+
+    # What a test asks of it.
+
+    def calls(self, method: str, path_prefix: str) -> list[Recorded]:
+        return [r for r in self.requests if r.method == method and r.path.startswith(path_prefix)]
+
+    def checkout_params(self) -> list[dict[str, Any]]:
+        """The decoded parameters of every checkout session created."""
+        return [r.form() for r in self.calls("POST", "/v1/checkout/sessions")]
+
+    def subscribe(
+        self,
+        subscription_id: str,
+        *,
+        customer: str = "cus_local",
+        price: str = "price_local",
+        quantity: int = 1,
+        status: str = "active",
+    ) -> dict[str, Any]:
+        """A subscription held as if a checkout had made it (a test's Stripe-side state)."""
+        found = self._price_or_stub(price, recurring=True)
+        now = int(time.time())
+        item = shapes.subscription_item(
+            f"si_{subscription_id}", subscription_id, found, quantity, created=now
+        )
+        made = shapes.subscription(
+            subscription_id, customer_id=customer, items=[item], created=now, status=status
+        )
+        with self.lock:
+            self.subscriptions[subscription_id] = made
+        return made
+
+    # The WSGI app.
 
     def __call__(self, environ: dict[str, Any], start_response: Any) -> Any:
         request = Request(environ)
+        body = request.get_data()
+        self.requests.append(
+            Recorded(
+                request.method,
+                request.path,
+                dict(request.headers),
+                list(request.args.items(multi=True)),
+                body,
+            )
+        )
         try:
             endpoint, args = _ROUTES.bind_to_environ(environ).match()
+            if request.path.startswith("/v1/"):
+                self._as_stripe(request)
             response = getattr(self, endpoint)(request, **args)
+        except Refused as exc:
+            response = _json(exc.body, exc.status)
         except HTTPException:
-            response = _json(
-                {
-                    "error": {
-                        "type": "invalid_request_error",
-                        "message": f"No such resource: {request.path}",
-                    }
-                },
-                404,
-            )
+            response = _json(shapes.error(f"Unrecognized request URL ({request.path})"), 404)
         return response(environ, start_response)
 
+    def _as_stripe(self, request: Request) -> None:
+        """What holds for every API call: an API version that exists, Stripe up and answering."""
+        self.responding.wait(timeout=30)
+        version = request.headers.get("Stripe-Version")
+        if version is not None and not _released(version):
+            raise _refused(f"Invalid Stripe API version: {version}")
+        if self.outage:
+            message = "An unknown error occurred on Stripe's side."
+            raise Refused(500, {"error": {"type": "api_error", "message": message}})
+
+    # Checkout.
+
     def create_session(self, request: Request) -> Response:
-        form = dict(parse_qsl(request.get_data(as_text=True), keep_blank_values=True))
+        if self.refuse_checkout:
+            raise _refused("No such price", param="line_items[0][price]")
+        params = _params(request)
+        mode = _checkout_mode(params)
+        items = params.get("line_items") or []
+        if not items:
+            raise _refused(f"line_items is required in {mode} mode.", param="line_items")
+        lines = [self._line_item(n, item, mode) for n, item in enumerate(items)]
         # Random, as Stripe's are: a counter started again with each `make run`, and a kept
         # database then met the same checkout id twice (the second purchase not recorded).
         sid = f"cs_test_local_{secrets.token_hex(12)}"
-        session = {
-            "id": sid,
-            "object": "checkout.session",
-            "client_reference_id": form.get("client_reference_id"),
-            "customer": form.get("customer"),
-            "customer_email": form.get("customer_email"),
-            "metadata": _nested(form, "metadata"),
-            "mode": form.get("mode"),
-            "payment_status": "unpaid",
-            "status": "open",
-            "url": f"{self.url}/pay/{sid}",
-            "success_url": form.get("success_url"),
-            "cancel_url": form.get("cancel_url"),
-            "line_items_price": form.get("line_items[0][price]"),
-        }
-        self.sessions[sid] = session
-        return _json({k: v for k, v in session.items() if k != "line_items_price"})
+        session = shapes.checkout_session(
+            sid, mode=mode, url=f"{self.url}/pay/{sid}", created=int(time.time()), params=params
+        )
+        amount = sum(line["amount_total"] for line in lines)
+        session |= {"amount_subtotal": amount, "amount_total": amount}
+        session["currency"] = lines[0]["currency"]
+        with self.lock:
+            self.sessions[sid] = session
+            self._extras[sid] = {
+                "line_items": lines,
+                "subscription_data": params.get("subscription_data") or {},
+            }
+            self._save()
+        return _json(session)
+
+    def _line_item(self, n: int, item: dict[str, Any], mode: str) -> dict[str, Any]:
+        price_id = item.get("price")
+        if not price_id:
+            raise _refused(
+                "You must specify either `price` or `price_data`.", param=f"line_items[{n}]"
+            )
+        found = self._price_or_stub(str(price_id), recurring=mode == "subscription")
+        if not found.get("active", True):
+            raise _refused(
+                "The price specified is inactive. This field only accepts active prices.",
+                param=f"line_items[{n}][price]",
+            )
+        recurring = found.get("recurring") is not None
+        if mode == "payment" and recurring:
+            raise _refused(
+                "You specified `payment` mode but passed a recurring price. Either switch to"
+                " `subscription` mode or use only one-time prices.",
+                param="mode",
+            )
+        if mode == "subscription" and not recurring:
+            raise _refused(
+                "You must provide at least one recurring price in `subscription` mode when"
+                " using prices.",
+                param="line_items",
+            )
+        quantity = _int(item.get("quantity", 1), f"line_items[{n}][quantity]")
+        adjustable = item.get("adjustable_quantity")
+        if isinstance(adjustable, dict):
+            adjustable = {
+                "enabled": _flag(adjustable.get("enabled")),
+                "maximum": _int(adjustable["maximum"], "maximum")
+                if "maximum" in adjustable
+                else None,
+                "minimum": _int(adjustable["minimum"], "minimum")
+                if "minimum" in adjustable
+                else None,
+            }
+            low, high = adjustable["minimum"] or 0, adjustable["maximum"] or 999_999
+            if not low <= quantity <= high:
+                raise _refused(
+                    "quantity must be between adjustable_quantity's minimum and maximum",
+                    param=f"line_items[{n}][quantity]",
+                )
+        return shapes.line_item(f"li_local_{secrets.token_hex(8)}", found, quantity, adjustable)
+
+    def _price_or_stub(self, price_id: str, *, recurring: bool) -> dict[str, Any]:
+        """The price held, or, for one it never held (a test's price known to the database
+        only), a price of no amount, one-time or monthly as the checkout's mode needs."""
+        found = self.prices.get(price_id)
+        if found is not None:
+            return copy.deepcopy(found)
+        stub = shapes.price(
+            price_id, "prod_local_unknown", 0, "month" if recurring else None, created=0
+        )
+        return stub | {"unit_amount": None, "unit_amount_decimal": None}
 
     def get_session(self, request: Request, sid: str) -> Response:
-        session = self.sessions.get(sid)
-        if session is None:
-            raise NotFound()
-        price = {"id": session["line_items_price"], "object": "price"}
-        items = {"object": "list", "data": [{"object": "item", "quantity": 1, "price": price}]}
-        return _json({**session, "line_items": items})
+        with self.lock:
+            session = self.sessions.get(sid)
+            if session is None:
+                raise _no_such("checkout.session", sid, param="session")
+            found = copy.deepcopy(session)
+            lines = self._extras.get(sid, {}).get("line_items")
+        if "line_items" in _expanded(request) and lines is not None:
+            found["line_items"] = shapes.listed(lines, f"/v1/checkout/sessions/{sid}/line_items")
+        return _json(found)
+
+    def line_items(self, request: Request, sid: str) -> Response:
+        if sid not in self.sessions:
+            raise _no_such("checkout.session", sid, param="session")
+        lines = self._extras.get(sid, {}).get("line_items") or []
+        return _listed(request, lines, f"/v1/checkout/sessions/{sid}/line_items")
+
+    def list_sessions(self, request: Request) -> Response:
+        intent = request.args.get("payment_intent")
+        subscription = request.args.get("subscription")
+        found = [
+            s
+            for s in self.sessions.values()
+            if (intent is None or s.get("payment_intent") == intent)
+            and (subscription is None or s.get("subscription") == subscription)
+        ]
+        return _listed(request, list(reversed(found)), "/v1/checkout/sessions")
 
     def create_portal(self, request: Request) -> Response:
-        form = dict(parse_qsl(request.get_data(as_text=True)))
-        return _json(
-            {
-                "id": "bps_local",
-                "object": "billing_portal.session",
-                "customer": form.get("customer"),
-                "return_url": form.get("return_url"),
-                "url": f"{self.url}/portal",
-            }
+        if self.refuse_portal:
+            raise _refused(
+                "No configuration provided and your test mode default configuration has not"
+                " been created. Provide a configuration or create your default by saving your"
+                " customer portal settings in test mode."
+            )
+        params = _params(request)
+        customer = params.get("customer")
+        if not customer:
+            raise _refused("Missing required param: customer.", param="customer")
+        made = shapes.portal_session(
+            f"bps_local_{secrets.token_hex(8)}",
+            customer_id=str(customer),
+            return_url=params.get("return_url"),
+            url=f"{self.url}/portal",
+            created=int(time.time()),
         )
+        return _json(made)
+
+    def get_customer(self, request: Request, cid: str) -> Response:
+        found = self.customers.get(cid)
+        if found is None:
+            raise _no_such("customer", cid)
+        return _json(found)
+
+    # Subscriptions.
 
     def get_subscription(self, request: Request, sid: str) -> Response:
-        return _json({"id": sid, "object": "subscription", "status": "active"})
+        found = self.subscriptions.get(sid)
+        if found is None:
+            raise _no_such("subscription", sid)
+        return _json(found)
 
-    # The catalogue: the demo products of `dev/samples/catalogue.py`, listed and paged as Stripe
-    # lists them, so `products sync` (and a product or price event) reads them as it reads
-    # Stripe's. Products and prices are created and updated (`active=false` archives) with
-    # Stripe's parameters, for a founder to try a product of their own.
+    def update_subscription(self, request: Request, sid: str) -> Response:
+        """Items' quantities (`items[0][id]`, `items[0][quantity]`) and `proration_behavior`;
+        Stripe then sends `customer.subscription.updated` with what changed."""
+        params = _params(request)
+        proration = params.get("proration_behavior")
+        if proration is not None and proration not in PRORATIONS:
+            raise _refused(
+                f"Invalid proration_behavior: must be one of {', '.join(PRORATIONS)}",
+                param="proration_behavior",
+            )
+        with self.lock:
+            found = self.subscriptions.get(sid)
+            if found is None:
+                raise _no_such("subscription", sid)
+            if found["status"] in ("canceled", "incomplete_expired"):
+                raise _refused(
+                    "A canceled subscription can only update its cancellation_details and metadata."
+                )
+            before = copy.deepcopy(found["items"])
+            held = {item["id"]: item for item in found["items"]["data"]}
+            for n, change in enumerate(params.get("items") or []):
+                item = held.get(str(change.get("id")))
+                if item is None:
+                    raise _no_such(
+                        "subscription_item", str(change.get("id")), param=f"items[{n}][id]"
+                    )
+                if "quantity" in change:
+                    item["quantity"] = _int(change["quantity"], f"items[{n}][quantity]")
+            if "metadata" in params:
+                found["metadata"] = {**found["metadata"], **params["metadata"]}
+            self._save()
+            answer = copy.deepcopy(found)
+        if answer["items"] != before:
+            self._send_later("customer.subscription.updated", answer, {"items": before})
+        return _json(answer)
+
+    def list_events(self, request: Request) -> Response:
+        """Newest first, `created[gte]` and `types[]` filters, cursor after `starting_after`."""
+        gte = int(request.args.get("created[gte]", 0))
+        # The SDK sends arrays indexed (`types[0]=...`), as Stripe's form encoding allows.
+        types = {v for k, v in request.args.items(multi=True) if k.startswith("types[")} or None
+        found = [
+            e for e in self.events if e["created"] >= gte and (types is None or e["type"] in types)
+        ]
+        return _listed(request, found, "/v1/events")
+
+    # The catalogue: listed and paged as Stripe lists it, so `products sync` (and a product or
+    # price event) reads it as it reads Stripe's; created and updated (`active=false` archives)
+    # with Stripe's parameters, for a founder to try a product of their own.
 
     def list_products(self, request: Request) -> Response:
         return _listed(request, list(self.products.values()), "/v1/products")
 
     def get_product(self, request: Request, pid: str) -> Response:
         if pid not in self.products:
-            raise NotFound()
+            raise _no_such("product", pid)
         return _json(self.products[pid])
 
     def list_features(self, request: Request, pid: str) -> Response:
@@ -167,61 +458,99 @@ class StripeStandIn:
         return _listed(request, found, f"/v1/products/{pid}/features")
 
     def create_product(self, request: Request) -> Response:
-        form = _form(request)
-        pid = f"prod_local_{secrets.token_hex(6)}"
-        found = catalogue.product(
-            pid, form.get("name", ""), form.get("description", ""), _nested(form, "metadata")
-        )
-        self.products[pid] = found
+        params = _params(request)
+        if not params.get("name"):
+            raise _refused("Missing required param: name.", param="name")
+        pid = str(params.get("id") or f"prod_local_{secrets.token_hex(6)}")
+        with self.lock:
+            if pid in self.products:
+                raise _refused("Product already exists.", param="id")
+            self.products[pid] = shapes.product(
+                pid, str(params["name"]), None, {}, created=int(time.time())
+            )
         return self.update_product(request, pid)
 
     def update_product(self, request: Request, pid: str) -> Response:
-        found = self.products.get(pid)
-        if found is None:
-            raise NotFound()
-        form = _form(request)
-        found["metadata"] = {**found["metadata"], **_nested(form, "metadata")}
-        found.update({k: form[k] for k in ("name", "description") if k in form})
-        if "active" in form:
-            found["active"] = form["active"] == "true"
-        return _json(found)
+        params = _params(request)
+        with self.lock:
+            found = self.products.get(pid)
+            if found is None:
+                raise _no_such("product", pid)
+            metadata = {**found["metadata"], **(params.get("metadata") or {})}
+            # An empty value unsets a key, as Stripe's metadata does.
+            found["metadata"] = {k: v for k, v in metadata.items() if v != ""}
+            found.update({k: params[k] or None for k in ("description",) if k in params})
+            found.update({k: params[k] for k in ("name",) if params.get(k)})
+            if "active" in params:
+                found["active"] = _flag(params["active"])
+            found["updated"] = int(time.time())
+            self._save()
+            return _json(copy.deepcopy(found))
 
     def create_price(self, request: Request) -> Response:
-        form = _form(request)
-        if form.get("product") not in self.products:
-            raise NotFound()
+        params = _params(request)
+        product_id = params.get("product")
+        if product_id not in self.products:
+            raise _no_such("product", str(product_id), param="product")
+        if "unit_amount" not in params:
+            raise _refused("Missing required param: unit_amount.", param="unit_amount")
+        if not params.get("currency"):
+            raise _refused("Missing required param: currency.", param="currency")
         pid = f"price_local_{secrets.token_hex(6)}"
-        interval = _nested(form, "recurring").get("interval")
-        found = catalogue.price(pid, form["product"], int(form.get("unit_amount", 0)), interval)
-        found.update({"currency": form.get("currency", "usd"), "nickname": form.get("nickname")})
-        self.prices[pid] = found
+        interval = (params.get("recurring") or {}).get("interval")
+        found = shapes.price(
+            pid,
+            str(product_id),
+            _int(params["unit_amount"], "unit_amount"),
+            interval,
+            created=int(time.time()),
+            currency=str(params["currency"]),
+            nickname=params.get("nickname"),
+        )
+        found["metadata"] = params.get("metadata") or {}
+        with self.lock:
+            self.prices[pid] = found
+            self._save()
         return _json(found)
 
+    def get_price(self, request: Request, pid: str) -> Response:
+        if pid not in self.prices:
+            raise _no_such("price", pid)
+        return _json(self.prices[pid])
+
     def update_price(self, request: Request, pid: str) -> Response:
-        found = self.prices.get(pid)
-        if found is None:
-            raise NotFound()
-        form = _form(request)
-        if "active" in form:
-            found["active"] = form["active"] == "true"
-        return _json(found)
+        params = _params(request)
+        with self.lock:
+            found = self.prices.get(pid)
+            if found is None:
+                raise _no_such("price", pid)
+            if "active" in params:
+                found["active"] = _flag(params["active"])
+            if "nickname" in params:
+                found["nickname"] = params["nickname"] or None
+            self._save()
+            return _json(copy.deepcopy(found))
 
     def list_prices(self, request: Request) -> Response:
         product = request.args.get("product")
         found = [p for p in self.prices.values() if product in (None, p["product"])]
         return _listed(request, found, "/v1/prices")
 
+    # The checkout page.
+
     def pay_page(self, request: Request, sid: str) -> Response:
         """The checkout: what is bought and by whom, a button that pays, the same as commands."""
         session = self._session(sid)
-        facts = session_facts(session, email=self._email(session))
+        facts = self.facts(sid, email=self._email(session))
         if session["status"] == "complete":
             return _page(self.brand, "Paid", "<p>This checkout is complete.</p>")
         rows = [
             ("Session", sid),
             ("Price", facts.price),
+            ("Quantity", facts.quantity),
             ("Mode", facts.mode),
             ("Signed-in user", facts.user_id or "none: a guest checkout"),
+            ("Team", facts.team_id or "none"),
             ("Customer", session.get("customer") or "new"),
         ]
         table = "".join(
@@ -259,35 +588,180 @@ class StripeStandIn:
             if session["status"] == "complete":
                 reason = "this checkout is already complete"
             return _page(self.brand, "Not paid", f"<p>{html.escape(reason)}</p>", status=400)
+        events = self.complete(sid, email=email)
         try:
-            deliveries = complete(session, email=email, webhook=self.webhook)
+            deliveries = [self._deliver(event) for event in events]
         except OSError as exc:  # nothing listens there: `make run` is not serving that API
             said = f"The webhook at {self.webhook.url} did not answer: {exc}"
             return _page(self.brand, "Not paid", f"<p>{html.escape(said)}</p>", status=502)
-        if all(d.ok for d in deliveries):
-            session |= {"status": "complete", "payment_status": "paid", "customer_email": email}
         lines = "".join(
             f"<li><code>{html.escape(d.event_type)}</code> <code>{html.escape(d.event_id)}</code>"
             f" &rarr; {d.status} {html.escape(d.body)}</li>"
             for d in deliveries
         )
-        back = session.get("success_url")
-        link = f'<p><a href="{html.escape(back)}">Back to the site</a></p>' if back else ""
+        back = return_link(session)
+        link = (
+            f'<p><a id="back" href="{html.escape(back)}">Back to the site</a></p>' if back else ""
+        )
         status = 200 if all(d.ok for d in deliveries) else 502
         return _page(self.brand, "Paid", f'<ul id="deliveries">{lines}</ul>{link}', status=status)
+
+    def complete(self, sid: str, *, email: str, name: str | None = None) -> list[dict[str, Any]]:
+        """The session paid by `email`: its customer (made unless it names one), its
+        subscription (for one in subscription mode) or payment, then the events Stripe sends,
+        recorded (`GET /v1/events`), one second apart (Stripe's `created` resolution)."""
+        now = int(time.time())
+        with self.lock:
+            session = self._session(sid)
+            extras = self._extras.get(sid, {})
+            lines = extras.get("line_items") or []
+            customer_id = session.get("customer")
+            if not customer_id:
+                customer_id = f"cus_local_{secrets.token_hex(7)}"
+                self.customers[customer_id] = shapes.customer(
+                    customer_id, email=email, name=name, created=now
+                )
+            subscription = None
+            session |= {
+                "customer": customer_id,
+                "customer_details": shapes.customer_details(email, name),
+                "status": "complete",
+                "payment_status": "paid",
+            }
+            if session["mode"] == "subscription":
+                subscription = self._subscription_of(session, lines, extras, created=now)
+                session["subscription"] = subscription["id"]
+                if subscription["status"] == "trialing":
+                    session |= {"payment_status": "no_payment_required", "amount_total": 0}
+            else:
+                session["payment_intent"] = f"pi_local_{secrets.token_hex(12)}"
+            types: list[tuple[str, dict[str, Any]]] = [("checkout.session.completed", session)]
+            if subscription is not None:
+                types.append(("customer.subscription.created", subscription))
+            first = now - len(types) + 1
+            events = [
+                self._record(event_type, copy.deepcopy(obj), created=first + n)
+                for n, (event_type, obj) in enumerate(types)
+            ]
+            self._save()
+        return events
+
+    def _subscription_of(
+        self,
+        session: dict[str, Any],
+        lines: list[dict[str, Any]],
+        extras: dict[str, Any],
+        *,
+        created: int,
+    ) -> dict[str, Any]:
+        sub_id = f"sub_local_{secrets.token_hex(12)}"
+        items = [
+            shapes.subscription_item(
+                f"si_local_{secrets.token_hex(7)}",
+                sub_id,
+                line["price"],
+                line["quantity"],
+                created=created,
+            )
+            for line in lines
+        ]
+        data = extras.get("subscription_data") or {}
+        trial = data.get("trial_period_days")
+        behavior = ((data.get("trial_settings") or {}).get("end_behavior") or {}).get(
+            "missing_payment_method", "create_invoice"
+        )
+        made = shapes.subscription(
+            sub_id,
+            customer_id=str(session["customer"]),
+            items=items,
+            created=created,
+            metadata=data.get("metadata") or {},
+            trial_days=int(trial) if trial else None,
+            trial_end_behavior=behavior,
+        )
+        self.subscriptions[sub_id] = made
+        return made
+
+    def _record(
+        self,
+        event_type: str,
+        obj: dict[str, Any],
+        *,
+        created: int,
+        previous: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        event = shapes.event(
+            f"evt_local_{secrets.token_hex(12)}",
+            event_type,
+            obj,
+            created=created,
+            api_version=CURRENT_VERSION,
+            previous=previous,
+        )
+        with self.lock:
+            self.events.insert(0, event)
+            del self.events[MOST_EVENTS:]
+        return event
+
+    def _deliver(self, event: dict[str, Any]) -> Delivery:
+        assert self.webhook is not None
+        return deliver(event, url=self.webhook.url, secret=self.webhook.secret)
+
+    def _send_later(self, event_type: str, obj: dict[str, Any], previous: dict[str, Any]) -> None:
+        """An event about a change made through the API, recorded, and delivered once the call
+        that made it has been answered (Stripe's webhooks never come inside the call)."""
+        event = self._record(event_type, obj, created=int(time.time()), previous=previous)
+        self._save()
+        if self.webhook is None:
+            return
+
+        def send() -> None:
+            try:
+                delivered = self._deliver(event)
+            except OSError as exc:
+                log.warning("%s not delivered to the webhook: %s", event_type, exc)
+            else:
+                log.info("%s delivered: %s", event_type, delivered.status)
+
+        threading.Timer(0.05, send).start()
+
+    def facts(self, sid: str, *, email: str) -> Facts:
+        """Who buys what in a checkout session: its price, quantity, mode, customer, user and
+        team, as the `events send` commands name them."""
+        session = self._session(sid)
+        metadata = session.get("metadata") or {}
+        lines = self._extras.get(sid, {}).get("line_items") or []
+        price = lines[0]["price"] if lines else {}
+        recurring = price.get("recurring") or {}
+        return Facts(
+            email=email,
+            customer=session.get("customer") or None,
+            price=price.get("id") or metadata.get("price_id") or "",
+            user_id=session.get("client_reference_id") or metadata.get("user_id") or None,
+            session=session["id"],
+            amount=session.get("amount_total") or 0,
+            currency=session.get("currency") or "usd",
+            mode=session.get("mode") or "payment",
+            interval=recurring.get("interval") or "month",
+            team_id=metadata.get("team_id") or None,
+            quantity=lines[0]["quantity"] if lines else 1,
+        )
 
     def _email(self, session: dict[str, Any]) -> str:
         """The buyer's e-mail as Stripe would know it: given to the session, or the customer's."""
         if session.get("customer_email"):
             return str(session["customer_email"])
-        if session.get("customer") and self.webhook is not None:
-            return self.webhook.email_of(str(session["customer"])) or ""
+        customer = session.get("customer")
+        if customer in self.customers and self.customers[customer].get("email"):
+            return str(self.customers[customer]["email"])
+        if customer and self.webhook is not None:
+            return self.webhook.email_of(str(customer)) or ""
         return ""
 
     def _session(self, sid: str) -> dict[str, Any]:
         session = self.sessions.get(sid)
         if session is None:
-            raise NotFound()
+            raise _no_such("checkout.session", sid, param="session")
         return session
 
     def portal_page(self, request: Request) -> Response:
@@ -299,18 +773,48 @@ class StripeStandIn:
         )
         return Response(text, content_type="text/plain; charset=utf-8")
 
+    # The state file.
 
-def session_facts(session: dict[str, Any], *, email: str) -> Facts:
-    """Who bought what in a checkout session: its price, mode, customer and user."""
-    metadata = session.get("metadata") or {}
-    return Facts(
-        email=email,
-        customer=session.get("customer") or None,
-        price=session.get("line_items_price") or metadata.get("price_id") or "",
-        user_id=session.get("client_reference_id") or metadata.get("user_id") or None,
-        session=session["id"],
-        mode=session.get("mode") or "payment",
-    )
+    def _load(self) -> None:
+        if self.state is None or not self.state.exists():
+            self._save()
+            return
+        held = json.loads(self.state.read_text())
+        with self.lock:
+            for name in ("sessions", "customers", "subscriptions", "products", "prices"):
+                getattr(self, name).clear()
+                getattr(self, name).update(held.get(name) or {})
+            self.features.clear()
+            self.features.update(held.get("features") or {})
+            self.events[:] = held.get("events") or []
+            self._extras.clear()
+            self._extras.update(held.get("session_extras") or {})
+
+    def _save(self) -> None:
+        """Written whole, then moved over the old file: a stop half-way leaves the old one."""
+        if self.state is None:
+            return
+        with self.lock:
+            held = {
+                "sessions": self.sessions,
+                "customers": self.customers,
+                "subscriptions": self.subscriptions,
+                "products": self.products,
+                "prices": self.prices,
+                "features": self.features,
+                "events": self.events,
+                "session_extras": self._extras,
+            }
+            self.state.parent.mkdir(parents=True, exist_ok=True)
+            scratch = self.state.with_suffix(".json.tmp")
+            scratch.write_text(json.dumps(held))
+            os.replace(scratch, self.state)
+
+
+def return_link(session: dict[str, Any]) -> str | None:
+    """The success URL as Stripe redirects the buyer to it: the session's id filled in."""
+    back = session.get("success_url")
+    return str(back).replace(SESSION_TEMPLATE, str(session["id"])) if back else None
 
 
 def events_for(facts: Facts) -> tuple[str, ...]:
@@ -321,29 +825,15 @@ def events_for(facts: Facts) -> tuple[str, ...]:
     return ("checkout.session.completed",)
 
 
-def complete(session: dict[str, Any], *, email: str, webhook: Webhook) -> list[Delivery]:
-    """Send the paid session's events, one second apart (Stripe's `created` resolution)."""
-    facts = webhook.priced(session_facts(session, email=email))
-    now = int(time.time())
-    types = events_for(facts)
-    first = now - len(types) + 1
-    return [
-        send(
-            event_type=event_type,
-            facts=facts,
-            created=first + index,
-            url=webhook.url,
-            secret=webhook.secret,
-        )
-        for index, event_type in enumerate(types)
-    ]
-
-
 def send_commands(facts: Facts) -> list[str]:
     """The `events send` commands that deliver the same events as the page's button."""
     who = ["--email", facts.email, "--price", facts.price]
     if facts.customer:
         who += ["--customer", facts.customer]
+    if facts.team_id:
+        who += ["--team", facts.team_id]
+    if facts.quantity != 1:
+        who += ["--quantity", str(facts.quantity)]
     lines = []
     for event_type in events_for(facts):
         args = [event_type, *who]
@@ -356,9 +846,9 @@ def send_commands(facts: Facts) -> list[str]:
 
 
 @contextlib.contextmanager
-def running(brand: str = "") -> Iterator[StripeStandIn]:
+def running(brand: str = "", *, state: Path | None = None) -> Iterator[StripeStandIn]:
     """The stand-in on a free loopback port, for the duration of the block."""
-    app = StripeStandIn(brand)
+    app = StripeStandIn(brand, state=state)
     server = make_server("127.0.0.1", 0, app, threaded=True)
     app.url = f"http://127.0.0.1:{server.server_port}"
     thread = threading.Thread(target=server.serve_forever, name="stripe-stand-in", daemon=True)
@@ -371,13 +861,80 @@ def running(brand: str = "") -> Iterator[StripeStandIn]:
         thread.join(5)
 
 
-def _nested(form: dict[str, str], name: str) -> dict[str, str]:
-    prefix = f"{name}["
-    return {k[len(prefix) : -1]: v for k, v in form.items() if k.startswith(prefix)}
+def decode_stripe_form(pairs: list[tuple[str, str]]) -> dict[str, Any]:
+    """Rebuild nested params from `key[sub][0]=value` pairs, as Stripe's form encoding nests."""
+    root: dict[str, Any] = {}
+    for key, value in pairs:
+        parts = key.replace("]", "").split("[")
+        node: Any = root
+        for part, nxt in itertools.pairwise(parts):
+            child: Any = [] if nxt.isdigit() else {}
+            if isinstance(node, list):
+                index = int(part)
+                while len(node) <= index:
+                    node.append(child)
+                node = node[index]
+            else:
+                node = node.setdefault(part, child)
+        last = parts[-1]
+        if isinstance(node, list):
+            node.append(value)
+        else:
+            node[last] = value
+    return root
 
 
-def _form(request: Request) -> dict[str, str]:
-    return dict(parse_qsl(request.get_data(as_text=True), keep_blank_values=True))
+def _params(request: Request) -> dict[str, Any]:
+    return decode_stripe_form(parse_qsl(request.get_data(as_text=True), keep_blank_values=True))
+
+
+def _checkout_mode(params: dict[str, Any]) -> str:
+    """The session's mode, once the parameters fit it as Stripe requires."""
+    mode = params.get("mode")
+    if mode not in ("payment", "subscription", "setup"):
+        raise _refused("Invalid mode: must be one of payment, setup, or subscription", param="mode")
+    if params.get("customer") and params.get("customer_email"):
+        raise _refused(
+            "You may only specify one of these parameters: customer, customer_email.",
+            param="customer_email",
+        )
+    if params.get("discounts") and _flag(params.get("allow_promotion_codes")):
+        raise _refused(
+            "You may only specify one of these parameters: allow_promotion_codes, discounts.",
+            param="allow_promotion_codes",
+        )
+    only = {
+        "subscription_data": "subscription",
+        "customer_creation": "payment",
+        "payment_intent_data": "payment",
+        "invoice_creation": "payment",
+    }
+    for param, needs in only.items():
+        if param in params and mode != needs:
+            raise _refused(
+                f"You can only pass `{param}` in `{needs}` mode.",
+                param=param,
+            )
+    if params.get("customer") and "customer_creation" in params:
+        raise _refused(
+            "You may only specify one of these parameters: customer, customer_creation.",
+            param="customer_creation",
+        )
+    trial = (params.get("subscription_data") or {}).get("trial_period_days")
+    if trial is not None and not 1 <= _int(trial, "subscription_data[trial_period_days]") <= 730:
+        raise _refused(
+            "The trial period must be between 1 and 730 days.",
+            param="subscription_data[trial_period_days]",
+        )
+    for param in ("success_url", "cancel_url"):
+        url = params.get(param)
+        if url is not None and not str(url).startswith(("http://", "https://")):
+            raise _refused("Not a valid URL", param=param)
+    return str(mode)
+
+
+def _expanded(request: Request) -> set[str]:
+    return {v for k, v in request.args.items(multi=True) if k.startswith("expand")}
 
 
 def _listed(request: Request, objects: list[dict[str, Any]], url: str) -> Response:
@@ -390,8 +947,28 @@ def _listed(request: Request, objects: list[dict[str, Any]], url: str) -> Respon
         ids = [o["id"] for o in found]
         found = found[ids.index(after) + 1 :] if after in ids else []
     limit = int(request.args.get("limit", 10))
-    page = {"object": "list", "url": url, "has_more": len(found) > limit, "data": found[:limit]}
-    return _json(page)
+    return _json(shapes.listed(found[:limit], url, has_more=len(found) > limit))
+
+
+def _released(version: str) -> bool:
+    """Whether `version` names an API version Stripe has released (a date, maybe a name)."""
+    date, _, name = version.partition(".")
+    try:
+        datetime.date.fromisoformat(date)
+    except ValueError:
+        return False
+    return name in {"", "acacia", "basil", "clover", "dahlia", "endive"}
+
+
+def _int(value: Any, param: str) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        raise _refused(f"Invalid integer: {value}", param=param) from None
+
+
+def _flag(value: Any) -> bool:
+    return value is True or str(value).lower() == "true"
 
 
 def _page(brand: str, title: str, body: str, *, status: int = 200) -> Response:

@@ -69,6 +69,9 @@ class PublicProduct(Answer):
     billingType: str
     billingInterval: str | None
     isFeatured: bool
+    perSeat: bool
+    trialDays: int | None
+    features: list[str]
 
 
 class ProductsAnswer(Answer):

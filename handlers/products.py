@@ -31,4 +31,9 @@ def _public(product: Product) -> dict[str, Any]:
         "billingType": product.billing_type,
         "billingInterval": product.billing_interval,
         "isFeatured": product.is_featured,
+        # What a pricing page says of the price: sold per seat (a team picks a quantity), the
+        # free trial a checkout of it starts with, the features holding it grants.
+        "perSeat": product.per_seat,
+        "trialDays": product.trial_days,
+        "features": list(product.features),
     }

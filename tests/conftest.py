@@ -16,12 +16,12 @@ from adapters.db import migrations
 from adapters.db.pool import Database, DatabaseUnavailable
 from config import Settings
 from dev import local_postgres
+from dev.stripe_stand_in import StripeStandIn
 from main import create_app
 from runtime.container import Container
 from runtime.limits import ROUTE_LIMITS
 from tests.fakes.http import FakeServer, serve
 from tests.fakes.resend import FakeResend
-from tests.fakes.stripe import FakeStripe
 from tests.fakes.supabase import JWT_SECRET, FakeSupabaseAuth, hs256_token
 from tests.helpers import empty_database, postgres_home, stripe_signature
 
@@ -145,9 +145,19 @@ def serving(fake: Fake, *, keep_alive: bool = False) -> Iterator[Fake]:
         yield fake
 
 
+def serving_stripe(stand_in: StripeStandIn) -> Iterator[StripeStandIn]:
+    """Serve the Stripe stand-in (dev/stripe_stand_in.py) on loopback for as long as the
+    fixture lives."""
+    for url in serve(stand_in):
+        stand_in.url = url
+        yield stand_in
+
+
 @pytest.fixture(scope="session")
-def stripe_fake() -> Iterator[FakeStripe]:
-    yield from serving(FakeStripe())
+def stripe_fake() -> Iterator[StripeStandIn]:
+    """Stripe as the tests drive it: the one local stand-in, with no catalogue to start with
+    (each test puts in the products and prices it needs)."""
+    yield from serving_stripe(StripeStandIn(demo=False))
 
 
 @pytest.fixture(scope="session")
@@ -157,8 +167,8 @@ def supabase_fake(database_url: str) -> Iterator[FakeSupabaseAuth]:
 
 @pytest.fixture
 def fakes(
-    stripe_fake: FakeStripe, supabase_fake: FakeSupabaseAuth
-) -> tuple[FakeStripe, FakeSupabaseAuth]:
+    stripe_fake: StripeStandIn, supabase_fake: FakeSupabaseAuth
+) -> tuple[StripeStandIn, FakeSupabaseAuth]:
     stripe_fake.reset()
     supabase_fake.reset()
     return stripe_fake, supabase_fake
@@ -171,7 +181,7 @@ def resend() -> Iterator[FakeResend]:
 
 @pytest.fixture
 def settings_factory(
-    database_url: str, fakes: tuple[FakeStripe, FakeSupabaseAuth], tmp_path: Path
+    database_url: str, fakes: tuple[StripeStandIn, FakeSupabaseAuth], tmp_path: Path
 ) -> Callable[..., Settings]:
     """Settings for a test: real database, fake SaaS origins; override any field."""
     stripe, supabase = fakes
@@ -181,7 +191,7 @@ def settings_factory(
             "app_env": "test",
             "database_url": database_url,
             "stripe_secret_key": "sk_test_fake",
-            "stripe_api_base": stripe.server.url,
+            "stripe_api_base": stripe.url,
             "supabase_url": supabase.server.url,
             "supabase_publishable_key": "anon-key",
             "supabase_jwt_secret": JWT_SECRET,

@@ -106,3 +106,24 @@ def wait_for(condition: Callable[[], Any], *, timeout: float = 10.0, interval: f
         if time.monotonic() > deadline:
             pytest.fail(f"condition not met within {timeout}s")
         time.sleep(interval)
+
+
+def checkout_session_with_items(session_id: str, price_id: str) -> dict[str, Any]:
+    """A checkout.session as Stripe answers its retrieval with `expand[]=line_items`."""
+    return {
+        "id": session_id,
+        "object": "checkout.session",
+        "line_items": {
+            "object": "list",
+            "has_more": False,
+            "url": f"/v1/checkout/sessions/{session_id}/line_items",
+            "data": [
+                {
+                    "id": "li_1",
+                    "object": "item",
+                    "quantity": 1,
+                    "price": {"id": price_id, "object": "price"},
+                }
+            ],
+        },
+    }

@@ -22,8 +22,8 @@ from adapters.db.pool import Database
 from dev import pubsub_emulator
 from dev.processes import Target
 from dev.processes import spawn as start_process
+from dev.stripe_stand_in import StripeStandIn
 from tests.conftest import SETTINGS_VARIABLES
-from tests.fakes.stripe import FakeStripe
 from tests.helpers import stripe_signature
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -106,7 +106,7 @@ def spawn(command: list[str], *, env: dict[str, str], port: int, log: Path) -> S
 def service_env_fixture(
     pubsub: PubSub,
     database_url: str,
-    stripe_fake: FakeStripe,
+    stripe_fake: StripeStandIn,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> dict[str, str]:
     """The environment of the server processes: the tests' database, fakes and emulator."""
@@ -116,7 +116,7 @@ def service_env_fixture(
         "APP_ENV": "test",
         "DATABASE_URL": database_url,
         "STRIPE_SECRET_KEY": "sk_test_fake",
-        "STRIPE_API_BASE": stripe_fake.server.url,
+        "STRIPE_API_BASE": stripe_fake.url,
         "EMAIL_OUTBOX_DIR": str(scratch / "outbox"),
         "DATA_DIR": str(scratch / "data"),
         "EVENT_BUS": "pubsub",

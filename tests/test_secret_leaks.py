@@ -15,9 +15,9 @@ import requests
 
 from adapters.db.pool import Database
 from dev.samples.catalogue import seed_demo_products
+from dev.stripe_stand_in import StripeStandIn
 from tests.conftest import PRODUCTION_SECRETS, Api
 from tests.fakes.resend import FakeResend
-from tests.fakes.stripe import FakeStripe
 from tests.fakes.supabase import FakeSupabaseAuth
 from tests.helpers import create_user, stripe_event, stripe_signature
 
@@ -67,7 +67,7 @@ def token_paths(api: Api, said: list[str], user: str) -> None:
 
 
 def provider_paths(
-    api: Api, said: list[str], user: str, stripe: FakeStripe, resend: FakeResend
+    api: Api, said: list[str], user: str, stripe: StripeStandIn, resend: FakeResend
 ) -> None:
     headers = {"Authorization": f"Bearer {api.token(sub=user, email='admin@example.com')}"}
     stripe.refuse_checkout = True
@@ -82,7 +82,7 @@ def provider_paths(
     record(said, api.get("/api/test-email?type=new-signup", headers=headers))
     record(said, api.post("/api/github/access", json={"username": "octocat"}, headers=headers))
     # Both providers were asked, with the planted keys, and failed.
-    assert stripe.server.requests
+    assert stripe.requests
     assert resend.server.requests
     assert '"success":false' in said[-2].replace(" ", "")
 
@@ -90,7 +90,7 @@ def provider_paths(
 def test_no_secret_in_logs_or_answers(
     production_api: Callable[..., Api],
     db: Database,
-    fakes: tuple[FakeStripe, FakeSupabaseAuth],
+    fakes: tuple[StripeStandIn, FakeSupabaseAuth],
     resend: FakeResend,
     caplog: pytest.LogCaptureFixture,
 ) -> None:

@@ -11,7 +11,7 @@ from adapters.db.pool import Connection, Database, Statement
 
 COLUMNS = (
     "id, name, description, price, stripe_price_id, type, billing_type, billing_interval,"
-    " is_active, is_featured, github_repo, download_url, trial_days"
+    " is_active, is_featured, github_repo, download_url, trial_days, features, per_seat"
 )
 
 
@@ -30,10 +30,13 @@ class Product:
     github_repo: str | None
     download_url: str | None
     trial_days: int | None = None  # a free trial that checkout offers, in days
+    features: tuple[str, ...] = ()  # the feature names holding it grants
+    per_seat: bool = False  # priced per seat: a team buys a quantity of it
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> Product:
-        return cls(**{**row, "id": str(row["id"])})
+        features = tuple(row.get("features") or ())
+        return cls(**{**row, "id": str(row["id"]), "features": features})
 
 
 def active_products(db: Database) -> list[Product]:

@@ -11,6 +11,7 @@ from adapters.db import catalogue as store
 from adapters.db.pool import Database
 from core.billing.catalogue import CatalogueWrite
 from core.catalogue import catalogue_of, lookup_keys
+from dev import stripe_shapes as shapes
 
 CREATED = 1_764_547_200  # 2025-12-01, a fixed time: the objects are the same on every run
 
@@ -18,67 +19,20 @@ CREATED = 1_764_547_200  # 2025-12-01, a fixed time: the objects are the same on
 def product(
     product_id: str, name: str, description: str, metadata: dict[str, str]
 ) -> dict[str, Any]:
-    """A `product` object as Stripe returns it (the fields this service reads, and a few)."""
-    return {
-        "id": product_id,
-        "object": "product",
-        "active": True,
-        "created": CREATED,
-        "updated": CREATED,
-        "default_price": None,
-        "description": description,
-        "livemode": False,
-        "metadata": metadata,
-        "name": name,
-        "type": "service",
-    }
+    """A `product` object as Stripe returns it, every field."""
+    return shapes.product(product_id, name, description, metadata, created=CREATED)
 
 
 def price(
     price_id: str, product_id: str, unit_amount: int, interval: str | None = None
 ) -> dict[str, Any]:
     """A `price` object as Stripe returns it: per unit, one-time or recurring every interval."""
-    recurring = (
-        {"interval": interval, "interval_count": 1, "usage_type": "licensed", "meter": None}
-        if interval
-        else None
-    )
-    return {
-        "id": price_id,
-        "object": "price",
-        "active": True,
-        "billing_scheme": "per_unit",
-        "created": CREATED,
-        "currency": "usd",
-        "livemode": False,
-        "lookup_key": None,
-        "metadata": {},
-        "nickname": None,
-        "product": product_id,
-        "recurring": recurring,
-        "tiers_mode": None,
-        "type": "recurring" if interval else "one_time",
-        "unit_amount": unit_amount,
-        "unit_amount_decimal": str(unit_amount),
-    }
+    return shapes.price(price_id, product_id, unit_amount, interval, created=CREATED)
 
 
 def product_feature(lookup_key: str, name: str) -> dict[str, Any]:
     """A `product_feature` object: a Stripe Entitlements feature attached to a product."""
-    return {
-        "id": f"prodft_demo_{lookup_key}",
-        "object": "product_feature",
-        "livemode": False,
-        "entitlement_feature": {
-            "id": f"feat_demo_{lookup_key}",
-            "object": "entitlements.feature",
-            "active": True,
-            "livemode": False,
-            "lookup_key": lookup_key,
-            "metadata": {},
-            "name": name,
-        },
-    }
+    return shapes.product_feature(lookup_key, name)
 
 
 PRODUCTS: tuple[dict[str, Any], ...] = (
@@ -102,6 +56,8 @@ PRODUCTS: tuple[dict[str, Any], ...] = (
             "type": "link",
             "download_url": "https://example.com/dashboard",
             "features": "templates,support",
+            # Sold per seat: a team buys as many seats as it has members to give them to.
+            "per_seat": "true",
         },
     ),
 )

@@ -34,11 +34,11 @@ from dev import cloudrun_front, local_google, pubsub_emulator
 from dev.cloudrun_front import CloudRunFront
 from dev.local_google import LocalGoogle
 from dev.samples.catalogue import seed_demo_products
+from dev.stripe_stand_in import StripeStandIn
 from tests.conftest import serving
 from tests.deploy import topology
 from tests.deploy.conftest import Image
 from tests.fakes.resend import FakeResend
-from tests.fakes.stripe import FakeStripe
 from tests.fakes.supabase import FakeSupabaseAuth
 from tests.helpers import create_user, stripe_event, stripe_signature, wait_for
 from tests.pubsub_fixtures import (
@@ -191,7 +191,7 @@ def production_env(
     *,
     database_url: str,
     pubsub: PubSub,
-    stripe: FakeStripe,
+    stripe: StripeStandIn,
     resend: FakeResend,
     supabase: FakeSupabaseAuth,
     topic: str,
@@ -211,7 +211,7 @@ def production_env(
         "STRIPE_SECRET_KEY": "sk_test_" + uuid.uuid4().hex,
         "STRIPE_PUBLISHABLE_KEY": "pk_test_" + uuid.uuid4().hex,
         "STRIPE_WEBHOOK_SECRET": WEBHOOK_SECRET,
-        "STRIPE_API_BASE": stripe.server.url,
+        "STRIPE_API_BASE": stripe.url,
         "RESEND_API_KEY": "re_" + uuid.uuid4().hex,
         "RESEND_API_URL": resend.server.url,
         "EMAIL_FROM_NOREPLY": "Acme <noreply@example.com>",
@@ -333,7 +333,7 @@ def test_the_loop_runs_in_containers_with_production_settings(
     pubsub: PubSub,
     database_url: str,
     db: Database,
-    stripe_fake: FakeStripe,
+    stripe_fake: StripeStandIn,
     resend_fake: FakeResend,
     supabase_fake: FakeSupabaseAuth,
     figure: list[str],

@@ -13,6 +13,7 @@ from core.stripe_objects import CURRENT_VERSION
 from dev import stripe_stand_in
 from dev.samples import catalogue
 from services.catalogue import sync
+from tests.dev.test_stand_in_checkout import commands_of
 
 
 def active(db: Database) -> set[str]:
@@ -64,3 +65,69 @@ def test_a_product_created_and_archived_in_the_stand_in_is_synced(db: Database) 
         sync(db, gateway)
         assert price["id"] not in active(db)
         assert active(db) == {p["id"] for p in catalogue.PRICES}
+
+
+def refusal(stand_in: stripe_stand_in.StripeStandIn, form: dict[str, Any]) -> tuple[int, Any]:
+    answer = requests.post(f"{stand_in.url}/v1/checkout/sessions", data=form, timeout=5)
+    return answer.status_code, answer.json().get("error", {}).get("param")
+
+
+def test_it_refuses_the_checkouts_stripe_refuses() -> None:
+    one_time = {
+        "mode": "payment",
+        "line_items[0][price]": "price_demo_pro_github",
+        "success_url": "https://app.example.com/ok",
+        "cancel_url": "https://app.example.com/no",
+    }
+    with stripe_stand_in.running() as stand_in:
+        # A quantity on a one-time line item is fine, as at Stripe.
+        assert refusal(stand_in, {**one_time, "line_items[0][quantity]": "3"}) == (200, None)
+        trial = {"subscription_data[trial_period_days]": "14"}
+        assert refusal(stand_in, {**one_time, **trial}) == (400, "subscription_data")
+        both = {"customer": "cus_1", "customer_email": "a@example.com"}
+        assert refusal(stand_in, {**one_time, **both}) == (400, "customer_email")
+        monthly = {**one_time, "line_items[0][price]": "price_demo_team_monthly"}
+        assert refusal(stand_in, monthly) == (400, "mode")
+        created = {**monthly, "mode": "subscription", "customer_creation": "always"}
+        assert refusal(stand_in, created) == (400, "customer_creation")
+        coupon = {"discounts[0][coupon]": "c1", "allow_promotion_codes": "true"}
+        assert refusal(stand_in, {**one_time, **coupon}) == (400, "allow_promotion_codes")
+        assert len(stand_in.sessions) == 1
+
+
+def test_a_subscription_update_names_a_known_proration() -> None:
+    with stripe_stand_in.running() as stand_in:
+        made = stand_in.subscribe("sub_1", price="price_demo_team_monthly", quantity=3)
+        item = made["items"]["data"][0]["id"]
+        url = f"{stand_in.url}/v1/subscriptions/sub_1"
+        change = {"items[0][id]": item, "items[0][quantity]": "2"}
+        wrong = requests.post(url, data={**change, "proration_behavior": "later"}, timeout=5)
+        assert (wrong.status_code, wrong.json()["error"]["param"]) == (400, "proration_behavior")
+        assert stand_in.subscriptions["sub_1"]["items"]["data"][0]["quantity"] == 3
+        right = requests.post(
+            url, data={**change, "proration_behavior": "create_prorations"}, timeout=5
+        )
+        assert right.json()["items"]["data"][0]["quantity"] == 2
+        [updated] = stand_in.events
+        assert updated["type"] == "customer.subscription.updated"
+        assert updated["data"]["previous_attributes"]["items"]["data"][0]["quantity"] == 3
+        gone = requests.get(f"{stand_in.url}/v1/subscriptions/sub_unknown", timeout=5)
+        assert gone.status_code == 404
+
+
+def test_the_page_prints_a_team_checkouts_team_and_quantity() -> None:
+    with stripe_stand_in.running() as stand_in:
+        created = requests.post(
+            f"{stand_in.url}/v1/checkout/sessions",
+            data={
+                "mode": "subscription",
+                "line_items[0][price]": "price_demo_team_monthly",
+                "line_items[0][quantity]": "3",
+                "metadata[team_id]": "team-1",
+                "customer_email": "ada@example.com",
+            },
+            timeout=5,
+        ).json()
+        page = requests.get(created["url"], timeout=5).text
+    for command in commands_of(page):
+        assert "--team team-1 --quantity 3" in command

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import itertools
 import json
 import socket
 import ssl
@@ -19,6 +18,8 @@ from werkzeug.routing import Map, Rule
 from werkzeug.serving import make_server
 from werkzeug.test import EnvironBuilder, run_wsgi_app
 from werkzeug.wrappers import Request, Response
+
+from dev.stripe_stand_in import decode_stripe_form
 
 Handler = Callable[..., Response]
 
@@ -182,26 +183,3 @@ def serve(
     with _threaded(server):
         scheme, host = ("https", "localhost") if tls else ("http", "127.0.0.1")
         yield f"{scheme}://{host}:{server.server_port}"
-
-
-def decode_stripe_form(pairs: list[tuple[str, str]]) -> dict[str, Any]:
-    """Rebuild nested params from `key[sub][0]=value` pairs."""
-    root: dict[str, Any] = {}
-    for key, value in pairs:
-        parts = key.replace("]", "").split("[")
-        node: Any = root
-        for part, nxt in itertools.pairwise(parts):
-            child: Any = [] if nxt.isdigit() else {}
-            if isinstance(node, list):
-                index = int(part)
-                while len(node) <= index:
-                    node.append(child)
-                node = node[index]
-            else:
-                node = node.setdefault(part, child)
-        last = parts[-1]
-        if isinstance(node, list):
-            node.append(value)
-        else:
-            node[last] = value
-    return root

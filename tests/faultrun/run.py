@@ -16,8 +16,8 @@ import psycopg
 from adapters.bus.topology import subscription_name
 from adapters.db.pool import Database
 from dev.samples.catalogue import seed_demo_products
+from dev.stripe_stand_in import StripeStandIn
 from tests.fakes.resend import FakeResend
-from tests.fakes.stripe import FakeStripe
 from tests.faultrun import targets
 from tests.faultrun.check import access_outcomes, differences, teams_now
 from tests.faultrun.faults import BackendKiller, MailerFaults, Outage
@@ -46,7 +46,7 @@ class Rig:
     bus: Bus
     project: str
     topic: str
-    stripe: FakeStripe
+    stripe: StripeStandIn
     resend: FakeResend
     scratch: Path
 
@@ -79,7 +79,7 @@ def run(scenario: Scenario, rig: Rig, knobs: Knobs = Knobs()) -> Report:
     rig.bus.ensure_running()
     base = targets.settings(
         database_url=rig.database_url,
-        stripe_url=rig.stripe.server.url,
+        stripe_url=rig.stripe.url,
         resend_url=rig.resend.server.url,
         emulator_host=rig.bus.host,
         scratch=rig.scratch,

@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 
 from adapters.db.pool import Database
+from dev.stripe_stand_in import StripeStandIn
 from tests.conftest import serving
 from tests.fakes.resend import FakeResend
-from tests.fakes.stripe import FakeStripe
 from tests.faultrun.model import generate
 from tests.faultrun.run import Rig, run
 from tests.pubsub_fixtures import (
@@ -51,7 +51,7 @@ def resend() -> Iterator[FakeResend]:
 def test_two_thousand_events_with_faults_end_exactly_as_the_model(
     db: Database,
     pubsub: PubSub,
-    stripe_fake: FakeStripe,
+    stripe_fake: StripeStandIn,
     resend: FakeResend,
     tmp_path: Path,
     figure: list[str],

@@ -13,8 +13,8 @@ import pytest
 from adapters.db.pool import Database
 from core.checkout import TOKEN_DIGEST_KEY, completion_url
 from dev.samples.catalogue import seed_demo_products
+from dev.stripe_stand_in import StripeStandIn
 from tests.conftest import Api
-from tests.fakes.stripe import FakeStripe
 from tests.fakes.supabase import FakeSupabaseAuth
 from tests.helpers import create_user, stripe_event
 from tests.subscribers.test_access import completed, post_event
@@ -24,13 +24,13 @@ ONE_TIME = "price_demo_starter_one_time"
 
 
 @pytest.fixture
-def stripe(fakes: tuple[FakeStripe, FakeSupabaseAuth], db: Database) -> FakeStripe:
+def stripe(fakes: tuple[StripeStandIn, FakeSupabaseAuth], db: Database) -> StripeStandIn:
     seed_demo_products(db)
     return fakes[0]
 
 
 def paid_session(
-    stripe: FakeStripe, user_id: str | None, *, session: str = "cs_test_1", **fields: Any
+    stripe: StripeStandIn, user_id: str | None, *, session: str = "cs_test_1", **fields: Any
 ) -> dict[str, Any]:
     """A completed session as Stripe keeps it (and as the webhook's event carries it)."""
     found = {
@@ -66,7 +66,7 @@ def grants(db: Database) -> list[dict[str, Any]]:
 
 
 def test_the_buyer_sees_access_in_the_first_answer(
-    api: Api, stripe: FakeStripe, db: Database
+    api: Api, stripe: StripeStandIn, db: Database
 ) -> None:
     user_id, token = buyer(api, db)
     paid_session(stripe, user_id)
@@ -80,12 +80,12 @@ def test_the_buyer_sees_access_in_the_first_answer(
     # What GET /api/me answers, now and without waiting for the webhook.
     me = api.get("/api/me", headers={"Authorization": f"Bearer {token}"})
     assert me.json() == body
-    [call] = stripe.server.calls("GET", "/v1/checkout/sessions/cs_test_1")
+    [call] = stripe.calls("GET", "/v1/checkout/sessions/cs_test_1")
     assert ("expand[0]", "line_items") in call.query
 
 
 def test_route_first_then_webhook_grants_and_tells_once(
-    api: Api, stripe: FakeStripe, db: Database
+    api: Api, stripe: StripeStandIn, db: Database
 ) -> None:
     user_id, token = buyer(api, db)
     session = paid_session(stripe, user_id)
@@ -108,7 +108,7 @@ def test_route_first_then_webhook_grants_and_tells_once(
 
 
 def test_webhook_first_then_route_changes_nothing_and_tells_once(
-    api: Api, stripe: FakeStripe, db: Database
+    api: Api, stripe: StripeStandIn, db: Database
 ) -> None:
     user_id, token = buyer(api, db)
     session = paid_session(stripe, user_id)
@@ -129,7 +129,9 @@ def test_webhook_first_then_route_changes_nothing_and_tells_once(
     assert row["outcome"] == "stale"
 
 
-def test_a_refund_applied_first_is_not_undone(api: Api, stripe: FakeStripe, db: Database) -> None:
+def test_a_refund_applied_first_is_not_undone(
+    api: Api, stripe: StripeStandIn, db: Database
+) -> None:
     user_id, token = buyer(api, db)
     session = paid_session(
         stripe, user_id, subscription=None, mode="payment", payment_intent="pi_1"
@@ -147,7 +149,7 @@ def test_a_refund_applied_first_is_not_undone(api: Api, stripe: FakeStripe, db: 
     assert grants(db) == [{"source_id": "cs_test_1", "active": False}]
 
 
-def test_another_users_session_is_not_found(api: Api, stripe: FakeStripe, db: Database) -> None:
+def test_another_users_session_is_not_found(api: Api, stripe: StripeStandIn, db: Database) -> None:
     owner, _ = buyer(api, db)
     _, stranger = buyer(api, db, "stranger@example.com")
     paid_session(stripe, owner)
@@ -161,14 +163,14 @@ def test_another_users_session_is_not_found(api: Api, stripe: FakeStripe, db: Da
     assert grants(db) == []
 
 
-def test_an_unknown_session_is_not_found(api: Api, stripe: FakeStripe, db: Database) -> None:
+def test_an_unknown_session_is_not_found(api: Api, stripe: StripeStandIn, db: Database) -> None:
     _, token = buyer(api, db)
     response = complete(api, {"sessionId": "cs_test_nope"}, token)
     assert response.status_code == 404
     assert response.json() == {"error": "No checkout session cs_test_nope"}
 
 
-def test_an_unpaid_session_is_a_conflict(api: Api, stripe: FakeStripe, db: Database) -> None:
+def test_an_unpaid_session_is_a_conflict(api: Api, stripe: StripeStandIn, db: Database) -> None:
     user_id, token = buyer(api, db)
     paid_session(stripe, user_id, payment_status="unpaid")
     response = complete(api, {"sessionId": "cs_test_1"}, token)
@@ -179,7 +181,7 @@ def test_an_unpaid_session_is_a_conflict(api: Api, stripe: FakeStripe, db: Datab
     assert db.fetch_all("select 1 from public.processed_events") == []
 
 
-def test_a_trial_still_open_is_not_applied(api: Api, stripe: FakeStripe, db: Database) -> None:
+def test_a_trial_still_open_is_not_applied(api: Api, stripe: StripeStandIn, db: Database) -> None:
     # Stripe may say no payment is required before the buyer has finished the checkout.
     user_id, token = buyer(api, db)
     paid_session(stripe, user_id, status="open", payment_status="no_payment_required")
@@ -189,7 +191,7 @@ def test_a_trial_still_open_is_not_applied(api: Api, stripe: FakeStripe, db: Dat
     assert grants(db) == []
 
 
-def test_a_free_trial_needs_no_payment(api: Api, stripe: FakeStripe, db: Database) -> None:
+def test_a_free_trial_needs_no_payment(api: Api, stripe: StripeStandIn, db: Database) -> None:
     user_id, token = buyer(api, db)
     paid_session(stripe, user_id, payment_status="no_payment_required")
     response = complete(api, {"sessionId": "cs_test_1"}, token)
@@ -213,16 +215,16 @@ BAD_TOKEN = "token must be the checkout_token of the success URL"
     ],
 )
 def test_bad_input_names_the_field(
-    api: Api, stripe: FakeStripe, body: dict[str, Any], message: str
+    api: Api, stripe: StripeStandIn, body: dict[str, Any], message: str
 ) -> None:
     response = complete(api, body)
     assert response.status_code == 400
     assert response.json() == {"error": message}
-    assert stripe.server.calls("GET", "/v1/checkout/sessions/cs_1") == []
+    assert stripe.calls("GET", "/v1/checkout/sessions/cs_1") == []
 
 
 def test_a_guest_completes_with_the_token_of_their_success_url(
-    api: Api, stripe: FakeStripe, db: Database
+    api: Api, stripe: StripeStandIn, db: Database
 ) -> None:
     created = api.post(
         "/api/payments/create-checkout",
@@ -272,7 +274,7 @@ def test_the_success_url_carries_the_session_template_once() -> None:
 
 
 def test_on_pub_sub_the_api_makes_no_guest_account(
-    production_api: Any, stripe: FakeStripe, db: Database
+    production_api: Any, stripe: StripeStandIn, db: Database
 ) -> None:
     # The api holds no service-role key there: a new guest's account is left to the access
     # target, and the page is told so; nothing is written.

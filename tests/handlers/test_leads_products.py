@@ -68,8 +68,21 @@ def test_products_lists_active_ones_featured_first(api: Api, db: Database) -> No
         "billingType": "one_time",
         "billingInterval": None,
         "isFeatured": True,
+        "perSeat": False,
+        "trialDays": None,
+        "features": [],
     }
+    # The team plan, as its product's metadata says: per seat, with its features.
     assert products[1]["billingInterval"] == "month"
+    assert (products[1]["perSeat"], products[1]["features"]) == (True, ["templates", "support"])
+
+
+def test_products_say_a_trial_of_a_subscription(api: Api, db: Database) -> None:
+    seed_demo_products(db)
+    with db.transaction() as conn:
+        conn.execute("update public.products set trial_days = 14 where name = 'Team Monthly'")
+    [team] = [p for p in api.get("/api/products/public").json()["products"] if p["perSeat"]]
+    assert (team["name"], team["trialDays"]) == ("Team Monthly", 14)
 
 
 def test_seeding_twice_adds_nothing(db: Database) -> None:

@@ -9,9 +9,9 @@ import pytest
 
 from adapters.db.pool import Database
 from dev.samples.catalogue import seed_demo_products
+from dev.stripe_stand_in import StripeStandIn
 from tests.conftest import Api
 from tests.fakes.http import hanging_server
-from tests.fakes.stripe import FakeStripe
 from tests.fakes.supabase import FakeSupabaseAuth
 from tests.handlers.test_payments import ONE_TIME, URLS, checkout, signed_in
 
@@ -19,7 +19,7 @@ PORTAL = {"returnUrl": "https://app.example.com/dashboard"}
 
 
 @pytest.fixture
-def stripe(fakes: tuple[FakeStripe, FakeSupabaseAuth], db: Database) -> FakeStripe:
+def stripe(fakes: tuple[StripeStandIn, FakeSupabaseAuth], db: Database) -> StripeStandIn:
     seed_demo_products(db)
     return fakes[0]
 
@@ -49,7 +49,7 @@ def assert_503(response: object) -> None:
 
 
 def test_stripe_failing_on_its_side_is_503_on_checkout_and_portal(
-    api: Api, stripe: FakeStripe, db: Database
+    api: Api, stripe: StripeStandIn, db: Database
 ) -> None:
     stripe.outage = True
     _, token = signed_in(api, db, customer="cus_outage")
@@ -59,7 +59,7 @@ def test_stripe_failing_on_its_side_is_503_on_checkout_and_portal(
 
 
 def test_a_stuck_stripe_is_abandoned_at_the_deadline_with_503(
-    api_factory: Callable[..., Api], stripe: FakeStripe
+    api_factory: Callable[..., Api], stripe: StripeStandIn
 ) -> None:
     with hanging_server() as url:
         api = api_factory(stripe_api_base=url, outbound_timeout_seconds=0.3)
@@ -68,7 +68,7 @@ def test_a_stuck_stripe_is_abandoned_at_the_deadline_with_503(
 
 
 def test_a_portal_refusal_answers_null_url_like_checkout(
-    api: Api, stripe: FakeStripe, db: Database
+    api: Api, stripe: StripeStandIn, db: Database
 ) -> None:
     stripe.refuse_portal = True
     _, token = signed_in(api, db, customer="cus_no_portal")

@@ -12,8 +12,8 @@ from adapters.db.pool import Database
 from adapters.supabase_auth import encode_value, storage_key
 from core.stripe_objects import CURRENT_VERSION
 from dev.samples.catalogue import seed_demo_products
+from dev.stripe_stand_in import StripeStandIn
 from tests.conftest import Api
-from tests.fakes.stripe import FakeStripe
 from tests.fakes.supabase import FakeSupabaseAuth
 from tests.helpers import create_user
 
@@ -26,7 +26,7 @@ SPEC_MESSAGES = {"Price ID is required", "Success and cancel URLs are required",
 
 
 @pytest.fixture
-def stripe(fakes: tuple[FakeStripe, FakeSupabaseAuth], db: Database) -> FakeStripe:
+def stripe(fakes: tuple[StripeStandIn, FakeSupabaseAuth], db: Database) -> StripeStandIn:
     seed_demo_products(db)
     return fakes[0]
 
@@ -67,7 +67,7 @@ def signed_in(
     ],
 )
 def test_validation_follows_the_spec_order(
-    api: Api, stripe: FakeStripe, body: dict[str, Any], message: str
+    api: Api, stripe: StripeStandIn, body: dict[str, Any], message: str
 ) -> None:
     response = checkout(api, body)
     assert response.status_code == 400
@@ -79,7 +79,7 @@ def test_validation_follows_the_spec_order(
 
 
 @pytest.mark.parametrize("url", ["/relative", "javascript:alert(1)", "ftp://x.com/a", "https://"])
-def test_urls_must_be_absolute_http(api: Api, stripe: FakeStripe, url: str) -> None:
+def test_urls_must_be_absolute_http(api: Api, stripe: StripeStandIn, url: str) -> None:
     response = checkout(
         api,
         {"priceId": ONE_TIME, "mode": "payment", "successUrl": url, "cancelUrl": URLS["cancelUrl"]},
@@ -90,7 +90,7 @@ def test_urls_must_be_absolute_http(api: Api, stripe: FakeStripe, url: str) -> N
 
 
 def test_urls_must_be_on_the_site_when_it_is_configured(
-    api_factory: Any, stripe: FakeStripe
+    api_factory: Any, stripe: StripeStandIn
 ) -> None:
     api = api_factory(site_url="https://app.example.com")
     bad = checkout(
@@ -102,7 +102,9 @@ def test_urls_must_be_on_the_site_when_it_is_configured(
     assert checkout(api, {"priceId": ONE_TIME, "mode": "payment", **URLS}).status_code == 200
 
 
-def test_price_must_belong_to_an_active_product(api: Api, stripe: FakeStripe, db: Database) -> None:
+def test_price_must_belong_to_an_active_product(
+    api: Api, stripe: StripeStandIn, db: Database
+) -> None:
     unknown = checkout(api, {"priceId": "price_unknown", "mode": "payment", **URLS})
     assert unknown.status_code == 400
     assert unknown.json() == {"error": "Unknown or inactive price ID (priceId)"}
@@ -115,7 +117,9 @@ def test_price_must_belong_to_an_active_product(api: Api, stripe: FakeStripe, db
 
 
 @pytest.mark.parametrize(("price", "mode"), [(ONE_TIME, "subscription"), (MONTHLY, "payment")])
-def test_mode_must_match_billing_type(api: Api, stripe: FakeStripe, price: str, mode: str) -> None:
+def test_mode_must_match_billing_type(
+    api: Api, stripe: StripeStandIn, price: str, mode: str
+) -> None:
     response = checkout(api, {"priceId": price, "mode": mode, **URLS})
     assert response.status_code == 400
     assert "does not match" in response.json()["error"]
@@ -123,10 +127,10 @@ def test_mode_must_match_billing_type(api: Api, stripe: FakeStripe, price: str, 
     assert stripe.checkout_params() == []
 
 
-def test_guest_one_time_checkout(api: Api, stripe: FakeStripe) -> None:
+def test_guest_one_time_checkout(api: Api, stripe: StripeStandIn) -> None:
     response = checkout(api, {"priceId": ONE_TIME, "mode": "payment", **URLS})
     assert response.status_code == 200
-    assert response.json()["url"].startswith("https://checkout.stripe.com/c/pay/cs_test_")
+    assert response.json()["url"].startswith(f"{stripe.url}/pay/cs_test_")
     [sent] = stripe.checkout_params()
     # A guest's completion token: in the success URL, its digest in the session's metadata.
     token = sent["success_url"].rpartition("&checkout_token=")[2]
@@ -148,22 +152,22 @@ def test_guest_one_time_checkout(api: Api, stripe: FakeStripe) -> None:
         "payment_intent_data": {"setup_future_usage": "on_session"},
         "after_expiration": {"recovery": {"enabled": "true"}},
     }
-    request = stripe.server.calls("POST", "/v1/checkout/sessions")[0]
+    request = stripe.calls("POST", "/v1/checkout/sessions")[0]
     assert request.headers["Stripe-Version"] == CURRENT_VERSION
     assert request.headers["Authorization"] == "Bearer sk_test_fake"
 
 
 def test_the_calls_go_out_at_the_configured_version(
-    api_factory: Any, stripe: FakeStripe, db: Database
+    api_factory: Any, stripe: StripeStandIn, db: Database
 ) -> None:
     api = api_factory(stripe_api_version="2023-08-16")
     assert checkout(api, {"priceId": ONE_TIME, "mode": "payment", **URLS}).status_code == 200
-    [request] = stripe.server.calls("POST", "/v1/checkout/sessions")
+    [request] = stripe.calls("POST", "/v1/checkout/sessions")
     assert request.headers["Stripe-Version"] == "2023-08-16"
 
 
 def test_a_version_stripe_does_not_know_is_refused_by_stripe(
-    api_factory: Any, stripe: FakeStripe
+    api_factory: Any, stripe: StripeStandIn
 ) -> None:
     api = api_factory(stripe_api_version="2019-13-45.nothing")
     response = checkout(api, {"priceId": ONE_TIME, "mode": "payment", **URLS})
@@ -171,7 +175,7 @@ def test_a_version_stripe_does_not_know_is_refused_by_stripe(
     assert response.json() == {"url": None}  # Stripe refused: the route's answer
 
 
-def test_signed_in_new_customer_payment(api: Api, stripe: FakeStripe, db: Database) -> None:
+def test_signed_in_new_customer_payment(api: Api, stripe: StripeStandIn, db: Database) -> None:
     user_id, token = signed_in(api, db)
     assert checkout(api, {"priceId": ONE_TIME, "mode": "payment", **URLS}, token).status_code == 200
     [sent] = stripe.checkout_params()
@@ -184,7 +188,7 @@ def test_signed_in_new_customer_payment(api: Api, stripe: FakeStripe, db: Databa
     assert "customer" not in sent
 
 
-def test_signed_in_new_customer_subscription(api: Api, stripe: FakeStripe, db: Database) -> None:
+def test_signed_in_new_customer_subscription(api: Api, stripe: StripeStandIn, db: Database) -> None:
     user_id, token = signed_in(api, db)
     assert (
         checkout(api, {"priceId": MONTHLY, "mode": "subscription", **URLS}, token).status_code
@@ -203,7 +207,7 @@ def test_signed_in_new_customer_subscription(api: Api, stripe: FakeStripe, db: D
 
 @pytest.mark.parametrize(("price", "mode"), [(ONE_TIME, "payment"), (MONTHLY, "subscription")])
 def test_existing_customer_is_reused_and_nothing_else_added(
-    api: Api, stripe: FakeStripe, db: Database, price: str, mode: str
+    api: Api, stripe: StripeStandIn, db: Database, price: str, mode: str
 ) -> None:
     user_id, token = signed_in(api, db, customer="cus_existing")
     assert checkout(api, {"priceId": price, "mode": mode, **URLS}, token).status_code == 200
@@ -221,7 +225,7 @@ def test_existing_customer_is_reused_and_nothing_else_added(
     }
 
 
-def test_guest_subscription_has_no_customer_email(api: Api, stripe: FakeStripe) -> None:
+def test_guest_subscription_has_no_customer_email(api: Api, stripe: StripeStandIn) -> None:
     assert checkout(api, {"priceId": MONTHLY, "mode": "subscription", **URLS}).status_code == 200
     [sent] = stripe.checkout_params()
     assert "customer_email" not in sent
@@ -230,7 +234,7 @@ def test_guest_subscription_has_no_customer_email(api: Api, stripe: FakeStripe) 
 
 
 def test_session_cookie_identifies_the_user(
-    api: Api, stripe: FakeStripe, db: Database, fakes: tuple[FakeStripe, FakeSupabaseAuth]
+    api: Api, stripe: StripeStandIn, db: Database, fakes: tuple[StripeStandIn, FakeSupabaseAuth]
 ) -> None:
     user_id, token = signed_in(api, db)
     cookie = {storage_key(fakes[1].server.url): encode_value({"access_token": token})}
@@ -259,7 +263,7 @@ USER = "5f0c7f2e-8a51-4f8e-9d7e-2b0b8e3f4a10"
     ],
 )
 def test_bad_or_expired_token_is_401(
-    api: Api, stripe: FakeStripe, claims: dict[str, Any] | None
+    api: Api, stripe: StripeStandIn, claims: dict[str, Any] | None
 ) -> None:
     token = "garbage" if claims is None else api.token(**{"sub": USER, "email": "a@b.c", **claims})
     response = checkout(api, {"priceId": ONE_TIME, "mode": "payment", **URLS}, token)
@@ -269,7 +273,10 @@ def test_bad_or_expired_token_is_401(
 
 
 def test_tokens_are_checked_against_jwks_without_a_jwt_secret(
-    api_factory: Any, stripe: FakeStripe, db: Database, fakes: tuple[FakeStripe, FakeSupabaseAuth]
+    api_factory: Any,
+    stripe: StripeStandIn,
+    db: Database,
+    fakes: tuple[StripeStandIn, FakeSupabaseAuth],
 ) -> None:
     api = api_factory(supabase_jwt_secret=None)
     user_id = create_user(db, "jwks@example.com")
@@ -287,14 +294,14 @@ def test_tokens_are_checked_against_jwks_without_a_jwt_secret(
     assert fakes[1].server.calls("GET", "/auth/v1/.well-known/jwks.json")
 
 
-def test_provider_failure_answers_null_url(api: Api, stripe: FakeStripe) -> None:
+def test_provider_failure_answers_null_url(api: Api, stripe: StripeStandIn) -> None:
     stripe.refuse_checkout = True
     response = checkout(api, {"priceId": ONE_TIME, "mode": "payment", **URLS})
     assert response.status_code == 200
     assert response.json() == {"url": None}
 
 
-def test_portal_needs_a_signed_in_customer(api: Api, stripe: FakeStripe, db: Database) -> None:
+def test_portal_needs_a_signed_in_customer(api: Api, stripe: StripeStandIn, db: Database) -> None:
     body = {"returnUrl": "https://app.example.com/dashboard"}
     assert api.post("/api/payments/create-portal", json={}).json() == {
         "error": "Return URL is required (returnUrl)"
@@ -305,10 +312,10 @@ def test_portal_needs_a_signed_in_customer(api: Api, stripe: FakeStripe, db: Dat
         "/api/payments/create-portal", json=body, headers={"Authorization": f"Bearer {token}"}
     )
     assert response.status_code == 400
-    assert stripe.server.calls("POST", "/v1/billing_portal/sessions") == []
+    assert stripe.calls("POST", "/v1/billing_portal/sessions") == []
 
 
-def test_portal_url_for_a_customer(api: Api, stripe: FakeStripe, db: Database) -> None:
+def test_portal_url_for_a_customer(api: Api, stripe: StripeStandIn, db: Database) -> None:
     _, token = signed_in(api, db, customer="cus_portal")
     response = api.post(
         "/api/payments/create-portal",
@@ -316,8 +323,8 @@ def test_portal_url_for_a_customer(api: Api, stripe: FakeStripe, db: Database) -
         headers={"Authorization": f"Bearer {token}"},
     )
     assert response.status_code == 200
-    assert response.json() == {"url": "https://billing.stripe.com/p/session/test_portal"}
-    [call] = stripe.server.calls("POST", "/v1/billing_portal/sessions")
+    assert response.json() == {"url": f"{stripe.url}/portal"}
+    [call] = stripe.calls("POST", "/v1/billing_portal/sessions")
     assert call.form() == {
         "customer": "cus_portal",
         "return_url": "https://app.example.com/dashboard",
@@ -325,7 +332,7 @@ def test_portal_url_for_a_customer(api: Api, stripe: FakeStripe, db: Database) -
 
 
 def test_a_product_with_a_trial_offers_it_and_asks_for_no_card(
-    api: Api, stripe: FakeStripe, db: Database
+    api: Api, stripe: StripeStandIn, db: Database
 ) -> None:
     with db.transaction() as conn:
         conn.execute(
@@ -341,7 +348,7 @@ def test_a_product_with_a_trial_offers_it_and_asks_for_no_card(
 
 
 def test_no_trial_without_one_on_the_product_nor_for_a_one_time_price(
-    api: Api, stripe: FakeStripe, db: Database
+    api: Api, stripe: StripeStandIn, db: Database
 ) -> None:
     with db.transaction() as conn:
         conn.execute(
@@ -355,7 +362,7 @@ def test_no_trial_without_one_on_the_product_nor_for_a_one_time_price(
 
 
 def test_recovery_and_consent_follow_the_settings(
-    api_factory: Callable[..., Api], stripe: FakeStripe
+    api_factory: Callable[..., Api], stripe: StripeStandIn
 ) -> None:
     api = api_factory(checkout_recovery=False, checkout_promotions_consent=True)
     assert checkout(api, {"priceId": ONE_TIME, "mode": "payment", **URLS}).status_code == 200

@@ -23,8 +23,8 @@ from adapters.db.pool import Database
 from adapters.supabase_auth import encode_value, read_session, storage_key
 from config import SUPABASE_LOCAL_KEYS, Settings, SettingsError, supabase_key_role
 from dev.samples.catalogue import seed_demo_products
+from dev.stripe_stand_in import StripeStandIn
 from tests.conftest import Api
-from tests.fakes.stripe import FakeStripe
 from tests.fakes.supabase import (
     JWT_SECRET,
     PUBLISHABLE_KEY,
@@ -41,18 +41,18 @@ PURCHASE = {"priceId": ONE_TIME, "mode": "payment", **URLS}
 
 
 @pytest.fixture
-def supabase(fakes: tuple[FakeStripe, FakeSupabaseAuth]) -> FakeSupabaseAuth:
+def supabase(fakes: tuple[StripeStandIn, FakeSupabaseAuth]) -> FakeSupabaseAuth:
     return fakes[1]
 
 
 @pytest.fixture
-def stripe(fakes: tuple[FakeStripe, FakeSupabaseAuth], db: Database) -> FakeStripe:
+def stripe(fakes: tuple[StripeStandIn, FakeSupabaseAuth], db: Database) -> StripeStandIn:
     """Stripe's stand-in, with products to buy."""
     seed_demo_products(db)
     return fakes[0]
 
 
-def signed_in_as(api: Api, stripe: FakeStripe, token: str) -> str | None:
+def signed_in_as(api: Api, stripe: StripeStandIn, token: str) -> str | None:
     """Who the checkout says bought, or None when the token was refused (401)."""
     before = len(stripe.checkout_params())
     response = checkout(api, PURCHASE, token)
@@ -67,7 +67,7 @@ def test_mid_migration_both_kinds_of_tokens_are_accepted(
     api_factory: Callable[..., Api],
     supabase: FakeSupabaseAuth,
     db: Database,
-    stripe: FakeStripe,
+    stripe: StripeStandIn,
 ) -> None:
     api = api_factory(supabase_jwt_secret=JWT_SECRET)  # legacy secret still set
     user = create_user(db, "both@example.com")
@@ -82,7 +82,7 @@ def test_after_the_migration_hs256_tokens_are_refused(
     api_factory: Callable[..., Api],
     supabase: FakeSupabaseAuth,
     db: Database,
-    stripe: FakeStripe,
+    stripe: StripeStandIn,
 ) -> None:
     api = api_factory(supabase_jwt_secret=None)  # the secret removed
     user = create_user(db, "after@example.com")
@@ -96,7 +96,7 @@ def test_a_rotated_key_is_accepted_without_a_restart(
     api_factory: Callable[..., Api],
     supabase: FakeSupabaseAuth,
     db: Database,
-    stripe: FakeStripe,
+    stripe: StripeStandIn,
 ) -> None:
     api = api_factory(supabase_jwt_secret=None)
     user = create_user(db, "rotate@example.com")
@@ -118,7 +118,7 @@ def test_unknown_key_ids_cannot_make_a_fetch_per_request(
     api_factory: Callable[..., Api],
     supabase: FakeSupabaseAuth,
     db: Database,
-    stripe: FakeStripe,
+    stripe: StripeStandIn,
 ) -> None:
     api = api_factory(supabase_jwt_secret=None)
     user = create_user(db, "flood@example.com")
@@ -139,7 +139,7 @@ def test_no_algorithm_confusion_and_no_none(
     api_factory: Callable[..., Api],
     supabase: FakeSupabaseAuth,
     db: Database,
-    stripe: FakeStripe,
+    stripe: StripeStandIn,
 ) -> None:
     api = api_factory(supabase_jwt_secret=None)
     user = create_user(db, "confused@example.com")

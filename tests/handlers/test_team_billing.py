@@ -11,8 +11,8 @@ from typing import Any
 
 from adapters.db.pool import Database
 from dev.samples.catalogue import seed_demo_products
+from dev.stripe_stand_in import StripeStandIn
 from tests.conftest import Api
-from tests.fakes.stripe import FakeStripe
 from tests.handlers.test_teams import Person, join, new_team
 from tests.helpers import stripe_event
 from tests.subscribers.lifecycle_helpers import ONE_TIME, post_event, session, settle
@@ -70,7 +70,7 @@ def access(db: Database, person: Person) -> bool:
 
 
 def test_a_team_buys_seats_and_its_members_share_the_access(
-    api: Api, db: Database, stripe_fake: FakeStripe
+    api: Api, db: Database, stripe_fake: StripeStandIn
 ) -> None:
     seed_demo_products(db)
     seat_product(db)
@@ -158,16 +158,16 @@ def test_a_team_buys_seats_and_its_members_share_the_access(
     assert access(db, bob)
 
     # Fewer seats: Stripe is asked (prorated), the newest member loses theirs and is told.
-    stripe_fake.quantities["sub_team"] = 3
+    stripe_fake.subscribe("sub_team", quantity=3)
     lowered = ada.call("PATCH", f"/api/teams/{team}/seats", {"quantity": 2})
     assert lowered.status_code == 200, lowered.text
     assert lowered.json() == {"total": 2, "used": 3}
-    [update] = stripe_fake.server.calls("POST", "/v1/subscriptions/sub_team")
+    [update] = stripe_fake.calls("POST", "/v1/subscriptions/sub_team")
     assert update.form() == {
         "items": [{"id": "si_sub_team", "quantity": "2"}],
         "proration_behavior": "create_prorations",
     }
-    assert stripe_fake.quantities["sub_team"] == 2
+    assert stripe_fake.subscriptions["sub_team"]["items"]["data"][0]["quantity"] == 2
     assert access(db, grace)
     assert not access(db, bob)
     seats = {

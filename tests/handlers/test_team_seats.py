@@ -19,9 +19,9 @@ from adapters.db import teams
 from adapters.db.pool import Database
 from core.events import Event, parse_event
 from core.teams import Member, seat_holders
+from dev.stripe_stand_in import StripeStandIn
 from tests.conftest import Api, serving
 from tests.fakes.github import FakeGitHub
-from tests.fakes.stripe import FakeStripe
 from tests.handlers.test_team_billing import (
     SEAT_PRICE,
     T0,
@@ -75,7 +75,7 @@ def portal(api: Api, quantity: int, *, created: int, event_id: str | None = None
 
 
 def test_seats_changed_in_the_portal_are_told_and_move_the_repository(
-    api_factory: Callable[..., Api], github: FakeGitHub, stripe_fake: FakeStripe, db: Database
+    api_factory: Callable[..., Api], github: FakeGitHub, stripe_fake: StripeStandIn, db: Database
 ) -> None:
     api = api_factory(github_token="ghp_test", github_api_url=github.server.url)
     repository_seat_product(db)
@@ -124,7 +124,7 @@ def test_seats_changed_in_the_portal_are_told_and_move_the_repository(
 
     # The route takes the same path: lowered by PATCH, told once, even when Stripe's own event
     # for the change arrives after it.
-    stripe_fake.quantities["sub_team"] = 3
+    stripe_fake.subscribe("sub_team", quantity=3)
     patched = ada.call("PATCH", f"/api/teams/{team}/seats", {"quantity": 2})
     assert patched.status_code == 200, patched.text
     settle(api)
@@ -297,7 +297,7 @@ LIFETIME_SEAT = "price_team_seat_lifetime"
 
 
 def test_lifetime_seats_bought_for_a_team_limit_its_members(
-    api: Api, db: Database, stripe_fake: FakeStripe
+    api: Api, db: Database, stripe_fake: StripeStandIn
 ) -> None:
     """A per-seat product sold once: the seats the buyer chose on Stripe's page (its line
     item's quantity, which Stripe's event does not carry) are the team's seats."""

@@ -11,9 +11,15 @@ import pytest
 
 from adapters.db.pool import Database
 from dev.samples.catalogue import seed_demo_products
+from dev.stripe_stand_in import StripeStandIn
 from tests.conftest import Api
-from tests.fakes.stripe import FakeStripe, checkout_session_with_items
-from tests.helpers import create_user, stripe_event, stripe_signature, wait_for
+from tests.helpers import (
+    checkout_session_with_items,
+    create_user,
+    stripe_event,
+    stripe_signature,
+    wait_for,
+)
 from tests.subscribers.test_emails import outbox, text_of
 
 PRICE = "price_demo_team_monthly"
@@ -191,7 +197,7 @@ def test_spec_header_name_is_accepted(api: Api, db: Database, buyer: str) -> Non
 
 
 def test_price_comes_from_line_items_when_metadata_lacks_it(
-    api: Api, db: Database, buyer: str, stripe_fake: FakeStripe
+    api: Api, db: Database, buyer: str, stripe_fake: StripeStandIn
 ) -> None:
     stripe_fake.sessions["cs_9"] = checkout_session_with_items("cs_9", PRICE)
     post_event(
@@ -200,7 +206,7 @@ def test_price_comes_from_line_items_when_metadata_lacks_it(
     )
     wait_for(lambda: profile(db, buyer)["has_access"])
     assert profile(db, buyer)["price_id"] == PRICE
-    [call] = stripe_fake.server.calls("GET", "/v1/checkout/sessions/cs_9")
+    [call] = stripe_fake.calls("GET", "/v1/checkout/sessions/cs_9")
     assert ("expand[0]", "line_items") in call.query
 
 
@@ -267,17 +273,17 @@ def test_older_event_cannot_undo_a_newer_one(api: Api, db: Database, buyer: str)
 
 @pytest.mark.parametrize(("status", "expected"), [("active", True), ("canceled", False)])
 def test_a_tie_is_settled_by_stripes_current_subscription_status(
-    api: Api, db: Database, buyer: str, stripe_fake: FakeStripe, status: str, expected: bool
+    api: Api, db: Database, buyer: str, stripe_fake: StripeStandIn, status: str, expected: bool
 ) -> None:
     link(db, buyer, "cus_7")
-    stripe_fake.subscription_status["sub_7"] = status
+    stripe_fake.subscribe("sub_7", status=status)
     now = int(time.time())
     post_event(api, subscription_deleted(created=now))
     wait_for(lambda: processed(db))
     post_event(api, invoice_paid(created=now))
     wait_for(lambda: len(processed(db)) == 2)
     assert profile(db, buyer)["has_access"] is expected
-    assert stripe_fake.server.calls("GET", "/v1/subscriptions/sub_7")
+    assert stripe_fake.calls("GET", "/v1/subscriptions/sub_7")
 
 
 def test_event_for_an_unlinked_customer_is_retried_until_it_links(

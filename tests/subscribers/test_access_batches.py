@@ -21,10 +21,10 @@ from adapters.db.pool import Database
 from config import Settings
 from core.billing.decide import ProfileNotLinked
 from core.events import Event, parse_event
+from dev.stripe_stand_in import StripeStandIn
 from runtime.container import Container
 from subscribers.access import AccessSubscriber
 from tests.conftest import Api
-from tests.fakes.stripe import FakeStripe
 from tests.helpers import create_user, stripe_event, wait_for
 from tests.subscribers.lifecycle_helpers import link, post_event, settle
 
@@ -204,10 +204,14 @@ def test_an_unlinked_customer_waits_and_the_rest_of_its_batch_applies(
 
 @pytest.mark.parametrize(("status", "has_access"), [("active", True), ("canceled", False)])
 def test_a_tie_in_a_batch_is_settled_by_stripe(
-    access: AccessSubscriber, db: Database, stripe_fake: FakeStripe, status: str, has_access: bool
+    access: AccessSubscriber,
+    db: Database,
+    stripe_fake: StripeStandIn,
+    status: str,
+    has_access: bool,
 ) -> None:
     [a] = customers(db, "tie", 1)
-    stripe_fake.subscription_status[f"sub_{a}"] = status
+    stripe_fake.subscribe(f"sub_{a}", status=status)
     batch = [
         event("paid", a, created=T0, event_id="evt_tie1"),
         event("canceled", a, created=T0, event_id="evt_tie2"),
@@ -218,7 +222,7 @@ def test_a_tie_in_a_batch_is_settled_by_stripe(
 
 
 def test_a_batch_that_fails_is_applied_one_by_one(
-    access: AccessSubscriber, db: Database, stripe_fake: FakeStripe
+    access: AccessSubscriber, db: Database, stripe_fake: StripeStandIn
 ) -> None:
     [a, b] = customers(db, "f", 2)
     assert access.apply_many([event("paid", a, created=T0, event_id="evt_f0")]) == ["granted"]
@@ -231,7 +235,7 @@ def test_a_batch_that_fails_is_applied_one_by_one(
     assert recorded(db, "f") == {"evt_f0": "granted", "evt_f2": "granted"}
 
     stripe_fake.outage = False
-    stripe_fake.subscription_status[f"sub_{a}"] = "canceled"
+    stripe_fake.subscribe(f"sub_{a}", status="canceled")
     assert access.apply_many([tie]) == ["revoked"]
 
 

@@ -10,8 +10,8 @@ import pytest
 
 from adapters.db.pool import Database
 from dev.samples.catalogue import price, product
+from dev.stripe_stand_in import StripeStandIn
 from tests.conftest import Api
-from tests.fakes.stripe import FakeStripe
 from tests.helpers import stripe_event
 from tests.subscribers.test_access import post_event
 
@@ -20,7 +20,7 @@ URLS = {"successUrl": "https://app.example.com/ok", "cancelUrl": "https://app.ex
 
 
 @pytest.fixture
-def stripe(fakes: tuple[FakeStripe, Any]) -> FakeStripe:
+def stripe(fakes: tuple[StripeStandIn, Any]) -> StripeStandIn:
     """Stripe holding one product with a one-time price (the events below change it)."""
     fake = fakes[0]
     fake.products["prod_kit"] = product("prod_kit", "Kit", "The kit", {"type": "link"})
@@ -57,7 +57,7 @@ def checkout(api: Api, price_id: str = "price_kit") -> Any:
 
 
 def test_a_new_price_is_sold_and_an_archived_one_is_refused_at_once(
-    api: Api, db: Database, stripe: FakeStripe
+    api: Api, db: Database, stripe: StripeStandIn
 ) -> None:
     assert checkout(api).status_code == 400  # not in the catalogue yet
     deliver(api, "price.created", stripe.prices["price_kit"], T0, "evt_created")
@@ -75,7 +75,7 @@ def test_a_new_price_is_sold_and_an_archived_one_is_refused_at_once(
 
 
 def test_an_older_price_update_after_a_newer_one_changes_nothing(
-    api: Api, db: Database, stripe: FakeStripe
+    api: Api, db: Database, stripe: StripeStandIn
 ) -> None:
     active = dict(stripe.prices["price_kit"])
     archived = {**active, "active": False}
@@ -88,7 +88,7 @@ def test_an_older_price_update_after_a_newer_one_changes_nothing(
     assert checkout(api).status_code == 400
 
 
-def test_a_redelivered_event_is_a_no_op(api: Api, db: Database, stripe: FakeStripe) -> None:
+def test_a_redelivered_event_is_a_no_op(api: Api, db: Database, stripe: StripeStandIn) -> None:
     deliver(api, "product.created", stripe.products["prod_kit"], T0, "evt_once")
     first = row(db)
     assert outcome(db, "evt_once") == "catalogue: 1 price(s) of prod_kit sold"
@@ -100,7 +100,7 @@ def test_a_redelivered_event_is_a_no_op(api: Api, db: Database, stripe: FakeStri
 
 
 def test_a_product_update_reaches_every_price_and_unreadable_metadata_stops_selling(
-    api: Api, db: Database, stripe: FakeStripe
+    api: Api, db: Database, stripe: StripeStandIn
 ) -> None:
     stripe.prices["price_kit_yearly"] = price("price_kit_yearly", "prod_kit", 9900, "year")
     deliver(api, "product.created", stripe.products["prod_kit"], T0, "evt_product")
@@ -120,7 +120,7 @@ def test_a_product_update_reaches_every_price_and_unreadable_metadata_stops_sell
 
 
 def test_a_deleted_product_stops_selling_and_its_rows_stay(
-    api: Api, db: Database, stripe: FakeStripe
+    api: Api, db: Database, stripe: StripeStandIn
 ) -> None:
     deliver(api, "price.created", stripe.prices["price_kit"], T0, "evt_price")
     gone = stripe.products.pop("prod_kit")

@@ -11,8 +11,8 @@ import pytest
 
 from adapters.db.pool import Database
 from dev.samples.catalogue import seed_demo_products
+from dev.stripe_stand_in import StripeStandIn
 from tests.conftest import Api
-from tests.fakes.stripe import FakeStripe
 from tests.helpers import create_user, stripe_event, wait_for
 from tests.subscribers.lifecycle_helpers import (
     GITHUB,
@@ -161,7 +161,7 @@ def test_a_stale_deletion_sends_no_end_of_access_mail(api: Api, db: Database, ad
 
 
 def test_a_payment_link_checkout_names_the_product_and_links_the_receipt(
-    api: Api, db: Database, ada: str, stripe_fake: FakeStripe
+    api: Api, db: Database, ada: str, stripe_fake: StripeStandIn
 ) -> None:
     receipt = "https://pay.stripe.com/receipts/payment/test_rcpt_ada"
     stripe_fake.sessions["cs_test_life0001"] = {
@@ -177,12 +177,12 @@ def test_a_payment_link_checkout_names_the_product_and_links_the_receipt(
     assert message["Subject"] == "Order confirmed: Pro Repository"
     assert receipt in text
     assert "example-org/saas-starter-pro" in text
-    [call] = stripe_fake.server.calls("GET", "/v1/checkout/sessions/cs_test_life0001")
+    [call] = stripe_fake.calls("GET", "/v1/checkout/sessions/cs_test_life0001")
     assert ("expand[2]", "payment_intent.latest_charge") in call.query
 
 
 def test_a_subscription_checkout_links_the_hosted_invoice(
-    api: Api, db: Database, ada: str, stripe_fake: FakeStripe
+    api: Api, db: Database, ada: str, stripe_fake: StripeStandIn
 ) -> None:
     invoice = "https://invoice.stripe.com/i/acct_1/test_inv_ada"
     stripe_fake.sessions["cs_test_life0001"] = {
@@ -217,11 +217,11 @@ def test_no_confirmation_while_the_access_change_fails(
 
 
 def test_one_time_checkout_with_metadata_and_no_stripe_needs_no_call(
-    api: Api, db: Database, ada: str, stripe_fake: FakeStripe
+    api: Api, db: Database, ada: str, stripe_fake: StripeStandIn
 ) -> None:
     post_event(api, stripe_event("checkout.session.completed", session(ada, payment_intent=None)))
     settle(api)
     [message] = outbox(api)
     assert message["Subject"] == "Order confirmed: Starter Kit"
-    assert stripe_fake.server.calls("GET", "/v1/checkout/sessions") == []
+    assert stripe_fake.calls("GET", "/v1/checkout/sessions") == []
     assert profile(db, ada)["price_id"] == ONE_TIME

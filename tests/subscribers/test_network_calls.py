@@ -16,9 +16,9 @@ from collections.abc import Callable
 from adapters.db.pool import Database
 from core.announcements import announced_ids
 from dev.samples.catalogue import seed_demo_products
+from dev.stripe_stand_in import StripeStandIn
 from tests.conftest import Api
 from tests.fakes.resend import FakeResend
-from tests.fakes.stripe import FakeStripe
 from tests.helpers import create_user, stripe_event, wait_for
 from tests.subscribers.lifecycle_helpers import subscription
 from tests.subscribers.test_access import completed, post_event
@@ -75,7 +75,7 @@ def test_access_applies_while_resend_hangs_on_a_send(
 
 
 def test_access_applies_other_events_while_stripe_hangs_on_a_tie(
-    api_factory: Callable[..., Api], stripe_fake: FakeStripe, db: Database
+    api_factory: Callable[..., Api], stripe_fake: StripeStandIn, db: Database
 ) -> None:
     api = api_factory(database_pool_size=1)
     seed_demo_products(db)
@@ -117,7 +117,7 @@ def test_access_applies_other_events_while_stripe_hangs_on_a_tie(
     stripe_fake.responding.clear()
     try:
         assert post_event(api, tie).status_code == 200
-        wait_for(lambda: stripe_fake.server.calls("GET", "/v1/subscriptions/sub_tied"))
+        wait_for(lambda: stripe_fake.calls("GET", "/v1/subscriptions/sub_tied"))
 
         assert post_event(api, renewal).status_code == 200
         wait_for(lambda: has_access(db, other), timeout=4)

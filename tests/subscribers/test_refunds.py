@@ -11,9 +11,9 @@ import pytest
 
 from adapters.db.pool import Database
 from dev.samples.catalogue import seed_demo_products
+from dev.stripe_stand_in import StripeStandIn
 from tests.conftest import Api, serving
 from tests.fakes.github import FakeGitHub
-from tests.fakes.stripe import FakeStripe
 from tests.helpers import create_user, stripe_event, wait_for
 from tests.subscribers.lifecycle_helpers import GITHUB, post_event, profile, session, settle
 
@@ -118,7 +118,7 @@ def test_a_partial_refund_is_recorded_and_changes_no_access(
 
 
 def test_a_refund_before_its_checkout_is_recorded_waits_for_it(
-    shop: Api, db: Database, ada: str, stripe_fake: FakeStripe
+    shop: Api, db: Database, ada: str, stripe_fake: StripeStandIn
 ) -> None:
     stripe_fake.sessions["cs_test_life0001"] = {
         "id": "cs_test_life0001",
@@ -128,7 +128,7 @@ def test_a_refund_before_its_checkout_is_recorded_waits_for_it(
     now = int(time.time())
     refund = charge(refunded=True, amount_refunded=4900)
     post_event(shop, stripe_event("charge.refunded", refund, created=now + 60))
-    wait_for(lambda: stripe_fake.server.calls("GET", "/v1/checkout/sessions"))
+    wait_for(lambda: stripe_fake.calls("GET", "/v1/checkout/sessions"))
     post_event(
         shop, stripe_event("checkout.session.completed", session(ada, price=GITHUB), created=now)
     )

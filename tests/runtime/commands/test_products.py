@@ -13,13 +13,13 @@ from click.testing import Result
 from adapters.db.pool import Database
 from config import Settings
 from dev.samples.catalogue import price, product, product_feature
+from dev.stripe_stand_in import StripeStandIn
 from main import create_app
 from runtime.container import Container
-from tests.fakes.stripe import FakeStripe
 
 
 @pytest.fixture
-def stripe(fakes: tuple[FakeStripe, Any]) -> FakeStripe:
+def stripe(fakes: tuple[StripeStandIn, Any]) -> StripeStandIn:
     return fakes[0]
 
 
@@ -37,7 +37,7 @@ def cli(settings_factory: Callable[..., Settings]) -> Iterator[Callable[..., Res
         container.close()
 
 
-def offer(stripe: FakeStripe, prod: dict[str, Any], *prices: dict[str, Any]) -> None:
+def offer(stripe: StripeStandIn, prod: dict[str, Any], *prices: dict[str, Any]) -> None:
     stripe.products[prod["id"]] = prod
     for p in prices:
         stripe.prices[p["id"]] = p
@@ -53,7 +53,7 @@ def rows(db: Database) -> dict[str, dict[str, Any]]:
 
 
 def test_every_page_of_products_and_prices_is_synced(
-    cli: Callable[..., Result], stripe: FakeStripe, db: Database
+    cli: Callable[..., Result], stripe: StripeStandIn, db: Database
 ) -> None:
     # Stripe lists at most 100 a page: 120 products with a price each take two pages of each.
     for n in range(120):
@@ -70,12 +70,15 @@ def test_every_page_of_products_and_prices_is_synced(
     assert found["price_007"]["billing_type"] == "subscription"
     assert found["price_008"]["billing_interval"] is None
     assert str(found["price_119"]["price"]) == "2.19"
-    pages = stripe.server.calls("GET", "/v1/prices")
+    pages = stripe.calls("GET", "/v1/prices")
     assert [dict(r.query).get("starting_after") for r in pages] == [None, "price_099"]
 
 
 def test_metadata_errors_are_logged_with_the_id_and_not_sold(
-    cli: Callable[..., Result], stripe: FakeStripe, db: Database, caplog: pytest.LogCaptureFixture
+    cli: Callable[..., Result],
+    stripe: StripeStandIn,
+    db: Database,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     offer(stripe, product("prod_ok", "Ok", "", {"type": "link"}), price("price_ok", "prod_ok", 500))
     offer(
@@ -105,7 +108,7 @@ def test_metadata_errors_are_logged_with_the_id_and_not_sold(
 
 
 def test_entitlements_features_are_preferred_and_metadata_read(
-    cli: Callable[..., Result], stripe: FakeStripe, db: Database
+    cli: Callable[..., Result], stripe: StripeStandIn, db: Database
 ) -> None:
     meta = {
         "type": "github",
@@ -128,7 +131,7 @@ def test_entitlements_features_are_preferred_and_metadata_read(
 
 
 def test_what_stripe_no_longer_sells_becomes_inactive_and_stays(
-    cli: Callable[..., Result], stripe: FakeStripe, db: Database
+    cli: Callable[..., Result], stripe: StripeStandIn, db: Database
 ) -> None:
     offer(
         stripe,

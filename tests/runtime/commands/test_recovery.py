@@ -24,10 +24,10 @@ from adapters.db.pool import Database
 from config import Settings
 from dev.pubsub_emulator import free_port
 from dev.samples.catalogue import seed_demo_products
+from dev.stripe_stand_in import StripeStandIn
 from main import create_app
 from runtime.container import Container
 from tests.conftest import SETTINGS_VARIABLES
-from tests.fakes.stripe import FakeStripe
 from tests.helpers import create_user, stripe_event
 from tests.pubsub_fixtures import PROJECT, PubSub, pubsub_fixture  # noqa: F401
 from tests.subscribers.lifecycle_helpers import link, profile, session, subscription
@@ -65,7 +65,7 @@ def record(db: Database, event_id: str) -> None:
 
 
 def test_reconcile_republishes_what_the_ledger_lacks_once(
-    cli: Callable[..., Result], db: Database, stripe_fake: FakeStripe
+    cli: Callable[..., Result], db: Database, stripe_fake: StripeStandIn
 ) -> None:
     seed_demo_products(db)
     ada = create_user(db, "ada@example.com")
@@ -98,8 +98,8 @@ def test_reconcile_republishes_what_the_ledger_lacks_once(
     assert "republished 1 event(s)" in done.output
     assert "applied: 1 event(s), as the ledger shows" in done.output
     assert profile(db, ada)["has_access"] is True
-    assert len(stripe_fake.server.calls("GET", "/v1/events")) == 4  # two pages, twice
-    first_page = dict(stripe_fake.server.calls("GET", "/v1/events")[0].query)
+    assert len(stripe_fake.calls("GET", "/v1/events")) == 4  # two pages, twice
+    first_page = dict(stripe_fake.calls("GET", "/v1/events")[0].query)
     assert abs(int(first_page["created[gte]"]) - (now - 72 * 3600)) < 60
     assert "charge.refunded" in first_page.values()
 
@@ -197,7 +197,7 @@ def test_replay_republishes_each_event_of_a_dead_letter_that_carried_several(
 
 
 def test_reconcile_fails_naming_an_event_that_was_not_applied(
-    cli: Callable[..., Result], stripe_fake: FakeStripe
+    cli: Callable[..., Result], stripe_fake: StripeStandIn
 ) -> None:
     # A renewal for a customer no checkout linked: access retries it, then gives up.
     orphan = stripe_event(
@@ -215,7 +215,7 @@ def test_reconcile_fails_naming_an_event_that_was_not_applied(
 
 
 def test_reconcile_fails_naming_what_the_bus_refused(
-    cli: Callable[..., Result], stripe_fake: FakeStripe
+    cli: Callable[..., Result], stripe_fake: StripeStandIn
 ) -> None:
     lost = stripe_event("invoice.paid", {"id": "in_x", "customer": "cus_x"}, event_id="evt_x")
     stripe_fake.events[:] = [stripe_listed(lost)]
@@ -229,7 +229,7 @@ def test_reconcile_fails_naming_what_the_bus_refused(
 
 
 def test_the_flask_command_applies_a_missed_event_once_before_it_exits(
-    database_url: str, db: Database, stripe_fake: FakeStripe, tmp_path: Path
+    database_url: str, db: Database, stripe_fake: StripeStandIn, tmp_path: Path
 ) -> None:
     """As an operator runs it: a process of its own that exits when the command returns."""
     seed_demo_products(db)
@@ -242,7 +242,7 @@ def test_the_flask_command_applies_a_missed_event_once_before_it_exits(
         "APP_ENV": "test",
         "DATABASE_URL": database_url,
         "STRIPE_SECRET_KEY": "sk_test_fake",
-        "STRIPE_API_BASE": stripe_fake.server.url,
+        "STRIPE_API_BASE": stripe_fake.url,
         "EMAIL_OUTBOX_DIR": str(tmp_path / "outbox"),
         "DATA_DIR": str(tmp_path / "data"),
     }
@@ -259,7 +259,7 @@ def test_the_flask_command_applies_a_missed_event_once_before_it_exits(
 
 
 def test_reconcile_does_not_republish_an_event_of_a_version_it_does_not_read(
-    cli: Callable[..., Result], stripe_fake: FakeStripe, db: Database
+    cli: Callable[..., Result], stripe_fake: StripeStandIn, db: Database
 ) -> None:
     old = stripe_event(
         "invoice.paid",

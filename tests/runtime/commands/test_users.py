@@ -11,9 +11,9 @@ from click.testing import Result
 
 from adapters.db.pool import Database
 from config import Settings
+from dev.stripe_stand_in import StripeStandIn
 from main import create_app
 from tests.conftest import Api
-from tests.fakes.stripe import FakeStripe
 from tests.helpers import stripe_event, stripe_signature, wait_for
 
 CHECKOUT = {
@@ -45,7 +45,10 @@ def checkout(api: Api, token: str) -> Any:
 
 
 def test_created_user_gets_a_token_the_api_accepts(
-    cli: Callable[..., Cli], api_factory: Callable[..., Api], db: Database, stripe_fake: FakeStripe
+    cli: Callable[..., Cli],
+    api_factory: Callable[..., Api],
+    db: Database,
+    stripe_fake: StripeStandIn,
 ) -> None:
     from dev.samples.catalogue import seed_demo_products
 
@@ -68,7 +71,7 @@ def test_created_user_gets_a_token_the_api_accepts(
 
 
 def test_a_development_token_is_refused_where_a_real_secret_is_configured(
-    cli: Callable[..., Cli], api: Api, db: Database, stripe_fake: FakeStripe
+    cli: Callable[..., Cli], api: Api, db: Database, stripe_fake: StripeStandIn
 ) -> None:
     users = cli(**LOCAL)
     users("create", "ada@example.com")
