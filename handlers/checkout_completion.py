@@ -5,14 +5,15 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from flask import Blueprint
+from flask import Blueprint, Response, jsonify
 from flask.typing import ResponseReturnValue
-from pydantic import ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, RootModel, model_validator
 
+from core.entitlements import Kind
 from handlers.deps import caller, container
-from handlers.me import answer
+from handlers.me import MeAnswer, answer
 from handlers.parsing import RequestModel, json_object, validate
-from services.checkout_completion import complete_checkout
+from services.checkout_completion import SessionAnswer, complete_checkout
 
 bp = Blueprint("checkout_completion", __name__)
 
@@ -39,11 +40,37 @@ class CompletionRequest(RequestModel):
         return data
 
 
+class _Answer(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class PurchasedProduct(_Answer):
+    name: str | None  # None: a price no product row is sold at
+    priceId: str | None
+    kind: Kind  # purchase: a one-time payment
+
+
+class SessionGrantAnswer(_Answer):
+    """A guest token's answer: what the session bought, nothing of the account it landed on
+    (an e-mail typed on Stripe's page chose that account, and nobody verified it)."""
+
+    sessionId: str
+    applied: bool  # the session's grant is recorded
+    hasAccess: bool  # that grant gives access now (not: whether the account has any)
+    product: PurchasedProduct | None  # None while not applied
+    features: list[str]  # sorted: the features the product grants
+
+
+class CompletionAnswer(RootModel[MeAnswer | SessionGrantAnswer]):
+    """GET /api/me's answer to the session's signed-in buyer; the session's grant to a guest
+    token's holder."""
+
+
 @bp.post("/api/payments/complete-checkout")
 def complete() -> ResponseReturnValue:
     c = container()
     body = validate(CompletionRequest, json_object())
-    account = complete_checkout(
+    completed = complete_checkout(
         session_id=body.session_id,
         token=body.token,
         user=caller(),
@@ -51,4 +78,25 @@ def complete() -> ResponseReturnValue:
         stripe=c.stripe,
         apply=c.checkout_completion,
     )
-    return answer(account)
+    if isinstance(completed, SessionAnswer):
+        return _session_answer(completed)
+    return answer(completed)
+
+
+def _session_answer(completed: SessionAnswer) -> Response:
+    grant = completed.grant
+    body = SessionGrantAnswer(
+        sessionId=completed.session_id,
+        applied=grant is not None,
+        hasAccess=grant is not None and grant.active,
+        product=(
+            PurchasedProduct(name=grant.product_name, priceId=grant.price_id, kind=grant.kind)
+            if grant is not None
+            else None
+        ),
+        features=grant.features if grant is not None else [],
+    )
+    response = jsonify(body.model_dump(mode="json"))
+    # The token is a bearer secret of one buyer: no shared cache keeps what it opens.
+    response.headers["Cache-Control"] = "private, no-store"
+    return response

@@ -67,7 +67,8 @@ def me() -> ResponseReturnValue:
 
 
 def answer(account: Account) -> Response:
-    """GET /api/me's answer for an account (the checkout completion answers the same)."""
+    """GET /api/me's answer for an account: only ever to that account's own signed-in user (the
+    checkout completion answers it to the session's signed-in buyer, never to a guest token)."""
     teams = teams_of(user_id=account.user_id, db=container().db)
     body = MeAnswer(
         id=account.user_id,

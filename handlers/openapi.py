@@ -12,7 +12,7 @@ from flask.typing import ResponseReturnValue
 from pydantic import BaseModel, ConfigDict
 from pydantic.json_schema import models_json_schema
 
-from handlers.checkout_completion import CompletionRequest
+from handlers.checkout_completion import CompletionAnswer, CompletionRequest
 from handlers.github import AccessRequest
 from handlers.leads import LeadRequest
 from handlers.me import MeAnswer
@@ -128,9 +128,10 @@ OPERATIONS = (
                **LIMITED}, PortalRequest,
               signed_in=True),
     Operation("post", "/api/payments/complete-checkout",
-              "The success page's paid checkout applied at once: what GET /api/me answers",
-              {200: MeAnswer, 401: ErrorAnswer, 404: ErrorAnswer, 409: ErrorAnswer, **COMMON,
-               **LIMITED}, CompletionRequest, signed_in=True),
+              "The success page's paid checkout applied at once: GET /api/me's answer to its"
+              " signed-in buyer, only the session's grant to a guest token",
+              {200: CompletionAnswer, 401: ErrorAnswer, 404: ErrorAnswer, 409: ErrorAnswer,
+               **COMMON, **LIMITED}, CompletionRequest, signed_in=True),
     Operation("post", "/api/webhook/payments", "Stripe's signed events",
               {200: EmptyAnswer, **COMMON}, headers=("Stripe-Signature",)),
     Operation("post", "/api/github/access", "Invite the buyer's GitHub account",

@@ -5,16 +5,23 @@ bus (which still comes, and changes nothing applied here: see `core.access.compl
 Who may complete a session: its signed-in buyer (the session's `client_reference_id`), or
 whoever holds the guest completion token put into its success URL (`core.checkout`). Anyone
 else is told there is no such session, as for one that does not exist.
+
+What each is told: the signed-in buyer, what GET /api/me answers them; a token's holder, only
+what that session bought. A guest's purchase lands on the account of the e-mail typed on
+Stripe's page, which nobody verified: it may be someone else's, so the token tells nothing of
+that account (`SessionAnswer`).
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from adapters.db import purchases
 from adapters.db.pool import Database
+from adapters.db.purchases import SessionGrant
 from adapters.stripe_api import (
     PaymentsNotConfigured,
     PaymentsUnavailable,
@@ -22,7 +29,7 @@ from adapters.stripe_api import (
     StripeGateway,
 )
 from adapters.tokens import User
-from core.access import PAID_STATUSES, checkout_from, completion_event
+from core.access import PAID_STATUSES, Checkout, checkout_change, checkout_from, completion_event
 from core.checkout import completion_token_matches
 from core.events import Event
 from services.account import Account, account_of
@@ -41,6 +48,18 @@ GUEST_PENDING = (
     "Checkout session {session} is paid; the buyer's account is being made: the sign-in link"
     " comes by e-mail"
 )
+NOT_APPLIED = (
+    "The checkout could not be applied just now: access follows with Stripe's"
+    " confirmation (a guest's sign-in link comes by e-mail)"
+)
+
+
+@dataclass(frozen=True)
+class SessionAnswer:
+    """What a guest token's holder is told: the session's own grant and nothing else."""
+
+    session_id: str
+    grant: SessionGrant | None  # None: not recorded on the account that paid
 
 
 def complete_checkout(
@@ -51,15 +70,18 @@ def complete_checkout(
     db: Database,
     stripe: StripeGateway,
     apply: Apply,
-) -> Account:
-    """What GET /api/me answers the buyer once the paid session is applied. NotFound for a
-    session Stripe does not know or the caller may not complete; Conflict while unpaid."""
+) -> Account | SessionAnswer:
+    """Once the paid session is applied: the signed-in buyer's account (what GET /api/me
+    answers them), or for a guest token only the session's own grant. NotFound for a session
+    Stripe does not know or the caller may not complete; Conflict while unpaid."""
     session = _session(stripe, session_id)
     if session is None:
         raise NotFound(f"No checkout session {session_id}")
     event = completion_event(session)
     checkout = checkout_from(event)
-    own = user is not None and checkout is not None and checkout.user_id == user.id
+    if checkout is None:  # never: `completion_event` makes a checkout's event
+        raise NotFound(f"No checkout session {session_id}")
+    own = user is not None and checkout.user_id == user.id
     if not own and not (token and completion_token_matches(token, session.get("metadata"))):
         raise NotFound(f"No checkout session {session_id}")
     # A session still open may say `no_payment_required` (a trial) before the buyer has
@@ -75,16 +97,26 @@ def complete_checkout(
         log.warning("completing checkout %s: %s", session_id, exc)
         outcome = None
     log.info("checkout %s completed from its success page: %s", session_id, outcome)
-    buyer = user if own and user is not None else _buyer(db, session_id)
-    account = account_of(buyer, db=db) if buyer is not None else None
-    if account is None and checkout is not None and checkout.user_id is None:
-        raise Conflict(GUEST_PENDING.format(session=session_id))
-    if account is None or (outcome is None and not account.has_access):
-        raise Unavailable(
-            "The checkout could not be applied just now: access follows with Stripe's"
-            " confirmation (a guest's sign-in link comes by e-mail)"
-        )
+    if not own or user is None:
+        return _session_answer(db, checkout, outcome)
+    account = account_of(user, db=db)
+    if outcome is None and not account.has_access:
+        raise Unavailable(NOT_APPLIED)
     return account
+
+
+def _session_answer(db: Database, checkout: Checkout, outcome: str | None) -> SessionAnswer:
+    """The session's own grant, read on the account that paid; whose account that is (an
+    address typed on Stripe's page may be anyone's) is never read here."""
+    if purchases.buyer_of(db, checkout.session_id) is None:
+        if checkout.user_id is None:
+            raise Conflict(GUEST_PENDING.format(session=checkout.session_id))
+        raise Unavailable(NOT_APPLIED)
+    source = checkout_change(checkout).source_id
+    grant = purchases.of_session(db, checkout.session_id, source)
+    if outcome is None and (grant is None or not grant.active):
+        raise Unavailable(NOT_APPLIED)
+    return SessionAnswer(checkout.session_id, grant)
 
 
 def _session(stripe: StripeGateway, session_id: str) -> dict[str, Any] | None:
@@ -97,9 +129,3 @@ def _session(stripe: StripeGateway, session_id: str) -> dict[str, Any] | None:
     except StripeCallFailed as exc:  # Stripe refused the id: it names no session of ours
         log.info("stripe refused checkout session %s: %s", session_id, exc)
         return None
-
-
-def _buyer(db: Database, session_id: str) -> User | None:
-    """A guest's account, made by the cycle for the address they paid with."""
-    buyer = purchases.buyer_of(db, session_id)
-    return User(id=buyer, email=None) if buyer else None

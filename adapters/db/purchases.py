@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from adapters.db.pool import Database
+from core.entitlements import Kind
 
 
 @dataclass(frozen=True)
@@ -40,3 +41,50 @@ def buyer_of(db: Database, session_id: str) -> str | None:
         (session_id,),
     )
     return str(rows[0]["user_id"]) if rows and rows[0]["user_id"] else None
+
+
+@dataclass(frozen=True)
+class SessionGrant:
+    """The grant one checkout session made, as its success page may be told it: its own
+    product and features, and nothing else of the account it landed on."""
+
+    kind: Kind
+    price_id: str | None
+    active: bool
+    product_name: str | None  # None: a price no product row is sold at
+    features: list[str]  # sorted: what the product sold at its price grants
+
+
+# The features a product grants, as `public.grant_features` derives them for a holder (its
+# catalogue slugs, and `github:<owner>/<repo>` for a repository product): the same expression,
+# asked of one product instead of an account's grants.
+_PRODUCT_FEATURES = (
+    'coalesce((select array_agg(distinct f.name collate "C" order by f.name collate "C")'
+    " from unnest(p.features || case when p.type = 'github' and p.github_repo is not null"
+    " then array['github:' || lower(p.github_repo)] else '{}'::text[] end) as f(name)),"
+    " '{}'::text[])"
+)
+
+
+def of_session(db: Database, session_id: str, source_id: str) -> SessionGrant | None:
+    """The grant `source_id` (a checkout's subscription, or its one-time purchase) held by the
+    account that paid in this checkout session, once its purchase is recorded; None before."""
+    rows = db.fetch_all(
+        "select e.kind, e.price_id, e.active, p.name as product_name,"  # noqa: S608 - constant
+        f" {_PRODUCT_FEATURES} as features"
+        " from public.purchases pu"
+        " join public.entitlements e on e.account_id = pu.account_id and e.source_id = %s"
+        " left join public.products p on p.stripe_price_id = e.price_id"
+        " where pu.stripe_checkout_session_id = %s",
+        (source_id, session_id),
+    )
+    if not rows:
+        return None
+    row = rows[0]
+    return SessionGrant(
+        kind=row["kind"],
+        price_id=row["price_id"],
+        active=row["active"],
+        product_name=row["product_name"],
+        features=list(row["features"]),
+    )

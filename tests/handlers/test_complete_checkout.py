@@ -13,8 +13,8 @@ import pytest
 from adapters.db.pool import Database
 from core.checkout import TOKEN_DIGEST_KEY, completion_url
 from dev.samples.catalogue import seed_demo_products
-from dev.stripe_stand_in import StripeStandIn
 from tests.conftest import Api
+from dev.stripe_stand_in import StripeStandIn
 from tests.fakes.supabase import FakeSupabaseAuth
 from tests.helpers import create_user, stripe_event
 from tests.subscribers.test_access import completed, post_event
@@ -129,9 +129,7 @@ def test_webhook_first_then_route_changes_nothing_and_tells_once(
     assert row["outcome"] == "stale"
 
 
-def test_a_refund_applied_first_is_not_undone(
-    api: Api, stripe: StripeStandIn, db: Database
-) -> None:
+def test_a_refund_applied_first_is_not_undone(api: Api, stripe: StripeStandIn, db: Database) -> None:
     user_id, token = buyer(api, db)
     session = paid_session(
         stripe, user_id, subscription=None, mode="payment", payment_intent="pi_1"
@@ -223,25 +221,32 @@ def test_bad_input_names_the_field(
     assert stripe.calls("GET", "/v1/checkout/sessions/cs_1") == []
 
 
-def test_a_guest_completes_with_the_token_of_their_success_url(
-    api: Api, stripe: StripeStandIn, db: Database
-) -> None:
+def guest_checkout(api: Api, stripe: StripeStandIn, price: str, mode: str) -> tuple[str, str]:
+    """A guest's checkout created through the route: the success URL's token and the digest
+    it puts into the session's metadata."""
     created = api.post(
         "/api/payments/create-checkout",
         json={
-            "priceId": ONE_TIME,
-            "mode": "payment",
+            "priceId": price,
+            "mode": mode,
             "successUrl": "https://app.example.com/thanks?x=1",
             "cancelUrl": "https://app.example.com/no",
         },
     )
     assert created.status_code == 200
-    [params] = stripe.checkout_params()
+    params = stripe.checkout_params()[-1]
     success = params["success_url"]
     assert success.startswith("https://app.example.com/thanks?x=1&session_id={CHECKOUT_SESSION_ID}")
     token = success.split("checkout_token=")[1]
     digest = params["metadata"][TOKEN_DIGEST_KEY]
     assert token not in digest
+    return token, digest
+
+
+def test_a_guest_completes_with_the_token_of_their_success_url(
+    api: Api, stripe: StripeStandIn, db: Database
+) -> None:
+    token, digest = guest_checkout(api, stripe, ONE_TIME, "payment")
     session = paid_session(
         stripe,
         None,
@@ -253,8 +258,16 @@ def test_a_guest_completes_with_the_token_of_their_success_url(
     assert complete(api, {"sessionId": "cs_test_1", "token": token[:-1] + "x"}).status_code == 404
     response = complete(api, {"sessionId": "cs_test_1", "token": token})
     assert response.status_code == 200
-    assert response.json()["email"] == "guest@example.com"
-    assert response.json()["hasAccess"] is True
+    # What the session bought, applied; nothing of the account it went to.
+    assert response.json() == {
+        "sessionId": "cs_test_1",
+        "applied": True,
+        "hasAccess": True,
+        "product": {"name": "Starter Kit", "priceId": ONE_TIME, "kind": "purchase"},
+        "features": [],
+    }
+    assert "guest@example.com" not in response.text
+    assert response.headers["Cache-Control"] == "private, no-store"
     post_event(api, stripe_event("checkout.session.completed", session))
     assert api.container.bus.wait_idle(15)  # type: ignore[attr-defined]
     assert confirmations(db) == [
@@ -262,6 +275,158 @@ def test_a_guest_completes_with_the_token_of_their_success_url(
     ]
     invites = db.fetch_all("select event_id from public.sent_emails where kind = 'signin-link'")
     assert invites == [{"event_id": "invited_cs_test_1"}]
+
+
+def test_a_guest_is_told_the_features_their_purchase_grants(
+    api: Api, stripe: StripeStandIn, db: Database
+) -> None:
+    # A repository product grants `github:<owner>/<repo>` besides its catalogue features: the
+    # guest is told what its buyer then holds, as GET /api/me derives it.
+    pro = "price_demo_pro_github"
+    token, digest = guest_checkout(api, stripe, pro, "payment")
+    session = paid_session(
+        stripe,
+        None,
+        subscription=None,
+        mode="payment",
+        customer_details={"email": "new@example.com", "name": "Nia"},
+    )
+    session["metadata"] = {"price_id": pro, TOKEN_DIGEST_KEY: digest}
+    response = complete(api, {"sessionId": "cs_test_1", "token": token})
+    assert response.status_code == 200
+    body = response.json()
+    assert body["product"] == {"name": "Pro Repository", "priceId": pro, "kind": "purchase"}
+    assert body["features"] == ["github:example-org/saas-starter-pro"]
+    [made] = db.fetch_all("select id::text as id from auth.users where email = 'new@example.com'")
+    made_token = api.token(sub=made["id"], email="new@example.com")
+    me = api.get("/api/me", headers=bearer(made_token))
+    assert me.json()["features"] == body["features"]
+
+
+VICTIM = "victim@example.com"
+VICTIM_NAME = "Victoria Vance"
+TEAM_NAME = "Vance Private Projects"
+TEAM_PRICE = "price_demo_team_monthly"
+PRO = "price_demo_pro_github"
+
+
+def victim_with_a_purchase_and_a_team(api: Api, stripe: StripeStandIn, db: Database) -> dict[str, str]:
+    """An existing user with a repository purchase of their own and a team: what a guest must
+    never learn. Returns what identifies them."""
+    victim = create_user(db, VICTIM, name=VICTIM_NAME)
+    token = api.token(sub=victim, email=VICTIM)
+    bought = paid_session(
+        stripe,
+        victim,
+        session="cs_test_victim",
+        subscription=None,
+        mode="payment",
+        payment_intent="pi_victim",
+        customer="cus_victim",
+    )
+    bought["metadata"] = {"price_id": PRO, "user_id": victim}
+    post_event(api, stripe_event("checkout.session.completed", bought, event_id="evt_victim"))
+    assert api.container.bus.wait_idle(15)  # type: ignore[attr-defined]
+    team = api.post("/api/teams", json={"name": TEAM_NAME}, headers=bearer(token))
+    assert team.status_code == 201
+    return {"id": victim, "token": token, "team": team.json()["id"]}
+
+
+def bearer(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
+
+
+def guest_trial_as(
+    api: Api, stripe: StripeStandIn, email: str, **fields: Any
+) -> tuple[str, dict[str, Any]]:
+    """A guest's free trial of the team plan, paid (nothing to pay) with `email` typed on
+    Stripe's page: the success URL's token and the session."""
+    token, digest = guest_checkout(api, stripe, TEAM_PRICE, "subscription")
+    session = paid_session(
+        stripe,
+        None,
+        session="cs_test_guest",
+        subscription="sub_guest",
+        customer="cus_guest",
+        payment_status="no_payment_required",
+        amount_total=0,
+        customer_details={"email": email, "name": "Mallory"},
+        **fields,
+    )
+    session["metadata"] = {"price_id": TEAM_PRICE, TOKEN_DIGEST_KEY: digest}
+    return token, session
+
+
+def test_a_guest_paying_with_someone_elses_email_learns_nothing_of_their_account(
+    api: Api, stripe: StripeStandIn, db: Database
+) -> None:
+    # The address on Stripe's page is nobody's proof: the purchase lands on the account that
+    # has it, and the success page's token must open the purchase only, not that account.
+    victim = victim_with_a_purchase_and_a_team(api, stripe, db)
+    token, _ = guest_trial_as(api, stripe, VICTIM)
+    response = complete(api, {"sessionId": "cs_test_guest", "token": token})
+    assert response.status_code == 200
+    text = response.text
+    for secret in (
+        victim["id"],
+        victim["team"],
+        VICTIM,
+        VICTIM_NAME,
+        TEAM_NAME,
+        "Pro Repository",
+        PRO,
+        "github:",
+        "cs_test_victim",
+        "cus_",
+    ):
+        assert secret not in text, secret
+    assert response.json() == {
+        "sessionId": "cs_test_guest",
+        "applied": True,
+        "hasAccess": True,
+        "product": {"name": "Team Monthly", "priceId": TEAM_PRICE, "kind": "subscription"},
+        "features": ["support", "templates"],
+    }
+    # Signed in as someone else, the token opens no more.
+    _, stranger = buyer(api, db, "stranger@example.com")
+    as_stranger = complete(api, {"sessionId": "cs_test_guest", "token": token}, stranger)
+    assert as_stranger.status_code == 200
+    assert as_stranger.json() == response.json()
+    # The attack is real: the trial went to the victim's account, beside what they had.
+    me = api.get("/api/me", headers=bearer(victim["token"])).json()
+    assert sorted(e["priceId"] for e in me["entitlements"]) == [PRO, TEAM_PRICE]
+    assert [t["name"] for t in me["teams"]] == [TEAM_NAME]
+
+
+def test_a_guest_is_told_their_own_grant_not_the_accounts_access(
+    api: Api, stripe: StripeStandIn, db: Database
+) -> None:
+    # The session's subscription ended before the page asked; the account it landed on keeps
+    # access through its own purchase, which the guest's answer must not reflect.
+    victim = victim_with_a_purchase_and_a_team(api, stripe, db)
+    token, _ = guest_trial_as(api, stripe, VICTIM)
+    assert complete(api, {"sessionId": "cs_test_guest", "token": token}).status_code == 200
+    ended = {"id": "sub_guest", "customer": "cus_guest", "status": "canceled"}
+    post_event(api, stripe_event("customer.subscription.deleted", ended))
+    assert api.container.bus.wait_idle(15)  # type: ignore[attr-defined]
+    response = complete(api, {"sessionId": "cs_test_guest", "token": token})
+    assert response.status_code == 200
+    assert response.json()["applied"] is True
+    assert response.json()["hasAccess"] is False
+    assert api.get("/api/me", headers=bearer(victim["token"])).json()["hasAccess"] is True
+
+
+def test_the_sessions_own_buyer_still_gets_get_api_me_with_a_token_too(
+    api: Api, stripe: StripeStandIn, db: Database
+) -> None:
+    user_id, token = buyer(api, db)
+    session = paid_session(stripe, user_id)
+    digest = hashlib.sha256(b"t0k").hexdigest()
+    session["metadata"] = {**session["metadata"], TOKEN_DIGEST_KEY: digest}
+    response = complete(api, {"sessionId": "cs_test_1", "token": "t0k"}, token)
+    assert response.status_code == 200
+    assert response.json()["id"] == user_id
+    assert response.json() == api.get("/api/me", headers=bearer(token)).json()
 
 
 def test_the_success_url_carries_the_session_template_once() -> None:
