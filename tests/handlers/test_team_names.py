@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import html as htmllib
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
@@ -208,3 +209,21 @@ def test_a_team_sends_at_most_its_daily_invitations_whoever_sends_them(
             "update public.team_invitation_mails set sent_at = sent_at - interval '24 hours'"
         )
     assert _invite(grace, team, "dan@example.com", "203.0.113.9").status_code == 201
+
+
+def test_invitations_at_once_never_pass_the_daily_limit_together(
+    api_factory: Callable[..., Api], db: Database
+) -> None:
+    api = api_factory(team_invitations_per_day=2)
+    ada = Person(api, db, "ada@example.com", "Ada")
+    team = new_team(ada)
+
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        answers = list(
+            pool.map(
+                lambda n: _invite(ada, team, f"guest{n}@example.com", f"198.51.100.{n}"), range(6)
+            )
+        )
+
+    assert sorted(a.status_code for a in answers) == [201, 201, 429, 429, 429, 429]
+    assert db.fetch_all("select count(*) as n from public.team_invitations")[0]["n"] == 2
