@@ -6,6 +6,7 @@ of invitation mails a day, whoever sends them and from wherever."""
 from __future__ import annotations
 
 import html as htmllib
+import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -227,3 +228,31 @@ def test_invitations_at_once_never_pass_the_daily_limit_together(
 
     assert sorted(a.status_code for a in answers) == [201, 201, 429, 429, 429, 429]
     assert db.fetch_all("select count(*) as n from public.team_invitations")[0]["n"] == 2
+
+
+def test_someone_signed_in_without_an_address_cannot_send_an_invitation(
+    api: Api, db: Database
+) -> None:
+    """An invitation mail names its sender by address: a member signed in by phone has none."""
+    phone = str(uuid.uuid4())
+    with db.transaction() as conn:
+        conn.execute("insert into auth.users (id) values (%s)", (phone,))
+    token = api.token(sub=phone, email="")
+    headers = {"Authorization": f"Bearer {token}"}
+    created = requests.post(
+        f"{api.url}/api/teams", json={"name": "Night Owls"}, headers=headers, timeout=10
+    )
+    assert created.status_code == 201, created.text
+
+    answer = requests.post(
+        f"{api.url}/api/teams/{created.json()['id']}/invitations",
+        json={"email": "bob@example.com", "role": "member"},
+        headers=headers,
+        timeout=10,
+    )
+
+    assert answer.status_code == 403
+    assert answer.json() == {
+        "error": "Invitations name their sender by e-mail address: sign in with one to invite"
+    }
+    assert db.fetch_all("select count(*) as n from public.team_invitations")[0]["n"] == 0
