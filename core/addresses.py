@@ -1,8 +1,10 @@
-"""Address rules used everywhere: an e-mail address we can deliver to, a web link we may show."""
+"""Address rules used everywhere: an e-mail address we can deliver to, a web link we may show,
+and whether text someone wrote carries either."""
 
 from __future__ import annotations
 
 import re
+import unicodedata
 from functools import lru_cache
 from urllib.parse import urlsplit
 
@@ -44,3 +46,34 @@ def web_url(value: str) -> str:
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ValueError("must be an absolute http(s) URL")
     return value
+
+
+# What a mail client or a reader takes for a link or an address in plain text: a scheme
+# (`https://`, `http:/`), `www.`, a bare domain (`evil.com`, `example.co/path`, any script's
+# letters in the last label), or `someone@somewhere`. Read on the NFKC form with the ideographic
+# full stop as a dot and the joiners taken out, so a domain in full-width letters, or with
+# U+3002 for its dot, is a domain too.
+_SCHEME = re.compile(r"(?<![a-z0-9+.-])[a-z][a-z0-9+.-]*:/", re.IGNORECASE)
+_WWW = re.compile(r"(?<![\w-])www\d{0,3}\.", re.IGNORECASE)
+_DOMAIN = re.compile(r"(?<![\w-])(?:[^\W_](?:[\w-]*[^\W_])?\.)+[^\W\d_]{2,63}(?![\w-])")
+_AT = re.compile(r"[^\s@]@[^\s@]")
+_AS_DOT = str.maketrans({"\u3002": ".", "\u200c": None, "\u200d": None})
+
+
+def carries_address(text: str) -> bool:
+    """Whether `text` holds a link, a domain name or an e-mail address. For short text (a name):
+    the time it takes grows with the square of the length."""
+    plain = unicodedata.normalize("NFKC", text).translate(_AS_DOT)
+    return any(p.search(plain) for p in (_SCHEME, _WWW, _DOMAIN, _AT))
+
+
+# Characters that change how text around them reads without being seen: controls, line and
+# paragraph breaks, bidirectional overrides and other format characters (the zero-width
+# joiners excepted: emoji and several scripts need them), surrogates and private use.
+_HIDDEN = {"Cc", "Cf", "Cs", "Co", "Zl", "Zp"}
+_JOINERS = {"\u200c", "\u200d"}
+
+
+def has_hidden_characters(text: str) -> bool:
+    """Whether `text` holds control, format or line-break characters."""
+    return any(unicodedata.category(c) in _HIDDEN and c not in _JOINERS for c in text)

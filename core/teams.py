@@ -5,6 +5,10 @@ invite, remove and manage billing and seats; only owners change roles; a team al
 owner. A per-seat plan's quantity is how many members hold a seat: owners first, then admins,
 then members, each in the order they joined (`seat_holders`; the database gives the seats out in
 the same order in `public.team_refresh`, and a test holds the two together).
+
+A team's name is text its creator wrote that goes out in mails from the product's own sender, to
+addresses anyone may type: it is short plain text (`name_problem`), every mail quotes it and
+names who wrote it (core/email/kinds/), and a team sends a bounded number of invitations a day.
 """
 
 from __future__ import annotations
@@ -14,6 +18,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal, get_args
+
+from core.addresses import carries_address, has_hidden_characters
 
 Role = Literal["owner", "admin", "member"]
 ROLES: tuple[Role, ...] = get_args(Role)
@@ -80,6 +86,31 @@ def seat_news(
     return news
 
 
+# A team's name fits a subject line and a list beside what mails say of it.
+NAME_LIMIT = 60
+# Mails quote the name between straight double quotes: one inside could close the quote early.
+_QUOTES = frozenset('"\u201c\u201d\u201e\u201f\u2033\uff02')
+
+
+def name_problem(name: str) -> str | None:
+    """What is wrong with this team name (None: nothing). A name is plain text a mail can quote
+    whole: no link or address anyone could follow, nothing hidden, no line breaks."""
+    if not name.strip():
+        return "Team name is required"
+    too_long = f"Team name is longer than {NAME_LIMIT} characters"
+    if len(name) > 4 * NAME_LIMIT:  # not read for links: the look takes longer as text grows
+        return too_long
+    if has_hidden_characters(name):
+        return "Team name must not contain line breaks or control characters"
+    if carries_address(name):
+        return "Team name must not contain a link or an e-mail address"
+    if any(c in _QUOTES for c in name):
+        return "Team name must not contain double quotes (e-mails quote it)"
+    if len(name) > NAME_LIMIT:
+        return too_long
+    return None
+
+
 @dataclass(frozen=True)
 class Refusal:
     """Why a request is refused: `forbidden` (the role does not allow it), `conflict` (it would
@@ -130,6 +161,12 @@ def invite_refusal(*, actor: str, role: str) -> Refusal | None:
     return None
 
 
+# Every invitation mail names who sent it by the address they signed in with.
+NO_SENDER_ADDRESS = Refusal(
+    "forbidden", "Invitations name their sender by e-mail address: sign in with one to invite"
+)
+
+
 @dataclass(frozen=True)
 class Seats:
     total: int
@@ -143,6 +180,15 @@ def no_seat_message(seats: Seats) -> str:
         f"All {seats.total} {plural} of this team are taken (members and pending invitations):"
         " add seats with PATCH /api/teams/{teamId}/seats or in the billing portal, or revoke an"
         " invitation"
+    )
+
+
+def daily_invitations_message(limit: int) -> str:
+    """What an invitation past the team's daily limit is told."""
+    plural = "invitation" if limit == 1 else "invitations"
+    return (
+        f"This team reached its daily invitation limit: {limit} {plural} (sent or resent) in"
+        " 24 hours. Try again later"
     )
 
 

@@ -16,6 +16,7 @@ from services.errors import (
     NotConfigured,
     NotFound,
     ServiceError,
+    TooManyRequests,
     Unauthenticated,
     Unavailable,
 )
@@ -38,6 +39,7 @@ STATUS: dict[type[ServiceError], int] = {
     Forbidden: 403,
     NotFound: 404,
     Conflict: 409,
+    TooManyRequests: 429,
     NotConfigured: 503,
     Unavailable: 503,
 }
@@ -69,6 +71,8 @@ def register(app: Flask) -> None:
         response = error(exc.message, status)
         if status == 503:
             response.headers["Retry-After"] = RETRY_AFTER
+        if isinstance(exc, TooManyRequests):
+            response.headers["Retry-After"] = str(max(1, exc.retry_after))
         return response
 
     @app.errorhandler(DatabaseUnavailable)

@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, WithJsonSchema, field_validator
 from adapters.db.entitlements import Held
 from adapters.db.teams import InvitationRow
 from core.addresses import email_address
-from core.teams import Role
+from core.teams import NAME_LIMIT, Role, name_problem
 from handlers.deps import Collaborators, caller, container
 from handlers.fields import required_text
 from handlers.me import EntitlementAnswer, entitlement_answer
@@ -29,18 +29,16 @@ _ROLE_SCHEMA = {"type": "string", "enum": ["owner", "admin", "member"]}
 class CreateTeamRequest(RequestModel):
     model_config = ConfigDict(json_schema_extra={"required": ["name"]})
 
-    name: Annotated[Any, WithJsonSchema({"type": "string", "minLength": 1, "maxLength": 100})] = (
-        None
-    )
+    name: Annotated[
+        Any, WithJsonSchema({"type": "string", "minLength": 1, "maxLength": NAME_LIMIT})
+    ] = None
 
     @field_validator("name", mode="before")
     @classmethod
     def _name(cls, value: Any) -> str:
         name = required_text(value, "Team name is required")
-        if len(name) > 100:
-            raise ValueError("Team name is longer than 100 characters")
-        if any(ord(c) < 32 for c in name):
-            raise ValueError("Team name contains control characters")
+        if problem := name_problem(name):
+            raise ValueError(problem)
         return name
 
 
@@ -159,7 +157,9 @@ class RoleAnswer(_Answer):
 
 def _links(c: Collaborators) -> teams.Links:
     return teams.Links(
-        site_url=c.brand.site_url, ttl=timedelta(days=c.settings.team_invitation_ttl_days)
+        site_url=c.brand.site_url,
+        ttl=timedelta(days=c.settings.team_invitation_ttl_days),
+        daily_limit=c.settings.team_invitations_per_day,
     )
 
 

@@ -40,3 +40,12 @@ class NotConfigured(ServiceError):
 
 class Unavailable(ServiceError):
     """A dependency is down; the same request may succeed later."""
+
+
+class TooManyRequests(ServiceError):
+    """The caller did this as often as it may for now; it may again after `retry_after`
+    seconds."""
+
+    def __init__(self, message: str, *, retry_after: int) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after

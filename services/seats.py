@@ -51,7 +51,7 @@ def _mail(team_id: str, *, db: Database, publish: Publish) -> list[str]:
         found.changes, seated=found.seated, team_has_access=found.team_has_access
     )
     people = store.names(db, [change.user_id for change in news])
-    team = store.names_of_team(db, team_id)
+    team = store.team_name(db, team_id)
     seats = store.seats(db, team_id)
     now = datetime.now(UTC)
     for change in news:
@@ -60,7 +60,10 @@ def _mail(team_id: str, *, db: Database, publish: Publish) -> list[str]:
             continue
         kind = TEAM_SEAT_RESTORED if change.has_seat else TEAM_SEAT_LOST
         obj: dict[str, Any] = {"email": person["email"], "name": person.get("name")}
-        obj["team_name"] = team
+        if team is not None:
+            # The mail quotes the team's name beside who wrote it.
+            obj["team_name"] = team.name
+            obj["team_named_by"] = {"email": team.author_email, "name": team.author_name}
         if not change.has_seat:
             obj["seats"] = seats.total if seats else 0
         event, data = app_event(

@@ -10,6 +10,7 @@ the one path the access cycle takes too when Stripe's events change the seats.
 from __future__ import annotations
 
 import logging
+import math
 import secrets
 import uuid
 from dataclasses import dataclass
@@ -36,6 +37,7 @@ from services.errors import (
     NotConfigured,
     NotFound,
     ServiceError,
+    TooManyRequests,
     Unavailable,
 )
 
@@ -55,10 +57,12 @@ class TeamView:
 
 @dataclass(frozen=True)
 class Links:
-    """Where the invitation e-mail's link points, and how long it works."""
+    """Where the invitation e-mail's link points, how long it works, and how many invitation
+    mails (new or resent) a team sends in 24 hours."""
 
     site_url: str
     ttl: timedelta
+    daily_limit: int
 
 
 def create_team(*, user: User, name: str, db: Database) -> Team:
@@ -102,6 +106,7 @@ def invite(
 ) -> InvitationRow:
     team = member_of(user=user, team_id=team_id, db=db)
     _refuse(rules.invite_refusal(actor=team.role, role=role))
+    inviter = _inviter(user, db)
     if any((m.email or "").lower() == email.lower() for m in store.members(db, team_id)):
         raise Conflict(f"{email} is already a member of this team")
     token = _token()
@@ -114,10 +119,13 @@ def invite(
             token_hash=rules.token_hash(token),
             invited_by=user.id,
             expires_at=datetime.now(UTC) + links.ttl,
+            daily_limit=links.daily_limit,
         )
     except store.NoSeat as no_seat:
         raise Conflict(rules.no_seat_message(no_seat.seats)) from None
-    _send_invitation(team, invitation, token, inviter=user, db=db, bus=bus, links=links)
+    except store.DailyLimit as limited:
+        raise _too_many(limited) from None
+    _send_invitation(team, invitation, token, inviter=inviter, bus=bus, links=links)
     return invitation
 
 
@@ -135,6 +143,7 @@ def resend(
     """A new token and expiry for a pending (or expired) invitation: the old link stops. An
     expired one takes a seat again, refused (409) as a new invitation is when none is left."""
     team = manager_of(user=user, team_id=team_id, db=db)
+    inviter = _inviter(user, db)
     token = _token()
     try:
         renewed = (
@@ -144,15 +153,18 @@ def resend(
                 invitation_id=invitation_id,
                 token_hash=rules.token_hash(token),
                 expires_at=datetime.now(UTC) + links.ttl,
+                daily_limit=links.daily_limit,
             )
             if _is_uuid(invitation_id)
             else None
         )
     except store.NoSeat as no_seat:
         raise Conflict(rules.no_seat_message(no_seat.seats)) from None
+    except store.DailyLimit as limited:
+        raise _too_many(limited) from None
     if renewed is None:
         raise NotFound("No pending invitation with this id in this team")
-    _send_invitation(team, renewed, token, inviter=user, db=db, bus=bus, links=links)
+    _send_invitation(team, renewed, token, inviter=inviter, bus=bus, links=links)
     return renewed
 
 
@@ -252,17 +264,32 @@ def set_seats(
     return seats if seats is not None else Seats(total=quantity, used=quantity)
 
 
+def _inviter(user: User, db: Database) -> dict[str, str | None]:
+    """Who the invitation mail says sent it: the address they signed in with, and their name;
+    refused (403) to someone signed in without an address."""
+    row = store.names(db, [user.id]).get(user.id) or {}
+    email = row.get("email") or user.email
+    if not email:
+        _refuse(rules.NO_SENDER_ADDRESS)
+    return {"email": email, "name": row.get("name")}
+
+
+def _too_many(limited: store.DailyLimit) -> TooManyRequests:
+    return TooManyRequests(
+        rules.daily_invitations_message(limited.limit),
+        retry_after=math.ceil(limited.retry_after.total_seconds()),
+    )
+
+
 def _send_invitation(
     team: Team,
     invitation: InvitationRow,
     token: str,
     *,
-    inviter: User,
-    db: Database,
+    inviter: dict[str, str | None],
     bus: EventBus,
     links: Links,
 ) -> None:
-    inviter_row = store.names(db, [inviter.id]).get(inviter.id) or {}
     # The token travels on the bus to the e-mail sender only: the table keeps its hash.
     event, data = app_event(
         TEAM_INVITED,
@@ -270,7 +297,7 @@ def _send_invitation(
         obj={
             "email": invitation.email,
             "team_name": team.name,
-            "inviter_name": inviter_row.get("name") or inviter_row.get("email") or inviter.email,
+            "inviter": inviter,
             "role": invitation.role,
             "accept_url": f"{links.site_url.rstrip('/')}/invitations/accept?token={token}",
             "expires_at": invitation.expires_at.isoformat(),

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from adapters.db.pool import Connection, Database
@@ -54,6 +54,16 @@ class NoSeat(Exception):
     def __init__(self, seats: Seats) -> None:
         super().__init__(f"no seat left of {seats.total}")
         self.seats = seats
+
+
+class DailyLimit(Exception):
+    """The team sent `limit` invitation mails in the last 24 hours; one more may go in
+    `retry_after`."""
+
+    def __init__(self, limit: int, retry_after: timedelta) -> None:
+        super().__init__(f"{limit} invitation mails in 24 hours")
+        self.limit = limit
+        self.retry_after = retry_after
 
 
 _TEAMS_OF = (
@@ -167,11 +177,14 @@ def invite(
     token_hash: str,
     invited_by: str,
     expires_at: datetime,
+    daily_limit: int,
 ) -> InvitationRow:
-    """A new invitation, unless the team's seats are all used (NoSeat); a pending invitation
-    to the same address is replaced (its link stops working)."""
+    """A new invitation, unless the team sent `daily_limit` invitation mails in the last 24
+    hours (DailyLimit) or its seats are all used (NoSeat); a pending invitation to the same
+    address is replaced (its link stops working). Its mail is counted."""
     with db.transaction() as conn:
         _lock(conn, team_id)
+        _count_mail(conn, team_id, daily_limit)
         conn.execute(
             "update public.team_invitations set revoked_at = now()"
             " where team_id = %s and lower(email) = lower(%s)"
@@ -203,11 +216,18 @@ def revoke(db: Database, *, team_id: str, invitation_id: str) -> bool:
 
 
 def renew(
-    db: Database, *, team_id: str, invitation_id: str, token_hash: str, expires_at: datetime
+    db: Database,
+    *,
+    team_id: str,
+    invitation_id: str,
+    token_hash: str,
+    expires_at: datetime,
+    daily_limit: int,
 ) -> InvitationRow | None:
-    """A pending invitation with a new token (the old one is dead) and a new expiry. An
-    expired one held no seat: it takes one again, unless the team's seats are all used
-    (NoSeat); an unexpired one keeps its own."""
+    """A pending invitation with a new token (the old one is dead) and a new expiry, its mail
+    counted as a new invitation's is (DailyLimit past `daily_limit`). An expired one held no
+    seat: it takes one again, unless the team's seats are all used (NoSeat); an unexpired one
+    keeps its own."""
     with db.transaction() as conn:
         _lock(conn, team_id)
         found = conn.execute(
@@ -217,6 +237,7 @@ def renew(
         ).fetchone()
         if found is None:
             return None
+        _count_mail(conn, team_id, daily_limit)
         if found["expired"]:
             taken = seats(conn, team_id)
             if taken is not None and taken.used >= taken.total:
@@ -309,6 +330,26 @@ def set_quantity(db: Database, team_id: str, quantity: int) -> None:
         conn.execute("update public.teams set quantity = %s where id = %s", (quantity, team_id))
 
 
+def _count_mail(conn: Connection, team_id: str, daily_limit: int) -> None:
+    """Count one more invitation mail of the team (held by the caller's `_lock`), or raise
+    DailyLimit when `daily_limit` went out in the last 24 hours: the next may go once the
+    `daily_limit`-th newest of them is 24 hours old."""
+    conn.execute(
+        "delete from public.team_invitation_mails"
+        " where team_id = %s and sent_at <= now() - interval '24 hours'",
+        (team_id,),
+    )
+    full = conn.execute(
+        "select extract(epoch from sent_at + interval '24 hours' - now()) as wait"
+        " from public.team_invitation_mails where team_id = %s"
+        " order by sent_at desc offset %s limit 1",
+        (team_id, daily_limit - 1),
+    ).fetchone()
+    if full is not None:
+        raise DailyLimit(daily_limit, timedelta(seconds=max(float(full["wait"]), 1.0)))
+    conn.execute("insert into public.team_invitation_mails (team_id) values (%s)", (team_id,))
+
+
 def _lock(conn: Connection, team_id: str, users: Sequence[str] = ()) -> None:
     """The team's account, the team, and its members' (and `users`') personal accounts, in the
     one order every writer of a team takes them."""
@@ -333,9 +374,24 @@ def names(db: Database, user_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
     return {row["id"]: row for row in rows}
 
 
-def names_of_team(db: Database, team_id: str) -> str:
-    rows = db.fetch_all("select name from public.teams where id = %s::uuid", (team_id,))
-    return str(rows[0]["name"]) if rows else ""
+@dataclass(frozen=True)
+class TeamName:
+    """A team's name and who wrote it: its creator (the team account's owner; a name is not
+    changed after)."""
+
+    name: str
+    author_email: str | None
+    author_name: str | None
+
+
+def team_name(db: Database, team_id: str) -> TeamName | None:
+    rows = db.fetch_all(
+        "select t.name, p.email as author_email, p.name as author_name from public.teams t"
+        " join public.accounts a on a.id = t.id join public.profiles p on p.id = a.owner_id"
+        " where t.id = %s::uuid",
+        (team_id,),
+    )
+    return TeamName(**rows[0]) if rows else None
 
 
 def sold_per_seat(db: Database, price_id: str) -> bool:

@@ -13,6 +13,7 @@ from typing import Any, Generic, Literal, TypeVar
 from core.email.brand import Brand
 from core.email.money import format_amount
 from core.email.props import EmailProps
+from core.email.subjects import SUBJECT_LIMIT
 from core.events import Event
 
 # team: EMAIL_FROM_ADMIN, to which a customer may reply; noreply: EMAIL_FROM_NOREPLY, for the
@@ -53,6 +54,9 @@ class Kind(Generic[P]):
     # The event types (Stripe's or `core.app_events`) that call for this e-mail, each with
     # what builds its props; none: the kind is sent only on request (the test route).
     triggers: Mapping[str, Build] = field(default_factory=dict)
+    # The longest its subject gets: a subject that quotes someone's words and names them may
+    # run longer than the others (core/email/subjects.py).
+    subject_limit: int = SUBJECT_LIMIT
 
     def sample_props(self) -> P:
         """The sample, validated into the props model."""
@@ -85,3 +89,16 @@ def get(obj: Any, *path: str) -> Any:
             return None
         obj = obj.get(key)
     return obj
+
+
+def named_team(obj: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The team an app event is about, with who wrote its name, as `NamedTeam` props; None when
+    the event does not say who wrote it (one published before mails said so): the mail then
+    speaks of the team without its name."""
+    named_by = obj.get("team_named_by")
+    if not isinstance(named_by, Mapping) or not named_by.get("email") or not obj.get("team_name"):
+        return None
+    return {
+        "name": obj["team_name"],
+        "named_by": {"email": named_by["email"], "name": named_by.get("name")},
+    }

@@ -15,7 +15,7 @@ from pydantic import (
     StringConstraints,
 )
 
-from core.addresses import web_url
+from core.addresses import carries_address, has_hidden_characters, web_url
 
 Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=500)]
 Name = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=100)]
@@ -67,6 +67,41 @@ class NamedLink(BaseModel):
 
     label: Text
     url: Link
+
+
+def _plain_name(value: Any) -> Any:
+    # A person's name is whatever they typed at sign-up: shown beside their address only when it
+    # is plain text, so it cannot pass for a link or for another address than theirs.
+    if not isinstance(value, str):
+        return value
+    name = value.strip()
+    if not name or len(name) > 100 or has_hidden_characters(name) or carries_address(name):
+        return None
+    return name
+
+
+class Author(BaseModel):
+    """Who wrote text a mail quotes (a team's name), as the mail names them: the address they
+    signed in with, and their name when it is plain text. Shown as `Eve (eve@example.com)`."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    email: Annotated[
+        str, StringConstraints(strip_whitespace=True, max_length=254, pattern=r"^[^\s@]+@[^\s@]+$")
+    ]
+    name: Annotated[Name | None, BeforeValidator(_plain_name)] = None
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.email})" if self.name else self.email
+
+
+class NamedTeam(BaseModel):
+    """A team as a mail names it: its name, quoted, beside who wrote it (its creator)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: Text
+    named_by: Author
 
 
 # Link props left empty point at these pages of the site.

@@ -25,3 +25,14 @@ def fit(prefix: str, value: str, suffix: str = "") -> str:
 def fits(subject: str) -> bool:
     """Whether the subject is short enough as it is."""
     return len(subject) <= SUBJECT_LIMIT
+
+
+# A subject quoting what someone wrote names them first and whole (a cut address could read as
+# another one's), so it may run past SUBJECT_LIMIT: the inbox cuts its end, never the name. It
+# keeps to this by leaving out what it can do without, never by cutting the address or the quote.
+ATTRIBUTED_SUBJECT_LIMIT = 120
+
+
+def first_fitting(*subjects: str) -> str:
+    """The first of `subjects` (fullest first) within ATTRIBUTED_SUBJECT_LIMIT; else the last."""
+    return next((s for s in subjects if len(s) <= ATTRIBUTED_SUBJECT_LIMIT), subjects[-1])

@@ -8,11 +8,13 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from core.teams import (
+    NAME_LIMIT,
     Invitation,
     Member,
     Seats,
     acceptance_refusal,
     invite_refusal,
+    name_problem,
     no_seat_message,
     removal_refusal,
     role_change_refusal,
@@ -121,3 +123,56 @@ def test_seat_news_tells_each_member_what_is_true_and_new() -> None:
     told = seat_news(changes, seated=seated, team_has_access=False)
     assert sorted(c.user_id for c in told) == ["lost", "twice"]
     assert seat_news([], seated=seated, team_has_access=True) == []
+
+
+LINK = "Team name must not contain a link or an e-mail address"
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "Night Owls",
+        "Analytical Engines Ltd.",
+        "R&D v2.0",
+        "Équipe Brûlée",
+        "開発チーム",
+        "Dr. Who's crew",
+        "e.g. the ops team",
+        "Team @ Acme",
+        "Family \U0001f468\u200d\U0001f469\u200d\U0001f467",
+        "x" * NAME_LIMIT,
+    ],
+)
+def test_plain_team_names_are_accepted(name: str) -> None:
+    assert name_problem(name) is None
+
+
+@pytest.mark.parametrize(
+    ("name", "problem"),
+    [
+        ("Acme Security: your account is locked, verify at https://acme.example", LINK),
+        ("verify at http:/evil", LINK),
+        ("ftp://files", LINK),
+        ("www.acme-login", LINK),
+        ("evil.com", LINK),
+        ("Verify at example.co/path", LINK),
+        ("login.acme-security.io now", LINK),
+        ("münchen.de", LINK),
+        ("\uff45\uff56\uff49\uff4c\uff0e\uff43\uff4f\uff4d", LINK),  # full-width evil.com
+        ("evil\u3002com", LINK),
+        ("evil\u200d.com", LINK),
+        ("write to security@acme.example", LINK),
+        ("security@acme", LINK),
+        ("x" * (NAME_LIMIT + 1), f"Team name is longer than {NAME_LIMIT} characters"),
+        ("Night\nOwls", "Team name must not contain line breaks or control characters"),
+        ("Night\tOwls", "Team name must not contain line breaks or control characters"),
+        ("Night\u2028Owls", "Team name must not contain line breaks or control characters"),
+        ("Owls \u202eeman", "Team name must not contain line breaks or control characters"),
+        ("Night\u200bOwls", "Team name must not contain line breaks or control characters"),
+        ('Night" by Acme "Owls', "Team name must not contain double quotes (e-mails quote it)"),
+        ("\u201cOwls\u201d", "Team name must not contain double quotes (e-mails quote it)"),
+        ("  ", "Team name is required"),
+    ],
+)
+def test_a_team_name_is_short_plain_text(name: str, problem: str) -> None:
+    assert name_problem(name) == problem

@@ -80,8 +80,10 @@ def settings(
         pubsub_emulator_host=emulator_host,
         gunicorn_threads=8,
     )
-    # The run's people call the teams' routes far more often than one person would.
-    return settings.model_copy(update=dict.fromkeys(ROUTE_LIMITS.values(), "100000/minute"))
+    # The run's people call the teams' routes far more often than one person would, and its
+    # teams invite far more than a team does in a day.
+    limits: dict[str, object] = dict.fromkeys(ROUTE_LIMITS.values(), "100000/minute")
+    return settings.model_copy(update={**limits, "team_invitations_per_day": 10_000})
 
 
 @contextmanager

@@ -102,7 +102,10 @@ def test_seats_changed_in_the_portal_are_told_and_move_the_repository(
     assert not access(db, bob)
     assert access(db, grace)
     [lost] = seat_mails(api, "bob@example.com", "lost")
-    assert "now has 2 seats" in text_of(lost)
+    # The team's name is quoted beside who wrote it, its creator.
+    named = 'The team "Analytical Engines", named by Ada Lovelace (ada@example.com),'
+    assert f"{named} now has 2 seats" in text_of(lost)
+    assert "Analytical Engines" not in lost["Subject"]
     assert (REPO, "bob-gh") not in github.collaborators
     assert (REPO, "grace-gh") in github.collaborators
 
@@ -119,7 +122,8 @@ def test_seats_changed_in_the_portal_are_told_and_move_the_repository(
     # More seats in the portal: the seat, its e-mail and the repository come back.
     portal(api, 3, created=T0 + 20)
     assert access(db, bob)
-    assert len(seat_mails(api, "bob@example.com", "restored")) == 1
+    [restored] = seat_mails(api, "bob@example.com", "restored")
+    assert f"{named} added seats" in text_of(restored)
     assert (REPO, "bob-gh") in github.collaborators
 
     # The route takes the same path: lowered by PATCH, told once, even when Stripe's own event

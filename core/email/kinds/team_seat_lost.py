@@ -6,31 +6,39 @@ from typing import Any
 
 from core.app_events import TEAM_SEAT_LOST
 from core.email.brand import Brand
-from core.email.kind import Kind, ProductFacts
-from core.email.props import EmailProps, Text
+from core.email.kind import Kind, ProductFacts, named_team
+from core.email.props import EmailProps, NamedTeam
 from core.email.subjects import fit
 from core.events import Event
 
 
 class TeamSeatLostProps(EmailProps):
-    """Which team, and how many seats it has now."""
+    """Which team (quoted, with who named it), and how many seats it has now."""
 
-    team_name: Text
+    team: NamedTeam | None = None
     seats: int
 
 
-def subject(p: TeamSeatLostProps, _: Brand) -> str:
-    return fit("Your seat in ", p.team_name, " ended")
+def subject(p: TeamSeatLostProps, brand: Brand) -> str:
+    # The team's name is someone's words: the body quotes it beside them, the subject names none.
+    return fit("Your team seat on ", brand.product_name, " ended")
 
 
 def _lost(event: Event, _: ProductFacts | None, site: str) -> dict[str, Any]:
-    return {"team_name": event.object["team_name"], "seats": event.object["seats"]}
+    return {"team": named_team(event.object), "seats": event.object["seats"]}
 
 
 KIND = Kind(
     name="team-seat-lost",
     props=TeamSeatLostProps,
     subject=subject,
-    sample={"customer_name": "Grace Hopper", "team_name": "Analytical Engines Ltd", "seats": 2},
+    sample={
+        "customer_name": "Grace Hopper",
+        "team": {
+            "name": "Analytical Engines Ltd",
+            "named_by": {"email": "ada@analytical.example.com", "name": "Ada Lovelace"},
+        },
+        "seats": 2,
+    },
     triggers={TEAM_SEAT_LOST: _lost},
 )

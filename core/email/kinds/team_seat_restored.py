@@ -6,30 +6,37 @@ from typing import Any
 
 from core.app_events import TEAM_SEAT_RESTORED
 from core.email.brand import Brand
-from core.email.kind import Kind, ProductFacts
-from core.email.props import EmailProps, Text
+from core.email.kind import Kind, ProductFacts, named_team
+from core.email.props import EmailProps, NamedTeam
 from core.email.subjects import fit
 from core.events import Event
 
 
 class TeamSeatRestoredProps(EmailProps):
-    """Which team gave the seat back."""
+    """Which team gave the seat back (quoted, with who named it)."""
 
-    team_name: Text
+    team: NamedTeam | None = None
 
 
-def subject(p: TeamSeatRestoredProps, _: Brand) -> str:
-    return fit("Your seat in ", p.team_name, " is back")
+def subject(p: TeamSeatRestoredProps, brand: Brand) -> str:
+    # The team's name is someone's words: the body quotes it beside them, the subject names none.
+    return fit("Your team seat on ", brand.product_name, " is back")
 
 
 def _restored(event: Event, _: ProductFacts | None, site: str) -> dict[str, Any]:
-    return {"team_name": event.object["team_name"]}
+    return {"team": named_team(event.object)}
 
 
 KIND = Kind(
     name="team-seat-restored",
     props=TeamSeatRestoredProps,
     subject=subject,
-    sample={"customer_name": "Grace Hopper", "team_name": "Analytical Engines Ltd"},
+    sample={
+        "customer_name": "Grace Hopper",
+        "team": {
+            "name": "Analytical Engines Ltd",
+            "named_by": {"email": "ada@analytical.example.com", "name": "Ada Lovelace"},
+        },
+    },
     triggers={TEAM_SEAT_RESTORED: _restored},
 )

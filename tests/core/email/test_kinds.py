@@ -3,17 +3,17 @@ its two templates, and each kind carries everything the rest of the house reads 
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
-from core.app_events import APP_EVENTS
+from core.app_events import APP_EVENTS, TEAM_INVITED, TEAM_SEAT_LOST
 from core.email.kind import Senders
 from core.email.kinds import KINDS, REGISTRY, UnknownEmailKind, kind_of
 from core.email.plan import handled_types
 from core.email.render import TEMPLATE_DIR, Brand, render
-from core.email.subjects import SUBJECT_LIMIT
-from core.events import SUBSCRIBED_TYPES
+from core.events import SUBSCRIBED_TYPES, Event, app_event
 
 BRAND = Brand(product_name="Acme", site_url="https://acme.example.com", support_email="a@b.co")
 
@@ -29,7 +29,7 @@ def test_every_kind_has_a_sample_that_renders_with_a_subject(name: str) -> None:
     props = kind.sample_props()
     assert isinstance(props, kind.props)
     content = render(name, props, brand=BRAND)
-    assert 0 < len(content.subject) <= SUBJECT_LIMIT
+    assert 0 < len(content.subject) <= kind.subject_limit
     assert content.subject == kind.subject(props, BRAND)
     assert content.html.strip()
     assert content.text.strip()
@@ -59,3 +59,37 @@ def test_each_module_is_named_after_its_kind() -> None:
 def test_an_unknown_kind_is_named_with_the_known_ones() -> None:
     with pytest.raises(UnknownEmailKind, match=r"receipt.*purchase-confirmation"):
         kind_of("receipt")
+
+
+def _event(event_type: str, obj: dict[str, object]) -> Event:
+    return app_event(event_type, event_id="evt_1", obj=obj, created=datetime.now(UTC))[0]
+
+
+def test_a_team_name_reaches_a_mail_only_beside_who_wrote_it() -> None:
+    """Events published before the mails named who wrote a team's name (a release's overlap):
+    the invitation is not sent unattributed, and a seat mail speaks of the team unnamed."""
+    invited = {
+        "email": "bob@example.com",
+        "team_name": "Night Owls",
+        "role": "member",
+        "accept_url": "https://acme.example.com/invitations/accept?token=t",
+        "expires_at": "2026-12-03T10:00:00+00:00",
+    }
+    build = REGISTRY["team-invitation"].triggers[TEAM_INVITED]
+    assert build(_event(TEAM_INVITED, {**invited, "inviter_name": "Eve"}), None, "") is None
+    props = build(
+        _event(TEAM_INVITED, {**invited, "inviter": {"email": "eve@example.com", "name": None}}),
+        None,
+        "",
+    )
+    assert props is not None
+    assert props["inviter"] == {"email": "eve@example.com", "name": None}
+
+    lost = REGISTRY["team-seat-lost"].triggers[TEAM_SEAT_LOST]
+    seat = {"email": "bob@example.com", "team_name": "Night Owls", "seats": 2}
+    assert lost(_event(TEAM_SEAT_LOST, seat), None, "") == {"team": None, "seats": 2}
+    named = {**seat, "team_named_by": {"email": "ada@example.com", "name": "Ada"}}
+    assert lost(_event(TEAM_SEAT_LOST, named), None, "") == {
+        "team": {"name": "Night Owls", "named_by": {"email": "ada@example.com", "name": "Ada"}},
+        "seats": 2,
+    }

@@ -15,7 +15,14 @@ from click.testing import CliRunner
 from pydantic import BaseModel, SecretStr, ValidationError
 
 from core.email import render as rendering
-from core.email.kinds import KINDS, PROPS, UnknownEmailKind, props_model, sample_props
+from core.email.kinds import (
+    KINDS,
+    PROPS,
+    REGISTRY,
+    UnknownEmailKind,
+    props_model,
+    sample_props,
+)
 from core.email.render import Brand, EmailContent, format_amount, render
 from dev.previews import emails_preview
 
@@ -48,24 +55,28 @@ REQUIRED: dict[str, dict[str, Any]] = {
     "trial-ending": {"trial_end_date": "2026-12-01"},
     "team-invitation": {
         "team_name": "Analytical Engines",
+        "inviter": {"email": "eve@example.com"},
         "role": "admin",
         "accept_url": "https://app.example.com/invitations/accept?token=t0k3n",
         "expires_at": "2026-12-03T10:00:00Z",
     },
-    "team-seat-lost": {"team_name": "Analytical Engines", "seats": 2},
-    "team-seat-restored": {"team_name": "Analytical Engines"},
+    "team-seat-lost": {"seats": 2},
+    "team-seat-restored": {},
 }
 
 # Required values a template shows in another form (a date as words).
 DISPLAYED: dict[str, list[str]] = {
     "trial-ending": ["December 1, 2026"],
     "team-invitation": [
-        "Analytical Engines",
+        "eve@example.com",
+        '"Analytical Engines"',
         "as an admin",
         "https://app.example.com/invitations/accept?token=t0k3n",
         "December 3, 2026 at 10:00 UTC",
     ],
-    "team-seat-lost": ["Analytical Engines", "now has 2 seats"],
+    # Without who named the team, its name is not shown.
+    "team-seat-lost": ["A team you are a member of now has 2 seats"],
+    "team-seat-restored": ["A team you are a member of added seats"],
 }
 
 GITHUB_PURCHASE = sample_props("purchase-confirmation").model_copy(
@@ -105,13 +116,13 @@ def _visible(html: str) -> str:
     return htmllib.unescape(html)
 
 
-def _assert_well_formed(content: EmailContent) -> None:
+def _assert_well_formed(kind: str, content: EmailContent) -> None:
     html5lib.HTMLParser(strict=True).parse(content.html)
     for part in (content.html, content.text, content.subject):
         assert "{{" not in part
         assert "{%" not in part
         assert "}}" not in part
-    assert len(content.subject) < 50
+    assert len(content.subject) <= REGISTRY[kind].subject_limit
     assert len(content.html.encode()) < 100_000
     assert not re.search(r"<img\b", content.html, re.IGNORECASE)
     assert not re.search(r"<(script|link)\b", content.html, re.IGNORECASE)
@@ -139,7 +150,7 @@ def test_kinds_and_props_models_line_up() -> None:
 def test_renders_with_only_required_props(kind: str) -> None:
     content = render(kind, REQUIRED[kind], brand=BRAND)
 
-    _assert_well_formed(content)
+    _assert_well_formed(kind, content)
     shown = DISPLAYED.get(kind, list(REQUIRED[kind].values()))
     for fact in [*shown, "Hi there,", "help@acme.example.com"]:
         assert fact in _visible(content.html), fact
@@ -162,7 +173,7 @@ def test_renders_with_all_props_and_both_parts_carry_the_same_facts(
 ) -> None:
     content = render(kind, props, brand=BRAND)
 
-    _assert_well_formed(content)
+    _assert_well_formed(kind, content)
     facts = _facts(props)
     assert facts
     for fact in facts:
@@ -283,7 +294,7 @@ LONG_NAME = "The Complete Enterprise SaaS Starter Kit with Lifetime Updates and 
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_subjects_stay_under_50_characters_with_long_names(kind: str) -> None:
+def test_subjects_stay_within_their_kinds_limit_with_long_names(kind: str) -> None:
     brand = Brand(
         product_name="Acme Cloud Platform for Enterprise Teams Worldwide",
         site_url="https://acme.example.com",
@@ -296,11 +307,22 @@ def test_subjects_stay_under_50_characters_with_long_names(kind: str) -> None:
         props["repository"] = "acme-enterprise-labs/the-complete-saas-starter-kit-with-everything"
     if "amount" in props:
         props["amount"] = "BHD 1,234,567.890"
+    if "inviter" in props:
+        props["team_name"] = "Analytical Engines of Great Britain"
+        props["inviter"] = {
+            "email": "augusta.ada.lovelace@analytical.example.com",
+            "name": LONG_NAME,
+        }
 
     subject = render(kind, props, brand=brand).subject
 
-    assert len(subject) < 50, subject
+    assert len(subject) <= REGISTRY[kind].subject_limit, subject
     assert "{" not in subject
+    if "inviter" in props:  # the address and the team's name are never cut: the rest goes
+        assert subject == (
+            "augusta.ada.lovelace@analytical.example.com invited you to the team"
+            ' "Analytical Engines of Great Britain"'
+        )
 
 
 def test_subjects_read_naturally() -> None:
@@ -448,9 +470,68 @@ def test_a_value_cannot_forge_the_slots_values_are_inlined_into() -> None:
     )
     assert "Hi Eve \ufffd0\ufffd \ufffd\ufffd," in content.html
     assert not re.search("[\ue000\ue001]", content.html)
-    _assert_well_formed(content)
+    _assert_well_formed("invoice-paid", content)
 
 
 def test_a_warning_callout_gets_its_own_colours() -> None:
     content = render("payment-failed", sample_props("payment-failed"), brand=BRAND)
     assert re.search(r'class="callout-cell" style="[^"]*#fff7ed', content.html)
+
+
+EVE = {"email": "eve@example.com", "name": "Eve"}
+NAMED_BY_EVE = {"name": "Night Owls", "named_by": EVE}
+
+
+def test_team_mails_quote_the_team_name_and_name_who_wrote_it() -> None:
+    invitation = render(
+        "team-invitation",
+        {**REQUIRED["team-invitation"], "team_name": "Night Owls", "inviter": EVE},
+        brand=BRAND,
+    )
+    lost = render("team-seat-lost", {"team": NAMED_BY_EVE, "seats": 2}, brand=BRAND)
+    restored = render("team-seat-restored", {"team": NAMED_BY_EVE}, brand=BRAND)
+
+    said = 'Eve (eve@example.com) invited you to the team "Night Owls" on Acme'
+    assert invitation.subject == said
+    assert f"{said} as an admin." in invitation.text
+    assert (
+        '<strong>Eve (eve@example.com)</strong> invited you to the team <strong>"Night Owls"'
+        "</strong> on Acme as an admin." in _visible(invitation.html)
+    )
+    for mail, then in ((lost, "now has 2 seats"), (restored, "added seats")):
+        assert mail.subject.startswith("Your team seat on Acme")
+        assert "Night Owls" not in mail.subject
+        assert f'The team "Night Owls", named by Eve (eve@example.com), {then}' in mail.text
+        assert (
+            f'The team <strong>"Night Owls"</strong>, named by Eve (eve@example.com), {then}'
+            in _visible(mail.html)
+        )
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "Acme Security: verify at https://acme-login.example",
+        "support@acme.example.com",
+        "acme.com support",
+        "Acme\nSecurity",
+        "Acme \u202eytiruceS",
+    ],
+)
+def test_an_inviters_name_that_is_not_plain_text_is_left_out(name: str) -> None:
+    props = {**REQUIRED["team-invitation"], "inviter": {"email": "eve@example.com", "name": name}}
+    content = render("team-invitation", props, brand=BRAND)
+
+    assert content.subject.startswith("eve@example.com invited you to the team")
+    assert name not in content.text
+    assert "eve@example.com invited you" in content.text
+
+
+def test_a_team_name_is_escaped_in_html_and_verbatim_in_text() -> None:
+    props = {**REQUIRED["team-invitation"], "team_name": "<b>Owls</b> & Co"}
+    content = render("team-invitation", props, brand=BRAND)
+
+    assert "<b>Owls" not in content.html
+    assert "&lt;b&gt;Owls&lt;/b&gt; &amp; Co" in content.html
+    assert '"<b>Owls</b> & Co"' in content.text
+    html5lib.HTMLParser(strict=True).parse(content.html)
