@@ -28,6 +28,8 @@ begin
     where n.nspname = 'public'
       and c.relkind in ('r', 'p', 'v', 'm', 'f', 'S')
       and r.rolname in ('anon', 'authenticated')
+      -- The migrations' own: not an extension's, nor a platform role's.
+      and pg_has_role(c.relowner, 'member')
       and not exists (select 1 from pg_depend d
         where d.classid = 'pg_class'::regclass and d.objid = c.oid and d.deptype = 'e')
       and not (
@@ -67,6 +69,7 @@ begin
     select p.oid::regprocedure
     from pg_proc p
     where p.pronamespace = 'public'::regnamespace
+      and pg_has_role(p.proowner, 'member')
       and not exists (select 1 from pg_depend d
         where d.classid = 'pg_proc'::regclass and d.objid = p.oid and d.deptype = 'e')
   loop

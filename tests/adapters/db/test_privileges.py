@@ -184,18 +184,18 @@ def test_every_function_answers_the_api_roles_as_its_allow_list_says(
     assert not wrong, f"{role} may or may not execute, against the allow-list: {wrong}"
 
 
-def statements(db: Database) -> list[sql.Composed]:
+def statements(db: Database) -> dict[str, list[sql.Composed]]:
     """For every table in `public`, a statement per privilege that row-level security does not
     guard, or guards only through a policy: each is refused before it touches a row when the
     role lacks the privilege."""
-    found = []
+    found = {}
     for row in db.fetch_all(
         f"with r as ({RELATIONS}) select r.name, a.attname from r"  # noqa: S608 - constants
         " join pg_attribute a on a.attrelid = r.oid and a.attnum = 1"
         " where r.kind in ('r', 'p') order by r.name"
     ):
         table, column = sql.Identifier("public", row["name"]), sql.Identifier(row["attname"])
-        found += [
+        found[row["name"]] = [
             sql.SQL("truncate {} cascade").format(table),
             sql.SQL("insert into {} default values").format(table),
             sql.SQL("update {} set {} = default").format(table, column),
@@ -211,9 +211,9 @@ def test_the_api_roles_cannot_truncate_write_or_lock_any_table(db: Database, rol
     allowed_anywhere = {p for grants in TABLES.values() for p in grants.get(role, set())}
     assert allowed_anywhere <= {"SELECT"}  # no policy lets these roles write, today
     tried = statements(db)
-    assert len(tried) == 5 * len(TABLES)  # the catalog is read, every table of it
+    assert tried.keys() >= TABLES.keys()  # the catalog is read, every table of it
     accepted = []
-    for statement in tried:
+    for statement in (s for table in sorted(tried) for s in tried[table]):
         with as_role(db, role) as conn:
             try:
                 conn.execute(statement)
