@@ -63,8 +63,10 @@ $$;
 grant execute on function auth.uid(), auth.role(), auth.jwt() to anon, authenticated, service_role;
 grant usage on schema public to anon, authenticated, service_role;
 
--- Supabase grants table privileges to its API roles by default; row-level security is what
--- actually guards the data, so the stand-in does the same to test exactly that.
+-- Supabase's `postgres` role (the migrations' role) has these default privileges: its API
+-- roles get every privilege on each new table, function and sequence in `public`. The
+-- stand-in sets the same for the role running the migrations, so the tests see what a
+-- migration leaves open on Supabase (20261201020000_least_privilege.sql takes them back).
 alter default privileges in schema public grant all on tables to anon, authenticated, service_role;
 alter default privileges in schema public grant all on functions to anon, authenticated, service_role;
 alter default privileges in schema public grant all on sequences to anon, authenticated, service_role;

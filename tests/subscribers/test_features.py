@@ -98,6 +98,7 @@ def pro_notes(db: Database) -> Iterator[None]:
             "create policy pro_only on public.pro_notes for select to authenticated"
             " using ((select public.has_feature('pro')))"
         )
+        conn.execute("grant select on public.pro_notes to authenticated")
         conn.execute("insert into public.pro_notes (body) values ('only for pro')")
     yield
     with db.transaction() as conn:

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import psycopg
+import pytest
+
 from adapters.db import entitlements
 from adapters.db.pool import Database
 from core.entitlements import Entitlement
@@ -24,8 +27,8 @@ def test_users_read_only_their_own_entitlements(db: Database) -> None:
     with as_role(db, "authenticated", alice) as conn:
         rows = conn.execute("select source_id from public.entitlements").fetchall()
         assert [r["source_id"] for r in rows] == ["sub_a"]
-    with as_role(db, "anon") as conn:
-        assert conn.execute("select source_id from public.entitlements").fetchall() == []
+    with as_role(db, "anon") as conn, pytest.raises(psycopg.errors.InsufficientPrivilege):
+        conn.execute("select source_id from public.entitlements")
 
 
 def own_account(db: Database, user: str) -> str:
@@ -56,7 +59,10 @@ def test_each_user_gets_an_account_of_their_own_and_reads_only_it(db: Database) 
     with as_role(db, "authenticated", alice) as conn:
         owners = [r["owner_id"] for r in conn.execute("select owner_id from public.accounts")]
         assert [str(o) for o in owners] == [alice]
-        granted = conn.execute("update public.accounts set has_access = true")
-        assert granted.rowcount == 0
-    with as_role(db, "anon") as conn:
-        assert conn.execute("select id from public.accounts").fetchall() == []
+    with (
+        as_role(db, "authenticated", alice) as conn,
+        pytest.raises(psycopg.errors.InsufficientPrivilege),
+    ):
+        conn.execute("update public.accounts set has_access = true")
+    with as_role(db, "anon") as conn, pytest.raises(psycopg.errors.InsufficientPrivilege):
+        conn.execute("select id from public.accounts")

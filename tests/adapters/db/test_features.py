@@ -133,6 +133,7 @@ def test_a_policy_on_a_founders_table_shows_two_users_different_rows(db: Databas
             'create policy "reports: pro" on public.reports for select to authenticated'
             " using ((select public.has_feature('pro')))"
         )
+        conn.execute("grant select on public.reports to authenticated")
         conn.execute("insert into public.reports (title) values ('Q3'), ('Q4')")
     try:
         for user, seen in ((ada, ["Q3", "Q4"]), (bob, [])):

@@ -1,0 +1,282 @@
+"""What Supabase's API roles may do in `public`, read from the catalog and tried as those roles.
+
+Row-level security filters the rows of SELECT, INSERT, UPDATE and DELETE; it does not stop
+TRUNCATE, TRIGGER, REFERENCES or MAINTAIN, and it says nothing about functions. So every table
+and function in `public` is held against the allow-lists below: a new one that is not listed,
+or that hands a role a privilege not listed (Supabase's default privileges hand out all of
+them), fails here by name. `service_role` is the server's secret key, bypasses row-level
+security and keeps Supabase's defaults; the migrations' role owns everything: neither is
+checked.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import psycopg
+import pytest
+from psycopg import sql
+
+from adapters.db import migrations
+from adapters.db.pool import Database
+from tests.adapters.db.test_schema import as_role
+from tests.helpers import empty_database
+
+API_ROLES = ("anon", "authenticated")
+
+# Table -> role -> the table privileges it holds: only what a policy of that role needs.
+# Every table in `public` is listed, the server-only ones with nothing.
+TABLES: dict[str, dict[str, set[str]]] = {
+    "accounts": {"authenticated": {"SELECT"}},
+    "disputes": {},
+    "email_claims": {},
+    "entitlements": {"authenticated": {"SELECT"}},
+    "github_grants": {"authenticated": {"SELECT"}},
+    "leads": {},
+    "processed_events": {},
+    "products": {"anon": {"SELECT"}, "authenticated": {"SELECT"}},
+    "profiles": {"authenticated": {"SELECT"}},
+    "purchases": {"authenticated": {"SELECT"}},
+    "sent_emails": {},
+    "team_github_grants": {"authenticated": {"SELECT"}},
+    "team_invitations": {},
+    "team_members": {"authenticated": {"SELECT"}},
+    "team_seat_changes": {},
+    "teams": {"authenticated": {"SELECT"}},
+}
+
+# (table, role, privilege) -> the columns granted one by one (never a token's hash).
+COLUMNS: dict[tuple[str, str, str], set[str]] = {
+    ("team_invitations", "authenticated", "SELECT"): {
+        "id", "team_id", "email", "role", "invited_by", "expires_at", "accepted_at",
+        "revoked_at", "created_at",
+    },
+}  # fmt: skip
+
+# Function -> the roles that may execute it (PUBLIC: everyone, anon and authenticated among
+# them). The helpers policies ask, and Supabase Auth's access token hook with what it reads.
+HOOK = "supabase_auth_admin"
+FUNCTIONS: dict[str, set[str]] = {
+    "access_accounts(uuid)": set(),
+    "access_claim(text,text[],text[],timestamp with time zone[],jsonb)": set(),
+    "access_of(uuid)": {HOOK},
+    "access_refresh(uuid[])": set(),
+    "accounts_refresh()": set(),
+    "custom_access_token_hook(jsonb)": {HOOK},
+    "features_of(uuid)": {HOOK},
+    "grant_features(uuid[],text[])": set(),
+    "handle_new_user()": set(),
+    "has_access()": {"anon", "authenticated"},
+    "has_feature(text)": {"anon", "authenticated"},
+    "is_admin()": {"anon", "authenticated"},
+    "is_team_member(uuid)": {"authenticated"},
+    "team_lock(uuid,uuid[])": set(),
+    "team_refresh(uuid)": set(),
+    "team_seats(uuid)": set(),
+    "teams_refresh()": set(),
+    "touch_updated_at()": set(),
+}
+
+# Relations and functions of `public` that are ours (not an extension's), and the grants on
+# them to anyone but their owner and service_role.
+RELATIONS = """
+select c.oid, c.relname as name, c.relkind as kind from pg_class c
+where c.relnamespace = 'public'::regnamespace and c.relkind in ('r', 'p', 'v', 'm', 'f', 'S')
+  and not exists (select 1 from pg_depend d
+    where d.classid = 'pg_class'::regclass and d.objid = c.oid and d.deptype = 'e')
+"""
+ROUTINES = """
+select p.oid, p.oid::regprocedure::text as name, p.proowner, p.proacl from pg_proc p
+where p.pronamespace = 'public'::regnamespace
+  and not exists (select 1 from pg_depend d
+    where d.classid = 'pg_proc'::regclass and d.objid = p.oid and d.deptype = 'e')
+"""
+GRANTEE = "case a.grantee when 0 then 'PUBLIC' else pg_get_userbyid(a.grantee) end"
+CHECKED = "a.grantee <> {owner} and a.grantee <> 'service_role'::regrole"
+TABLE_GRANTS = f"""
+with r as ({RELATIONS})
+select r.name, {GRANTEE} as grantee, a.privilege_type
+from r join pg_class c on c.oid = r.oid cross join lateral aclexplode(c.relacl) a
+where {CHECKED.format(owner="c.relowner")}
+"""  # noqa: S608 - constants
+COLUMN_GRANTS = f"""
+with r as ({RELATIONS})
+select r.name, att.attname, {GRANTEE} as grantee, a.privilege_type
+from r join pg_class c on c.oid = r.oid join pg_attribute att on att.attrelid = c.oid
+  cross join lateral aclexplode(att.attacl) a
+where {CHECKED.format(owner="c.relowner")}
+"""  # noqa: S608 - constants
+# A function's ACL is null until first granted or revoked: then it is the default (PUBLIC).
+FUNCTION_GRANTS = f"""
+with f as ({ROUTINES})
+select f.name, {GRANTEE} as grantee
+from f cross join lateral aclexplode(coalesce(f.proacl, acldefault('f', f.proowner))) a
+where {CHECKED.format(owner="f.proowner")}
+"""  # noqa: S608 - constants
+EFFECTIVE_EXECUTE = f"""
+with f as ({ROUTINES})
+select f.name, has_function_privilege(%s, f.oid, 'execute') as allowed from f
+"""  # noqa: S608 - constants
+
+
+def test_every_table_and_sequence_grants_only_what_its_allow_list_says(db: Database) -> None:
+    kinds = {r["name"]: r["kind"] for r in db.fetch_all(RELATIONS)}
+    held: dict[str, dict[str, set[str]]] = {name: {} for name in kinds}
+    for row in db.fetch_all(TABLE_GRANTS):
+        held[row["name"]].setdefault(row["grantee"], set()).add(row["privilege_type"])
+    # A sequence or a view is the server's alone: the API roles hold nothing on one.
+    unlisted = sorted(n for n, kind in kinds.items() if kind in ("r", "p") and n not in TABLES)
+    assert not unlisted, (
+        f"tables not in the allow-list of {__name__}: {', '.join(unlisted)}; list each with"
+        " the privileges its policies need, and grant only those in its migration"
+    )
+    extra = [
+        f"public.{name}: {role} holds {privilege}"
+        for name, grants in sorted(held.items())
+        for role, privileges in sorted(grants.items())
+        for privilege in sorted(privileges - TABLES.get(name, {}).get(role, set()))
+    ]
+    assert not extra, "beyond the allow-list (revoke in a migration):\n" + "\n".join(extra)
+    missing = [
+        f"public.{name}: {role} lacks {privilege}"
+        for name, grants in sorted(TABLES.items())
+        for role, privileges in sorted(grants.items())
+        for privilege in sorted(privileges - held.get(name, {}).get(role, set()))
+    ]
+    assert not missing, "in the allow-list, granted by no migration:\n" + "\n".join(missing)
+
+
+def test_column_grants_are_the_allow_lists(db: Database) -> None:
+    held: dict[tuple[str, str, str], set[str]] = {}
+    for row in db.fetch_all(COLUMN_GRANTS):
+        key = (row["name"], row["grantee"], row["privilege_type"])
+        held.setdefault(key, set()).add(row["attname"])
+    assert held == COLUMNS
+
+
+def test_every_function_is_executable_only_by_its_allow_list(db: Database) -> None:
+    held: dict[str, set[str]] = {r["name"]: set() for r in db.fetch_all(ROUTINES)}
+    for row in db.fetch_all(FUNCTION_GRANTS):
+        held[row["name"]].add(row["grantee"])
+    unlisted = sorted(held.keys() - FUNCTIONS.keys())
+    assert not unlisted, (
+        f"functions not in the allow-list of {__name__}: {', '.join(unlisted)}; revoke execute"
+        " from public, anon and authenticated in its migration and grant it where intended"
+    )
+    wrong = [
+        f"public.{name}: {role} {'may execute it' if role in roles else 'may not execute it'}"
+        for name, roles in sorted(held.items())
+        for role in sorted(roles ^ FUNCTIONS[name])
+    ]
+    assert not wrong, "EXECUTE against the allow-list:\n" + "\n".join(wrong)
+
+
+@pytest.mark.parametrize("role", API_ROLES)
+def test_every_function_answers_the_api_roles_as_its_allow_list_says(
+    db: Database, role: str
+) -> None:
+    """Effective privileges, PUBLIC's included: what a caller as anon or authenticated gets."""
+    wrong = sorted(
+        r["name"]
+        for r in db.fetch_all(EFFECTIVE_EXECUTE, (role,))
+        if r["allowed"] != (role in FUNCTIONS.get(r["name"], set()))
+    )
+    assert not wrong, f"{role} may or may not execute, against the allow-list: {wrong}"
+
+
+def statements(db: Database) -> dict[str, list[sql.Composed]]:
+    """For every table in `public`, a statement per privilege that row-level security does not
+    guard, or guards only through a policy: each is refused before it touches a row when the
+    role lacks the privilege."""
+    found = {}
+    for row in db.fetch_all(
+        f"with r as ({RELATIONS}) select r.name, a.attname from r"  # noqa: S608 - constants
+        " join pg_attribute a on a.attrelid = r.oid and a.attnum = 1"
+        " where r.kind in ('r', 'p') order by r.name"
+    ):
+        table, column = sql.Identifier("public", row["name"]), sql.Identifier(row["attname"])
+        found[row["name"]] = [
+            sql.SQL("truncate {} cascade").format(table),
+            sql.SQL("insert into {} default values").format(table),
+            sql.SQL("update {} set {} = default").format(table, column),
+            sql.SQL("delete from {}").format(table),
+            # Locking a table against everyone takes UPDATE, DELETE, TRUNCATE or MAINTAIN.
+            sql.SQL("lock table {} in access exclusive mode").format(table),
+        ]
+    return found
+
+
+@pytest.mark.parametrize("role", API_ROLES)
+def test_the_api_roles_cannot_truncate_write_or_lock_any_table(db: Database, role: str) -> None:
+    allowed_anywhere = {p for grants in TABLES.values() for p in grants.get(role, set())}
+    assert allowed_anywhere <= {"SELECT"}  # no policy lets these roles write, today
+    tried = statements(db)
+    assert tried.keys() >= TABLES.keys()  # the catalog is read, every table of it
+    accepted = []
+    for statement in (s for table in sorted(tried) for s in tried[table]):
+        with as_role(db, role) as conn:
+            try:
+                conn.execute(statement)
+            except psycopg.errors.InsufficientPrivilege as refused:
+                # The grant must refuse it; a row-level security check refuses some inserts too.
+                if str(refused).startswith("permission denied for"):
+                    continue
+            accepted.append(statement.as_string(conn))
+    assert not accepted, f"{role} may run:\n" + "\n".join(accepted)
+
+
+@pytest.mark.parametrize("role", API_ROLES)
+def test_the_api_roles_cannot_draw_from_a_sequence(db: Database, role: str) -> None:
+    sequences = [r["name"] for r in db.fetch_all(RELATIONS) if r["kind"] == "S"]
+    assert sequences  # team_seat_changes' identity, at least
+    for sequence in sequences:
+        with (
+            as_role(db, role) as conn,
+            pytest.raises(psycopg.errors.InsufficientPrivilege, match=sequence),
+        ):
+            conn.execute("select nextval(%s)", (f"public.{sequence}",))
+
+
+def test_what_the_migrations_create_later_grants_the_api_roles_nothing(db: Database) -> None:
+    """Supabase's default privileges would grant them everything on a new table, sequence and
+    function; the migrations' role's defaults no longer do, so each grants its own."""
+    with db.pool.connection() as conn, conn.transaction(force_rollback=True):
+        conn.execute(
+            "create table public.later (id bigint generated always as identity primary key,"
+            " body text)"
+        )
+        conn.execute(
+            "create function public.later_count() returns bigint language sql"
+            " as $$ select count(*) from public.later $$"
+        )
+        for role in API_ROLES:
+            [row] = conn.execute(
+                "select has_table_privilege(%(r)s, 'public.later',"
+                " 'select, insert, update, delete, truncate, references, trigger') as on_table,"
+                " has_sequence_privilege(%(r)s, 'public.later_id_seq', 'usage, select, update')"
+                " as on_sequence,"
+                " has_function_privilege(%(r)s, 'public.later_count()', 'execute') as on_function",
+                {"r": role},
+            ).fetchall()
+            assert row == {"on_table": False, "on_sequence": False, "on_function": False}, role
+
+
+def test_supabases_defaults_without_the_migration_would_hand_out_truncate(
+    tmp_path: Path, database_url: str
+) -> None:
+    """The local stand-in grants what Supabase grants, so the tests above prove something: the
+    migrations before least privilege leave anon able to truncate a profile table."""
+    before = tmp_path / "migrations"
+    before.mkdir()
+    for m in migrations.available():
+        if m.version < "20261201020000":
+            (before / m.path.name).write_text(m.path.read_text())
+    with empty_database(database_url) as url:
+        migrations.apply_all(url, allow_auth_stand_in=True, directory=before)
+        with psycopg.connect(url) as conn:
+            [row] = conn.execute(
+                "select has_table_privilege('anon', 'public.profiles', 'truncate'),"
+                " has_table_privilege('authenticated', 'public.leads', 'insert'),"
+                " has_function_privilege('anon', 'public.handle_new_user()', 'execute')"
+            ).fetchall()
+    assert row == (True, True, True)
