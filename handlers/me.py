@@ -45,7 +45,7 @@ class TeamOfMe(_Answer):
     id: str
     name: str
     role: Literal["owner", "admin", "member"]
-    hasAccess: bool  # the team's account has an active grant
+    hasAccess: bool  # the user has the team's access: it has an active grant and they a seat
     hasSeat: bool  # the user holds one of its seats (and so its access)
 
 

@@ -28,7 +28,7 @@ class Team:
     id: str
     name: str
     role: Role  # the caller's
-    has_access: bool
+    has_access: bool  # the caller's through the team: its account's access, and a seat
     has_seat: bool  # the caller's
 
 
@@ -66,8 +66,11 @@ class DailyLimit(Exception):
         self.retry_after = retry_after
 
 
+# A member has the team's access only while they hold one of its seats (as
+# public.access_accounts counts it): `has_access` is theirs, not the team account's.
 _TEAMS_OF = (
-    "select t.id::text as id, t.name, m.role, a.has_access, m.has_seat"
+    "select t.id::text as id, t.name, m.role, a.has_access and m.has_seat as has_access,"
+    " m.has_seat"
     " from public.team_members m join public.teams t on t.id = m.team_id"
     " join public.accounts a on a.id = t.id"
 )
