@@ -114,7 +114,7 @@ def _schemas(conn: Conn, ns: list[int]) -> list[Entry]:
         """,
         {"ns": ns},
     ).fetchall()
-    return [Entry("grants on schema", name, name, _grants(acl)) for name, acl in rows]
+    return [Entry("grants on schema", name, f"schema {name}", _grants(acl)) for name, acl in rows]
 
 
 def _extensions(conn: Conn, ns: list[int]) -> list[Entry]:
@@ -349,7 +349,8 @@ def _default_privileges(conn: Conn, ns: list[int]) -> list[Entry]:
         Entry(
             "default privileges",
             f"of {role} on {objects.get(kind, kind)}" + (f" in schema {schema}" if schema else ""),
-            schema or role,
+            # Declared by an `alter default privileges` statement, in no one table's file.
+            "alter default privileges",
             _grants(acl),
         )
         for role, schema, kind, acl in rows
@@ -472,54 +473,21 @@ def drift(migrated: Catalog, declared: Catalog, files: Sequence[Path], root: Pat
         if key in missing:
             side, belonging = missing[key]
             entry = side[key]
-            statements = [entry.statement or entry.text] + [
-                side[b].statement
-                or "\n".join(f"-- {b}: {line}" for line in side[b].text.splitlines())
-                for b in sorted(belonging, key=_creation_order)
-                if not (
-                    side[b].kind in ("column", "constraint")
-                    or (
-                        side[b].kind == "index"
-                        and f"constraint {side[b].anchor}.{side[b].name.rpartition('.')[2]}" in side
-                    )
-                )
-            ]
-            home_ = where(entry)
-            if side is migrated:
-                told.append(
-                    (
-                        home_,
-                        f"{key}: the migrations make it, supabase/schemas/ does not"
-                        f" declare it.\n  Declare it in {home_}:\n"
-                        + _indent("\n".join(statements)),
-                    )
-                )
-            else:
-                told.append(
-                    (
-                        home_,
-                        f"{key}: declared in {home_}, but no migration makes it.\n"
-                        + _needs("\n".join(statements)),
-                    )
-                )
-        elif old is not None and new is None:
-            home_ = where(old)
-            told.append(
-                (
-                    home_,
-                    f"{key}: the migrations make it, supabase/schemas/ does not declare it.\n"
-                    f"  Declare it in {home_}:\n" + _indent(old.statement or old.text),
-                )
+            body = "\n".join(
+                [entry.statement or entry.text]
+                + [
+                    _as_statement(b, side[b])
+                    for b in sorted(belonging, key=_creation_order)
+                    if not _in_create_table(side[b], side)
+                ]
             )
+            told.append(_one_side(key, where(entry), body, migrated=side is migrated))
+        elif old is not None and new is None:
+            told.append(_one_side(key, where(old), old.statement or old.text, migrated=True))
         elif old is None and new is not None:
             home_ = where(new)
-            told.append(
-                (
-                    home_,
-                    f"{key}: declared in {home_}, but no migration makes it.\n"
-                    + _needs(new.statement or f"(the statement of {home_} that makes it)"),
-                )
-            )
+            body = new.statement or f"(the statement of {home_} that makes it)"
+            told.append(_one_side(key, home_, body, migrated=False))
         elif old is not None and new is not None and old.text != new.text:
             lines = difflib.unified_diff(
                 old.text.splitlines(),
@@ -541,6 +509,32 @@ def drift(migrated: Catalog, declared: Catalog, files: Sequence[Path], root: Pat
             )
     # Grouped by the file to change.
     return [paragraph for _, paragraph in sorted(told)]
+
+
+def _one_side(key: str, home_: str, body: str, *, migrated: bool) -> tuple[str, str]:
+    """An object only the migrations make, or only the schema files declare."""
+    if migrated:
+        told = (
+            f"{key}: the migrations make it, supabase/schemas/ does not declare it.\n"
+            f"  Declare it in {home_}:\n" + _indent(body)
+        )
+    else:
+        told = f"{key}: declared in {home_}, but no migration makes it.\n" + _needs(body)
+    return home_, told
+
+
+def _as_statement(key: str, entry: Entry) -> str:
+    if entry.statement:
+        return entry.statement
+    return "\n".join(f"-- {key}: {line}" for line in entry.text.splitlines())
+
+
+def _in_create_table(entry: Entry, side: Catalog) -> bool:
+    """Told by its table's `create table`: a column, a constraint, a constraint's index."""
+    if entry.kind in ("column", "constraint"):
+        return True
+    constraint = f"constraint {entry.anchor}.{entry.name.rpartition('.')[2]}"
+    return entry.kind == "index" and constraint in side
 
 
 def _creation_order(key: str) -> tuple[int, str]:
