@@ -1,0 +1,53 @@
+-- The catalogue: one row per Stripe price, written from Stripe (`flask --app main products
+-- sync`, and product and price events), never by hand. Anyone reads the active products.
+
+create table public.products (
+  id uuid primary key default gen_random_uuid(),
+  name text not null,
+  description text not null default '',
+  price numeric(12, 2) not null check (price >= 0),
+  stripe_price_id text not null unique check (stripe_price_id like 'price\_%'),
+  type text not null check (type in ('github', 'link')),
+  billing_type text not null check (billing_type in ('one_time', 'subscription')),
+  billing_interval text check (billing_interval in ('month', 'year')),
+  -- A free trial: checkout passes its length to Stripe.
+  trial_days integer check (trial_days between 1 and 730),
+  is_active boolean not null default true,
+  is_featured boolean not null default false,
+  github_repo text,
+  download_url text,
+  created_at timestamptz not null default now(),
+  updated_at timestamptz not null default now(),
+  -- What a product grants beyond access, and how it is sold: the catalogue fills both from
+  -- Stripe (a product's Entitlements features, else its `features` metadata; its `per_seat`
+  -- metadata). Features are lowercase slugs, so a policy or a route guard names them exactly.
+  features text[] not null default '{}'
+    check (array_position(features, null) is null),
+  per_seat boolean not null default false,
+  -- Its Stripe product, so a product's change reaches all its prices, and the Stripe time of
+  -- the state the row holds, so an older event arriving late never overwrites a newer state.
+  stripe_product_id text,
+  synced_at timestamptz,
+  constraint products_interval_matches_billing check (
+    (billing_type = 'one_time' and billing_interval is null)
+    or (billing_type = 'subscription' and billing_interval is not null)
+  ),
+  constraint products_delivery check (
+    (type = 'github' and github_repo is not null) or type = 'link'
+  )
+);
+create trigger products_touch before update on public.products
+  for each row execute function public.touch_updated_at();
+create index products_stripe_product_id on public.products (stripe_product_id);
+
+alter table public.products enable row level security;
+
+create policy "products: active ones for everyone" on public.products
+  for select to anon, authenticated
+  using (is_active);
+
+create policy "products: all for admins" on public.products
+  for select to authenticated
+  using ((select public.is_admin()));
+
+grant select on public.products to anon, authenticated;

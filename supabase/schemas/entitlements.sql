@@ -1,0 +1,36 @@
+-- Access per grant: one row per subscription (source_id: its id) and per one-time purchase
+-- (source_id: its checkout session). A subscription's end ends only its own row, a refund only
+-- its purchase's; an account's has_access is derived from them.
+create table public.entitlements (
+  id uuid primary key default gen_random_uuid(),
+  account_id uuid not null references public.accounts (id) on delete cascade,
+  source_id text not null unique,
+  kind text not null check (kind in ('subscription', 'purchase')),
+  price_id text,
+  -- Stripe's subscription status; `paid` or `refunded` for a purchase.
+  status text not null,
+  active boolean not null,
+  current_period_end timestamptz,
+  cancel_at_period_end boolean not null default false,
+  trial_end timestamptz,
+  ended_at timestamptz,
+  -- Stripe `created` of the newest change applied to this row, so older events cannot undo it.
+  changed_at timestamptz,
+  event_id text,
+  created_at timestamptz not null default now(),
+  updated_at timestamptz not null default now()
+);
+create index entitlements_account_idx on public.entitlements (account_id);
+create trigger entitlements_touch before update on public.entitlements
+  for each row execute function public.touch_updated_at();
+
+alter table public.entitlements enable row level security;
+
+create policy "entitlements: own rows or admin" on public.entitlements
+  for select to authenticated
+  using (
+    account_id in (select a.id from public.accounts a where a.owner_id = (select auth.uid()))
+    or (select public.is_admin())
+  );
+
+grant select on public.entitlements to authenticated;
