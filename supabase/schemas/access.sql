@@ -58,10 +58,10 @@ create trigger accounts_refresh after update on public.accounts
   for each row execute function public.accounts_refresh();
 
 -- The access cycle's first round trip as one function: claim a batch of events in the ledger,
--- lock the accounts those claimed now are about (by customer, by the buyer's id or e-mail
--- address, by a refunded purchase, by a team's account id that a checkout names) and their
--- grants, and read them, with the purchases the refunds name, the outcomes of the events claimed
--- before and their accounts as committed. A plpgsql function keeps its plan per server
+-- lock the accounts those claimed now are about (by any of an account's Stripe customers, by the
+-- buyer's id or e-mail address, by a refunded purchase, by a team's account id that a checkout
+-- names) and their grants, and read them, with their customers, the purchases the refunds name,
+-- the outcomes of the events claimed before and their accounts as committed. A plpgsql function keeps its plan per server
 -- connection (also behind a transaction pooler), where the same statement sent from the client
 -- is planned on every call. The claim and the locks are one statement; the rest is read by the
 -- next one, with a snapshot taken after the locks were granted (a plpgsql function in READ
@@ -100,7 +100,8 @@ begin
     select * from jsonb_to_recordset(p_keys)
       as k(event text, customer text, "user" uuid, email text, intent text, account uuid)
   ), matching as (
-    select k.event, a.id from keys k join public.accounts a on a.customer_id = k.customer
+    select k.event, c.account_id as id from keys k
+      join public.stripe_customers c on c.customer_id = k.customer
     union
     select k.event, a.id from keys k
       join public.accounts a on a.kind = 'personal' and a.owner_id = k."user"
@@ -146,9 +147,18 @@ begin
     order by e.source_id
     for update
   ), accounts as (
+    -- Who the account's billing mail speaks to: a personal account's person; a team's current
+    -- owner who has held the role longest (never its creator once they left or were demoted).
     select a.id, a.kind, a.owner_id, p.email, p.name, a.customer_id, a.price_id, a.has_access,
-      a.access_changed_at, a.price_changed_at, p.created_at
-    from public.accounts a join public.profiles p on p.id = a.owner_id
+      a.access_changed_at, a.price_changed_at, a.created_at,
+      coalesce((
+        select array_agg(c.customer_id order by c.customer_id) from public.stripe_customers c
+        where c.account_id = a.id), '{}') as customers
+    from public.accounts a
+    left join public.profiles p on p.id = case when a.kind = 'personal' then a.owner_id else (
+      select m.user_id from public.team_members m
+      where m.team_id = a.id and m.role = 'owner'
+      order by m.joined_at, m.user_id limit 1) end
     where a.id = any(locked_ids) or a.id = any(known_ids)
   ), purchases as (
     select pu.id, pu.stripe_checkout_session_id as session_id, pu.account_id,
@@ -164,10 +174,10 @@ begin
   select jsonb_build_object(
     'claimed', to_jsonb(claimed_ids),
     'accounts', coalesce((
-      select jsonb_agg(to_jsonb(a) - 'created_at' order by a.created_at, a.id)
+      select jsonb_agg(to_jsonb(a) order by a.created_at, a.id)
       from accounts a where a.id = any(locked_ids)), '[]'),
     'known', coalesce((
-      select jsonb_agg(to_jsonb(a) - 'created_at' order by a.created_at, a.id)
+      select jsonb_agg(to_jsonb(a) order by a.created_at, a.id)
       from accounts a where a.id = any(known_ids)), '[]'),
     'held', coalesce((select jsonb_agg(to_jsonb(h)) from held h), '[]'),
     'purchases', coalesce((

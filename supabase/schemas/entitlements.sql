@@ -26,10 +26,13 @@ create trigger entitlements_touch before update on public.entitlements
 
 alter table public.entitlements enable row level security;
 
+-- Their own personal account's grants; a team's while they are its member (teams.sql).
 create policy "entitlements: own rows or admin" on public.entitlements
   for select to authenticated
   using (
-    account_id in (select a.id from public.accounts a where a.owner_id = (select auth.uid()))
+    account_id in (
+      select a.id from public.accounts a
+      where a.kind = 'personal' and a.owner_id = (select auth.uid()))
     or (select public.is_admin())
   );
 

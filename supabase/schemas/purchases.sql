@@ -35,9 +35,16 @@ create index github_grants_user_idx on public.github_grants (user_id);
 alter table public.purchases enable row level security;
 alter table public.github_grants enable row level security;
 
+-- `user_id` is who paid, for the books: the rows a person reads are their own account's
+-- purchases and, while they are a member, their teams' ("purchases: members read their teams",
+-- teams.sql).
 create policy "purchases: own rows" on public.purchases
   for select to authenticated
-  using (user_id = (select auth.uid()));
+  using (
+    account_id in (
+      select a.id from public.accounts a
+      where a.kind = 'personal' and a.owner_id = (select auth.uid()))
+  );
 
 create policy "github_grants: own rows" on public.github_grants
   for select to authenticated

@@ -21,6 +21,30 @@ create table public.teams (
   quantity_changed_at timestamptz
 );
 
+-- A team's name goes out in mails from the product's own sender: short plain text (the API's
+-- rule, core/teams.py), at most 60 characters on a new team and on a name that changes. A
+-- trigger rather than a check constraint: a longer name from before this rule stays, and writes
+-- of a team's other columns (its seats, by the access cycle) go on, where a check would refuse
+-- any update of such a row.
+create or replace function public.team_name_bounded() returns trigger
+language plpgsql
+set search_path = ''
+as $$
+begin
+  if length(new.name) > 60 then
+    raise exception 'a team name is at most 60 characters (%)', length(new.name)
+      using errcode = 'check_violation';
+  end if;
+  return new;
+end
+$$;
+
+revoke all on function public.team_name_bounded() from public, anon, authenticated;
+
+create trigger teams_name_bounded
+  before insert or update of name on public.teams
+  for each row execute function public.team_name_bounded();
+
 create table public.team_members (
   team_id uuid not null references public.teams (id) on delete cascade,
   user_id uuid not null references public.profiles (id) on delete cascade,
@@ -76,6 +100,16 @@ create table public.team_seat_changes (
 create index team_seat_changes_untold_idx on public.team_seat_changes (team_id)
   where told_at is null;
 
+-- Each invitation mail a team sends (a new invitation, or one resent), for its daily limit:
+-- counted and written with the team locked, so two invitations at once cannot both take the
+-- last one. Rows past the 24 hours are pruned as the team sends more. Server only.
+create table public.team_invitation_mails (
+  id bigint generated always as identity primary key,
+  team_id uuid not null references public.teams (id) on delete cascade,
+  sent_at timestamptz not null default now()
+);
+create index team_invitation_mails_team_idx on public.team_invitation_mails (team_id, sent_at);
+
 -- Whether the user is a member of the team (security definer: the policies below ask it
 -- without recursing into team_members' own policy).
 create or replace function public.is_team_member(p_team uuid) returns boolean
@@ -93,6 +127,7 @@ alter table public.team_members enable row level security;
 alter table public.team_invitations enable row level security;
 alter table public.team_github_grants enable row level security;
 alter table public.team_seat_changes enable row level security;
+alter table public.team_invitation_mails enable row level security;
 
 create policy "teams: members read" on public.teams
   for select to authenticated
@@ -119,11 +154,15 @@ create policy "entitlements: members read their teams" on public.entitlements
   for select to authenticated
   using ((select public.is_team_member(account_id)));
 
--- Supabase grants every API role all privileges on a new table; reading is all they get here
--- (row-level security above decides which rows), and never an invitation's token hash, nor the
--- seat changes.
+create policy "purchases: members read their teams" on public.purchases
+  for select to authenticated
+  using ((select public.is_team_member(account_id)));
+
+-- Reading is all the API roles get here (row-level security above decides which rows), and
+-- never an invitation's token hash, nor the seat changes or the invitation mails.
 revoke all on public.teams, public.team_members, public.team_invitations,
-  public.team_github_grants, public.team_seat_changes from anon, authenticated;
+  public.team_github_grants, public.team_seat_changes, public.team_invitation_mails
+  from anon, authenticated;
 grant select on public.teams, public.team_members, public.team_github_grants to authenticated;
 grant select (id, team_id, email, role, invited_by, expires_at, accepted_at, revoked_at,
   created_at) on public.team_invitations to authenticated;

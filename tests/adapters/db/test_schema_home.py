@@ -100,8 +100,8 @@ def test_the_comparison_sees_what_it_compares(
 
 # A later migration, as the schema files have not followed it yet.
 LATER_MIGRATION = """
-create table public.stripe_customers (
-  customer_id text primary key,
+create table public.coupons (
+  code text primary key,
   account_id uuid not null references public.accounts (id)
 );
 create policy "teams: owners rename" on public.teams for update to authenticated using (false);
@@ -130,22 +130,22 @@ def test_a_drift_names_the_object_and_the_file_to_change(
     told = catalog.drift(later, declared, schema_files(), ROOT)
 
     by_object = {paragraph.partition(":")[0]: paragraph for paragraph in told}
-    assert by_object["table public.stripe_customers"].startswith(
-        "table public.stripe_customers: the migrations make it, supabase/schemas/ does not"
+    assert by_object["table public.coupons"].startswith(
+        "table public.coupons: the migrations make it, supabase/schemas/ does not"
         " declare it.\n  Declare it in the file of its concern in supabase/schemas/ (none names"
-        " public.stripe_customers yet; a new file is listed in supabase/config.toml):"
+        " public.coupons yet; a new file is listed in supabase/config.toml):"
     )
     assert (
-        "    create table public.stripe_customers (\n"
-        "      customer_id text not null,\n"
+        "    create table public.coupons (\n"
+        "      code text not null,\n"
         "      account_id uuid not null,\n"
-        "      constraint stripe_customers_account_id_fkey FOREIGN KEY (account_id)"
+        "      constraint coupons_account_id_fkey FOREIGN KEY (account_id)"
         " REFERENCES public.accounts(id),\n"
-        "      constraint stripe_customers_pkey PRIMARY KEY (customer_id)\n"
+        "      constraint coupons_pkey PRIMARY KEY (code)\n"
         "    );\n"
-        "    alter table public.stripe_customers disable row level security;\n"
-        "    -- grants on table public.stripe_customers: anon: "
-    ) in by_object["table public.stripe_customers"]
+        "    alter table public.coupons disable row level security;\n"
+        "    -- grants on table public.coupons: postgres: "
+    ) in by_object["table public.coupons"]
     policy = by_object['policy "teams']
     assert "Declare it in supabase/schemas/teams.sql:" in policy
     assert 'create policy "teams: owners rename" on public.teams' in policy
