@@ -13,8 +13,8 @@ import pytest
 from adapters.db.pool import Database
 from core.checkout import TOKEN_DIGEST_KEY, completion_url
 from dev.samples.catalogue import seed_demo_products
-from tests.conftest import Api
 from dev.stripe_stand_in import StripeStandIn
+from tests.conftest import Api
 from tests.fakes.supabase import FakeSupabaseAuth
 from tests.helpers import create_user, stripe_event
 from tests.subscribers.test_access import completed, post_event
@@ -129,7 +129,9 @@ def test_webhook_first_then_route_changes_nothing_and_tells_once(
     assert row["outcome"] == "stale"
 
 
-def test_a_refund_applied_first_is_not_undone(api: Api, stripe: StripeStandIn, db: Database) -> None:
+def test_a_refund_applied_first_is_not_undone(
+    api: Api, stripe: StripeStandIn, db: Database
+) -> None:
     user_id, token = buyer(api, db)
     session = paid_session(
         stripe, user_id, subscription=None, mode="payment", payment_intent="pi_1"
@@ -310,7 +312,9 @@ TEAM_PRICE = "price_demo_team_monthly"
 PRO = "price_demo_pro_github"
 
 
-def victim_with_a_purchase_and_a_team(api: Api, stripe: StripeStandIn, db: Database) -> dict[str, str]:
+def victim_with_a_purchase_and_a_team(
+    api: Api, stripe: StripeStandIn, db: Database
+) -> dict[str, str]:
     """An existing user with a repository purchase of their own and a team: what a guest must
     never learn. Returns what identifies them."""
     victim = create_user(db, VICTIM, name=VICTIM_NAME)

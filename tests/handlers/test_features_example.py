@@ -84,7 +84,7 @@ def test_the_guarded_route_of_the_page_answers_as_the_page_says(
     settle(app)
 
     namespace = {**vars(handlers.openapi), "ReportsAnswer": reports_module.ReportsAnswer}
-    [operation] = eval(example()[2], namespace)  # noqa: S307 - the page's own code
+    operation = eval(example()[2], namespace)  # noqa: S307 - the page's own code
     assert (operation.method, operation.path) == ("get", "/api/reports")
     url = operation.path
 

@@ -39,12 +39,13 @@ def buyer(
     seed_demo_products(db)
     user = create_user(db, email, name="Ada Lovelace")
     with db.transaction() as conn:
-        conn.execute(
+        conn.execute(  # as the access cycle records it: the buyer, and their own account
             "insert into public.purchases"
-            " (user_id, product_id, stripe_checkout_session_id, paid, refunded_at)"
-            " select %s, id, %s, %s, case when %s then now() end"
-            " from public.products where stripe_price_id = %s",
-            (user, f"cs_{user}", paid, refunded, product),
+            " (user_id, account_id, product_id, stripe_checkout_session_id, paid, refunded_at)"
+            " select %s, a.id, pr.id, %s, %s, case when %s then now() end"
+            " from public.products pr, public.accounts a"
+            " where pr.stripe_price_id = %s and a.owner_id = %s and a.kind = 'personal'",
+            (user, f"cs_{user}", paid, refunded, product, user),
         )
     return user
 
