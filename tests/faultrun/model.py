@@ -5,6 +5,9 @@ to three times, in shuffled order: first the wave of checkouts that link custome
 profiles, then everything else, cut into batches. A few ghost customers, whom no checkout ever
 links, get a renewal each: their access changes can apply nowhere and must end as dead letters.
 
+Now and then someone signed out buys once under a customer's address (a guest checkout with a
+new Stripe customer): the customer's account gets the purchase and keeps its own link.
+
 Some customers are teams (tests/faultrun/teams.py): a customer owns each, buys seats or a one-time
 purchase for it, and people join, leave, are removed and change roles between the batches. A
 person's access is their own grants' or a team's where they hold a seat.
@@ -150,12 +153,17 @@ class Scenario:
         A mail about an access change is due when access applied the change (`outcomes`, its
         ledger); whether an older change arrives after a newer one depends on delivery order.
         """
-        return {
-            (key, e.email, e.customer.email)
+        due = [
+            e
             for e in self.events
-            if e.email
-            and (key := e.email_key())
-            and (e.announced_on is None or outcomes.get(e.event_id) == e.announced_on)
+            if e.email and (e.announced_on is None or outcomes.get(e.event_id) == e.announced_on)
+        ]
+        mails = {(key, str(e.email), e.customer.email) for e in due if (key := e.email_key())}
+        # A guest's checkout also sends its address a sign-in link, under its session.
+        return mails | {
+            (f"invited_{e.session['id']}/signin-link", "signin-link", e.customer.email)
+            for e in due
+            if e.guest and e.session
         }
 
     def announcements(self, outcomes: dict[str, str]) -> set[str]:

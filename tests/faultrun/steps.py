@@ -68,6 +68,8 @@ class Planned:
     session: dict[str, Any] | None = None  # the checkout session Stripe's API must know
     # The subscription's quantity it says (a team's seats, ordered on its own), if it says one.
     quantity: int | None = None
+    # A guest's checkout: its buyer is also sent a sign-in link (`invited_<session>`).
+    guest: bool = False
 
     def email_key(self) -> str | None:
         """The (event, kind) key its e-mail is sent under, if it calls for one."""
@@ -204,10 +206,37 @@ def one_time_purchase(line: Timeline) -> list[Planned]:
     return [replace(bought, source=session)]
 
 
+def guest_purchase(line: Timeline) -> list[Planned]:
+    """Someone signed out (a stranger, or the customer) buys once on Stripe's page, typing the
+    customer's address: Stripe makes a new customer for it. The purchase goes to the account
+    with that address, which keeps its own customer (a later event of it still reaches it) and
+    is sent a sign-in link besides the confirmation."""
+    intent = line.next_id("pi")
+    bought = _checkout(
+        line,
+        price=ONE_TIME_PRICE,
+        amount=ONE_TIME_AMOUNT,
+        mode="payment",
+        payment_intent=intent,
+        guest=line.next_id("cus_guest"),
+    )
+    assert bought.session is not None
+    session = str(bought.session["id"])
+    line.purchases.append((bought.event_id, intent, session))
+    return [replace(bought, source=session, guest=True)]
+
+
 def _checkout(
-    line: Timeline, *, price: str, amount: int, source: str | None = None, **session_fields: Any
+    line: Timeline,
+    *,
+    price: str,
+    amount: int,
+    source: str | None = None,
+    guest: str | None = None,
+    **session_fields: Any,
 ) -> Planned:
-    """A completed, paid checkout; Stripe's API knows its session (a refund looks it up)."""
+    """A completed, paid checkout; Stripe's API knows its session (a refund looks it up). A
+    guest's names no user and a new customer (`guest`), with the address typed."""
     c, created = line.customer, line.tick()
     metadata = {"price_id": price}
     if c.team is not None:  # bought by its owner for the team, as create-checkout names it
@@ -215,8 +244,8 @@ def _checkout(
     session = {
         "id": line.next_id("cs_test"),
         "object": "checkout.session",
-        "client_reference_id": c.user_id,
-        "customer": c.customer_id,
+        "client_reference_id": None if guest else c.user_id,
+        "customer": guest or c.customer_id,
         "metadata": metadata,
         "payment_status": "paid",
         "amount_total": amount,
@@ -404,6 +433,7 @@ Step = Callable[[Timeline], list[Planned]]
 STEPS: dict[str, tuple[float, Callable[[Timeline], bool], Step]] = {
     "checkout": (1.0, _unsubscribed, checkout),
     "one-time purchase": (0.5, _unsubscribed, one_time_purchase),
+    "guest purchase": (0.4, lambda line: bool(line.events), guest_purchase),
     "refund": (0.6, _refundable, refund),
     "renewal": (6.0, _subscribed, renewal),
     "failure": (2.0, _subscribed, failure),
@@ -414,7 +444,7 @@ STEPS: dict[str, tuple[float, Callable[[Timeline], bool], Step]] = {
 # A team's life: a customer's, but its subscriptions are sold per seat, whose number changes,
 # and stay on their plan.
 TEAM_STEPS: dict[str, tuple[float, Callable[[Timeline], bool], Step]] = {
-    **{kind: step for kind, step in STEPS.items() if kind != "plan change"},
+    **{kind: step for kind, step in STEPS.items() if kind not in ("plan change", "guest purchase")},
     "checkout": (1.0, _unsubscribed, team_checkout),
     "seat change": (3.0, _subscribed, seat_change),
 }
