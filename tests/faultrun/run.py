@@ -236,6 +236,9 @@ def _figures(
             f" {', '.join(f'{k} {n}' for k, n in _changes(scenario).items()) or 'none'}"
         ),
         "events": f"{len(scenario.events)} ({', '.join(f'{k} {n}' for k, n in kinds.items())})",
+        "guest purchases under a customer's address, with a new Stripe customer": sum(
+            e.guest for e in scenario.events
+        ),
         "deliveries (each event 1-3 times, shuffled, in batches)": (
             f"{scenario.deliveries} in {len(scenario.batches)} batches"
         ),
