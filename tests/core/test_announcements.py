@@ -21,4 +21,3 @@ from core.announcements import about
 )
 def test_a_key_names_its_checkout_or_event(key: str, said: str) -> None:
     assert about(key) == said
-
