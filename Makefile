@@ -61,11 +61,14 @@ lint: install
 	$(UV) run --frozen ruff format --check .
 	$(UV) run --frozen mypy .
 
-# Every e-mail kind as `.env`'s brand renders it: HTML, text, then PNG screenshots (Chromium),
-# in .data/emails; `make emails-preview OUT=docs/emails` refreshes the tracked gallery.
+# Every e-mail kind as `.env`'s brand renders it, its links on SITE_URL, about the catalogue's
+# product while `make run` serves it (its .data/run.env names the database): HTML, text, then
+# PNG screenshots (Chromium), in .data/emails; `make emails-preview OUT=docs/emails` refreshes
+# the tracked gallery.
 OUT ?= .data/emails
 emails-preview: install
-	@$(WITH_ENV) $(UV) run --frozen python -m dev.previews --out "$(OUT)"
+	@$(WITH_ENV) if [ -f .data/run.env ]; then . ./.data/run.env; fi; \
+	  $(UV) run --frozen python -m dev.previews --out "$(OUT)"
 	@dev/screenshot_emails.sh "$(OUT)"
 
 format: install

@@ -132,6 +132,23 @@ class StripeGateway:
         )
         return bool(found.data)
 
+    def event(self, event_id: str) -> dict[str, Any] | None:
+        """One event as Stripe sent it (it keeps 30 days); None when Stripe knows no such
+        event (one made up locally, by `events send`). Raises PaymentsUnavailable when Stripe is
+        down or slow."""
+        import stripe
+
+        try:
+            return self.client.v1.events.retrieve(event_id).to_dict(for_json=True)
+        except stripe.InvalidRequestError as exc:
+            if exc.http_status == 404:
+                return None
+            raise StripeCallFailed(f"event {event_id}: {exc}") from exc
+        except (stripe.APIConnectionError, stripe.RateLimitError, stripe.APIError) as exc:
+            raise PaymentsUnavailable(f"Stripe is unavailable: {type(exc).__name__}") from exc
+        except stripe.StripeError as exc:
+            raise StripeCallFailed(f"event {event_id}: {exc}") from exc
+
     def events_since(self, *, created_gte: int, types: list[str]) -> Iterator[dict[str, Any]]:
         """Stripe's events of these types created since then (it keeps 30 days), every page."""
         pages = self.client.v1.events.list(

@@ -17,7 +17,10 @@ from core.events import Event, app_event
 
 Announcement = tuple[Event, bytes]
 
-_PREFIXES = ("granted_", "revoked_", "invited_", "trial_")
+GRANTED, REVOKED, INVITED, TRIAL = "granted_", "revoked_", "invited_", "trial_"
+_PREFIXES = (GRANTED, REVOKED, INVITED, TRIAL)
+# Keyed by the checkout's session (the rest by the Stripe event's id).
+_BY_SESSION = (GRANTED, INVITED)
 
 
 def announced_ids(event_id: str, session_id: str | None = None) -> tuple[str, ...]:
@@ -25,6 +28,17 @@ def announced_ids(event_id: str, session_id: str | None = None) -> tuple[str, ..
     (a checkout's, given its session, under the session's)."""
     keys = (event_id, session_id) if session_id else (event_id,)
     return (event_id, *(prefix + key for key in keys for prefix in _PREFIXES))
+
+
+def about(key: str) -> str:
+    """What the mail sent under `key` (`sent_emails.event_id`) was about, in plain words: a
+    checkout's announcement, `checkout cs_X`; a Stripe event's own mail or announcement,
+    `event evt_X`; any other key (the app's own events) as it is."""
+    for prefix in _PREFIXES:
+        if key.startswith(prefix) and len(key) > len(prefix):
+            rest = key.removeprefix(prefix)
+            return f"checkout {rest}" if prefix in _BY_SESSION else f"event {rest}"
+    return f"event {key}" if key.startswith("evt_") else key
 
 
 @dataclass(frozen=True)
@@ -44,7 +58,7 @@ def access_granted(
     """A checkout's access is committed: the purchase confirmation may say so."""
     return app_event(
         ACCESS_GRANTED,
-        event_id=f"granted_{checkout.session_id}",
+        event_id=GRANTED + checkout.session_id,
         obj={
             "email": to.email,
             "name": to.name,
@@ -74,7 +88,7 @@ def access_revoked(
     ended = source.object.get("ended_at")
     return app_event(
         ACCESS_REVOKED,
-        event_id=f"revoked_{source.id}",
+        event_id=REVOKED + source.id,
         obj={
             "email": to.email,
             "name": to.name,
@@ -94,7 +108,7 @@ def account_invited(
     """A guest buyer's account exists and has access: send them a way to sign in."""
     return app_event(
         ACCOUNT_INVITED,
-        event_id=f"invited_{checkout.session_id}",
+        event_id=INVITED + checkout.session_id,
         obj={"email": to.email, "name": to.name, "price_id": price_id},
         created=source.created,
     )
@@ -105,7 +119,7 @@ def trial_ending(source: Event, *, to: Person, price_id: str | None) -> Announce
     when, what it will cost and what happens without a payment method."""
     return app_event(
         TRIAL_ENDING,
-        event_id=f"trial_{source.id}",
+        event_id=TRIAL + source.id,
         obj={
             "email": to.email,
             "name": to.name,

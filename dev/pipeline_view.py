@@ -3,13 +3,18 @@
 The latest Stripe events, what each consumer made of them (the ledger), the e-mails they caused
 (each a link to the HTML that was sent, read back from the outbox) and the dead letters: what a
 founder would otherwise read out of logs and SQL.
+
+A checkout's mails are keyed by its session, which the ledger does not keep: a checkout event's
+session is read from its id (the success page's completion) or from Stripe (`GET /v1/events/{id}`;
+the stand-in answers for the events it sent), once per event, since an event never changes.
 """
 
 from __future__ import annotations
 
 import email
 import email.policy
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -18,6 +23,13 @@ from flask import Flask, Response, abort, render_template_string
 
 from adapters.db.pool import Database
 from adapters.mail.outbox import OutboxMailer
+from adapters.stripe_api import (
+    PaymentsNotConfigured,
+    PaymentsUnavailable,
+    StripeCallFailed,
+    StripeGateway,
+)
+from core.access import COMPLETION_PREFIX
 from core.announcements import announced_ids
 from core.events import Event, events_in
 from runtime.container import Container
@@ -91,9 +103,20 @@ UTC; refreshed every 5 s.</p>
 """
 
 
-def latest_events(db: Database, *, limit: int = LATEST) -> list[EventRow]:
+# The checkout session of each of these events that is about one, where it can be learned.
+SessionsOf = Callable[[Sequence[EventRow]], dict[str, str]]
+
+
+def no_sessions(_: Sequence[EventRow]) -> dict[str, str]:
+    return {}
+
+
+def latest_events(
+    db: Database, *, sessions: SessionsOf = no_sessions, limit: int = LATEST
+) -> list[EventRow]:
     """The newest Stripe events in the ledger, every consumer's outcome, the e-mails sent
-    about them (under their own id or an announcement's: core/announcements.py)."""
+    about them (under their own id or an announcement's, a checkout's under its session:
+    core/announcements.py)."""
     rows = db.fetch_all(
         "select e.event_id, e.event_type, e.event_created, p.consumer, p.outcome"
         " from (select event_id, min(event_type) as event_type,"
@@ -110,9 +133,16 @@ def latest_events(db: Database, *, limit: int = LATEST) -> list[EventRow]:
             row["event_id"], EventRow(row["event_id"], row["event_type"], row["event_created"])
         )
         entry.outcomes[row["consumer"]] = row["outcome"]
-    about = {mail_id: event_id for event_id in events for mail_id in announced_ids(event_id)}
-    # A checkout's mails are keyed by its session (the webhook's event and the success page's
-    # completion apply it alike): the latest are listed on a row of their own, the session's.
+    session_of_event = sessions(list(events.values()))
+    # The webhook's event and the success page's completion apply a checkout alike: its mail is
+    # listed with the one applied first, whose announcement sent it (the other's found it sent).
+    about: dict[str, str] = {}
+    for event_id in reversed(events):
+        for mail_id in announced_ids(event_id, session_of_event.get(event_id)):
+            about.setdefault(mail_id, event_id)
+    # A checkout's mails whose event is not listed, or whose session is unknown (an event made
+    # up by `events send`, which Stripe never sent): the latest, on a row of their own, the
+    # session's.
     sent = db.fetch_all(
         "select event_id, kind, recipient, sent_at from public.sent_emails"
         " where event_id = any(%s) or event_id like any(%s) order by sent_at",
@@ -126,6 +156,47 @@ def latest_events(db: Database, *, limit: int = LATEST) -> list[EventRow]:
             events.setdefault(owner, session)
         events[owner].emails.append((row["event_id"], row["kind"], row["recipient"]))
     return list(events.values())
+
+
+class StripeSessions:
+    """Each checkout event's session, from its id or asked of Stripe once (kept: an event never
+    changes); while Stripe does not answer, none is learned and the rest are not asked."""
+
+    KEPT = 20 * LATEST
+
+    def __init__(self, stripe: StripeGateway) -> None:
+        self._stripe = stripe
+        self._known: dict[str, str | None] = {}
+        self._lock = threading.Lock()
+
+    def __call__(self, rows: Sequence[EventRow]) -> dict[str, str]:
+        found: dict[str, str] = {}
+        with self._lock:
+            if len(self._known) > self.KEPT:
+                self._known.clear()
+            for row in rows:
+                if not row.event_type.startswith("checkout.session."):
+                    continue
+                if row.event_id.startswith(COMPLETION_PREFIX):
+                    found[row.event_id] = row.event_id.removeprefix(COMPLETION_PREFIX)
+                    continue
+                if row.event_id not in self._known:
+                    try:
+                        self._known[row.event_id] = session_of(self._stripe.event(row.event_id))
+                    except (PaymentsNotConfigured, PaymentsUnavailable, StripeCallFailed):
+                        break
+                if (session := self._known[row.event_id]) is not None:
+                    found[row.event_id] = session
+        return found
+
+
+def session_of(event: dict[str, Any] | None) -> str | None:
+    """The checkout session a Stripe event is about; None for one Stripe does not know."""
+    obj = ((event or {}).get("data") or {}).get("object") or {}
+    if obj.get("object") != "checkout.session" or not isinstance(obj.get("id"), str):
+        return None
+    session: str = obj["id"]
+    return session
 
 
 def _like(prefix: str) -> str:
@@ -181,10 +252,11 @@ def sent_html(mailer: object, *, event_id: str, kind: str) -> str | None:
 def view_app(container: Container) -> Flask:
     """The page and the e-mails it links to, as a WSGI app to mount at PATH."""
     app = Flask(__name__)
+    sessions = StripeSessions(container.stripe)
 
     @app.get("/")
     def index() -> str:
-        events = latest_events(container.db)
+        events = latest_events(container.db, sessions=sessions)
         return render_template_string(
             PAGE,
             events=events,

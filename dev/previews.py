@@ -1,34 +1,42 @@
 """`python -m dev.previews`: render every e-mail kind with sample data to files, under the
-configured brand (BRAND_NAME, SUPPORT_EMAIL, SITE_URL), in DATA_DIR/emails unless told where."""
+configured brand (BRAND_NAME, SUPPORT_EMAIL, SITE_URL, which the links are on), about the synced
+catalogue's product when DATABASE_URL names a database that has one, in DATA_DIR/emails unless
+told where."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import click
+import psycopg
 
+from adapters.db.pool import DatabaseUnavailable
 from config import Settings
+from core.email.kind import SAMPLE_SITE, ProductFacts
 from core.email.kinds import KINDS, sample_props
 from core.email.render import Brand, EmailContent, render
-from runtime.container import brand_for
+from runtime.container import Container, brand_for
+from services.sample_emails import catalogue_product
 
-PREVIEW_SITE = "https://acme.example.com"
 GALLERY_INTRO = """# Transactional e-mails
 
 Every kind rendered with its sample props (its module in `core/email/kinds/`), for the brand
-"{brand}". Regenerate with `make emails-preview OUT=docs/emails` (plain `make emails-preview`
-renders `.env`'s brand into `.data/emails`): `python -m dev.previews` writes the `.html`, `.txt`
-and this page, `dev/screenshot_emails.sh` takes the screenshots with headless Chromium.
+"{brand}", its links on {site}. Regenerate with `make emails-preview OUT=docs/emails` (plain
+`make emails-preview` renders `.env`'s brand into `.data/emails`; both name the catalogue's
+product while `make run` serves it): `python -m dev.previews` writes the `.html`, `.txt` and
+this page, `dev/screenshot_emails.sh` takes the screenshots with headless Chromium.
 """
 
 
-def write_previews(out: Path, brand: Brand) -> list[Path]:
-    """Render each kind's sample props to `<out>/<kind>.html` and `.txt`, plus a gallery page."""
+def write_previews(out: Path, brand: Brand, product: ProductFacts | None = None) -> list[Path]:
+    """Render each kind's sample props (on the brand's site, about `product` when given) to
+    `<out>/<kind>.html` and `.txt`, plus a gallery page."""
     out.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
     rendered: dict[str, EmailContent] = {}
     for kind in KINDS:
-        rendered[kind] = content = render(kind, sample_props(kind), brand=brand)
+        props = sample_props(kind, brand.site_url, product)
+        rendered[kind] = content = render(kind, props, brand=brand)
         for suffix, body in ((".html", content.html), (".txt", content.text)):
             written.append(out / f"{kind}{suffix}")
             written[-1].write_text(body, encoding="utf-8")
@@ -39,7 +47,7 @@ def write_previews(out: Path, brand: Brand) -> list[Path]:
 
 def gallery_markdown(rendered: dict[str, EmailContent], brand: Brand) -> str:
     """A markdown page showing each kind's subject and screenshot, linking both parts."""
-    sections = [GALLERY_INTRO.format(brand=brand.product_name)]
+    sections = [GALLERY_INTRO.format(brand=brand.product_name, site=brand.site_url)]
     for kind, content in rendered.items():
         links = f"[HTML]({kind}.html), [text]({kind}.txt)"
         image = f"![{kind}: {content.subject}]({kind}.png)"
@@ -50,7 +58,22 @@ def gallery_markdown(rendered: dict[str, EmailContent], brand: Brand) -> str:
 def preview_brand(settings: Settings) -> Brand:
     """The brand of the previews: BRAND_NAME (else the admin sender's name), the support
     address, the site."""
-    return brand_for(settings, default_site=PREVIEW_SITE)
+    return brand_for(settings, default_site=SAMPLE_SITE)
+
+
+def preview_product(settings: Settings) -> ProductFacts | None:
+    """The synced catalogue's product (`products sync`) when DATABASE_URL names a database with
+    one; None without (the samples name their own), said on stderr when it cannot be read."""
+    if settings.database_url is None:
+        return None
+    container = Container(settings)
+    try:
+        return catalogue_product(container.db)
+    except (DatabaseUnavailable, psycopg.Error) as exc:
+        click.echo(f"the catalogue could not be read ({exc}): the samples' own product", err=True)
+        return None
+    finally:
+        container.close()
 
 
 @click.command("emails-preview")
@@ -64,7 +87,8 @@ def preview_brand(settings: Settings) -> Brand:
 def emails_preview(out: Path | None) -> None:
     """Render every transactional e-mail with sample data, for review and screenshots."""
     settings = Settings()
-    for path in write_previews(out or settings.data_dir / "emails", preview_brand(settings)):
+    brand, product = preview_brand(settings), preview_product(settings)
+    for path in write_previews(out or settings.data_dir / "emails", brand, product):
         click.echo(path)
 
 

@@ -68,6 +68,7 @@ _ROUTES = Map(
         Rule("/v1/subscriptions/<sid>", methods=["GET"], endpoint="get_subscription"),
         Rule("/v1/subscriptions/<sid>", methods=["POST"], endpoint="update_subscription"),
         Rule("/v1/events", methods=["GET"], endpoint="list_events"),
+        Rule("/v1/events/<eid>", methods=["GET"], endpoint="get_event"),
         Rule("/v1/products", methods=["GET"], endpoint="list_products"),
         Rule("/v1/products", methods=["POST"], endpoint="create_product"),
         Rule("/v1/products/<pid>", methods=["GET"], endpoint="get_product"),
@@ -440,6 +441,14 @@ class StripeStandIn:
             e for e in self.events if e["created"] >= gte and (types is None or e["type"] in types)
         ]
         return _listed(request, found, "/v1/events")
+
+    def get_event(self, request: Request, eid: str) -> Response:
+        """An event it sent (the latest MOST_EVENTS), as `GET /v1/events/{id}` answers."""
+        with self.lock:
+            found = next((copy.deepcopy(e) for e in self.events if e["id"] == eid), None)
+        if found is None:
+            raise _no_such("event", eid)
+        return _json(found)
 
     # The catalogue: listed and paged as Stripe lists it, so `products sync` (and a product or
     # price event) reads it as it reads Stripe's; created and updated (`active=false` archives)

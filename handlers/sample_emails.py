@@ -14,7 +14,7 @@ from core.addresses import email_address
 from core.email.kinds import KINDS
 from handlers.deps import caller, container
 from handlers.parsing import EMAIL_SCHEMA, RequestModel, validate
-from services.sample_emails import recipient, send_samples
+from services.sample_emails import catalogue_product, recipient, send_samples
 
 bp = Blueprint("sample_emails", __name__)
 
@@ -56,6 +56,7 @@ def send_sample_emails() -> ResponseReturnValue:
         brand=c.brand,
         senders=c.senders,
         reply_to=c.settings.support_email,
+        product=catalogue_product(c.db),
     )
     sent = all(r.status == "sent" for r in results)
     noun = "email" if len(kinds) == 1 else "emails"

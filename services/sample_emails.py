@@ -5,11 +5,11 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from adapters.db import profiles
+from adapters.db import products, profiles
 from adapters.db.pool import Database
 from adapters.mail.message import Mailer, MailError, send_email
 from adapters.tokens import User
-from core.email.kind import Senders
+from core.email.kind import ProductFacts, Senders
 from core.email.kinds import kind_of
 from core.email.render import Brand, render
 from services.errors import Forbidden
@@ -46,6 +46,13 @@ def recipient(
     return to
 
 
+def catalogue_product(db: Database) -> ProductFacts | None:
+    """The product the samples name: the synced catalogue's first (featured first, then by
+    price); None while it has none (the samples name their own)."""
+    found = products.active_products(db)
+    return found[0].facts() if found else None
+
+
 def send_samples(
     *,
     kinds: tuple[str, ...],
@@ -54,13 +61,16 @@ def send_samples(
     brand: Brand,
     senders: Senders,
     reply_to: str,
+    product: ProductFacts | None = None,
 ) -> list[Result]:
-    """Send one sample of each kind to `to`, from the kind's own sender; a provider failure is
-    reported, not raised."""
+    """Send one sample of each kind to `to`, from the kind's own sender, its links on the
+    brand's site (SITE_URL), about `product` when given; a provider failure is reported, not
+    raised."""
     results = []
     for kind in kinds:
         registered = kind_of(kind)
-        content = render(kind, registered.sample_props(), brand=brand)
+        props = registered.sample_props(brand.site_url, product)
+        content = render(kind, props, brand=brand)
         try:
             send_email(
                 mailer,

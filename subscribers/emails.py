@@ -16,11 +16,10 @@ from pydantic import ValidationError
 from adapters.accounts import Accounts
 from adapters.db import sent_emails
 from adapters.db.pool import Database
-from adapters.db.products import Product
 from adapters.db.profiles import Profile
 from adapters.db.sent_emails import SendInProgress
 from adapters.mail.message import Mailer, MailError, UndeliverableEmail, send_email
-from core.email.kind import ProductFacts, Senders
+from core.email.kind import Senders
 from core.email.kinds import kind_of, signin_link
 from core.email.plan import (
     PlannedEmail,
@@ -122,7 +121,7 @@ class EmailSubscriber:
                 to = known
         if to is None:
             return None
-        product = _product_facts(facts.product)
+        product = facts.product.facts() if facts.product else None
         return plan(event, to=to, product=product, site_url=self.brand.site_url)
 
     def _render(self, planned: PlannedEmail) -> EmailContent:
@@ -231,15 +230,3 @@ def _recipient(profile: Profile | None) -> Recipient | None:
     if profile is None or not profile.email:
         return None
     return Recipient(email=profile.email, name=profile.name)
-
-
-def _product_facts(product: Product | None) -> ProductFacts | None:
-    if product is None:
-        return None
-    return ProductFacts(
-        name=product.name,
-        type=product.type,
-        billing=product.billing_interval or "one_time",
-        download_url=product.download_url,
-        github_repo=product.github_repo,
-    )

@@ -5,9 +5,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from adapters.db.pool import Connection, Database, Statement
+
+if TYPE_CHECKING:
+    from core.email.kind import ProductFacts
 
 COLUMNS = (
     "id, name, description, price, stripe_price_id, type, billing_type, billing_interval,"
@@ -37,6 +40,19 @@ class Product:
     def from_row(cls, row: dict[str, Any]) -> Product:
         features = tuple(row.get("features") or ())
         return cls(**{**row, "id": str(row["id"]), "features": features})
+
+    def facts(self) -> ProductFacts:
+        """What an e-mail may say of it: the real mails' and the samples' alike."""
+        # Here, not at the top: the e-mail modules are not loaded by the API's first request.
+        from core.email.kind import ProductFacts
+
+        return ProductFacts(
+            name=self.name,
+            type=self.type,
+            billing=self.billing_interval or "one_time",
+            download_url=self.download_url,
+            github_repo=self.github_repo,
+        )
 
 
 def active_products(db: Database) -> list[Product]:

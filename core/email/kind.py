@@ -19,7 +19,8 @@ from core.events import Event
 # team: EMAIL_FROM_ADMIN, to which a customer may reply; noreply: EMAIL_FROM_NOREPLY, for the
 # account mails nobody answers (ShipFast's `resend.fromNoReply`).
 Sender = Literal["team", "noreply"]
-# Where the samples' links point: the previews and the test route show a believable shop.
+# Where the samples' links point when no site is given (the previews and the test route give
+# SITE_URL's): a believable shop.
 SAMPLE_SITE = "https://acme.example.com"
 
 P = TypeVar("P", bound=EmailProps)
@@ -39,6 +40,13 @@ class ProductFacts:
 # Builds a kind's props from an event, the product it is about (when known) and the site's URL;
 # None when this event calls for no e-mail after all.
 Build = Callable[[Event, ProductFacts | None, str], dict[str, Any] | None]
+# A kind's sample props on a site (its URL): links to the site's own pages are on it, and the
+# pages every mail links to (`core.email.props.DEFAULT_PATHS`) are left to the renderer, which
+# fills them for the samples as for the real mails.
+Sample = Callable[[str], Mapping[str, Any]]
+# What a kind's mails say of the product they are about, from its facts: the builders' part and
+# the samples' alike.
+AboutProduct = Callable[[ProductFacts], Mapping[str, Any]]
 
 
 @dataclass(frozen=True)
@@ -48,8 +56,9 @@ class Kind(Generic[P]):
     name: str
     props: type[P]
     subject: Callable[[P, Brand], str]
-    # Realistic props setting every field, for the previews and the test route.
-    sample: Mapping[str, Any]
+    # Realistic props setting every field but the default links, for the previews and the test
+    # route.
+    sample: Sample
     sender: Sender = "team"
     # The event types (Stripe's or `core.app_events`) that call for this e-mail, each with
     # what builds its props; none: the kind is sent only on request (the test route).
@@ -57,10 +66,22 @@ class Kind(Generic[P]):
     # The longest its subject gets: a subject that quotes someone's words and names them may
     # run longer than the others (core/email/subjects.py).
     subject_limit: int = SUBJECT_LIMIT
+    # What its mails say of a product; by default its name (for a kind whose props name one).
+    about_product: AboutProduct | None = None
 
-    def sample_props(self) -> P:
-        """The sample, validated into the props model."""
-        return self.props.model_validate(self.sample)
+    def sample_props(self, site: str = SAMPLE_SITE, product: ProductFacts | None = None) -> P:
+        """The sample on `site`, about `product` (one of the catalogue's) when given, validated
+        into the props model."""
+        values = dict(self.sample(site.rstrip("/")))
+        if product is not None:
+            values |= self.product_props(product)
+        return self.props.model_validate(values)
+
+    def product_props(self, product: ProductFacts) -> Mapping[str, Any]:
+        """What this kind's mails say of `product`."""
+        if self.about_product is not None:
+            return self.about_product(product)
+        return {"product_name": product.name} if "product_name" in self.props.model_fields else {}
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ import click
 from flask import current_app
 from flask.cli import AppGroup
 
+from core.announcements import about
 from dev import local_users
 from runtime.container import Container
 from services.errors import ServiceError
@@ -60,7 +61,10 @@ def show_command(email: str) -> None:
     _rows(
         "purchases", [(r["created_at"], f"{r['product']} {r['session']}") for r in found.purchases]
     )
-    _rows("e-mails", [(r["sent_at"], f"{r['kind']} for {r['event_id']}") for r in found.emails])
+    # The key a mail was sent under names what it was about: `checkout cs_...`, `event evt_...`.
+    _rows(
+        "e-mails", [(r["sent_at"], f"{r['kind']} for {about(r['event_id'])}") for r in found.emails]
+    )
 
 
 def _rows(title: str, rows: list[tuple[datetime, str]]) -> None:

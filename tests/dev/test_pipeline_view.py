@@ -14,15 +14,16 @@ import json
 import os
 import shutil
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import html5lib
 import pytest
+import requests
 
 from adapters.db.pool import Database
 from core.announcements import announced_ids
-from dev import pipeline_view
+from dev import pipeline_view, stripe_stand_in
 from dev import stack as local_stack
 from dev.samples.catalogue import seed_demo_products
 from tests.conftest import Api
@@ -78,14 +79,61 @@ def links(dom: str) -> list[str]:
     return [a.get("href", "") for a in html5lib.parse(dom).findall(".//h:a", NS)]
 
 
-@pytest.fixture
-def page(api: Api) -> Iterator[str]:
-    """The local stack's server over the test's container; the page's URL."""
+@contextlib.contextmanager
+def page_of(api: Api) -> Iterator[str]:
+    """The local stack's server over the app's container; the page's URL."""
     server = local_stack.api_server(api.container, host="127.0.0.1", port=0)
     with contextlib.ExitStack() as stack:
         base = local_stack.serve_in_background(server, stack)
         stack.callback(server.server_close)
         yield base + pipeline_view.PATH + "/"
+
+
+@pytest.fixture
+def page(api: Api) -> Iterator[str]:
+    with page_of(api) as url:
+        yield url
+
+
+def test_a_checkout_paid_on_stripes_page_lists_its_confirmation_with_its_event(
+    api_factory: Callable[..., Api], db: Database, tmp_path: Path
+) -> None:
+    """As `make run` runs: the app's Stripe is the stand-in, whose page pays through the
+    webhook; the page learns the event's checkout from Stripe (`GET /v1/events/{id}`)."""
+    with stripe_stand_in.running() as stand_in:
+        api = api_factory(stripe_secret_key=stripe_stand_in.API_KEY, stripe_api_base=stand_in.url)
+        local_stack.pay_through(stand_in, api.container, api.url)
+        seed_demo_products(db)
+        email = "payer@example.com"
+        user = create_user(db, email)
+        made = api.post(
+            "/api/payments/create-checkout",
+            json={
+                "priceId": "price_demo_pro_github",
+                "mode": "payment",
+                "successUrl": "https://app.example.com/ok",
+                "cancelUrl": "https://app.example.com/no",
+            },
+            headers={"Authorization": f"Bearer {api.token(sub=user, email=email)}"},
+        )
+        assert made.status_code == 200, made.text
+        session = made.json()["url"].rsplit("/", 1)[-1]
+        paid = requests.post(f"{stand_in.url}/pay/{session}", data={"email": email}, timeout=30)
+        assert paid.status_code == 200, paid.text
+        assert api.container.bus.wait_idle(15)  # type: ignore[attr-defined]
+        [event] = [e for e in stand_in.events if e["type"] == "checkout.session.completed"]
+        [sent] = db.fetch_all("select event_id, kind, recipient from public.sent_emails")
+        assert (sent["event_id"], sent["kind"]) == (f"granted_{session}", "purchase-confirmation")
+
+        with page_of(api) as page:
+            dom = rendered(page, tmp_path)
+
+    [row] = [r for r in cells(dom, "events") if r[0] == event["id"]]
+    assert row[1] == "checkout.session.completed"
+    assert row[-1] == f"purchase-confirmation to {email}"
+    # Named once, with its event: no row of the session's own.
+    assert not [r for r in cells(dom, "events") if r[0] == session]
+    assert f"{pipeline_view.PATH}/emails/granted_{session}/purchase-confirmation" in links(dom)
 
 
 def test_the_page_shows_each_event_its_outcomes_and_the_mail_it_caused(
@@ -114,7 +162,8 @@ def test_the_page_shows_each_event_its_outcomes_and_the_mail_it_caused(
     [row] = [r for r in cells(dom, "events") if r[0] == event_id]
     assert row[1] == "checkout.session.completed"
     assert ledger["outcome"] in row
-    # A checkout's mail is keyed by its session: listed on the session's row.
+    # A checkout's mail is keyed by its session; Stripe never sent this event (nor does it send
+    # the ones `events send` makes up), so its session is unknown: listed on the session's row.
     [mailed] = [r for r in cells(dom, "events") if r[0] == session]
     assert mailed[1] == "checkout session"
     assert mailed[-1] == f"{sent['kind']} to {sent['recipient']}"

@@ -131,3 +131,27 @@ def test_the_page_prints_a_team_checkouts_team_and_quantity() -> None:
         page = requests.get(created["url"], timeout=5).text
     for command in commands_of(page):
         assert "--team team-1 --quantity 3" in command
+
+
+def test_an_event_it_sent_is_retrieved_as_stripe_retrieves_one() -> None:
+    with stripe_stand_in.running() as stand_in:
+        made = requests.post(
+            f"{stand_in.url}/v1/checkout/sessions",
+            data={"mode": "payment", "line_items[0][price]": "price_demo_pro_github"},
+            timeout=5,
+        ).json()
+        [sent] = stand_in.complete(made["id"], email="ada@example.com")
+        stripe = StripeGateway(
+            api_key=stripe_stand_in.API_KEY,
+            api_base=stand_in.url,
+            api_version=CURRENT_VERSION,
+            timeout=5,
+        )
+        found = stripe.event(sent["id"])
+        unknown = requests.get(f"{stand_in.url}/v1/events/evt_never", timeout=5)
+        assert stripe.event("evt_never") is None
+    assert found is not None
+    assert (found["id"], found["type"]) == (sent["id"], "checkout.session.completed")
+    assert found["data"]["object"]["id"] == made["id"]
+    assert unknown.status_code == 404
+    assert unknown.json()["error"]["code"] == "resource_missing"

@@ -308,6 +308,20 @@ def test_test_route_sends_one_kind(api: Api, kind: str) -> None:
     assert message["To"] == "dev@example.com"
 
 
+def test_test_route_samples_link_to_site_url_and_name_the_catalogues_product(
+    api_factory: Callable[..., Api], db: Database
+) -> None:
+    seed_demo_products(db)  # "Pro Repository" is featured: the first the catalogue lists
+    api = api_factory(site_url="https://shop.example.org")
+    body = api.get("/api/test-email?type=purchase-confirmation").json()
+    assert body["success"] is True
+    [message] = outbox(api)
+    text = text_of(message)
+    assert "Pro Repository" in text
+    assert "https://shop.example.org/dashboard" in text
+    assert "acme.example.com" not in text
+
+
 def test_test_route_sends_each_kind_from_its_own_sender(api_factory: Callable[..., Api]) -> None:
     """The sample of an account mail comes from no-reply, as the real one does; the rest from
     the team, to which a customer may reply."""

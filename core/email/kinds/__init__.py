@@ -12,7 +12,7 @@ import importlib
 import pkgutil
 from typing import Any
 
-from core.email.kind import Kind
+from core.email.kind import SAMPLE_SITE, Kind, ProductFacts
 from core.email.props import EmailProps
 
 
@@ -48,7 +48,10 @@ def props_model(name: str) -> type[EmailProps]:
     return kind_of(name).props
 
 
-def sample_props(name: str) -> EmailProps:
-    """The kind's sample, validated into its props model."""
-    props: EmailProps = kind_of(name).sample_props()
+def sample_props(
+    name: str, site: str = SAMPLE_SITE, product: ProductFacts | None = None
+) -> EmailProps:
+    """The kind's sample on `site`, about `product` when given, validated into its props
+    model."""
+    props: EmailProps = kind_of(name).sample_props(site, product)
     return props

@@ -56,7 +56,7 @@ KIND = Kind(
     name="checkout-expired",
     props=CheckoutExpiredProps,
     subject=subject,
-    sample={
+    sample=lambda site: {
         "customer_name": "Ada Lovelace",
         "product_name": "Starter Kit Pro",
         "checkout_url": "https://buy.stripe.com/r/live_YWNjdF8xQWNtZQ",

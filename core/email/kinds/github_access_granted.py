@@ -6,7 +6,7 @@ from typing import Any
 
 from core.app_events import GITHUB_ACCESS_GRANTED
 from core.email.brand import Brand
-from core.email.kind import SAMPLE_SITE, Kind, ProductFacts
+from core.email.kind import Kind, ProductFacts
 from core.email.props import EmailProps, Name, NamedLink, Repository, Text
 from core.email.subjects import fit
 from core.events import Event
@@ -53,14 +53,14 @@ KIND = Kind(
     name="github-access-granted",
     props=GithubAccessGrantedProps,
     subject=subject,
-    sample={
+    sample=lambda site: {
         "customer_name": "Ada Lovelace",
         "repository": "acme-labs/saas-starter",
         "product_name": "SaaS Starter Source",
         "github_username": "adalovelace",
         "docs_links": [
-            {"label": "Quick start", "url": f"{SAMPLE_SITE}/docs/quick-start"},
-            {"label": "Deploying to Cloud Run", "url": f"{SAMPLE_SITE}/docs/deploy"},
+            {"label": "Quick start", "url": f"{site}/docs/quick-start"},
+            {"label": "Deploying to Cloud Run", "url": f"{site}/docs/deploy"},
         ],
     },
     triggers={GITHUB_ACCESS_GRANTED: _granted},

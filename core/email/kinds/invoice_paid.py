@@ -6,7 +6,7 @@ from datetime import date
 from typing import Any
 
 from core.email.brand import Brand
-from core.email.kind import SAMPLE_SITE, Kind, ProductFacts, amount, get
+from core.email.kind import Kind, ProductFacts, amount, get
 from core.email.props import Day, EmailProps, Link, Text
 from core.email.subjects import SUBJECT_LIMIT, fit, fits
 from core.events import Event
@@ -56,7 +56,7 @@ KIND = Kind(
     name="invoice-paid",
     props=InvoicePaidProps,
     subject=subject,
-    sample={
+    sample=lambda site: {
         "customer_name": "Ada Lovelace",
         "amount": "$29.00",
         "invoice_number": "ACME-0042-0007",
@@ -66,7 +66,6 @@ KIND = Kind(
         "period_end": date(2026, 12, 20),
         "next_billing_date": date(2026, 12, 21),
         "receipt_url": "https://pay.stripe.com/receipts/acct_1Acme/test_rcpt_0007",
-        "dashboard_url": f"{SAMPLE_SITE}/dashboard",
     },
     triggers={"invoice.paid": _paid},
 )

@@ -8,7 +8,7 @@ from pydantic import EmailStr, SecretStr
 
 from core.app_events import ACCOUNT_CREATED
 from core.email.brand import Brand
-from core.email.kind import SAMPLE_SITE, Kind, ProductFacts
+from core.email.kind import Kind, ProductFacts
 from core.email.props import EmailProps, Link
 from core.email.subjects import fit
 from core.events import Event
@@ -36,13 +36,11 @@ KIND = Kind(
     name="new-signup",
     props=NewSignupProps,
     subject=subject,
-    sample={
+    sample=lambda site: {
         "customer_name": "Ada Lovelace",
         "customer_email": "ada@example.com",
         "temporary_password": "mauve-Otter-42-lantern",
-        "dashboard_url": f"{SAMPLE_SITE}/dashboard",
-        "signin_url": f"{SAMPLE_SITE}/signin",
-        "docs_url": f"{SAMPLE_SITE}/docs/getting-started",
+        "docs_url": f"{site}/docs/getting-started",
     },
     triggers={ACCOUNT_CREATED: _created},
 )

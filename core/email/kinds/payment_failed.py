@@ -6,7 +6,7 @@ from datetime import date
 from typing import Any
 
 from core.email.brand import Brand
-from core.email.kind import SAMPLE_SITE, Kind, ProductFacts, amount
+from core.email.kind import Kind, ProductFacts, amount
 from core.email.props import Day, EmailProps, Link, Text
 from core.email.subjects import fits
 from core.events import Event
@@ -43,13 +43,12 @@ KIND = Kind(
     name="payment-failed",
     props=PaymentFailedProps,
     subject=subject,
-    sample={
+    sample=lambda site: {
         "customer_name": "Ada Lovelace",
         "amount": "€19.99",
         "product_name": "Team plan (monthly)",
         "failure_reason": "Your card was declined.",
         "next_attempt_date": date(2026, 11, 24),
-        "update_payment_url": f"{SAMPLE_SITE}/dashboard/billing",
         "invoice_url": "https://invoice.stripe.com/i/acct_1Acme/test_inv_5120",
     },
     triggers={"invoice.payment_failed": _failed},

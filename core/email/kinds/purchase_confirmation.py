@@ -10,7 +10,7 @@ from pydantic import EmailStr
 
 from core.app_events import ACCESS_GRANTED
 from core.email.brand import Brand
-from core.email.kind import SAMPLE_SITE, Kind, ProductFacts, amount
+from core.email.kind import Kind, ProductFacts, amount
 from core.email.props import Billing, Day, EmailProps, Link, NamedLink, Repository, Text
 from core.email.subjects import fit
 from core.events import Event
@@ -65,12 +65,23 @@ def _granted(event: Event, product: ProductFacts | None, site: str) -> dict[str,
         "purchase_date": grant.get("purchased_at"),
         "invoice_url": grant.get("receipt_url"),
     }
-    if product:
-        values |= {"product_type": product.type, "billing": product.billing}
-        if product.type == "github" and product.github_repo:
-            values["repository"] = product.github_repo
-        if product.type == "link" and product.download_url:
-            values["download_links"] = [{"label": product.name, "url": product.download_url}]
+    return values | _about(product) if product else values
+
+
+def _about(product: ProductFacts) -> dict[str, Any]:
+    """The product as the confirmation tells it: its name, kind and billing, and how to reach
+    it (its repository, or its download); the sample's own links give way to it."""
+    values: dict[str, Any] = {
+        "product_name": product.name,
+        "product_type": product.type,
+        "billing": product.billing,
+        "repository": None,
+        "download_links": [],
+    }
+    if product.type == "github" and product.github_repo:
+        values["repository"] = product.github_repo
+    if product.type == "link" and product.download_url:
+        values["download_links"] = [{"label": product.name, "url": product.download_url}]
     return values
 
 
@@ -82,7 +93,7 @@ KIND = Kind(
     name="purchase-confirmation",
     props=PurchaseConfirmationProps,
     subject=subject,
-    sample={
+    sample=lambda site: {
         "customer_name": "Ada Lovelace",
         "customer_email": "ada@example.com",
         "order_number": "ORD-2026-004817",
@@ -94,15 +105,13 @@ KIND = Kind(
         "download_links": [
             {
                 "label": "Starter Kit Pro v2.4 (zip, 18 MB)",
-                "url": f"{SAMPLE_SITE}/downloads/starter-kit",
+                "url": f"{site}/downloads/starter-kit",
             },
-            {"label": "Design assets (Figma)", "url": f"{SAMPLE_SITE}/downloads/design-assets"},
+            {"label": "Design assets (Figma)", "url": f"{site}/downloads/design-assets"},
         ],
         "repository": None,
         "invoice_url": "https://invoice.stripe.com/i/acct_1Acme/test_inv_4817",
-        "products_url": f"{SAMPLE_SITE}/dashboard/products",
-        "dashboard_url": f"{SAMPLE_SITE}/dashboard",
-        "manage_url": f"{SAMPLE_SITE}/dashboard",
     },
     triggers={ACCESS_GRANTED: _granted},
+    about_product=_about,
 )

@@ -13,7 +13,7 @@ from pydantic import AwareDatetime, EmailStr
 
 from core.app_events import ACCOUNT_INVITED
 from core.email.brand import Brand
-from core.email.kind import SAMPLE_SITE, Kind, ProductFacts
+from core.email.kind import Kind, ProductFacts
 from core.email.props import EmailProps, Link, Text
 from core.email.subjects import fit
 from core.events import Event
@@ -45,14 +45,13 @@ KIND = Kind(
     name="signin-link",
     props=SigninLinkProps,
     subject=subject,
-    sample={
+    sample=lambda site: {
         "customer_name": "Ada Lovelace",
         "customer_email": "ada@example.com",
         "signin_url": "https://abcdefgh.supabase.co/auth/v1/verify?token=pkce_4817&type=magiclink"
-        f"&redirect_to={SAMPLE_SITE}/dashboard",
+        f"&redirect_to={site}/dashboard",
         "link_expires_at": datetime(2026, 11, 21, 15, 30, tzinfo=UTC),
         "product_name": "Starter Kit Pro",
-        "dashboard_url": f"{SAMPLE_SITE}/dashboard",
     },
     sender="noreply",
     triggers={ACCOUNT_INVITED: _invited},

@@ -7,7 +7,7 @@ from typing import Any
 
 from core.app_events import ACCESS_REVOKED
 from core.email.brand import Brand
-from core.email.kind import SAMPLE_SITE, Kind, ProductFacts
+from core.email.kind import Kind, ProductFacts
 from core.email.props import Day, EmailProps, Link, Text
 from core.email.subjects import fit
 from core.events import Event
@@ -79,7 +79,7 @@ KIND = Kind(
     name="subscription-cancelled",
     props=SubscriptionCancelledProps,
     subject=subject,
-    sample={
+    sample=lambda site: {
         "customer_name": "Ada Lovelace",
         "product_name": "Team plan",
         "access_end_date": date(2026, 12, 20),
@@ -87,8 +87,7 @@ KIND = Kind(
         "unpaid": False,
         "trial_ended": False,
         "access_remains": False,
-        "reactivate_url": f"{SAMPLE_SITE}/dashboard/billing",
-        "feedback_url": f"{SAMPLE_SITE}/feedback?topic=cancellation",
+        "feedback_url": f"{site}/feedback?topic=cancellation",
     },
     triggers={
         "customer.subscription.updated": _cancellation_scheduled,

@@ -14,7 +14,7 @@ from pydantic import AwareDatetime
 
 from core.app_events import TEAM_INVITED
 from core.email.brand import Brand
-from core.email.kind import SAMPLE_SITE, Kind, ProductFacts
+from core.email.kind import Kind, ProductFacts
 from core.email.props import Author, EmailProps, Link, Name, Text
 from core.email.subjects import ATTRIBUTED_SUBJECT_LIMIT, first_fitting
 from core.events import Event
@@ -59,12 +59,12 @@ KIND = Kind(
     name="team-invitation",
     props=TeamInvitationProps,
     subject=subject,
-    sample={
+    sample=lambda site: {
         "customer_name": "Grace Hopper",
         "team_name": "Analytical Engines Ltd",
         "inviter": {"email": "ada@analytical.example.com", "name": "Ada Lovelace"},
         "role": "member",
-        "accept_url": f"{SAMPLE_SITE}/invitations/accept?token=pZ3v8Qm1xL0rT5yWk2nH7cJ4dF6gA9sE",
+        "accept_url": f"{site}/invitations/accept?token=pZ3v8Qm1xL0rT5yWk2nH7cJ4dF6gA9sE",
         "expires_at": datetime(2026, 11, 28, 15, 30, tzinfo=UTC),
     },
     triggers={TEAM_INVITED: _invited},

@@ -32,7 +32,7 @@ KIND = Kind(
     name="team-seat-lost",
     props=TeamSeatLostProps,
     subject=subject,
-    sample={
+    sample=lambda site: {
         "customer_name": "Grace Hopper",
         "team": {
             "name": "Analytical Engines Ltd",

@@ -31,7 +31,7 @@ KIND = Kind(
     name="team-seat-restored",
     props=TeamSeatRestoredProps,
     subject=subject,
-    sample={
+    sample=lambda site: {
         "customer_name": "Grace Hopper",
         "team": {
             "name": "Analytical Engines Ltd",

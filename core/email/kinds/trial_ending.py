@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from core.app_events import TRIAL_ENDING
 from core.email.brand import Brand
-from core.email.kind import SAMPLE_SITE, Kind, ProductFacts, amount, get
+from core.email.kind import Kind, ProductFacts, amount, get
 from core.email.props import Billing, Day, EmailProps, Link, Text
 from core.events import Event
 
@@ -94,7 +94,7 @@ KIND = Kind(
     name="trial-ending",
     props=TrialEndingProps,
     subject=subject,
-    sample={
+    sample=lambda site: {
         "customer_name": "Ada Lovelace",
         "trial_end_date": date(2026, 12, 8),
         "product_name": "Team plan",
@@ -104,7 +104,6 @@ KIND = Kind(
         "plus_tax": False,
         "has_payment_method": True,
         "without_card": "cancel",
-        "manage_url": f"{SAMPLE_SITE}/dashboard/billing",
     },
     triggers={TRIAL_ENDING: _ending},
 )

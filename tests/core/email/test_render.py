@@ -23,6 +23,7 @@ from core.email.kinds import (
     props_model,
     sample_props,
 )
+from core.email.props import DEFAULT_PATHS
 from core.email.render import Brand, EmailContent, format_amount, render
 from dev.previews import emails_preview
 
@@ -185,7 +186,22 @@ def test_samples_set_every_prop_so_previews_show_everything() -> None:
     for kind in KINDS:
         props = sample_props(kind)
         assert isinstance(props, PROPS[kind])
-        assert props.model_fields_set == set(PROPS[kind].model_fields), kind
+        # But the links every mail's renderer fills (DEFAULT_PATHS): left to it, as real mails
+        # leave them, so a sample links to the very pages a real mail does.
+        unset = set(PROPS[kind].model_fields) - props.model_fields_set
+        assert unset <= set(DEFAULT_PATHS), kind
+
+
+def test_samples_link_to_the_pages_real_mails_link_to_on_the_given_site() -> None:
+    site = "https://shop.example.org"
+    brand = Brand(product_name="Acme", site_url=site, support_email="help@acme.example.com")
+    for kind in KINDS:
+        content = render(kind, sample_props(kind, site), brand=brand)
+        for part in (content.html, content.text):
+            assert "acme.example.com/" not in part.replace("help@acme.example.com", ""), kind
+            assert "/dashboard/billing" not in part, kind
+    paid = render("payment-failed", sample_props("payment-failed", site), brand=brand)
+    assert f'href="{site}/dashboard"' in paid.html
 
 
 def test_purchase_confirmation_states_order_details_downloads_invoice_and_next_steps() -> None:
@@ -205,7 +221,7 @@ def test_github_purchase_explains_how_to_get_repository_access() -> None:
     for part in (_visible(content.html), content.text):
         assert "GitHub username" in part
         assert "acme-labs/saas-starter" in part
-        assert "https://acme.example.com/dashboard/products" in part
+        assert "https://app.acme.example.com/dashboard/products" in part
 
 
 def test_github_access_gives_clone_command_invitation_and_docs() -> None:

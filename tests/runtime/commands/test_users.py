@@ -7,6 +7,7 @@ from typing import Any
 
 import jwt
 import pytest
+import requests
 from click.testing import Result
 
 from adapters.db.pool import Database
@@ -109,8 +110,39 @@ def test_show_tells_access_purchases_and_emails(
     assert "cs_show" in shown
     # A checkout made signed out: the confirmation, and a link to sign in to the account.
     assert "e-mails     2" in shown
-    assert "purchase-confirmation for granted_cs_show" in shown
-    assert "signin-link for invited_cs_show" in shown
+    # Each names what it was about in plain words: the checkout, not the key it was sent under.
+    assert "purchase-confirmation for checkout cs_show" in shown
+    assert "signin-link for checkout cs_show" in shown
+    assert "granted_" not in shown
+
+
+def test_show_names_the_checkout_paid_on_stripes_page_that_each_mail_was_for(
+    cli: Callable[..., Cli], api_factory: Callable[..., Api], db: Database
+) -> None:
+    from dev import stack as local_stack
+    from dev import stripe_stand_in
+    from dev.samples.catalogue import seed_demo_products
+
+    seed_demo_products(db)
+    users = cli(**LOCAL)
+    users("create", "grace@example.com")
+    with stripe_stand_in.running() as stand_in:
+        api = api_factory(stripe_secret_key=stripe_stand_in.API_KEY, stripe_api_base=stand_in.url)
+        local_stack.pay_through(stand_in, api.container, api.url)
+        # A guest checkout, made as the frontend makes it, paid on the stand-in's page.
+        made = api.post("/api/payments/create-checkout", json=CHECKOUT)
+        assert made.status_code == 200, made.text
+        session = made.json()["url"].rsplit("/", 1)[-1]
+        paid = requests.post(
+            f"{stand_in.url}/pay/{session}", data={"email": "grace@example.com"}, timeout=30
+        )
+        assert paid.status_code == 200, paid.text
+        assert api.container.bus.wait_idle(15)  # type: ignore[attr-defined]
+
+    shown = users("show", "grace@example.com").output
+    assert "has_access  true" in shown
+    assert f"purchase-confirmation for checkout {session}" in shown
+    assert f"signin-link for checkout {session}" in shown
 
 
 def test_unknown_user_and_bad_address_are_one_line_errors(
