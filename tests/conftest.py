@@ -20,6 +20,7 @@ from dev.stripe_stand_in import StripeStandIn
 from main import create_app
 from runtime.container import Container
 from runtime.limits import ROUTE_LIMITS
+from tests.fakes.github import FakeGitHub
 from tests.fakes.http import FakeServer, serve
 from tests.fakes.resend import FakeResend
 from tests.fakes.supabase import JWT_SECRET, FakeSupabaseAuth, hs256_token
@@ -172,6 +173,18 @@ def fakes(
     stripe_fake.reset()
     supabase_fake.reset()
     return stripe_fake, supabase_fake
+
+
+@pytest.fixture
+def github() -> Iterator[FakeGitHub]:
+    """GitHub's API, faked at its HTTP boundary."""
+    yield from serving(FakeGitHub())
+
+
+@pytest.fixture
+def gh_api(api_factory: Callable[..., Api], github: FakeGitHub) -> Api:
+    """The API with a GitHub token, speaking to the fake."""
+    return api_factory(github_token="ghp_test", github_api_url=github.server.url)
 
 
 @pytest.fixture

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -11,21 +10,11 @@ import pytest
 
 from adapters.db.pool import Database
 from dev.samples.catalogue import seed_demo_products
-from tests.conftest import Api, serving
+from tests.conftest import Api
 from tests.fakes.github import FakeGitHub
 from tests.helpers import create_user
 
 REPO = "example-org/saas-starter-pro"
-
-
-@pytest.fixture
-def github() -> Iterator[FakeGitHub]:
-    yield from serving(FakeGitHub())
-
-
-@pytest.fixture
-def gh_api(api_factory: Callable[..., Api], github: FakeGitHub) -> Api:
-    return api_factory(github_token="ghp_test", github_api_url=github.server.url)
 
 
 def buyer(

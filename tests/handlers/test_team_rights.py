@@ -6,16 +6,13 @@ Replayed over HTTP with Stripe's signed events, as the attack was shown."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
 from typing import Any
-
-import pytest
 
 from adapters.db.pool import Database
 from dev.samples.catalogue import seed_demo_products
 from dev.stripe_stand_in import StripeStandIn
 from tests.adapters.db.test_schema import as_role
-from tests.conftest import Api, serving
+from tests.conftest import Api
 from tests.fakes.github import FakeGitHub
 from tests.handlers.test_teams import Person, join, new_team
 from tests.helpers import checkout_session_with_items, stripe_event
@@ -24,16 +21,6 @@ from tests.subscribers.test_emails import outbox
 
 REPO = "example-org/saas-starter-pro"
 NOW = int(time.time())
-
-
-@pytest.fixture
-def github() -> Iterator[FakeGitHub]:
-    yield from serving(FakeGitHub())
-
-
-@pytest.fixture
-def gh_api(api_factory: Callable[..., Api], github: FakeGitHub) -> Api:
-    return api_factory(github_token="ghp_test", github_api_url=github.server.url)
 
 
 def team_checkout(

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from email.message import EmailMessage
 from typing import Any
@@ -20,7 +20,7 @@ from adapters.db.pool import Database
 from core.events import Event, parse_event
 from core.teams import Member, seat_holders
 from dev.stripe_stand_in import StripeStandIn
-from tests.conftest import Api, serving
+from tests.conftest import Api
 from tests.fakes.github import FakeGitHub
 from tests.handlers.test_team_billing import (
     SEAT_PRICE,
@@ -35,11 +35,6 @@ from tests.subscribers.lifecycle_helpers import link, post_event, settle
 from tests.subscribers.test_emails import outbox, text_of
 
 REPO = "example-org/team-seats"
-
-
-@pytest.fixture
-def github() -> Iterator[FakeGitHub]:
-    yield from serving(FakeGitHub())
 
 
 def repository_seat_product(db: Database) -> None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -12,7 +11,7 @@ import pytest
 from adapters.db.pool import Database
 from dev.samples.catalogue import seed_demo_products
 from dev.stripe_stand_in import StripeStandIn
-from tests.conftest import Api, serving
+from tests.conftest import Api
 from tests.fakes.github import FakeGitHub
 from tests.helpers import create_user, stripe_event, wait_for
 from tests.subscribers.lifecycle_helpers import GITHUB, post_event, profile, session, settle
@@ -21,25 +20,15 @@ REPO = "example-org/saas-starter-pro"
 
 
 @pytest.fixture
-def github() -> Iterator[FakeGitHub]:
-    yield from serving(FakeGitHub())
-
-
-@pytest.fixture
-def shop(api_factory: Callable[..., Api], github: FakeGitHub) -> Api:
-    return api_factory(github_token="ghp_test", github_api_url=github.server.url)
-
-
-@pytest.fixture
 def ada(db: Database) -> str:
     seed_demo_products(db)
     return create_user(db, "ada@example.com", name="Ada Lovelace")
 
 
-def bought(shop: Api, db: Database, user: str, *, price: str = GITHUB) -> None:
-    post_event(shop, stripe_event("checkout.session.completed", session(user, price=price)))
+def bought(gh_api: Api, db: Database, user: str, *, price: str = GITHUB) -> None:
+    post_event(gh_api, stripe_event("checkout.session.completed", session(user, price=price)))
     wait_for(lambda: profile(db, user)["has_access"])
-    settle(shop)
+    settle(gh_api)
 
 
 def granted_to_octocat(db: Database) -> None:
@@ -74,16 +63,16 @@ def purchase(db: Database) -> dict[str, Any]:
 
 
 def test_a_full_refund_revokes_access_and_the_repository(
-    shop: Api, db: Database, ada: str, github: FakeGitHub
+    gh_api: Api, db: Database, ada: str, github: FakeGitHub
 ) -> None:
-    bought(shop, db, ada)
+    bought(gh_api, db, ada)
     granted_to_octocat(db)
     github.collaborators.add((REPO, "octocat"))
     github.accepted.add((REPO, "octocat"))
     body = stripe_event("charge.refunded", charge(refunded=True, amount_refunded=4900))
-    post_event(shop, body)
-    post_event(shop, body)  # Stripe's redelivery: nothing more happens
-    settle(shop)
+    post_event(gh_api, body)
+    post_event(gh_api, body)  # Stripe's redelivery: nothing more happens
+    settle(gh_api)
     assert profile(db, ada)["has_access"] is False
     assert purchase(db) == {"amount_refunded": 4900, "refunded": True}
     assert (REPO, "octocat") not in github.collaborators
@@ -95,30 +84,30 @@ def test_a_full_refund_revokes_access_and_the_repository(
 
 
 def test_a_full_refund_cancels_a_pending_repository_invitation(
-    shop: Api, db: Database, ada: str, github: FakeGitHub
+    gh_api: Api, db: Database, ada: str, github: FakeGitHub
 ) -> None:
-    bought(shop, db, ada)
+    bought(gh_api, db, ada)
     granted_to_octocat(db)
     github.collaborators.add((REPO, "octocat"))  # invited, not yet accepted
-    post_event(shop, stripe_event("charge.refunded", charge(refunded=True, amount_refunded=4900)))
-    settle(shop)
+    post_event(gh_api, stripe_event("charge.refunded", charge(refunded=True, amount_refunded=4900)))
+    settle(gh_api)
     assert github.collaborators == set()
     assert github.server.calls("DELETE", f"/repos/{REPO}/invitations/")
 
 
 def test_a_partial_refund_is_recorded_and_changes_no_access(
-    shop: Api, db: Database, ada: str, github: FakeGitHub
+    gh_api: Api, db: Database, ada: str, github: FakeGitHub
 ) -> None:
-    bought(shop, db, ada)
-    post_event(shop, stripe_event("charge.refunded", charge(refunded=False, amount_refunded=900)))
-    settle(shop)
+    bought(gh_api, db, ada)
+    post_event(gh_api, stripe_event("charge.refunded", charge(refunded=False, amount_refunded=900)))
+    settle(gh_api)
     assert profile(db, ada)["has_access"] is True
     assert purchase(db) == {"amount_refunded": 900, "refunded": False}
     assert github.server.calls("DELETE", "/repos/") == []
 
 
 def test_a_refund_before_its_checkout_is_recorded_waits_for_it(
-    shop: Api, db: Database, ada: str, stripe_fake: StripeStandIn
+    gh_api: Api, db: Database, ada: str, stripe_fake: StripeStandIn
 ) -> None:
     stripe_fake.sessions["cs_test_life0001"] = {
         "id": "cs_test_life0001",
@@ -127,10 +116,10 @@ def test_a_refund_before_its_checkout_is_recorded_waits_for_it(
     # Created after the checkout, as a refund is; delivered before it, as Stripe may.
     now = int(time.time())
     refund = charge(refunded=True, amount_refunded=4900)
-    post_event(shop, stripe_event("charge.refunded", refund, created=now + 60))
+    post_event(gh_api, stripe_event("charge.refunded", refund, created=now + 60))
     wait_for(lambda: stripe_fake.calls("GET", "/v1/checkout/sessions"))
     post_event(
-        shop, stripe_event("checkout.session.completed", session(ada, price=GITHUB), created=now)
+        gh_api, stripe_event("checkout.session.completed", session(ada, price=GITHUB), created=now)
     )
     wait_for(
         lambda: (
@@ -138,25 +127,25 @@ def test_a_refund_before_its_checkout_is_recorded_waits_for_it(
         ),
         timeout=20,
     )
-    settle(shop)
+    settle(gh_api)
     assert profile(db, ada)["has_access"] is False
 
 
-def test_a_refund_of_a_charge_no_checkout_made_is_recorded_only(shop: Api, db: Database) -> None:
+def test_a_refund_of_a_charge_no_checkout_made_is_recorded_only(gh_api: Api, db: Database) -> None:
     post_event(
-        shop,
+        gh_api,
         stripe_event(
             "charge.refunded", charge(refunded=True, amount_refunded=4900, invoice="in_1")
         ),
     )
-    settle(shop)
+    settle(gh_api)
     assert db.fetch_all(
         "select outcome from public.processed_events where event_type = 'charge.refunded'"
     ) == [{"outcome": "refund of no purchase recorded"}]
 
 
 def test_a_dispute_is_recorded_and_logged_for_the_admin(
-    shop: Api, db: Database, caplog: pytest.LogCaptureFixture
+    gh_api: Api, db: Database, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.INFO)
     dispute = {
@@ -171,9 +160,9 @@ def test_a_dispute_is_recorded_and_logged_for_the_admin(
         "evidence_details": {"due_by": 1798675200},
     }
     body = stripe_event("charge.dispute.created", dispute)
-    post_event(shop, body)
-    post_event(shop, body)
-    settle(shop)
+    post_event(gh_api, body)
+    post_event(gh_api, body)
+    settle(gh_api)
     assert db.fetch_all("select id, reason, amount from public.disputes") == [
         {"id": "dp_1", "reason": "fraudulent", "amount": 4900}
     ]
