@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def walk() -> str:
     [block] = re.findall(r"```bash\n(.*?)```", (ROOT / "docs" / "teams.md").read_text(), re.DOTALL)
-    return block
+    return str(block)
 
 
 def seats(db: Database) -> dict[str, tuple[str, bool]]:
