@@ -1,6 +1,8 @@
 """The README's quick start, command for command, against `make run`'s stack (dev/server.py):
 the buyer is signed in, so her first mail is the purchase confirmation, never a guest's
-sign-in link; and `make run`'s banner suggests the same commands."""
+sign-in link; her checkout made through the API, paid on the Stripe stand-in's page and
+completed from the success page with the session id its link back carries gives her access at
+once; and `make run`'s banner suggests the same commands."""
 
 from __future__ import annotations
 
@@ -11,12 +13,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-import requests
-
 from adapters.db.pool import Database
 from dev import pubsub_emulator
 from tests.conftest import SETTINGS_VARIABLES
-from tests.dev.test_stand_in_checkout import form_of
 from tests.helpers import wait_for
 from tests.pubsub_fixtures import spawn
 
@@ -90,16 +89,19 @@ def test_the_quick_start_signs_the_buyer_in_and_every_command_works(
         wait_for(lambda: kinds_sent(db) == ["purchase-confirmation", "subscription-cancelled"])
         assert purchases(db) == ["Team Monthly"]
 
-        # The frontend's way: the checkout through the API, then Pay on the stand-in's page.
-        # In the same terminal: `source .data/run.env` done.
+        # The frontend's way, in the same terminal (`source .data/run.env` done): the checkout
+        # through the API, Pay posted on the stand-in's page, then the success page's call with
+        # the session id the page's link back carries.
         source = walkthrough.splitlines()[0]
         assert source.startswith("source .data/run.env")
-        answer = json.loads(run(source + "\n" + frontend, data=data, port=port))
-        method, action, fields = form_of(requests.get(answer["url"], timeout=10).text)
-        assert (method, fields) == ("post", {"email": EMAIL})
-        pay = answer["url"].split("/pay/")[0] + action
-        assert requests.post(pay, data=fields, timeout=30).status_code == 200
-        wait_for(lambda: purchases(db) == ["Pro Repository", "Team Monthly"])
+        *_, body, status = run(source + "\n" + frontend, data=data, port=port).splitlines()
+        assert status == "200", body
+        completed = json.loads(body)
+        # Access at once, from the product just paid (the monthly plan was cancelled above).
+        assert completed["hasAccess"] is True, body
+        active = [e["product"]["name"] for e in completed["entitlements"] if e["active"]]
+        assert active == ["Pro Repository"], body
+        assert purchases(db) == ["Pro Repository", "Team Monthly"]
         wait_for(lambda: len(kinds_sent(db)) == 3)
         # Signed in every time: no guest's sign-in link.
         assert kinds_sent(db) == [
