@@ -240,6 +240,10 @@ class _Fold:
         stepped, after = self._step(
             linked, event, checkout_change(checkout), price_id=checkout.price_id
         )
+        if account.kind == "team" and checkout.subscription_id and checkout.quantity is not None:
+            # The seats bought, at once (the success page): Stripe's subscription events bring
+            # the same quantity later, and any change after it, ordered on their own.
+            self._quantity(account.id, checkout.quantity, event.created)
         if stepped.outcome == GRANTED:
             self._announce_grant(n, event, checkout, after)
         return stepped.outcome

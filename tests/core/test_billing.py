@@ -200,6 +200,30 @@ def test_a_checkout_for_a_team_links_and_grants_the_teams_account_not_the_buyers
     assert isinstance(alone.results[0], ProfileNotLinked)
 
 
+def test_a_teams_checkout_gives_its_seats_at_once_and_a_newer_quantity_wins() -> None:
+    """The success page applies the checkout before Stripe's subscription events arrive: the
+    seats bought (its line item's quantity) hold at once; a later quantity still wins."""
+    team_id = "6f1c1f8e-0000-4000-8000-000000000001"
+    session = {
+        "id": "cs_team", "customer": "cus_team", "client_reference_id": None,
+        "payment_status": "paid", "subscription": "sub_team", "mode": "subscription",
+        "metadata": {"price_id": "price_seat", "team_id": team_id},
+        "line_items": {"data": [{"price": {"id": "price_seat"}, "quantity": 3}]},
+    }  # fmt: skip
+    checkout = event("checkout.session.completed", session, event_id="evt_c")
+    team = replace(TEAM, id=team_id)
+    plan = decide(pending(checkout), state("evt_c", accounts=[team]), Answers())
+    assert plan.quantities == {team_id: 3}
+    items = {"data": [{"price": {"id": "price_seat"}, "quantity": 2}]}
+    fewer = event("customer.subscription.updated",
+                  {**sub("active", items=items), "customer": "cus_team"}, created=T0 + 9,
+                  event_id="evt_fewer")  # fmt: skip
+    linked = replace(team, customers=("cus_team",))
+    both = decide(pending(fewer, checkout), state("evt_c", "evt_fewer", accounts=[linked]),
+                  Answers())  # fmt: skip
+    assert both.quantities == {team_id: 2}
+
+
 def test_a_teams_subscription_quantity_is_its_seats_ordered_on_its_own() -> None:
     team = replace(TEAM, customer_id="cus_ada")
     items = {"data": [{"price": {"id": "price_seat"}, "quantity": 5}]}
