@@ -56,7 +56,7 @@ class Knobs:
     outages: int = 2  # batches whose delivery starts with Pub/Sub down
     kill_every: int = 40  # deliveries accepted between Postgres connections killed
     mailer_fault_every: int = 25  # e-mails delivered between bursts of Resend 500s
-    settle_timeout: float = 120.0
+    settle_timeout: float = 240.0  # a batch settles in seconds; the margin is for a loaded machine
 
 
 @dataclass

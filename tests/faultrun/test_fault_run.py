@@ -47,7 +47,7 @@ def resend() -> Iterator[FakeResend]:
 
 
 @pytest.mark.long
-@pytest.mark.timeout(300)  # about 90 s here; the margin is for a loaded machine
+@pytest.mark.timeout(900)  # about 100 s here; the margin is for a loaded machine
 def test_two_thousand_events_with_faults_end_exactly_as_the_model(
     db: Database,
     pubsub: PubSub,
