@@ -241,9 +241,10 @@ class _Fold:
             linked, event, checkout_change(checkout), price_id=checkout.price_id
         )
         if account.kind == "team" and checkout.subscription_id and checkout.quantity is not None:
-            # The seats bought, at once (the success page): Stripe's subscription events bring
-            # the same quantity later, and any change after it, ordered on their own.
-            self._quantity(account.id, checkout.quantity, event.created)
+            # The seats bought, at once (the success page), dated when the checkout opened:
+            # Stripe's subscription events (the same quantity, then every change) are newer,
+            # so a checkout event delivered late never undoes a seat change made since.
+            self._quantity(account.id, checkout.quantity, _opened(event, checkout))
         if stepped.outcome == GRANTED:
             self._announce_grant(n, event, checkout, after)
         return stepped.outcome
@@ -256,12 +257,9 @@ class _Fold:
         if customer and by_customer(list(self.current.values()), customer) is None:
             self.plan.links[customer] = account.id
             account = replace(account, customers=(*account.customers, customer))
-        opened = (
-            datetime.fromtimestamp(checkout.created, UTC) if checkout.created else event.created
-        )
         signed_in = checkout.user_id is not None or checkout.account_id is not None
         billing = billing_customer(
-            account, customer_id=customer, signed_in=signed_in, opened_at=opened
+            account, customer_id=customer, signed_in=signed_in, opened_at=_opened(event, checkout)
         )
         return replace(account, customer_id=billing)
 
@@ -438,6 +436,11 @@ class _Fold:
         if account.email:
             to = Person(email=account.email, name=account.name)
             self.plan.announcements.append((n, trial_ending(event, to=to, price_id=trial.price_id)))
+
+
+def _opened(event: Event, checkout: Checkout) -> datetime:
+    """When the checkout session was created (Stripe's `created`), else its event's time."""
+    return datetime.fromtimestamp(checkout.created, UTC) if checkout.created else event.created
 
 
 def _by_id(accounts: Sequence[Account], account_id: str | None) -> Account | None:

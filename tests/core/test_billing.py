@@ -222,6 +222,13 @@ def test_a_teams_checkout_gives_its_seats_at_once_and_a_newer_quantity_wins() ->
     both = decide(pending(fewer, checkout), state("evt_c", "evt_fewer", accounts=[linked]),
                   Answers())  # fmt: skip
     assert both.quantities == {team_id: 2}
+    # Stripe's checkout event, delivered after a seat change made in the same second as it was
+    # sent, is dated by its session's opening: it does not give the seat back.
+    late = event("checkout.session.completed", {**session, "created": T0 - 30},
+                 created=T0 + 9, event_id="evt_c2")  # fmt: skip
+    after = decide(pending(fewer, late), state("evt_c2", "evt_fewer", accounts=[linked]),
+                   Answers())  # fmt: skip
+    assert after.quantities == {team_id: 2}
 
 
 def test_a_teams_subscription_quantity_is_its_seats_ordered_on_its_own() -> None:
