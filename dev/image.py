@@ -17,13 +17,15 @@ pulls the real one); IMAGE_ENGINE=docker|podman overrides the choice of engine.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import fcntl
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -189,8 +191,23 @@ def _debootstrap(tarball: Path) -> None:
     log(f"stand-in root file system cached in {time.monotonic() - started:.0f} s")
 
 
+@contextlib.contextmanager
+def _one_build_at_a_time() -> Iterator[None]:
+    """Hold the build lock: a build started while another runs (CI starts one beside its lint,
+    the container tests ask for the image) waits for it, then finds everything cached."""
+    CACHE.mkdir(parents=True, exist_ok=True)
+    with (CACHE / "build.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
 def build(tag: str = TAG, *, eng: Engine | None = None) -> Engine:
     """Build the Dockerfile at the project's root as `tag`; returns the engine that did."""
+    with _one_build_at_a_time():
+        return _build(tag, eng=eng)
+
+
+def _build(tag: str, *, eng: Engine | None) -> Engine:
     eng = eng or engine()
     base = base_image(eng)
     started = time.monotonic()
