@@ -55,23 +55,13 @@ class SessionGrant:
     features: list[str]  # sorted: what the product sold at its price grants
 
 
-# The features a product grants, as `public.grant_features` derives them for a holder (its
-# catalogue slugs, and `github:<owner>/<repo>` for a repository product): the same expression,
-# asked of one product instead of an account's grants.
-_PRODUCT_FEATURES = (
-    'coalesce((select array_agg(distinct f.name collate "C" order by f.name collate "C")'
-    " from unnest(p.features || case when p.type = 'github' and p.github_repo is not null"
-    " then array['github:' || lower(p.github_repo)] else '{}'::text[] end) as f(name)),"
-    " '{}'::text[])"
-)
-
-
 def of_session(db: Database, session_id: str, source_id: str) -> SessionGrant | None:
     """The grant `source_id` (a checkout's subscription, or its one-time purchase) held by the
     account that paid in this checkout session, once its purchase is recorded; None before."""
     rows = db.fetch_all(
-        "select e.kind, e.price_id, e.active, p.name as product_name,"  # noqa: S608 - constant
-        f" {_PRODUCT_FEATURES} as features"
+        "select e.kind, e.price_id, e.active, p.name as product_name,"
+        ' array(select distinct f collate "C" from unnest(public.product_features(p)) as f'
+        ' order by f collate "C") as features'
         " from public.purchases pu"
         " join public.entitlements e on e.account_id = pu.account_id and e.source_id = %s"
         " left join public.products p on p.stripe_price_id = e.price_id"

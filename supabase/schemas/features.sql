@@ -20,6 +20,23 @@ as $$
   select m.team_id from public.team_members m where m.user_id = p_user and m.has_seat
 $$;
 
+-- The features one product grants: its catalogue slugs, and `github:<owner>/<repo>` (lowercase)
+-- for a repository product. One place: what a holder's grants give and what a success page says
+-- a purchase gives both read it.
+create or replace function public.product_features(p public.products) returns text[]
+language sql
+stable
+set search_path = ''
+as $$
+  select p.features || case
+    when p.type = 'github' and p.github_repo is not null
+      then array['github:' || lower(p.github_repo)]
+    else '{}'::text[]
+  end
+$$;
+
+revoke execute on function public.product_features(public.products) from public, anon, authenticated;
+
 -- The sorted features the active grants of these accounts give (of the kinds named).
 create or replace function public.grant_features(
   p_accounts uuid[],
@@ -35,13 +52,7 @@ as $$
   )
   from public.entitlements e
   join public.products p on p.stripe_price_id = e.price_id
-  cross join lateral unnest(
-    p.features || case
-      when p.type = 'github' and p.github_repo is not null
-        then array['github:' || lower(p.github_repo)]
-      else '{}'::text[]
-    end
-  ) as f(name)
+  cross join lateral unnest(public.product_features(p)) as f(name)
   where e.account_id = any(p_accounts) and e.active and e.kind = any(p_kinds)
 $$;
 

@@ -68,6 +68,7 @@ FUNCTIONS: dict[str, set[str]] = {
     "custom_access_token_hook(jsonb)": {HOOK},
     "features_of(uuid)": {HOOK},
     "grant_features(uuid[],text[])": set(),
+    "product_features(products)": set(),
     "handle_new_user()": set(),
     "has_access()": {"anon", "authenticated"},
     "has_feature(text)": {"anon", "authenticated"},
