@@ -219,15 +219,14 @@ def generate(
         planned += produced
     first = [e for e in planned if e.links]
     rest = _cut(_sent(rng, [e for e in planned if not e.links and e.customer.user_id]), batches - 1)
-    # One ghost renewal per batch, sent once: when several pushes fail together and nothing
-    # else succeeds, the emulator stops retrying them (real Pub/Sub slows down, then goes on),
-    # so they would never reach the dead-letter limit.
-    for n, ghost in enumerate(e for e in planned if e.customer.user_id is None):
-        batch = rest[n % len(rest)]
-        batch.insert(rng.randrange(len(batch) + 1), ghost)
     _after(rng, rest, {e.event_id for e in first})
+    # Each ghost renewal is sent once, alone, in a batch of its own after the others. The
+    # emulator retries a push that can only fail up to the dead-letter limit only while it fails
+    # alone: with others failing beside it, it stops retrying some (real Pub/Sub slows down, then
+    # goes on), and the replay that restarts them starts their count of attempts again.
+    ghosts = [[e] for e in planned if e.customer.user_id is None]
     scenario = Scenario(
-        seed=seed, customers=people, events=planned, batches=[_sent(rng, first), *rest]
+        seed=seed, customers=people, events=planned, batches=[_sent(rng, first), *rest, *ghosts]
     )
     return _with_teams(rng, scenario, owners=teams)
 
