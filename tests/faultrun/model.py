@@ -224,9 +224,9 @@ def generate(
     # emulator retries a push that can only fail up to the dead-letter limit only while it fails
     # alone: with others failing beside it, it stops retrying some (real Pub/Sub slows down, then
     # goes on), and the replay that restarts them starts their count of attempts again.
-    ghosts = [[e] for e in planned if e.customer.user_id is None]
+    alone = [[e] for e in planned if e.customer.user_id is None]
     scenario = Scenario(
-        seed=seed, customers=people, events=planned, batches=[_sent(rng, first), *rest, *ghosts]
+        seed=seed, customers=people, events=planned, batches=[_sent(rng, first), *rest, *alone]
     )
     return _with_teams(rng, scenario, owners=teams)
 
