@@ -23,6 +23,7 @@ from adapters.tokens import TokenVerifier
 from dev import local_users
 from dev.auth_stand_in import AuthStandIn, running
 from dev.samples.catalogue import seed_demo_products
+from services.errors import ServiceError
 from tests.conftest import Api
 from tests.fakes.supabase import PUBLISHABLE_KEY, SECRET_KEY
 from tests.helpers import stripe_event, wait_for
@@ -358,3 +359,21 @@ def test_keys_and_sessions_survive_a_restart(
         assert refreshed is not None
         assert refreshed.user is not None
         assert refreshed.user.email == "kept@example.com"
+
+
+def test_a_password_set_by_the_cli_signs_in_here(auth: AuthStandIn, api: Api, db: Database) -> None:
+    settings = api.container.settings
+    profile, _ = local_users.create(
+        email="set@example.com", name=None, password="from the cli", db=db, settings=settings
+    )
+    session = (
+        client(auth)
+        .sign_in_with_password({"email": "set@example.com", "password": "from the cli"})
+        .session
+    )
+    assert session is not None
+    assert claims(session.access_token, auth)["sub"] == str(profile.id)
+    with pytest.raises(ServiceError, match="at least 6 characters"):
+        local_users.create(
+            email="set@example.com", name=None, password="short", db=db, settings=settings
+        )
