@@ -20,14 +20,17 @@ from supabase_auth.errors import AuthApiError, AuthWeakPasswordError
 from adapters.db.pool import Database
 from adapters.supabase_auth import encode_value, read_session, storage_key
 from adapters.tokens import TokenVerifier
+from config import Settings, SettingsError
 from dev import local_users
 from dev.auth_stand_in import AuthStandIn, running
 from dev.samples.catalogue import seed_demo_products
+from dev.stack import with_auth_stand_in
 from services.errors import ServiceError
 from tests.conftest import Api
 from tests.fakes.supabase import PUBLISHABLE_KEY, SECRET_KEY
 from tests.helpers import stripe_event, wait_for
 from tests.subscribers.test_access import completed, post_event
+from tests.test_config import PRODUCTION
 
 
 @pytest.fixture
@@ -377,3 +380,56 @@ def test_a_password_set_by_the_cli_signs_in_here(auth: AuthStandIn, api: Api, db
         local_users.create(
             email="set@example.com", name=None, password="short", db=db, settings=settings
         )
+
+
+def test_only_local_settings_without_a_project_get_the_stand_in(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    local, stand_in = with_auth_stand_in(Settings(port=8123))
+    assert stand_in is not None
+    assert str(local.supabase_url).rstrip("/") == "http://localhost:8123"
+    assert stand_in.url == "http://localhost:8123"
+    assert local.auth_issuer == "http://localhost:8123/auth/v1"
+    # A project configured: its own Auth, untouched.
+    project = Settings(supabase_url="https://proj.supabase.co")  # type: ignore[arg-type]
+    assert with_auth_stand_in(project) == (project, None)
+    # Production without its Supabase settings still refuses to start, naming them.
+    for name, value in PRODUCTION.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.delenv("SUPABASE_URL")
+    with pytest.raises(SettingsError, match="missing: SUPABASE_URL"):
+        Settings()
+
+
+def test_redirects_follow_gotrues_rule(auth: AuthStandIn, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(auth, "site_url", "https://app.example.com/")
+    monkeypatch.setattr(auth, "allow_list", ("https://api.example.com/api/auth/callback*",))
+    kept = [
+        "https://app.example.com/dashboard?x=1",
+        "https://api.example.com/api/auth/callback",
+        "https://api.example.com/api/auth/callback?next=1",
+    ]
+    replaced = [
+        "http://app.example.com/dashboard",  # another scheme
+        "https://app.example.com:8443/",  # another port, not loopback
+        "https://api.example.com/api/other",
+        "https://app.example.com.evil.example/",
+        " https://app.example.com/",  # a leading space browsers strip
+    ]
+    assert [landing(auth, url) for url in kept] == kept
+    assert {landing(auth, url) for url in replaced} == {"https://app.example.com/"}
+    monkeypatch.setattr(auth, "site_url", "http://localhost:8080")
+    assert landing(auth, "http://localhost:5173/signin") == "http://localhost:5173/signin"
+
+
+def landing(auth: AuthStandIn, wanted: str) -> str:
+    """Where the magic link asked with `redirect_to=wanted` lands."""
+    requests.post(
+        f"{auth.url}/auth/v1/otp",
+        json={"email": "where@example.com"},
+        params={"redirect_to": wanted},
+        headers={"apikey": PUBLISHABLE_KEY},
+        timeout=5,
+    ).raise_for_status()
+    [landed] = parse_qs(urlsplit(auth.links[-1]).query)["redirect_to"]
+    return landed
