@@ -260,6 +260,7 @@ class StripeStandIn:
         if not items:
             raise _refused(f"line_items is required in {mode} mode.", param="line_items")
         lines = [self._line_item(n, item, mode) for n, item in enumerate(items)]
+        self._tax_rules(params, lines)
         # Random, as Stripe's are: a counter started again with each `make run`, and a kept
         # database then met the same checkout id twice (the second purchase not recorded).
         sid = f"cs_test_local_{secrets.token_hex(12)}"
@@ -269,6 +270,14 @@ class StripeStandIn:
         amount = sum(line["amount_total"] for line in lines)
         session |= {"amount_subtotal": amount, "amount_total": amount}
         session["currency"] = lines[0]["currency"]
+        if _flag((params.get("automatic_tax") or {}).get("enabled")):
+            # Stripe calculates once the buyer's address is known: on the page, here at payment.
+            session["automatic_tax"] = {
+                "enabled": True,
+                "liability": {"type": "self"},
+                "provider": "stripe",
+                "status": "requires_location_inputs",
+            }
         with self.lock:
             self.sessions[sid] = session
             self._extras[sid] = {
@@ -322,6 +331,66 @@ class StripeStandIn:
                     param=f"line_items[{n}][quantity]",
                 )
         return shapes.line_item(f"li_local_{secrets.token_hex(8)}", found, quantity, adjustable)
+
+    def _tax_rules(self, params: dict[str, Any], lines: list[dict[str, Any]]) -> None:
+        """Stripe's rules for tax at Checkout, refused as Stripe refuses them.
+
+        `customer_update` saves what the buyer types onto an existing customer, so it needs
+        `customer`. Automatic tax needs a location: a new customer's billing address Checkout
+        collects, an existing customer's saved address, or the one typed at Checkout when
+        `customer_update[address]` (or `[shipping]`) is `auto`. Tax id collection for an
+        existing customer needs `customer_update[name]=auto` (the tax id's business name is
+        saved on it). With `managed_payments[enabled]` Stripe sets the parameters of tax
+        configuration, shipping and Connect itself and refuses them, and every product sold
+        needs a tax code eligible for Managed Payments (a stand-in holds any `txcd_` code
+        eligible; Stripe's list is in its dashboard).
+        """
+        customer = params.get("customer")
+        update = params.get("customer_update")
+        if update is not None and not customer:
+            raise _refused(
+                "`customer_update` can only be used with `customer`.", param="customer_update"
+            )
+        update = update if isinstance(update, dict) else {}
+        if _flag((params.get("managed_payments") or {}).get("enabled")):
+            for param in _MANAGED_BY_STRIPE:
+                if _nested(params, param) is not None:
+                    raise _refused(
+                        f"You can't specify `{param}` when `managed_payments[enabled]` is true:"
+                        " Stripe manages it for Managed Payments sessions.",
+                        param=param,
+                    )
+            for n, line in enumerate(lines):
+                product = self.products.get(str(line["price"].get("product")))
+                if product is not None and not str(product.get("tax_code") or "").startswith(
+                    "txcd_"
+                ):
+                    raise _refused(
+                        f"Managed Payments requires a tax code eligible for Managed Payments on"
+                        f" every product; product {product['id']} has none.",
+                        param=f"line_items[{n}][price]",
+                    )
+        if _flag((params.get("automatic_tax") or {}).get("enabled")) and customer:
+            held = self.customers.get(str(customer)) or {}
+            saved = (held.get("address") or {}).get("country")
+            if not saved and "auto" not in (update.get("address"), update.get("shipping")):
+                raise Refused(
+                    400,
+                    shapes.error(
+                        "Automatic tax calculation in Checkout requires a valid address on the"
+                        " Customer. Add a valid address to the Customer or set either"
+                        " `customer_update[address]` to 'auto' or `customer_update[shipping]` to"
+                        " 'auto' to save the address entered in Checkout to the Customer.",
+                        code="customer_tax_location_invalid",
+                    ),
+                )
+        collects_ids = _flag((params.get("tax_id_collection") or {}).get("enabled"))
+        if collects_ids and customer and update.get("name") != "auto":
+            raise _refused(
+                "Tax ID collection requires updating business name on the customer. To enable"
+                " tax ID collection for an existing customer, please set `customer_update[name]`"
+                " to `auto`."
+            )
 
     def _price_or_stub(self, price_id: str, *, recurring: bool) -> dict[str, Any]:
         """The price held, or, for one it never held (a test's price known to the database
@@ -940,6 +1009,36 @@ def _checkout_mode(params: dict[str, Any]) -> str:
         if url is not None and not str(url).startswith(("http://", "https://")):
             raise _refused("Not a valid URL", param=param)
     return str(mode)
+
+
+# What Stripe sets itself on a Managed Payments session and refuses when sent: tax configuration,
+# shipping and Connect (Stripe's Managed Payments guide, "remove unsupported parameters"), and the
+# payment method configuration.
+_MANAGED_BY_STRIPE = (
+    "automatic_tax",
+    "tax_id_collection",
+    "customer_update",
+    "billing_address_collection",
+    "shipping_address_collection",
+    "shipping_options",
+    "payment_method_configuration",
+    "payment_intent_data[on_behalf_of]",
+    "payment_intent_data[transfer_data]",
+    "payment_intent_data[application_fee_amount]",
+    "subscription_data[on_behalf_of]",
+    "subscription_data[transfer_data]",
+    "subscription_data[application_fee_percent]",
+)
+
+
+def _nested(params: dict[str, Any], name: str) -> Any:
+    """The value of `a[b]` in decoded parameters; None when absent."""
+    node: Any = params
+    for part in name.replace("]", "").split("["):
+        if not isinstance(node, dict):
+            return None
+        node = node.get(part)
+    return node
 
 
 def _expanded(request: Request) -> set[str]:
