@@ -49,6 +49,12 @@ class StripeSettings(Environment):
         return None
 
     @property
+    def products_need_tax_code(self) -> bool:
+        """Whether the catalogue sells only products with a tax code: Managed Payments taxes
+        a product by its code, and Stripe refuses a session for one without an eligible one."""
+        return self.checkout_tax == "managed_payments"
+
+    @property
     def webhook_secret(self) -> str:
         secret = self.stripe_webhook_secret
         return secret.get_secret_value() if secret else DEV_WEBHOOK_SECRET

@@ -176,6 +176,20 @@ def _customer_params(*, mode: Mode, buyer: Buyer, tax: Tax = "none") -> dict[str
     return extra
 
 
+def missing_tax_setting(tax: Tax, *, product: str, tax_code: str | None) -> str | None:
+    """Why a product cannot be sold under this tax choice (naming it and the setting it
+    lacks), or None. Managed Payments taxes a product by its tax code and Stripe refuses a
+    session for a product without an eligible one. Stripe Tax needs none of its own: without a
+    code it applies the preset of the Tax settings, without a price's tax behaviour their
+    default one."""
+    if tax == "managed_payments" and not tax_code:
+        return (
+            f"Product {product} has no tax code (tax_code): Managed Payments needs one eligible"
+            " for it, set on the product in Stripe"
+        )
+    return None
+
+
 def mode_matches(mode: Mode, billing_type: str) -> bool:
     """Whether a checkout mode fits a product's billing type."""
     return BILLING_TYPE_FOR_MODE[mode] == billing_type

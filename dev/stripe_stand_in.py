@@ -557,7 +557,7 @@ class StripeStandIn:
             metadata = {**found["metadata"], **(params.get("metadata") or {})}
             # An empty value unsets a key, as Stripe's metadata does.
             found["metadata"] = {k: v for k, v in metadata.items() if v != ""}
-            found.update({k: params[k] or None for k in ("description",) if k in params})
+            found.update({k: params[k] or None for k in ("description", "tax_code") if k in params})
             found.update({k: params[k] for k in ("name",) if params.get(k)})
             if "active" in params:
                 found["active"] = _flag(params["active"])
@@ -586,6 +586,13 @@ class StripeStandIn:
             nickname=params.get("nickname"),
         )
         found["metadata"] = params.get("metadata") or {}
+        behavior = params.get("tax_behavior", "unspecified")
+        if behavior not in ("inclusive", "exclusive", "unspecified"):
+            raise _refused(
+                "Invalid tax_behavior: must be one of inclusive, exclusive, or unspecified",
+                param="tax_behavior",
+            )
+        found["tax_behavior"] = behavior
         with self.lock:
             self.prices[pid] = found
             self._save()

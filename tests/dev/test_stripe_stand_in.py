@@ -67,6 +67,50 @@ def test_a_product_created_and_archived_in_the_stand_in_is_synced(db: Database) 
         assert active(db) == {p["id"] for p in catalogue.PRICES}
 
 
+def test_under_managed_payments_the_sync_sells_a_product_once_it_has_a_tax_code(
+    db: Database,
+) -> None:
+    with stripe_stand_in.running() as stand_in:
+        gateway = StripeGateway(
+            api_key=stripe_stand_in.API_KEY,
+            api_base=stand_in.url,
+            api_version=CURRENT_VERSION,
+            timeout=5,
+        )
+        made = requests.post(
+            f"{stand_in.url}/v1/products",
+            data={"name": "Course", "metadata[type]": "link"},
+            timeout=5,
+        ).json()
+        form = {"product": made["id"], "unit_amount": 2900, "currency": "eur"}
+        price = requests.post(
+            f"{stand_in.url}/v1/prices", data={**form, "tax_behavior": "inclusive"}, timeout=5
+        ).json()
+        synced = sync(db, gateway, needs_tax_code=True)
+        assert synced.problems == (
+            f"product {made['id']} is not sold: no tax code: Managed Payments (CHECKOUT_TAX)"
+            " sells only products with a tax code eligible for it",
+        )
+        assert price["id"] not in active(db)
+        requests.post(
+            f"{stand_in.url}/v1/products/{made['id']}",
+            data={"tax_code": "txcd_10103000"},
+            timeout=5,
+        )
+        assert sync(db, gateway, needs_tax_code=True).problems == ()
+        [row] = db.fetch_all(
+            "select currency, tax_behavior, tax_code, is_active from public.products"
+            " where stripe_price_id = %s",
+            (price["id"],),
+        )
+        assert row == {
+            "currency": "eur",
+            "tax_behavior": "inclusive",
+            "tax_code": "txcd_10103000",
+            "is_active": True,
+        }
+
+
 def refusal(stand_in: stripe_stand_in.StripeStandIn, form: dict[str, Any]) -> tuple[int, Any]:
     answer = requests.post(f"{stand_in.url}/v1/checkout/sessions", data=form, timeout=5)
     return answer.status_code, answer.json().get("error", {}).get("param")

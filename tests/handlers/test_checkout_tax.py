@@ -184,3 +184,23 @@ def test_tax_ids_of_a_known_customer_need_its_name_updated(stripe: StripeStandIn
         },
     )
     assert "customer_update[name]" in error["message"]
+
+
+def test_a_product_without_a_tax_code_is_refused_under_managed_payments(
+    api_factory: Callable[..., Api], stripe: StripeStandIn, db: Database
+) -> None:
+    with db.transaction() as conn:
+        conn.execute(
+            "update public.products set tax_code = null where stripe_price_id = %s", (ONE_TIME,)
+        )
+    api = api_factory(checkout_tax="managed_payments")
+    response = checkout(api, {"priceId": ONE_TIME, "mode": "payment", **URLS})
+    assert response.status_code == 400
+    assert response.json() == {
+        "error": "Product 'Starter Kit' (prod_demo_starter) has no tax code (tax_code): Managed"
+        " Payments needs one eligible for it, set on the product in Stripe"
+    }
+    assert stripe.checkout_params() == []
+    # Stripe Tax sells it: Stripe applies the preset tax code of its settings.
+    stripe_tax = api_factory(checkout_tax="stripe_tax")
+    assert checkout(stripe_tax, {"priceId": ONE_TIME, "mode": "payment", **URLS}).json()["url"]
