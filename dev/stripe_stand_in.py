@@ -8,6 +8,14 @@ Entitlements features, created, updated and paged as Stripe pages them) and the 
 Where Stripe refuses a combination of parameters this service could send, it refuses it the same
 way (`invalid_request_error`, HTTP 400, naming the parameter).
 
+With `automatic_tax[enabled]` it calculates tax as Stripe Tax would for one buyer: every buyer
+of the stand-in is in TAX_LOCATION, where a flat TAX_RATE_PERCENT applies to every product (a
+simple, documented rate, not Stripe's tables). A price's `tax_behavior` decides whether the tax
+is added on top (`exclusive`, and `unspecified`, as a Tax settings default of exclusive does)
+or held in its amount (`inclusive`); the session's `amount_subtotal`, `total_details.amount_tax`
+and `amount_total`, and each line item's, say so from its creation (Stripe says it once the
+buyer's address is typed), and the paid session's `customer_details.address` is that place.
+
 Its checkout page completes a session as Stripe would: the customer and (for a subscription) the
 subscription are made, and the events Stripe sends then (`checkout.session.completed`, then
 `customer.subscription.created`) are built from those objects, with the session's metadata
@@ -55,6 +63,9 @@ FLASK = "uv run flask --app main"
 SESSION_TEMPLATE = "{CHECKOUT_SESSION_ID}"  # what Stripe fills in a success URL
 PRORATIONS = ("always_invoice", "create_prorations", "none")
 MOST_EVENTS = 1000  # kept for `GET /v1/events` (Stripe keeps 30 days)
+# Where every buyer of the stand-in is, and the one tax rate there (see the docstring).
+TAX_LOCATION = {"country": "DE", "postal_code": "10115", "city": "Berlin"}
+TAX_RATE_PERCENT = 19
 log = logging.getLogger(__name__)
 
 _ROUTES = Map(
@@ -271,18 +282,13 @@ class StripeStandIn:
         session |= {"amount_subtotal": amount, "amount_total": amount}
         session["currency"] = lines[0]["currency"]
         if _flag((params.get("automatic_tax") or {}).get("enabled")):
-            # Stripe calculates once the buyer's address is known: on the page, here at payment.
-            session["automatic_tax"] = {
-                "enabled": True,
-                "liability": {"type": "self"},
-                "provider": "stripe",
-                "status": "requires_location_inputs",
-            }
+            session |= _taxed(lines)
         with self.lock:
             self.sessions[sid] = session
             self._extras[sid] = {
                 "line_items": lines,
                 "subscription_data": params.get("subscription_data") or {},
+                "tax_ids": _flag((params.get("tax_id_collection") or {}).get("enabled")),
             }
             self._save()
         return _json(session)
@@ -646,10 +652,15 @@ class StripeStandIn:
         if self.webhook is None:
             form = "<p>This stand-in has no webhook to send to: run the commands below.</p>"
         else:
+            tax_id = (
+                '<label>VAT number (optional) <input name="tax_id"></label> '
+                if self._extras.get(sid, {}).get("tax_ids")
+                else ""
+            )
             form = (
                 f'<form method="post" action="/pay/{html.escape(sid)}">'
                 f'<label>Buyer\'s e-mail <input type="email" name="email" value="{email}"'
-                " required></label> "
+                f" required></label> {tax_id}"
                 '<button type="submit">Pay (send the events Stripe would send)</button></form>'
                 f"<p>Signed with the webhook secret, posted to"
                 f" <code>{html.escape(self.webhook.url)}</code>.</p>"
@@ -673,7 +684,8 @@ class StripeStandIn:
             if session["status"] == "complete":
                 reason = "this checkout is already complete"
             return _page(self.brand, "Not paid", f"<p>{html.escape(reason)}</p>", status=400)
-        events = self.complete(sid, email=email)
+        tax_id = (request.form.get("tax_id") or "").strip() or None
+        events = self.complete(sid, email=email, tax_id=tax_id)
         try:
             deliveries = [self._deliver(event) for event in events]
         except OSError as exc:  # nothing listens there: `make run` is not serving that API
@@ -691,8 +703,11 @@ class StripeStandIn:
         status = 200 if all(d.ok for d in deliveries) else 502
         return _page(self.brand, "Paid", f'<ul id="deliveries">{lines}</ul>{link}', status=status)
 
-    def complete(self, sid: str, *, email: str, name: str | None = None) -> list[dict[str, Any]]:
-        """The session paid by `email`: its customer (made unless it names one), its
+    def complete(
+        self, sid: str, *, email: str, name: str | None = None, tax_id: str | None = None
+    ) -> list[dict[str, Any]]:
+        """The session paid by `email` (a business buyer gives `tax_id`, an EU VAT number,
+        where the session collects tax ids): its customer (made unless it names one), its
         subscription (for one in subscription mode) or payment, then the events Stripe sends,
         recorded (`GET /v1/events`), one second apart (Stripe's `created` resolution)."""
         now = int(time.time())
@@ -707,9 +722,14 @@ class StripeStandIn:
                     customer_id, email=email, name=name, created=now
                 )
             subscription = None
+            details = shapes.customer_details(email, name)
+            if session["automatic_tax"]["enabled"]:
+                details["address"] |= TAX_LOCATION
+            if tax_id and self._extras.get(sid, {}).get("tax_ids"):
+                details["tax_ids"] = [{"type": "eu_vat", "value": tax_id}]
             session |= {
                 "customer": customer_id,
-                "customer_details": shapes.customer_details(email, name),
+                "customer_details": details,
                 "status": "complete",
                 "payment_status": "paid",
             }
@@ -1046,6 +1066,33 @@ def _nested(params: dict[str, Any], name: str) -> Any:
             return None
         node = node.get(part)
     return node
+
+
+def _taxed(lines: list[dict[str, Any]]) -> dict[str, Any]:
+    """The tax on these line items at TAX_RATE_PERCENT (each line item's own amounts set too),
+    as the session's amounts and `automatic_tax` say it."""
+    tax_total = 0
+    for line in lines:
+        subtotal = line["amount_subtotal"]
+        if line["price"].get("tax_behavior") == "inclusive":
+            tax = subtotal - round(subtotal * 100 / (100 + TAX_RATE_PERCENT))
+            total = subtotal
+        else:
+            tax = round(subtotal * TAX_RATE_PERCENT / 100)
+            total = subtotal + tax
+        line |= {"amount_tax": tax, "amount_total": total}
+        tax_total += tax
+    return {
+        "amount_subtotal": sum(line["amount_subtotal"] for line in lines),
+        "amount_total": sum(line["amount_total"] for line in lines),
+        "automatic_tax": {
+            "enabled": True,
+            "liability": {"type": "self"},
+            "provider": "stripe",
+            "status": "complete",
+        },
+        "total_details": {"amount_discount": 0, "amount_shipping": 0, "amount_tax": tax_total},
+    }
 
 
 def _expanded(request: Request) -> set[str]:

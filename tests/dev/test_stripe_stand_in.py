@@ -199,3 +199,35 @@ def test_an_event_it_sent_is_retrieved_as_stripe_retrieves_one() -> None:
     assert found["data"]["object"]["id"] == made["id"]
     assert unknown.status_code == 404
     assert unknown.json()["error"]["code"] == "resource_missing"
+
+
+def test_with_automatic_tax_it_calculates_its_documented_rate() -> None:
+    with stripe_stand_in.running() as stand_in:
+        stand_in.prices["price_demo_pro_github"]["tax_behavior"] = "inclusive"
+        answers = {}
+        for price in ("price_demo_starter_one_time", "price_demo_pro_github"):
+            made = requests.post(
+                f"{stand_in.url}/v1/checkout/sessions",
+                data={
+                    "mode": "payment",
+                    "line_items[0][price]": price,
+                    "success_url": "https://app.example.com/ok",
+                    "automatic_tax[enabled]": "true",
+                    "tax_id_collection[enabled]": "true",
+                },
+                timeout=5,
+            ).json()
+            answers[price] = made
+        # 19% on top of $49.00; 19% held in $149.00.
+        starter = answers["price_demo_starter_one_time"]
+        assert (starter["amount_subtotal"], starter["amount_total"]) == (4900, 5831)
+        assert starter["total_details"]["amount_tax"] == 931
+        assert starter["automatic_tax"]["status"] == "complete"
+        pro = answers["price_demo_pro_github"]
+        assert (pro["amount_subtotal"], pro["amount_total"]) == (14900, 14900)
+        assert pro["total_details"]["amount_tax"] == 2379
+        stand_in.complete(starter["id"], email="ada@example.com", tax_id="DE123456789")
+        paid = requests.get(f"{stand_in.url}/v1/checkout/sessions/{starter['id']}", timeout=5)
+        details = paid.json()["customer_details"]
+        assert details["tax_ids"] == [{"type": "eu_vat", "value": "DE123456789"}]
+        assert details["address"]["country"] == stripe_stand_in.TAX_LOCATION["country"]
