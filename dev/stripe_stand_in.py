@@ -289,6 +289,7 @@ class StripeStandIn:
                 "line_items": lines,
                 "subscription_data": params.get("subscription_data") or {},
                 "tax_ids": _flag((params.get("tax_id_collection") or {}).get("enabled")),
+                "update_address": (params.get("customer_update") or {}).get("address") == "auto",
             }
             self._save()
         return _json(session)
@@ -716,6 +717,7 @@ class StripeStandIn:
             extras = self._extras.get(sid, {})
             lines = extras.get("line_items") or []
             customer_id = session.get("customer")
+            made = not customer_id
             if not customer_id:
                 customer_id = f"cus_local_{secrets.token_hex(7)}"
                 self.customers[customer_id] = shapes.customer(
@@ -725,6 +727,11 @@ class StripeStandIn:
             details = shapes.customer_details(email, name)
             if session["automatic_tax"]["enabled"]:
                 details["address"] |= TAX_LOCATION
+                # The address typed is saved on a customer Checkout makes, and on an existing
+                # one where `customer_update[address]` is `auto`: its next checkout is taxed.
+                held = self.customers.get(str(customer_id))
+                if held is not None and (made or extras.get("update_address")):
+                    held["address"] = dict(details["address"])
             if tax_id and self._extras.get(sid, {}).get("tax_ids"):
                 details["tax_ids"] = [{"type": "eu_vat", "value": tax_id}]
             session |= {

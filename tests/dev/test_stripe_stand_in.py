@@ -231,3 +231,21 @@ def test_with_automatic_tax_it_calculates_its_documented_rate() -> None:
         details = paid.json()["customer_details"]
         assert details["tax_ids"] == [{"type": "eu_vat", "value": "DE123456789"}]
         assert details["address"]["country"] == stripe_stand_in.TAX_LOCATION["country"]
+
+
+def test_a_taxed_customers_address_is_kept_for_its_next_checkout() -> None:
+    form = {
+        "mode": "payment",
+        "line_items[0][price]": "price_demo_starter_one_time",
+        "success_url": "https://app.example.com/ok",
+        "automatic_tax[enabled]": "true",
+    }
+    with stripe_stand_in.running() as stand_in:
+        url = f"{stand_in.url}/v1/checkout/sessions"
+        first = requests.post(url, data=form, timeout=5).json()
+        stand_in.complete(first["id"], email="ada@example.com")
+        customer = stand_in.sessions[first["id"]]["customer"]
+        assert stand_in.customers[customer]["address"]["country"] == "DE"
+        # Stripe Tax has the customer's address now: no customer_update needed.
+        again = requests.post(url, data={**form, "customer": customer}, timeout=5)
+        assert again.status_code == 200, again.text
