@@ -161,7 +161,7 @@ def _offer_params(*, mode: Mode, offer: Offer) -> dict[str, Any]:
     return extra
 
 
-def _customer_params(*, mode: Mode, buyer: Buyer, tax: Tax = "none") -> dict[str, Any]:
+def _customer_params(*, mode: Mode, buyer: Buyer, tax: Tax) -> dict[str, Any]:
     if buyer.customer_id:
         return {"customer": buyer.customer_id}
     # A new customer's tax id is collected unless Stripe, as merchant of record, collects it.
