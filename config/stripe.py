@@ -3,6 +3,8 @@ options."""
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import AnyHttpUrl, Field, SecretStr
 
 from config.checks import Group, secret
@@ -29,6 +31,12 @@ class StripeSettings(Environment):
     # goes only to those who gave it.
     checkout_recovery: bool = True
     checkout_promotions_consent: bool = False
+    # Who handles tax on a sale (core/checkout.py sends each value's parameters): `none` (the
+    # founder, outside Stripe), `stripe_tax` (Stripe Tax calculates and collects it, the founder
+    # files), `managed_payments` (Stripe sells as merchant of record and files). Adaptive
+    # Pricing (local currencies at Checkout): `on`, `off`, or unset to follow the dashboard.
+    checkout_tax: Literal["none", "stripe_tax", "managed_payments"] = "none"
+    checkout_adaptive_pricing: Literal["on", "off"] | None = None
 
     @property
     def stripe_livemode(self) -> bool | None:
@@ -39,6 +47,12 @@ class StripeSettings(Environment):
         if key.startswith(("sk_test_", "rk_test_")):
             return False
         return None
+
+    @property
+    def products_need_tax_code(self) -> bool:
+        """Whether the catalogue sells only products with a tax code: Managed Payments taxes
+        a product by its code, and Stripe refuses a session for one without an eligible one."""
+        return self.checkout_tax == "managed_payments"
 
     @property
     def webhook_secret(self) -> str:

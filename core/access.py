@@ -15,9 +15,12 @@ from core.entitlements import (
 )
 from core.events import Event, parse_event, stripe_id
 from core.stripe_objects import (
+    Amounts,
     customer_contact,
     invoice_period,
     invoice_subscription,
+    merchant_of_record,
+    session_amounts,
     subscription_period_end,
 )
 
@@ -52,6 +55,10 @@ class Checkout:
     # Its line item's quantity (the seats of a per-seat price), when the session was read with
     # its line items: a webhook's event has none, the access cycle asks Stripe for them.
     quantity: int | None = None
+    # What the buyer was told at Checkout and charged (subtotal, tax, total, tax ids, the
+    # currency), and whether Stripe sold it as merchant of record: the confirmation repeats it.
+    amounts: Amounts | None = None
+    merchant_of_record: bool = False
 
 
 @dataclass(frozen=True)
@@ -95,6 +102,8 @@ def checkout_from(event: Event) -> Checkout | None:
         created=session.get("created") if isinstance(session.get("created"), int) else None,
         account_id=_uuid(metadata.get("team_id")),
         quantity=checkout_quantity(session),
+        amounts=session_amounts(session),
+        merchant_of_record=merchant_of_record(session),
     )
 
 

@@ -69,6 +69,8 @@ def access_granted(
             "currency": checkout.currency,
             "purchased_at": checkout.created or int(source.created.timestamp()),
             "receipt_url": receipt_url,
+            "amounts": checkout.amounts.as_json() if checkout.amounts else None,
+            "merchant_of_record": checkout.merchant_of_record,
         },
         created=source.created,
     )

@@ -1,6 +1,7 @@
 """The catalogue as Stripe holds it, read into the rows this service sells: one per price.
 
-Stripe's own fields give the name, the description, the amount and how it is billed; what this
+Stripe's own fields give the name, the description, the amount, its currency and tax behaviour,
+the product's tax code and how it is billed; what this
 service needs beyond them is read from the product's metadata, with the keys of `METADATA`
 (documented once, in docs/deploy.md, "The catalogue"). Where the product has Stripe Entitlements
 features, their lookup keys are its features instead of the metadata's. A product whose metadata
@@ -31,6 +32,8 @@ REPOSITORY = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})/[A-Za-z0-9._-]{1,10
 TYPES = ("link", "github")
 INTERVALS = ("month", "year")
 LONGEST_TRIAL = 730
+# A price's `tax_behavior` as Stripe gives it: whether its amount includes tax.
+TAX_BEHAVIORS = ("inclusive", "exclusive", "unspecified")
 
 
 @dataclass(frozen=True)
@@ -48,6 +51,7 @@ class ProductFacts:
     per_seat: bool
     trial_days: int | None
     featured: bool
+    tax_code: str | None = None  # Stripe Tax's classification (`txcd_...`), when set
 
 
 @dataclass(frozen=True)
@@ -69,17 +73,30 @@ class Listing:
     download_url: str | None
     features: tuple[str, ...]
     per_seat: bool
+    currency: str | None = None  # lower-case ISO 4217, as Stripe gives it
+    tax_behavior: str = "unspecified"
+    tax_code: str | None = None
 
 
 class Unreadable(ValueError):
     """A product or price the catalogue cannot hold; the message says what is wrong."""
 
 
-def read_product(product: Mapping[str, Any], features: Sequence[str] = ()) -> ProductFacts:
+def read_product(
+    product: Mapping[str, Any], features: Sequence[str] = (), *, needs_tax_code: bool = False
+) -> ProductFacts:
     """The facts of a Stripe product; `features` are the lookup keys of its Entitlements
-    features (preferred over the metadata's). Raises Unreadable naming every problem."""
+    features (preferred over the metadata's); `needs_tax_code`: sold under Managed Payments,
+    which taxes only a product with a tax code eligible for it. Raises Unreadable naming every
+    problem."""
     meta = product.get("metadata") or {}
     problems: list[str] = []
+    tax_code = tax_code_of(product)
+    if needs_tax_code and tax_code is None:
+        problems.append(
+            "no tax code: Managed Payments (CHECKOUT_TAX) sells only products with a tax code"
+            " eligible for it"
+        )
     kind = str(meta.get("type", "")).strip()
     if kind not in TYPES:
         problems.append(f"metadata type is {kind!r}, not one of {', '.join(TYPES)}")
@@ -111,7 +128,16 @@ def read_product(product: Mapping[str, Any], features: Sequence[str] = ()) -> Pr
         per_seat=per_seat,
         trial_days=trial,
         featured=featured,
+        tax_code=tax_code,
     )
+
+
+def tax_code_of(product: Mapping[str, Any]) -> str | None:
+    """A product's tax code id, expanded or not (None: Stripe Tax's preset applies)."""
+    code = product.get("tax_code")
+    if isinstance(code, Mapping):
+        code = code.get("id")
+    return code if isinstance(code, str) and code else None
 
 
 def listing(facts: ProductFacts, price: Mapping[str, Any]) -> Listing:
@@ -129,6 +155,8 @@ def listing(facts: ProductFacts, price: Mapping[str, Any]) -> Listing:
         if recurring.get("usage_type", "licensed") != "licensed":
             raise Unreadable("metered")
     nickname = str(price.get("nickname") or "").strip()
+    behavior = str(price.get("tax_behavior") or "unspecified")
+    currency = str(price.get("currency") or "").lower() or None
     return Listing(
         stripe_price_id=str(price["id"]),
         stripe_product_id=facts.id,
@@ -145,6 +173,9 @@ def listing(facts: ProductFacts, price: Mapping[str, Any]) -> Listing:
         download_url=facts.download_url,
         features=facts.features,
         per_seat=facts.per_seat,
+        currency=currency,
+        tax_behavior=behavior if behavior in TAX_BEHAVIORS else "unspecified",
+        tax_code=facts.tax_code,
     )
 
 
@@ -160,14 +191,20 @@ def catalogue_of(
     products: Sequence[Mapping[str, Any]],
     prices: Sequence[Mapping[str, Any]],
     features: Mapping[str, Sequence[str]],
+    *,
+    needs_tax_code: bool = False,
 ) -> Catalogue:
     """The listings of these products' prices (`features`: Entitlements lookup keys by
-    product id). A product that cannot be read sells none of its prices."""
+    product id; `needs_tax_code`: see `read_product`). A product that cannot be read sells none
+    of its prices."""
     problems: list[str] = []
     readable: dict[str, ProductFacts] = {}
     for product in products:
         try:
-            readable[str(product["id"])] = read_product(product, features.get(product["id"], ()))
+            found = features.get(product["id"], ())
+            readable[str(product["id"])] = read_product(
+                product, found, needs_tax_code=needs_tax_code
+            )
         except Unreadable as exc:
             problems.append(f"product {product['id']} is not sold: {exc}")
     listings: list[Listing] = []

@@ -1,5 +1,5 @@
 """The parameters of a Stripe Checkout Session: the price, URLs and metadata, then what the buyer,
-the mode and the offer add (customer, discounts, trial, recovery)."""
+the mode and the offer add (customer, discounts, trial, recovery, tax, local currencies)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,9 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 Mode = Literal["payment", "subscription"]
+# Who handles tax (CHECKOUT_TAX): the founder outside Stripe, Stripe Tax, or Stripe as merchant of
+# record (Managed Payments).
+Tax = Literal["none", "stripe_tax", "managed_payments"]
 # The most seats one checkout sells (Stripe allows up to 999999; its default is 99).
 MOST_SEATS = 10_000
 BILLING_TYPE_FOR_MODE: dict[str, str] = {"payment": "one_time", "subscription": "subscription"}
@@ -50,6 +53,8 @@ class Offer:
     trial_days: int | None = None  # a free trial, for a subscription
     recovery: bool = True  # Stripe makes a link that reopens the cart once the session expires
     promotions_consent: bool = False  # Checkout asks for marketing consent where the law needs it
+    tax: Tax = "none"
+    adaptive_pricing: bool | None = None  # local currencies at Checkout; None: the dashboard's
 
 
 def session_params(
@@ -101,8 +106,41 @@ def session_params(
         params["discounts"] = [{"coupon": coupon_id}]
     else:
         params["allow_promotion_codes"] = True
-    params.update(_customer_params(mode=mode, buyer=buyer))
+    params.update(_customer_params(mode=mode, buyer=buyer, tax=offer.tax))
     params.update(_offer_params(mode=mode, offer=offer))
+    params.update(tax_params(buyer=buyer, tax=offer.tax))
+    if offer.adaptive_pricing is not None:
+        params["adaptive_pricing"] = {"enabled": offer.adaptive_pricing}
+    return params
+
+
+def tax_params(*, buyer: Buyer, tax: Tax) -> dict[str, Any]:
+    """What a tax choice adds to a session, as Stripe documents each.
+
+    `stripe_tax`: `automatic_tax[enabled]` makes Checkout collect the billing address the
+    calculation needs; `billing_address_collection=required` asks for the full address a tax
+    invoice names; tax ids are collected (Checkout shows the field where one applies). For an
+    existing customer Stripe refuses automatic tax unless the address typed at Checkout may be
+    saved on the customer (`customer_update[address]=auto`, "Automatic tax calculation in
+    Checkout requires a valid address on the Customer"), and refuses tax id collection unless
+    the business name may be (`customer_update[name]=auto`, "Tax ID collection requires
+    updating business name on the customer"); `customer_update` itself needs `customer`.
+
+    `managed_payments`: `managed_payments[enabled]` only. Stripe, as merchant of record, sets
+    the parameters of tax configuration, shipping and Connect itself and refuses them when
+    they are sent (its "remove unsupported parameters" list), so none of the above is sent.
+    """
+    if tax == "managed_payments":
+        return {"managed_payments": {"enabled": True}}
+    if tax != "stripe_tax":
+        return {}
+    params: dict[str, Any] = {
+        "automatic_tax": {"enabled": True},
+        "billing_address_collection": "required",
+        "tax_id_collection": {"enabled": True},
+    }
+    if buyer.customer_id:
+        params["customer_update"] = {"address": "auto", "name": "auto"}
     return params
 
 
@@ -123,16 +161,33 @@ def _offer_params(*, mode: Mode, offer: Offer) -> dict[str, Any]:
     return extra
 
 
-def _customer_params(*, mode: Mode, buyer: Buyer) -> dict[str, Any]:
+def _customer_params(*, mode: Mode, buyer: Buyer, tax: Tax) -> dict[str, Any]:
     if buyer.customer_id:
         return {"customer": buyer.customer_id}
-    extra: dict[str, Any] = {"tax_id_collection": {"enabled": True}}
+    # A new customer's tax id is collected unless Stripe, as merchant of record, collects it.
+    extra: dict[str, Any] = {}
+    if tax != "managed_payments":
+        extra["tax_id_collection"] = {"enabled": True}
     if mode == "payment":
         extra["customer_creation"] = "always"
         extra["payment_intent_data"] = {"setup_future_usage": "on_session"}
     if buyer.email:
         extra["customer_email"] = buyer.email
     return extra
+
+
+def missing_tax_setting(tax: Tax, *, product: str, tax_code: str | None) -> str | None:
+    """Why a product cannot be sold under this tax choice (naming it and the setting it
+    lacks), or None. Managed Payments taxes a product by its tax code and Stripe refuses a
+    session for a product without an eligible one. Stripe Tax needs none of its own: without a
+    code it applies the preset of the Tax settings, without a price's tax behaviour their
+    default one."""
+    if tax == "managed_payments" and not tax_code:
+        return (
+            f"Product {product} has no tax code (tax_code): Managed Payments needs one eligible"
+            " for it, set on the product in Stripe"
+        )
+    return None
 
 
 def mode_matches(mode: Mode, billing_type: str) -> bool:

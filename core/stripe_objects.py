@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from core.events import stripe_id
@@ -120,6 +121,118 @@ def charge_invoice(charge: Mapping[str, Any]) -> str | None:
 def _first_line(invoice: Mapping[str, Any]) -> Mapping[str, Any]:
     lines = _mapping(invoice.get("lines")).get("data")
     return _mapping(lines[0]) if isinstance(lines, list) and lines else {}
+
+
+@dataclass(frozen=True)
+class Amounts:
+    """What a buyer was charged, as a checkout session or an invoice says it, in minor units of
+    `currency`: `subtotal` before discounts and tax, `tax` (None: the object says nothing of
+    tax), `total`; whether the tax is included in the prices; the tax ids the buyer gave; and,
+    under Adaptive Pricing, what the buyer was charged in their own currency where it differs
+    (`presentment_*`)."""
+
+    currency: str | None
+    total: int | None
+    subtotal: int | None = None
+    discount: int = 0
+    tax: int | None = None
+    tax_inclusive: bool = False
+    tax_ids: tuple[str, ...] = ()
+    presentment_currency: str | None = None
+    presentment_amount: int | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        return asdict(self) | {"tax_ids": list(self.tax_ids)}
+
+    @classmethod
+    def from_json(cls, found: Any) -> Amounts | None:
+        """Amounts written by `as_json` (an app event's), or None for anything else."""
+        if not isinstance(found, Mapping) or set(found) != set(cls.__dataclass_fields__):
+            return None
+        try:
+            return cls(**{**found, "tax_ids": tuple(str(t) for t in found["tax_ids"] or ())})
+        except TypeError:
+            return None
+
+
+def session_amounts(session: Mapping[str, Any]) -> Amounts:
+    """A checkout session's amounts: `amount_subtotal`, `total_details` (`amount_discount`,
+    `amount_tax`), `amount_total` in `currency`; the tax ids of `customer_details.tax_ids`; and
+    Adaptive Pricing's `presentment_details` (since 2025-03-31.basil the session's `currency`
+    stays the integration's and the buyer's currency is there; before, `currency` was the
+    buyer's and `currency_conversion` held the integration's, so `currency` is what was
+    charged)."""
+    totals = _mapping(session.get("total_details"))
+    subtotal, total = _int(session.get("amount_subtotal")), _int(session.get("amount_total"))
+    discount, tax = _int(totals.get("amount_discount")) or 0, _int(totals.get("amount_tax"))
+    presented = _mapping(session.get("presentment_details"))
+    currency = _currency(session.get("currency"))
+    shown = _currency(presented.get("presentment_currency"))
+    differs = shown is not None and shown != currency
+    return Amounts(
+        currency=currency,
+        total=total,
+        subtotal=subtotal,
+        discount=discount,
+        tax=tax,
+        # Stripe's subtotal holds an inclusive tax already: nothing is added on top of it.
+        tax_inclusive=bool(tax) and subtotal is not None and subtotal - discount == total,
+        tax_ids=_tax_ids(_mapping(session.get("customer_details")).get("tax_ids")),
+        presentment_currency=shown if differs else None,
+        presentment_amount=_int(presented.get("presentment_amount")) if differs else None,
+    )
+
+
+def invoice_amounts(invoice: Mapping[str, Any]) -> Amounts:
+    """An invoice's amounts: `subtotal`, `total_discount_amounts`, `total` (what was due before
+    any credit balance: the mail says `amount_paid` too), its tax as
+    `total_taxes` lists it (since 2025-03-31.basil; `tax` and `total_tax_amounts` before) and
+    the buyer's `customer_tax_ids`."""
+    taxes = invoice.get("total_taxes")
+    if not isinstance(taxes, list):
+        taxes = invoice.get("total_tax_amounts")
+    tax: int | None = _int(invoice.get("tax"))
+    inclusive = False
+    if isinstance(taxes, list):
+        found = [_mapping(t) for t in taxes]
+        tax = sum(_int(t.get("amount")) or 0 for t in found)
+        inclusive = bool(found) and all(
+            t.get("tax_behavior") == "inclusive" or t.get("inclusive") is True for t in found
+        )
+    discounts = invoice.get("total_discount_amounts")
+    found_discounts = discounts if isinstance(discounts, list) else []
+    discount = sum(_int(_mapping(d).get("amount")) or 0 for d in found_discounts)
+    return Amounts(
+        currency=_currency(invoice.get("currency")),
+        total=_int(invoice.get("total")),
+        subtotal=_int(invoice.get("subtotal")),
+        discount=discount,
+        tax=tax,
+        tax_inclusive=inclusive,
+        tax_ids=_tax_ids(invoice.get("customer_tax_ids")),
+    )
+
+
+def merchant_of_record(obj: Mapping[str, Any]) -> bool:
+    """Whether Stripe sold it as merchant of record (a Managed Payments session)."""
+    return _mapping(obj.get("managed_payments")).get("enabled") is True
+
+
+def _tax_ids(found: Any) -> tuple[str, ...]:
+    """Tax ids as a buyer reads them: `DE123456789 (EU VAT)`."""
+    if not isinstance(found, list):
+        return ()
+    ids = []
+    for tax_id in (_mapping(t) for t in found):
+        value, kind = tax_id.get("value"), tax_id.get("type")
+        if isinstance(value, str) and value:
+            label = str(kind).replace("_", " ").upper() if isinstance(kind, str) else ""
+            ids.append(f"{value} ({label})" if label else value)
+    return tuple(ids)
+
+
+def _currency(value: Any) -> str | None:
+    return value.lower() if isinstance(value, str) and re.fullmatch(r"[A-Za-z]{3}", value) else None
 
 
 def _mapping(value: Any) -> Mapping[str, Any]:

@@ -7,7 +7,8 @@ product through the API, and the events Stripe would send arrive signed at the w
 the checkout's completion (access granted, purchase e-mail), a renewal (invoice e-mail), a
 cancellation (access revoked, cancellation e-mail). Then the same user buys 3 seats of it for a
 team: the team's checkout and subscription arrive signed, two colleagues are invited by e-mail,
-accept through the API and have access.
+accept through the API and have access. With CHECKOUT_TAX=stripe_tax the checkout calculates tax
+(the stand-in's rate) and the purchase and renewal mails show it.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import UTC, datetime
 from email import policy
 from email.parser import BytesHeaderParser, BytesParser
@@ -30,6 +32,7 @@ from typing import Any, TypeVar
 from adapters.mail.outbox import OutboxMailer
 from config import Settings
 from core.announcements import announced_ids
+from core.email.money import format_amount
 from dev import local_users
 from dev import stack as local_stack
 from dev.samples import send as sample_events
@@ -96,7 +99,7 @@ def run(container: Container, url: str) -> str:
     token = local_users.token(email=email, ttl=600, db=c.db, settings=settings)
     session = checkout(url, token)
     print(f"[2/5] checkout created    {session} for {DEFAULT_PRICE} (Bearer token of the user)")
-    facts = Facts(email=email, user_id=profile.id, session=session)
+    facts = taxed(c, Facts(email=email, user_id=profile.id, session=session))
     # One second apart (Stripe's `created` has one-second resolution), the last one now.
     first = int(time.time()) - len(STEPS) + 1
     for index, step in enumerate(STEPS):
@@ -277,6 +280,24 @@ def checkout(url: str, token: str) -> str:
     if not answer.get("url"):
         raise DemoFailed(f"create-checkout answered {answer}")
     return str(answer["url"]).rsplit("/", 1)[-1]
+
+
+def taxed(c: Container, facts: Facts) -> Facts:
+    """Under CHECKOUT_TAX=stripe_tax, the facts with the amount and the tax the session's
+    Stripe calculated (the stand-in's rate), for the events that follow it."""
+    session = str(facts.session)
+    if c.settings.checkout_tax != "stripe_tax":
+        return facts
+    found = c.stripe.checkout_session(session) or {}
+    tax = (found.get("total_details") or {}).get("amount_tax")
+    subtotal, currency = found.get("amount_subtotal"), str(found.get("currency") or "usd")
+    if not isinstance(tax, int) or not isinstance(subtotal, int):
+        raise DemoFailed(f"the session {session} says no tax: {found.get('automatic_tax')}")
+    print(
+        f"      tax         {format_amount(tax, currency)} on {format_amount(subtotal, currency)}"
+        " (Stripe Tax, as the stand-in calculates it)"
+    )
+    return replace(facts, amount=subtotal, tax=tax)
 
 
 def applied(c: Container, event_id: str, user_id: str) -> bool | None:

@@ -166,7 +166,8 @@ def prepare(container: Container) -> None:
     log.info("migrations applied now: %s", applied or "none needed")
     if settings.app_env == "development":
         try:
-            synced = catalogue.sync(container.db, container.stripe)
+            needs = settings.products_need_tax_code
+            synced = catalogue.sync(container.db, container.stripe, needs_tax_code=needs)
         except Exception as exc:  # Stripe's test mode unreachable: serve what the table has
             log.warning("catalogue not synced (%s): `flask --app main products sync` later", exc)
         else:

@@ -168,7 +168,10 @@ def checkout_session(
     return {
         "id": session_id,
         "object": "checkout.session",
-        "adaptive_pricing": {"enabled": False},
+        # Unset, Stripe follows the dashboard's setting; the stand-in's dashboard has it off.
+        "adaptive_pricing": {
+            "enabled": _flag((params.get("adaptive_pricing") or {}).get("enabled"))
+        },
         "after_expiration": (
             {
                 "recovery": {
@@ -241,7 +244,9 @@ def checkout_session(
         ),
         "livemode": False,
         "locale": params.get("locale"),
-        "managed_payments": {"enabled": False},
+        "managed_payments": {
+            "enabled": _flag((params.get("managed_payments") or {}).get("enabled"))
+        },
         "metadata": params.get("metadata") or {},
         "mode": mode,
         "origin_context": None,

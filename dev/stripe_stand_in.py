@@ -8,6 +8,14 @@ Entitlements features, created, updated and paged as Stripe pages them) and the 
 Where Stripe refuses a combination of parameters this service could send, it refuses it the same
 way (`invalid_request_error`, HTTP 400, naming the parameter).
 
+With `automatic_tax[enabled]` it calculates tax as Stripe Tax would for one buyer: every buyer
+of the stand-in is in TAX_LOCATION, where a flat TAX_RATE_PERCENT applies to every product (a
+simple, documented rate, not Stripe's tables). A price's `tax_behavior` decides whether the tax
+is added on top (`exclusive`, and `unspecified`, as a Tax settings default of exclusive does)
+or held in its amount (`inclusive`); the session's `amount_subtotal`, `total_details.amount_tax`
+and `amount_total`, and each line item's, say so from its creation (Stripe says it once the
+buyer's address is typed), and the paid session's `customer_details.address` is that place.
+
 Its checkout page completes a session as Stripe would: the customer and (for a subscription) the
 subscription are made, and the events Stripe sends then (`checkout.session.completed`, then
 `customer.subscription.created`) are built from those objects, with the session's metadata
@@ -55,6 +63,9 @@ FLASK = "uv run flask --app main"
 SESSION_TEMPLATE = "{CHECKOUT_SESSION_ID}"  # what Stripe fills in a success URL
 PRORATIONS = ("always_invoice", "create_prorations", "none")
 MOST_EVENTS = 1000  # kept for `GET /v1/events` (Stripe keeps 30 days)
+# Where every buyer of the stand-in is, and the one tax rate there (see the docstring).
+TAX_LOCATION = {"country": "DE", "postal_code": "10115", "city": "Berlin"}
+TAX_RATE_PERCENT = 19
 log = logging.getLogger(__name__)
 
 _ROUTES = Map(
@@ -260,6 +271,7 @@ class StripeStandIn:
         if not items:
             raise _refused(f"line_items is required in {mode} mode.", param="line_items")
         lines = [self._line_item(n, item, mode) for n, item in enumerate(items)]
+        self._tax_rules(params, lines)
         # Random, as Stripe's are: a counter started again with each `make run`, and a kept
         # database then met the same checkout id twice (the second purchase not recorded).
         sid = f"cs_test_local_{secrets.token_hex(12)}"
@@ -269,11 +281,15 @@ class StripeStandIn:
         amount = sum(line["amount_total"] for line in lines)
         session |= {"amount_subtotal": amount, "amount_total": amount}
         session["currency"] = lines[0]["currency"]
+        if _flag((params.get("automatic_tax") or {}).get("enabled")):
+            session |= _taxed(lines)
         with self.lock:
             self.sessions[sid] = session
             self._extras[sid] = {
                 "line_items": lines,
                 "subscription_data": params.get("subscription_data") or {},
+                "tax_ids": _flag((params.get("tax_id_collection") or {}).get("enabled")),
+                "update_address": (params.get("customer_update") or {}).get("address") == "auto",
             }
             self._save()
         return _json(session)
@@ -322,6 +338,66 @@ class StripeStandIn:
                     param=f"line_items[{n}][quantity]",
                 )
         return shapes.line_item(f"li_local_{secrets.token_hex(8)}", found, quantity, adjustable)
+
+    def _tax_rules(self, params: dict[str, Any], lines: list[dict[str, Any]]) -> None:
+        """Stripe's rules for tax at Checkout, refused as Stripe refuses them.
+
+        `customer_update` saves what the buyer types onto an existing customer, so it needs
+        `customer`. Automatic tax needs a location: a new customer's billing address Checkout
+        collects, an existing customer's saved address, or the one typed at Checkout when
+        `customer_update[address]` (or `[shipping]`) is `auto`. Tax id collection for an
+        existing customer needs `customer_update[name]=auto` (the tax id's business name is
+        saved on it). With `managed_payments[enabled]` Stripe sets the parameters of tax
+        configuration, shipping and Connect itself and refuses them, and every product sold
+        needs a tax code eligible for Managed Payments (a stand-in holds any `txcd_` code
+        eligible; Stripe's list is in its dashboard).
+        """
+        customer = params.get("customer")
+        update = params.get("customer_update")
+        if update is not None and not customer:
+            raise _refused(
+                "`customer_update` can only be used with `customer`.", param="customer_update"
+            )
+        update = update if isinstance(update, dict) else {}
+        if _flag((params.get("managed_payments") or {}).get("enabled")):
+            for param in _MANAGED_BY_STRIPE:
+                if _nested(params, param) is not None:
+                    raise _refused(
+                        f"You can't specify `{param}` when `managed_payments[enabled]` is true:"
+                        " Stripe manages it for Managed Payments sessions.",
+                        param=param,
+                    )
+            for n, line in enumerate(lines):
+                product = self.products.get(str(line["price"].get("product")))
+                if product is not None and not str(product.get("tax_code") or "").startswith(
+                    "txcd_"
+                ):
+                    raise _refused(
+                        f"Managed Payments requires a tax code eligible for Managed Payments on"
+                        f" every product; product {product['id']} has none.",
+                        param=f"line_items[{n}][price]",
+                    )
+        if _flag((params.get("automatic_tax") or {}).get("enabled")) and customer:
+            held = self.customers.get(str(customer)) or {}
+            saved = (held.get("address") or {}).get("country")
+            if not saved and "auto" not in (update.get("address"), update.get("shipping")):
+                raise Refused(
+                    400,
+                    shapes.error(
+                        "Automatic tax calculation in Checkout requires a valid address on the"
+                        " Customer. Add a valid address to the Customer or set either"
+                        " `customer_update[address]` to 'auto' or `customer_update[shipping]` to"
+                        " 'auto' to save the address entered in Checkout to the Customer.",
+                        code="customer_tax_location_invalid",
+                    ),
+                )
+        collects_ids = _flag((params.get("tax_id_collection") or {}).get("enabled"))
+        if collects_ids and customer and update.get("name") != "auto":
+            raise _refused(
+                "Tax ID collection requires updating business name on the customer. To enable"
+                " tax ID collection for an existing customer, please set `customer_update[name]`"
+                " to `auto`."
+            )
 
     def _price_or_stub(self, price_id: str, *, recurring: bool) -> dict[str, Any]:
         """The price held, or, for one it never held (a test's price known to the database
@@ -488,7 +564,7 @@ class StripeStandIn:
             metadata = {**found["metadata"], **(params.get("metadata") or {})}
             # An empty value unsets a key, as Stripe's metadata does.
             found["metadata"] = {k: v for k, v in metadata.items() if v != ""}
-            found.update({k: params[k] or None for k in ("description",) if k in params})
+            found.update({k: params[k] or None for k in ("description", "tax_code") if k in params})
             found.update({k: params[k] for k in ("name",) if params.get(k)})
             if "active" in params:
                 found["active"] = _flag(params["active"])
@@ -517,6 +593,13 @@ class StripeStandIn:
             nickname=params.get("nickname"),
         )
         found["metadata"] = params.get("metadata") or {}
+        behavior = params.get("tax_behavior", "unspecified")
+        if behavior not in ("inclusive", "exclusive", "unspecified"):
+            raise _refused(
+                "Invalid tax_behavior: must be one of inclusive, exclusive, or unspecified",
+                param="tax_behavior",
+            )
+        found["tax_behavior"] = behavior
         with self.lock:
             self.prices[pid] = found
             self._save()
@@ -570,10 +653,15 @@ class StripeStandIn:
         if self.webhook is None:
             form = "<p>This stand-in has no webhook to send to: run the commands below.</p>"
         else:
+            tax_id = (
+                '<label>VAT number (optional) <input name="tax_id"></label> '
+                if self._extras.get(sid, {}).get("tax_ids")
+                else ""
+            )
             form = (
                 f'<form method="post" action="/pay/{html.escape(sid)}">'
                 f'<label>Buyer\'s e-mail <input type="email" name="email" value="{email}"'
-                " required></label> "
+                f" required></label> {tax_id}"
                 '<button type="submit">Pay (send the events Stripe would send)</button></form>'
                 f"<p>Signed with the webhook secret, posted to"
                 f" <code>{html.escape(self.webhook.url)}</code>.</p>"
@@ -597,7 +685,8 @@ class StripeStandIn:
             if session["status"] == "complete":
                 reason = "this checkout is already complete"
             return _page(self.brand, "Not paid", f"<p>{html.escape(reason)}</p>", status=400)
-        events = self.complete(sid, email=email)
+        tax_id = (request.form.get("tax_id") or "").strip() or None
+        events = self.complete(sid, email=email, tax_id=tax_id)
         try:
             deliveries = [self._deliver(event) for event in events]
         except OSError as exc:  # nothing listens there: `make run` is not serving that API
@@ -615,8 +704,11 @@ class StripeStandIn:
         status = 200 if all(d.ok for d in deliveries) else 502
         return _page(self.brand, "Paid", f'<ul id="deliveries">{lines}</ul>{link}', status=status)
 
-    def complete(self, sid: str, *, email: str, name: str | None = None) -> list[dict[str, Any]]:
-        """The session paid by `email`: its customer (made unless it names one), its
+    def complete(
+        self, sid: str, *, email: str, name: str | None = None, tax_id: str | None = None
+    ) -> list[dict[str, Any]]:
+        """The session paid by `email` (a business buyer gives `tax_id`, an EU VAT number,
+        where the session collects tax ids): its customer (made unless it names one), its
         subscription (for one in subscription mode) or payment, then the events Stripe sends,
         recorded (`GET /v1/events`), one second apart (Stripe's `created` resolution)."""
         now = int(time.time())
@@ -625,15 +717,26 @@ class StripeStandIn:
             extras = self._extras.get(sid, {})
             lines = extras.get("line_items") or []
             customer_id = session.get("customer")
+            made = not customer_id
             if not customer_id:
                 customer_id = f"cus_local_{secrets.token_hex(7)}"
                 self.customers[customer_id] = shapes.customer(
                     customer_id, email=email, name=name, created=now
                 )
             subscription = None
+            details = shapes.customer_details(email, name)
+            if session["automatic_tax"]["enabled"]:
+                details["address"] |= TAX_LOCATION
+                # The address typed is saved on a customer Checkout makes, and on an existing
+                # one where `customer_update[address]` is `auto`: its next checkout is taxed.
+                held = self.customers.get(str(customer_id))
+                if held is not None and (made or extras.get("update_address")):
+                    held["address"] = dict(details["address"])
+            if tax_id and self._extras.get(sid, {}).get("tax_ids"):
+                details["tax_ids"] = [{"type": "eu_vat", "value": tax_id}]
             session |= {
                 "customer": customer_id,
-                "customer_details": shapes.customer_details(email, name),
+                "customer_details": details,
                 "status": "complete",
                 "payment_status": "paid",
             }
@@ -940,6 +1043,63 @@ def _checkout_mode(params: dict[str, Any]) -> str:
         if url is not None and not str(url).startswith(("http://", "https://")):
             raise _refused("Not a valid URL", param=param)
     return str(mode)
+
+
+# What Stripe sets itself on a Managed Payments session and refuses when sent: tax configuration,
+# shipping and Connect (Stripe's Managed Payments guide, "remove unsupported parameters"), and the
+# payment method configuration.
+_MANAGED_BY_STRIPE = (
+    "automatic_tax",
+    "tax_id_collection",
+    "customer_update",
+    "billing_address_collection",
+    "shipping_address_collection",
+    "shipping_options",
+    "payment_method_configuration",
+    "payment_intent_data[on_behalf_of]",
+    "payment_intent_data[transfer_data]",
+    "payment_intent_data[application_fee_amount]",
+    "subscription_data[on_behalf_of]",
+    "subscription_data[transfer_data]",
+    "subscription_data[application_fee_percent]",
+)
+
+
+def _nested(params: dict[str, Any], name: str) -> Any:
+    """The value of `a[b]` in decoded parameters; None when absent."""
+    node: Any = params
+    for part in name.replace("]", "").split("["):
+        if not isinstance(node, dict):
+            return None
+        node = node.get(part)
+    return node
+
+
+def _taxed(lines: list[dict[str, Any]]) -> dict[str, Any]:
+    """The tax on these line items at TAX_RATE_PERCENT (each line item's own amounts set too),
+    as the session's amounts and `automatic_tax` say it."""
+    tax_total = 0
+    for line in lines:
+        subtotal = line["amount_subtotal"]
+        if line["price"].get("tax_behavior") == "inclusive":
+            tax = subtotal - round(subtotal * 100 / (100 + TAX_RATE_PERCENT))
+            total = subtotal
+        else:
+            tax = round(subtotal * TAX_RATE_PERCENT / 100)
+            total = subtotal + tax
+        line |= {"amount_tax": tax, "amount_total": total}
+        tax_total += tax
+    return {
+        "amount_subtotal": sum(line["amount_subtotal"] for line in lines),
+        "amount_total": sum(line["amount_total"] for line in lines),
+        "automatic_tax": {
+            "enabled": True,
+            "liability": {"type": "self"},
+            "provider": "stripe",
+            "status": "complete",
+        },
+        "total_details": {"amount_discount": 0, "amount_shipping": 0, "amount_tax": tax_total},
+    }
 
 
 def _expanded(request: Request) -> set[str]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from flask import Blueprint, current_app, jsonify
 from flask.typing import ResponseReturnValue
@@ -72,6 +72,11 @@ class PublicProduct(Answer):
     perSeat: bool
     trialDays: int | None
     features: list[str]
+    # The price's currency, lower-case ISO 4217 as Stripe gives it (null until the catalogue
+    # sync has read it), and whether its amount includes tax: a pricing page says "incl. VAT"
+    # for inclusive, "+ tax" for exclusive.
+    currency: str | None
+    taxBehavior: Literal["inclusive", "exclusive", "unspecified"]
 
 
 class ProductsAnswer(Answer):

@@ -92,11 +92,17 @@ def create_checkout() -> ResponseReturnValue:
         offer=Offer(
             recovery=c.settings.checkout_recovery,
             promotions_consent=c.settings.checkout_promotions_consent,
+            tax=c.settings.checkout_tax,
+            adaptive_pricing=_adaptive(c.settings.checkout_adaptive_pricing),
         ),
         team_id=body.team_id,
         quantity=body.quantity,
     )
     return jsonify(url=url)
+
+
+def _adaptive(setting: str | None) -> bool | None:
+    return None if setting is None else setting == "on"
 
 
 @bp.post("/api/payments/create-portal")

@@ -36,4 +36,7 @@ def _public(product: Product) -> dict[str, Any]:
         "perSeat": product.per_seat,
         "trialDays": product.trial_days,
         "features": list(product.features),
+        # Its currency, and whether the amount includes tax ("incl. VAT") or not ("+ tax").
+        "currency": product.currency,
+        "taxBehavior": product.tax_behavior,
     }

@@ -22,13 +22,15 @@ class Synced:
     problems: tuple[str, ...]  # the products and prices left out, and why
 
 
-def sync(db: Database, stripe: StripeGateway) -> Synced:
+def sync(db: Database, stripe: StripeGateway, *, needs_tax_code: bool = False) -> Synced:
     """Read Stripe's catalogue and make the table say the same. The rows are stamped with the
-    time the read began: an event created after it still applies, an older one does not."""
+    time the read began: an event created after it still applies, an older one does not.
+    `needs_tax_code` (CHECKOUT_TAX=managed_payments): a product without a tax code is not
+    sold, and named among the problems."""
     at = datetime.now(UTC)
     products, prices = stripe.active_catalogue()
     features = {str(p["id"]): stripe.feature_keys(str(p["id"])) for p in products}
-    found = catalogue_of(products, prices, features)
+    found = catalogue_of(products, prices, features, needs_tax_code=needs_tax_code)
     for problem in found.problems:
         log.warning("catalogue: %s", problem)
     keep = tuple(item.stripe_price_id for item in found.listings)

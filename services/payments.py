@@ -11,7 +11,15 @@ from adapters.db import products, profiles, teams
 from adapters.db.pool import Database
 from adapters.stripe_api import PaymentsNotConfigured, PaymentsUnavailable, StripeGateway
 from adapters.tokens import User
-from core.checkout import Buyer, Mode, Offer, Seats, mode_matches, session_params
+from core.checkout import (
+    Buyer,
+    Mode,
+    Offer,
+    Seats,
+    missing_tax_setting,
+    mode_matches,
+    session_params,
+)
 from services.errors import InvalidRequest, NotConfigured, Unavailable
 from services.identity import require_user
 from services.teams import manager_of
@@ -42,6 +50,10 @@ def create_checkout(
             f"Mode '{mode}' (mode) does not match this product's billing type"
             f" '{product.billing_type}'"
         )
+    offer = offer or Offer()
+    named = f"'{product.name}' ({product.stripe_product_id or price_id})"
+    if missing := missing_tax_setting(offer.tax, product=named, tax_code=product.tax_code):
+        raise InvalidRequest(missing)
     buyer, seats = _buyer(user, db), None
     if team_id is not None:
         buyer, seats = _team_buyer(user, team_id, price_id, quantity, db)
@@ -53,7 +65,7 @@ def create_checkout(
         success_url=success_url,
         cancel_url=cancel_url,
         buyer=buyer,
-        offer=replace(offer or Offer(), trial_days=product.trial_days),
+        offer=replace(offer, trial_days=product.trial_days),
         # A guest proves the session is theirs on the success page with this (no account yet).
         guest_token=secrets.token_urlsafe(32) if user is None else None,
         seats=seats,

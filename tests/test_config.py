@@ -391,3 +391,18 @@ def test_settings_are_exactly_their_groups() -> None:
     ]
     grouped = {name for group in GROUPS for name in group.fields.model_fields}
     assert grouped == set(Settings.model_fields)
+
+
+def test_tax_and_adaptive_pricing_take_only_their_values(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CHECKOUT_TAX", "vat")
+    monkeypatch.setenv("CHECKOUT_ADAPTIVE_PRICING", "yes")
+    with pytest.raises(SettingsError) as raised:
+        Settings()
+    assert sorted(raised.value.problems) == [
+        "CHECKOUT_ADAPTIVE_PRICING: Input should be 'on' or 'off'",
+        "CHECKOUT_TAX: Input should be 'none', 'stripe_tax' or 'managed_payments'",
+    ]
+    monkeypatch.setenv("CHECKOUT_TAX", "managed_payments")
+    monkeypatch.setenv("CHECKOUT_ADAPTIVE_PRICING", "")
+    settings = Settings()
+    assert (settings.checkout_tax, settings.checkout_adaptive_pricing) == ("managed_payments", None)

@@ -14,7 +14,8 @@ if TYPE_CHECKING:
 
 COLUMNS = (
     "id, name, description, price, stripe_price_id, type, billing_type, billing_interval,"
-    " is_active, is_featured, github_repo, download_url, trial_days, features, per_seat"
+    " is_active, is_featured, github_repo, download_url, trial_days, features, per_seat,"
+    " currency, tax_behavior, tax_code, stripe_product_id"
 )
 
 
@@ -35,6 +36,10 @@ class Product:
     trial_days: int | None = None  # a free trial that checkout offers, in days
     features: tuple[str, ...] = ()  # the feature names holding it grants
     per_seat: bool = False  # priced per seat: a team buys a quantity of it
+    currency: str | None = None  # lower-case ISO 4217; None until the catalogue sync reads it
+    tax_behavior: str = "unspecified"  # inclusive, exclusive or unspecified, as Stripe says
+    tax_code: str | None = None  # its Stripe product's tax code
+    stripe_product_id: str | None = None
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> Product:

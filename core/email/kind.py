@@ -10,11 +10,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, TypeVar
 
+from core.addresses import carries_address, has_hidden_characters
 from core.email.brand import Brand
 from core.email.money import format_amount
 from core.email.props import EmailProps
 from core.email.subjects import SUBJECT_LIMIT
 from core.events import Event
+from core.stripe_objects import Amounts
 
 # team: EMAIL_FROM_ADMIN, to which a customer may reply; noreply: EMAIL_FROM_NOREPLY, for the
 # account mails nobody answers (ShipFast's `resend.fromNoReply`).
@@ -101,6 +103,29 @@ def amount(minor: Any, currency: Any) -> str:
     if not isinstance(minor, int) or not isinstance(currency, str):
         return "—"
     return format_amount(minor, currency)
+
+
+def charged(amounts: Amounts | None) -> dict[str, Any]:
+    """What a receipt says of the money, each amount as Stripe's session or invoice gives it,
+    in the currency it gives: the subtotal, any discount and the tax when tax was charged (the
+    tax "included" when the prices held it), the tax ids the buyer gave, and under Adaptive
+    Pricing what the buyer's own currency was charged. Nothing when the object says nothing
+    of it (an event from before these were read): the mail then shows its total alone."""
+    if amounts is None or amounts.currency is None:
+        return {}
+    # A tax id is what the buyer typed: shown only when it is plain text, never a link.
+    plain = [t for t in amounts.tax_ids if not carries_address(t) and not has_hidden_characters(t)]
+    values: dict[str, Any] = {"tax_id": ", ".join(plain)[:200] or None}
+    if amounts.tax:
+        values |= {
+            "subtotal": amount(amounts.subtotal, amounts.currency),
+            "discount": amount(-amounts.discount, amounts.currency) if amounts.discount else None,
+            "tax": amount(amounts.tax, amounts.currency),
+            "tax_label": "Tax (included)" if amounts.tax_inclusive else "Tax",
+        }
+    if amounts.presentment_currency and amounts.presentment_amount is not None:
+        values["charged"] = amount(amounts.presentment_amount, amounts.presentment_currency)
+    return values
 
 
 def get(obj: Any, *path: str) -> Any:

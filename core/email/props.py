@@ -60,6 +60,17 @@ class EmailProps(BaseModel):
     customer_name: Annotated[Name, BeforeValidator(_greeting_name)] = "there"
 
 
+class ChargeProps(EmailProps):
+    """A mail that tells what was paid: beside its total, the breakdown Stripe gave (each
+    already formatted, see `core.email.kind.charged`)."""
+
+    subtotal: Text | None = None
+    discount: Text | None = None
+    tax: Text | None = None
+    tax_label: Text = "Tax"
+    tax_id: Text | None = None  # the buyer's, as they typed it at Checkout
+
+
 class NamedLink(BaseModel):
     """A labelled link, e.g. a download or a documentation page."""
 

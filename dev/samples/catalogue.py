@@ -16,11 +16,17 @@ from dev import stripe_shapes as shapes
 CREATED = 1_764_547_200  # 2025-12-01, a fixed time: the objects are the same on every run
 
 
+# Stripe Tax's code for electronically supplied services: what each demo product is, so Stripe
+# Tax and Managed Payments can classify it (a founder picks the closest code for each product).
+TAX_CODE = "txcd_10000000"
+
+
 def product(
     product_id: str, name: str, description: str, metadata: dict[str, str]
 ) -> dict[str, Any]:
     """A `product` object as Stripe returns it, every field."""
-    return shapes.product(product_id, name, description, metadata, created=CREATED)
+    made = shapes.product(product_id, name, description, metadata, created=CREATED)
+    return made | {"tax_code": TAX_CODE}
 
 
 def price(

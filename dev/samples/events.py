@@ -41,6 +41,8 @@ class Facts:
     # price's quantity is the team's seats.
     team_id: str | None = None
     quantity: int = 1
+    # Tax added on top of `amount` (Stripe Tax's, as the checkout session calculated it).
+    tax: int = 0
 
     @property
     def customer_id(self) -> str:
@@ -104,6 +106,20 @@ def current_shape(obj: dict[str, Any]) -> dict[str, Any]:
         lines = obj.get("lines") or {"data": []}
         data = [_current_line(line) for line in lines.get("data", [])]
         reshaped["lines"] = {**lines, "data": data}
+        # 2025-03-31.basil: `tax` and `total_tax_amounts` became `total_taxes`.
+        if "total_tax_amounts" in reshaped:
+            reshaped.pop("tax", None)
+            reshaped["total_taxes"] = [
+                {
+                    "amount": found["amount"],
+                    "tax_behavior": "inclusive" if found["inclusive"] else "exclusive",
+                    "taxability_reason": found["taxability_reason"],
+                    "taxable_amount": found["taxable_amount"],
+                    "type": "tax_rate_details",
+                    "tax_rate_details": {"tax_rate": found["tax_rate"]},
+                }
+                for found in reshaped.pop("total_tax_amounts")
+            ]
     elif obj.get("object") == "subscription":
         start = reshaped.pop("current_period_start", None)
         end = reshaped.pop("current_period_end", None)
@@ -126,11 +142,16 @@ def _session(facts: Facts, created: int, *, status: str, paid: str) -> dict[str,
     subscribed = facts.mode == "subscription"
     metadata = {"price_id": facts.price} | ({"user_id": facts.user_id} if facts.user_id else {})
     metadata |= {"team_id": facts.team_id} if facts.team_id else {}
-    return {
+    taxed = (
+        {"total_details": {"amount_discount": 0, "amount_shipping": 0, "amount_tax": facts.tax}}
+        if facts.tax
+        else {}
+    )
+    return taxed | {
         "id": session_id,
         "object": "checkout.session",
         "amount_subtotal": facts.amount,
-        "amount_total": facts.amount,
+        "amount_total": facts.amount + facts.tax,
         "client_reference_id": facts.user_id,
         "created": created,
         "currency": facts.currency,
@@ -160,11 +181,26 @@ def _expired(facts: Facts, created: int) -> dict[str, Any]:
 
 def _invoice(facts: Facts, created: int, *, paid: bool) -> dict[str, Any]:
     number = _digest("invoice", f"{facts.customer_id}{created}")[:8].upper()
-    return {
+    total = facts.amount + facts.tax
+    taxed = {
+        "subtotal": facts.amount,
+        "total": total,
+        "tax": facts.tax,
+        "total_tax_amounts": [
+            {
+                "amount": facts.tax,
+                "inclusive": False,
+                "tax_rate": "txr_sample",
+                "taxability_reason": "standard_rated",
+                "taxable_amount": facts.amount,
+            }
+        ],
+    }
+    return (taxed if facts.tax else {}) | {
         "id": "in_" + secrets.token_hex(12),
         "object": "invoice",
-        "amount_due": facts.amount,
-        "amount_paid": facts.amount if paid else 0,
+        "amount_due": total,
+        "amount_paid": total if paid else 0,
         "attempt_count": 1,
         "billing_reason": "subscription_cycle",
         "created": created,

@@ -28,6 +28,13 @@ create table public.products (
   -- the state the row holds, so an older event arriving late never overwrites a newer state.
   stripe_product_id text,
   synced_at timestamptz,
+  -- What selling worldwide reads: the price's currency (lower-case ISO 4217, as Stripe gives
+  -- it) and tax behaviour (whether its amount includes tax), and the product's Stripe Tax code
+  -- (Managed Payments sells only products that have one).
+  currency text check (currency ~ '^[a-z]{3}$'),
+  tax_behavior text not null default 'unspecified'
+    check (tax_behavior in ('inclusive', 'exclusive', 'unspecified')),
+  tax_code text,
   constraint products_interval_matches_billing check (
     (billing_type = 'one_time' and billing_interval is null)
     or (billing_type = 'subscription' and billing_interval is not null)

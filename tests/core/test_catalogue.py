@@ -109,6 +109,30 @@ def test_an_unreadable_product_sells_none_of_its_prices() -> None:
     assert read.problems[0].startswith("product prod_bad is not sold: metadata type is 'course'")
 
 
+def test_a_row_keeps_its_currency_tax_behaviour_and_tax_code() -> None:
+    facts = read_product(product("prod_1", "Pro", "", {"type": "link"}))
+    euro = {**price("price_eur", "prod_1", 4900), "currency": "EUR", "tax_behavior": "inclusive"}
+    row = listing(facts, euro)
+    assert (row.currency, row.tax_behavior, row.tax_code) == ("eur", "inclusive", "txcd_10000000")
+    bare = {**product("prod_2", "Bare", "", {"type": "link"}), "tax_code": None}
+    plain = listing(read_product(bare), price("price_usd", "prod_2", 900))
+    assert (plain.currency, plain.tax_behavior, plain.tax_code) == ("usd", "unspecified", None)
+
+
+def test_under_managed_payments_a_product_without_a_tax_code_is_not_sold_and_named() -> None:
+    bare = {**product("prod_bare", "Bare", "", {"type": "link"}), "tax_code": None}
+    coded = product("prod_coded", "Coded", "", {"type": "link"})
+    prices = [price("price_bare", "prod_bare", 100), price("price_coded", "prod_coded", 100)]
+    read = catalogue_of([bare, coded], prices, {}, needs_tax_code=True)
+    assert [item.stripe_price_id for item in read.listings] == ["price_coded"]
+    assert read.problems == (
+        "product prod_bare is not sold: no tax code: Managed Payments (CHECKOUT_TAX) sells only"
+        " products with a tax code eligible for it",
+    )
+    # Without Managed Payments the same product is sold: Stripe Tax applies its preset.
+    assert len(catalogue_of([bare, coded], prices, {}).listings) == 2
+
+
 def event(event_type: str, obj: dict[str, Any], created: int) -> Any:
     body = stripe_event(event_type, obj, created=created, event_id=f"evt_{created}")
     return parse_event(json.loads(body))

@@ -101,3 +101,28 @@ def test_make_demo_twice_on_one_database_records_two_purchases(home: Path) -> No
     ]
     assert [len(found) for found in sessions] == [1, 1]
     assert sessions[0] != sessions[1], "a new checkout id after a restart"
+
+
+def test_make_demo_with_stripe_tax_shows_the_tax_it_charged(home: Path) -> None:
+    done = run_demo(home, CHECKOUT_TAX="stripe_tax")
+    out = done.stdout
+    assert done.returncode == 0, out + done.stderr[-3000:]
+    # The stand-in's 19% on the $19.00 monthly price, added on top.
+    assert "      tax         $3.61 on $19.00 (Stripe Tax" in out
+    written = subjects(home / "outbox")
+    assert "Receipt: $22.61 for Team Monthly" in written.values()
+    [confirmation] = [
+        path
+        for path, subject in written.items()
+        if subject == "Order confirmed: Team Monthly" and "$3.61" in Path(path).read_text()
+    ]
+    with Path(confirmation).open("rb") as file:
+        message = BytesParser(policy=policy.default).parse(file)
+    text = message.get_body(preferencelist=("plain",))
+    assert text is not None
+    lines = [" ".join(line.split()) for line in str(text.get_content()).splitlines()]
+    assert [line for line in lines if line.startswith(("Subtotal:", "Tax:", "Total paid:"))] == [
+        "Subtotal: $19.00",
+        "Tax: $3.61",
+        "Total paid: $22.61",
+    ]

@@ -67,6 +67,50 @@ def test_a_product_created_and_archived_in_the_stand_in_is_synced(db: Database) 
         assert active(db) == {p["id"] for p in catalogue.PRICES}
 
 
+def test_under_managed_payments_the_sync_sells_a_product_once_it_has_a_tax_code(
+    db: Database,
+) -> None:
+    with stripe_stand_in.running() as stand_in:
+        gateway = StripeGateway(
+            api_key=stripe_stand_in.API_KEY,
+            api_base=stand_in.url,
+            api_version=CURRENT_VERSION,
+            timeout=5,
+        )
+        made = requests.post(
+            f"{stand_in.url}/v1/products",
+            data={"name": "Course", "metadata[type]": "link"},
+            timeout=5,
+        ).json()
+        form = {"product": made["id"], "unit_amount": 2900, "currency": "eur"}
+        price = requests.post(
+            f"{stand_in.url}/v1/prices", data={**form, "tax_behavior": "inclusive"}, timeout=5
+        ).json()
+        synced = sync(db, gateway, needs_tax_code=True)
+        assert synced.problems == (
+            f"product {made['id']} is not sold: no tax code: Managed Payments (CHECKOUT_TAX)"
+            " sells only products with a tax code eligible for it",
+        )
+        assert price["id"] not in active(db)
+        requests.post(
+            f"{stand_in.url}/v1/products/{made['id']}",
+            data={"tax_code": "txcd_10103000"},
+            timeout=5,
+        )
+        assert sync(db, gateway, needs_tax_code=True).problems == ()
+        [row] = db.fetch_all(
+            "select currency, tax_behavior, tax_code, is_active from public.products"
+            " where stripe_price_id = %s",
+            (price["id"],),
+        )
+        assert row == {
+            "currency": "eur",
+            "tax_behavior": "inclusive",
+            "tax_code": "txcd_10103000",
+            "is_active": True,
+        }
+
+
 def refusal(stand_in: stripe_stand_in.StripeStandIn, form: dict[str, Any]) -> tuple[int, Any]:
     answer = requests.post(f"{stand_in.url}/v1/checkout/sessions", data=form, timeout=5)
     return answer.status_code, answer.json().get("error", {}).get("param")
@@ -155,3 +199,53 @@ def test_an_event_it_sent_is_retrieved_as_stripe_retrieves_one() -> None:
     assert found["data"]["object"]["id"] == made["id"]
     assert unknown.status_code == 404
     assert unknown.json()["error"]["code"] == "resource_missing"
+
+
+def test_with_automatic_tax_it_calculates_its_documented_rate() -> None:
+    with stripe_stand_in.running() as stand_in:
+        stand_in.prices["price_demo_pro_github"]["tax_behavior"] = "inclusive"
+        answers = {}
+        for price in ("price_demo_starter_one_time", "price_demo_pro_github"):
+            made = requests.post(
+                f"{stand_in.url}/v1/checkout/sessions",
+                data={
+                    "mode": "payment",
+                    "line_items[0][price]": price,
+                    "success_url": "https://app.example.com/ok",
+                    "automatic_tax[enabled]": "true",
+                    "tax_id_collection[enabled]": "true",
+                },
+                timeout=5,
+            ).json()
+            answers[price] = made
+        # 19% on top of $49.00; 19% held in $149.00.
+        starter = answers["price_demo_starter_one_time"]
+        assert (starter["amount_subtotal"], starter["amount_total"]) == (4900, 5831)
+        assert starter["total_details"]["amount_tax"] == 931
+        assert starter["automatic_tax"]["status"] == "complete"
+        pro = answers["price_demo_pro_github"]
+        assert (pro["amount_subtotal"], pro["amount_total"]) == (14900, 14900)
+        assert pro["total_details"]["amount_tax"] == 2379
+        stand_in.complete(starter["id"], email="ada@example.com", tax_id="DE123456789")
+        paid = requests.get(f"{stand_in.url}/v1/checkout/sessions/{starter['id']}", timeout=5)
+        details = paid.json()["customer_details"]
+        assert details["tax_ids"] == [{"type": "eu_vat", "value": "DE123456789"}]
+        assert details["address"]["country"] == stripe_stand_in.TAX_LOCATION["country"]
+
+
+def test_a_taxed_customers_address_is_kept_for_its_next_checkout() -> None:
+    form = {
+        "mode": "payment",
+        "line_items[0][price]": "price_demo_starter_one_time",
+        "success_url": "https://app.example.com/ok",
+        "automatic_tax[enabled]": "true",
+    }
+    with stripe_stand_in.running() as stand_in:
+        url = f"{stand_in.url}/v1/checkout/sessions"
+        first = requests.post(url, data=form, timeout=5).json()
+        stand_in.complete(first["id"], email="ada@example.com")
+        customer = stand_in.sessions[first["id"]]["customer"]
+        assert stand_in.customers[customer]["address"]["country"] == "DE"
+        # Stripe Tax has the customer's address now: no customer_update needed.
+        again = requests.post(url, data={**form, "customer": customer}, timeout=5)
+        assert again.status_code == 200, again.text

@@ -71,6 +71,8 @@ def test_products_lists_active_ones_featured_first(api: Api, db: Database) -> No
         "perSeat": False,
         "trialDays": None,
         "features": [],
+        "currency": "usd",
+        "taxBehavior": "unspecified",
     }
     # The team plan, as its product's metadata says: per seat, with its features.
     assert products[1]["billingInterval"] == "month"
@@ -83,6 +85,25 @@ def test_products_say_a_trial_of_a_subscription(api: Api, db: Database) -> None:
         conn.execute("update public.products set trial_days = 14 where name = 'Team Monthly'")
     [team] = [p for p in api.get("/api/products/public").json()["products"] if p["perSeat"]]
     assert (team["name"], team["trialDays"]) == ("Team Monthly", 14)
+
+
+def test_products_say_their_currency_and_whether_tax_is_included(api: Api, db: Database) -> None:
+    seed_demo_products(db)
+    with db.transaction() as conn:
+        conn.execute(
+            "update public.products set currency = 'eur', tax_behavior = 'inclusive'"
+            " where name = 'Starter Kit'"
+        )
+        conn.execute(
+            "update public.products set tax_behavior = 'exclusive' where name = 'Team Monthly'"
+        )
+    found = {p["name"]: p for p in api.get("/api/products/public").json()["products"]}
+    assert (found["Starter Kit"]["currency"], found["Starter Kit"]["taxBehavior"]) == (
+        "eur",
+        "inclusive",
+    )
+    assert found["Team Monthly"]["taxBehavior"] == "exclusive"
+    assert found["Pro Repository"]["currency"] == "usd"
 
 
 def test_seeding_twice_adds_nothing(db: Database) -> None:

@@ -6,17 +6,18 @@ from datetime import date
 from typing import Any
 
 from core.email.brand import Brand
-from core.email.kind import Kind, ProductFacts, amount, get
-from core.email.props import Day, EmailProps, Link, Text
+from core.email.kind import Kind, ProductFacts, amount, charged, get
+from core.email.props import ChargeProps, Day, Link, Text
 from core.email.subjects import SUBJECT_LIMIT, fit, fits
 from core.events import Event
-from core.stripe_objects import invoice_link, invoice_period
+from core.stripe_objects import invoice_amounts, invoice_link, invoice_period
 
 
-class InvoicePaidProps(EmailProps):
+class InvoicePaidProps(ChargeProps):
     """A recurring payment succeeded."""
 
     amount: Text
+    total: Text | None = None  # the invoice's total, when a credit balance paid part of it
     invoice_number: Text
     product_name: Text | None = None
     paid_date: Day | None = None
@@ -41,8 +42,12 @@ def _paid(event: Event, product: ProductFacts | None, site: str) -> dict[str, An
     if invoice.get("billing_reason") == "subscription_create":
         return None  # the purchase confirmation already covers the first invoice
     start, end = invoice_period(invoice)
-    return {
-        "amount": amount(invoice.get("amount_paid"), invoice.get("currency")),
+    amounts = invoice_amounts(invoice)
+    paid = amount(invoice.get("amount_paid"), invoice.get("currency"))
+    total = amount(amounts.total, amounts.currency) if amounts.total is not None else None
+    return charged(amounts) | {
+        "amount": paid,
+        "total": total if total != paid else None,
         "invoice_number": invoice.get("number") or str(invoice.get("id")),
         "product_name": product.name if product else None,
         "paid_date": get(invoice, "status_transitions", "paid_at") or invoice.get("created"),
@@ -58,7 +63,14 @@ KIND = Kind(
     subject=subject,
     sample=lambda site: {
         "customer_name": "Ada Lovelace",
+        # A $5.00 coupon, 20% tax on top, $1.00 of credit: $29.00 paid.
         "amount": "$29.00",
+        "subtotal": "$30.00",
+        "discount": "-$5.00",
+        "tax_label": "Tax",
+        "tax": "$5.00",
+        "total": "$30.00",
+        "tax_id": "DE123456789 (EU VAT)",
         "invoice_number": "ACME-0042-0007",
         "product_name": "Team plan",
         "paid_date": date(2026, 11, 21),

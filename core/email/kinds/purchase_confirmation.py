@@ -10,15 +10,16 @@ from pydantic import EmailStr
 
 from core.app_events import ACCESS_GRANTED
 from core.email.brand import Brand
-from core.email.kind import Kind, ProductFacts, amount
-from core.email.props import Billing, Day, EmailProps, Link, NamedLink, Repository, Text
+from core.email.kind import Kind, ProductFacts, amount, charged
+from core.email.props import Billing, ChargeProps, Day, Link, NamedLink, Repository, Text
 from core.email.subjects import fit
 from core.events import Event
+from core.stripe_objects import Amounts
 
 Delivery = Literal["repository", "subscription", "download"]
 
 
-class PurchaseConfirmationProps(EmailProps):
+class PurchaseConfirmationProps(ChargeProps):
     """After a successful checkout."""
 
     customer_email: EmailStr
@@ -34,6 +35,10 @@ class PurchaseConfirmationProps(EmailProps):
     products_url: Link | None = None
     dashboard_url: Link | None = None
     manage_url: Link | None = None
+    # Stripe sold it as merchant of record (Managed Payments): the mail says so, and that the
+    # receipt and invoice come from Stripe's Link.
+    sold_by_stripe: bool = False
+    charged: Text | None = None  # in the buyer's own currency, under Adaptive Pricing
 
     @property
     def delivered_as(self) -> Delivery:
@@ -64,7 +69,9 @@ def _granted(event: Event, product: ProductFacts | None, site: str) -> dict[str,
         "amount": amount(grant.get("amount_total"), grant.get("currency")),
         "purchase_date": grant.get("purchased_at"),
         "invoice_url": grant.get("receipt_url"),
+        "sold_by_stripe": grant.get("merchant_of_record") is True,
     }
+    values |= charged(Amounts.from_json(grant.get("amounts")))
     return values | _about(product) if product else values
 
 
@@ -98,7 +105,15 @@ KIND = Kind(
         "customer_email": "ada@example.com",
         "order_number": "ORD-2026-004817",
         "product_name": "Starter Kit Pro",
-        "amount": "$149.00",
+        # Bought with a coupon, the tax included in the price, paid in euros (Adaptive Pricing).
+        "amount": "$129.00",
+        "subtotal": "$149.00",
+        "discount": "-$20.00",
+        "tax_label": "Tax (included)",
+        "tax": "$21.50",
+        "tax_id": "DE123456789 (EU VAT)",
+        "charged": "€121.26",
+        "sold_by_stripe": False,
         "product_type": "link",
         "billing": "one_time",
         "purchase_date": date(2026, 11, 21),
