@@ -12,11 +12,11 @@ import pytest
 import requests
 
 from adapters.db.pool import Database
+from dev.auth_stand_in import AuthStandIn
 from dev.samples import catalogue
 from dev.samples.catalogue import seed_demo_products
 from dev.stripe_stand_in import StripeStandIn
 from tests.conftest import Api
-from tests.fakes.supabase import FakeSupabaseAuth
 from tests.handlers.test_payments import URLS, checkout, signed_in
 
 ONE_TIME = "price_demo_starter_one_time"
@@ -55,7 +55,7 @@ EXPECTED: dict[tuple[str, str], dict[str, Any]] = {
 
 
 @pytest.fixture
-def stripe(fakes: tuple[StripeStandIn, FakeSupabaseAuth], db: Database) -> StripeStandIn:
+def stripe(fakes: tuple[StripeStandIn, AuthStandIn], db: Database) -> StripeStandIn:
     """The demo catalogue in the table and in Stripe (its products carry tax codes)."""
     seed_demo_products(db)
     stand_in = fakes[0]
