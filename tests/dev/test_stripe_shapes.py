@@ -29,27 +29,30 @@ def fields(kind: str) -> set[str]:
 def paid() -> Iterator[tuple[StripeStandIn, dict[str, Any]]]:
     """A subscription bought for 3 seats and paid, and a one-time purchase paid."""
     with stripe_stand_in.running() as stand_in:
-        made = {}
-        for mode, price, quantity in (
-            ("subscription", "price_demo_team_monthly", 3),
-            ("payment", "price_demo_pro_github", 1),
-        ):
-            session = post(
-                stand_in,
-                "/v1/checkout/sessions",
-                {
-                    "mode": mode,
-                    "line_items[0][price]": price,
-                    "line_items[0][quantity]": quantity,
-                    "success_url": "https://app.example.com/ok?session_id={CHECKOUT_SESSION_ID}",
-                    "cancel_url": "https://app.example.com/no",
-                    "customer_email": "ada@example.com",
-                    "metadata[price_id]": price,
-                },
-            )
-            stand_in.complete(session["id"], email="ada@example.com")
-            made[mode] = get(stand_in, f"/v1/checkout/sessions/{session['id']}")
+        made = {
+            "subscription": buy(stand_in, "subscription", "price_demo_team_monthly", 3),
+            "payment": buy(stand_in, "payment", "price_demo_pro_github", 1),
+        }
         yield stand_in, made
+
+
+def buy(stand_in: StripeStandIn, mode: str, price: str, quantity: int) -> dict[str, Any]:
+    """A checkout session paid on the stand-in's page, read back."""
+    session = post(
+        stand_in,
+        "/v1/checkout/sessions",
+        {
+            "mode": mode,
+            "line_items[0][price]": price,
+            "line_items[0][quantity]": quantity,
+            "success_url": "https://app.example.com/ok?session_id={CHECKOUT_SESSION_ID}",
+            "cancel_url": "https://app.example.com/no",
+            "customer_email": "ada@example.com",
+            "metadata[price_id]": price,
+        },
+    )
+    stand_in.complete(session["id"], email="ada@example.com")
+    return get(stand_in, f"/v1/checkout/sessions/{session['id']}")
 
 
 def post(stand_in: StripeStandIn, path: str, form: dict[str, Any]) -> dict[str, Any]:
@@ -134,6 +137,15 @@ def test_a_portal_session_and_the_events(paid: tuple[StripeStandIn, Any]) -> Non
         {"customer": made["payment"]["customer"], "return_url": "https://app.example.com/"},
     )
     assert set(portal) == fields("billing_portal.session")
+    # A subscription of this test's own, changed here: its update event is there in any order.
+    bought = buy(stand_in, "subscription", "price_demo_team_monthly", 2)
+    subscription = get(stand_in, f"/v1/subscriptions/{bought['subscription']}")
+    item = subscription["items"]["data"][0]
+    post(
+        stand_in,
+        f"/v1/subscriptions/{subscription['id']}",
+        {"items[0][id]": item["id"], "items[0][quantity]": 3, "proration_behavior": "none"},
+    )
     events = get(stand_in, "/v1/events", limit=100)["data"]
     assert {e["type"] for e in events} >= {
         "checkout.session.completed",
