@@ -28,6 +28,8 @@ ROUTE_LIMITS = {
     "checkout_completion.complete": "rate_limit_complete_checkout",
     "github.github_access": "rate_limit_github_access",
     "me.me": "rate_limit_me",
+    "leaving.export": "rate_limit_me",
+    "leaving.delete_account": "rate_limit_me",
     "teams.create_team": "rate_limit_teams",
     "teams.invite": "rate_limit_invitations",
     "teams.resend_invitation": "rate_limit_invitations",

@@ -54,6 +54,7 @@ class FakeSupabaseAuth:
         self.server.route("/auth/v1/token", ("POST",), self._token)
         self.server.route("/auth/v1/admin/users", ("POST",), self._create_user)
         self.server.route("/auth/v1/admin/generate_link", ("POST",), self._generate_link)
+        self.server.route("/auth/v1/admin/users/<user_id>", ("DELETE",), self._delete_user)
         self.server.route("/auth/v1/.well-known/jwks.json", ("GET",), self._jwks)
 
     def reset(self) -> None:
@@ -159,6 +160,27 @@ class FakeSupabaseAuth:
                 422,
             )
         return json_response(_user(user_id, body["email"], body.get("user_metadata") or {}))
+
+    def _delete_user(self, request: Request, user_id: str) -> Response:
+        """As GoTrue's admin delete: the user goes from auth.users (the project's cascades
+        follow); `unavailable` answers 503 from the gateway, as for a sign-in link."""
+        if (denied := self._service_role_only(request)) is not None:
+            return denied
+        if self.unavailable > 0:
+            self.unavailable -= 1
+            return json_response(
+                {"message": "An invalid response was received from the upstream server"}, 503
+            )
+        assert self.database_url is not None
+        with psycopg.connect(self.database_url) as conn:
+            gone = conn.execute(
+                "delete from auth.users where id = %s returning id", (user_id,)
+            ).fetchone()
+        if gone is None:
+            return json_response(
+                {"code": 404, "error_code": "user_not_found", "msg": "User not found"}, 404
+            )
+        return json_response({})
 
     def _generate_link(self, request: Request) -> Response:
         """As GoTrue: a magic link for an existing user, with the hashed token and redirect."""
