@@ -14,7 +14,7 @@ from pydantic.json_schema import models_json_schema
 
 from handlers.checkout_completion import CompletionAnswer, CompletionRequest
 from handlers.github import AccessRequest
-from handlers.leads import LeadRequest
+from handlers.leads import LeadRequest, RemovalQuery
 from handlers.leaving import DeleteAccountRequest, DeletionAnswer, ExportAnswer
 from handlers.me import MeAnswer
 from handlers.payments import CheckoutRequest, PortalRequest
@@ -120,6 +120,13 @@ OPERATIONS = (
               {302: None, **LIMITED}, query=None),
     Operation("post", "/api/lead", "Store a lead",
               {200: SuccessAnswer, **COMMON, **LIMITED}, LeadRequest),
+    Operation("get", "/api/leads/remove",
+              "A lead's removal link (signed): an HTML page asking to confirm; removes nothing",
+              {200: None, 400: ErrorAnswer, 503: ErrorAnswer, **LIMITED}, query=RemovalQuery),
+    Operation("post", "/api/leads/remove",
+              "Remove the lead the signed link names (the page's form, or RFC 8058 one-click);"
+              " an HTML page",
+              {200: None, **COMMON, **LIMITED}, query=RemovalQuery),
     Operation("post", "/api/payments/create-checkout", "A Stripe Checkout URL (for a team too)",
               {200: UrlAnswer, 401: ErrorAnswer, 403: ErrorAnswer, 404: ErrorAnswer, **COMMON,
                **LIMITED}, CheckoutRequest,

@@ -22,6 +22,8 @@ from handlers.errors import error
 # Endpoint -> the setting that holds its limit.
 ROUTE_LIMITS = {
     "leads.create_lead": "rate_limit_lead",
+    "leads.removal_page": "rate_limit_lead",
+    "leads.remove": "rate_limit_lead",
     "auth.callback": "rate_limit_sign_in",
     "payments.create_checkout": "rate_limit_checkout",
     "payments.create_portal": "rate_limit_portal",
