@@ -169,6 +169,10 @@ class StripeStandIn:
         # answered, answered again to the same key as Stripe does.
         self.redaction_jobs: dict[str, dict[str, Any]] = {}
         self._idempotent: dict[str, dict[str, Any]] = {}
+        # While set, Stripe is still validating every redaction job (as it may for a while);
+        # while clear, the account is not in the redaction jobs preview.
+        self.redaction_validating = False
+        self.redaction_enrolled = True
         self.responding = threading.Event()
         self.responding.set()
         # Set once the API it serves is known (dev/stack.py); until then the page prints commands.
@@ -192,6 +196,8 @@ class StripeStandIn:
             self.redaction_jobs.clear()
             self._idempotent.clear()
             self.outage_paths.clear()
+            self.redaction_validating = False
+            self.redaction_enrolled = True
             if self.demo:
                 self.products.update({p["id"]: copy.deepcopy(p) for p in catalogue.PRODUCTS})
                 self.prices.update({p["id"]: copy.deepcopy(p) for p in catalogue.PRICES})
@@ -476,11 +482,13 @@ class StripeStandIn:
         return _json(answer)
 
     # Redaction jobs (Privacy), a preview API: only under a preview API version. A job starts
-    # validating; validation is instant here (the next retrieval finds it `ready`); a run
+    # validating; validation is instant here (the next retrieval finds it `ready`, unless
+    # `redaction_validating` holds it); a run
     # redacts the customers' personal data (`[redacted]`) and the job then `succeeded`.
 
     def _preview_only(self, request: Request) -> None:
-        if not str(request.headers.get("Stripe-Version", "")).endswith(".preview"):
+        preview = str(request.headers.get("Stripe-Version", "")).endswith(".preview")
+        if not (preview and self.redaction_enrolled):
             raise _refused(
                 "Redaction jobs are in preview: call them with a preview API version"
                 " your account is enrolled in."
@@ -523,9 +531,10 @@ class StripeStandIn:
             job = self.redaction_jobs.get(jid)
             if job is None:
                 raise _no_such("privacy.redaction_job", jid)
-            job["status"] = {"validating": "ready", "redacting": "succeeded"}.get(
-                job["status"], job["status"]
-            )
+            if not (self.redaction_validating and job["status"] == "validating"):
+                job["status"] = {"validating": "ready", "redacting": "succeeded"}.get(
+                    job["status"], job["status"]
+                )
             return _json(copy.deepcopy(job))
 
     def run_redaction_job(self, request: Request, jid: str) -> Response:

@@ -8,9 +8,11 @@ from flask import Blueprint, jsonify
 from flask.typing import ResponseReturnValue
 from pydantic import BaseModel, ConfigDict, WithJsonSchema
 
+from config import MissingSetting
 from handlers.deps import Collaborators, caller, container
 from handlers.parsing import RequestModel, json_object, validate
 from services import leaving
+from services.errors import NotConfigured
 from services.identity import require_user
 
 bp = Blueprint("leaving", __name__)
@@ -72,11 +74,17 @@ def delete_account() -> ResponseReturnValue:
 
 def deps(c: Collaborators) -> leaving.Leaving:
     """What a deletion's steps call, from the container."""
+    try:
+        accounts = c.accounts
+    except MissingSetting as exc:  # production without the secret key: no user can be deleted
+        raise NotConfigured(
+            "Account deletion is not configured: the api needs SUPABASE_SECRET_KEY"
+        ) from exc
     return leaving.Leaving(
         db=c.db,
         stripe=c.stripe,
         github=c.github,
-        accounts=c.accounts,
+        accounts=accounts,
         bus=c.bus,
         redaction_api_version=c.settings.stripe_redaction_api_version,
     )

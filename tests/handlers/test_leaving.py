@@ -17,6 +17,7 @@ from adapters.db.pool import Database
 from core.leaving import STEPS
 from dev.samples.catalogue import seed_demo_products
 from dev.stripe_stand_in import StripeStandIn
+from main import create_app
 from tests.conftest import Api
 from tests.fakes.github import FakeGitHub
 from tests.fakes.supabase import SECRET_KEY, FakeSupabaseAuth
@@ -354,3 +355,96 @@ def test_a_crash_between_any_two_steps_is_finished_by_a_retry(
     [done] = db.fetch_all("select finished_at, steps_done from public.account_deletions")
     assert done["finished_at"] is not None
     assert list(done["steps_done"]) == list(STEPS)
+
+
+# Stripe's redaction, and the founder's way to finish.
+
+
+def test_while_stripe_validates_a_redaction_the_command_finishes_it(
+    api_factory: Callable[..., Api],
+    fakes: tuple[StripeStandIn, FakeSupabaseAuth],
+    github: FakeGitHub,
+    ada: str,
+    db: Database,
+) -> None:
+    stripe = fakes[0]
+    app = api_factory(
+        supabase_secret_key=SECRET_KEY,
+        github_token="ghp_test",
+        github_api_url=github.server.url,
+        stripe_redaction_api_version="2025-07-30.preview",
+    )
+    stripe.redaction_validating = True
+
+    response = delete(app, ada)
+
+    assert response.status_code == 202
+    assert response.json() == {
+        "deleted": True,
+        "finished": False,
+        "remaining": ["redact_customers"],
+    }
+    assert db.fetch_all("select 1 from auth.users where id = %s", (ada,)) == []
+    [job] = stripe.redaction_jobs.values()
+    assert job["status"] == "validating"
+    assert job["objects"]["customers"] == [c for c in stripe.customers]
+    created = stripe.calls("POST", "/v1/privacy/redaction_jobs")
+    assert created[0].headers["Stripe-Version"] == "2025-07-30.preview"
+    assert created[0].form() == {
+        "objects": {"customers": list(stripe.customers)},
+        "validation_behavior": "fix",
+    }
+    stripe.redaction_validating = False
+
+    runner = create_app(app.container.settings).test_cli_runner()
+    result = runner.invoke(args=["account-deletions", "resume"])
+
+    assert result.exit_code == 0, result.output
+    assert "left to do: nothing" in result.output
+    assert job["status"] == "redacting"
+    assert all(c["email"] == "[redacted]" for c in stripe.customers.values())
+    [row] = db.fetch_all("select finished_at, email from public.account_deletions")
+    assert row["finished_at"] is not None
+    assert row["email"] is None
+    # Nothing is left: the command says so, and runs nothing again.
+    again = runner.invoke(args=["account-deletions", "resume"])
+    assert "0 deletion(s) under way" in again.output
+    assert len(stripe.calls("POST", f"/v1/privacy/redaction_jobs/{job['id']}/run")) == 1
+
+
+def test_a_stripe_account_outside_the_preview_leaves_the_founder_a_task(
+    api_factory: Callable[..., Api],
+    fakes: tuple[StripeStandIn, FakeSupabaseAuth],
+    github: FakeGitHub,
+    ada: str,
+    db: Database,
+) -> None:
+    stripe = fakes[0]
+    app = api_factory(
+        supabase_secret_key=SECRET_KEY,
+        github_token="ghp_test",
+        github_api_url=github.server.url,
+        stripe_redaction_api_version="2025-07-30.preview",
+    )
+    stripe.redaction_enrolled = False
+
+    assert delete(app, ada).status_code == 200
+
+    assert stripe.redaction_jobs == {}
+    [task] = db.fetch_all("select kind, subject, detail, deletion_id from public.founder_tasks")
+    assert task["kind"] == "stripe_redact_customer"
+    assert task["subject"] == next(iter(stripe.customers))
+    assert "Stripe refused a redaction job" in task["detail"]
+    assert task["deletion_id"] is not None
+
+
+def test_production_without_the_secret_key_deletes_nothing(
+    production_api: Callable[..., Api], db: Database
+) -> None:
+    api = production_api(supabase_secret_key=None)
+    user = create_user(db, ADA)
+    response = delete(api, user)
+    assert response.status_code == 503
+    assert "SUPABASE_SECRET_KEY" in response.json()["error"]
+    assert db.fetch_all("select 1 from public.account_deletions") == []
+    assert db.fetch_all("select 1 from auth.users where id = %s", (user,))
