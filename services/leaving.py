@@ -99,6 +99,19 @@ def resume(deletion: Deletion, *, deps: Leaving) -> Outcome:
         "delete_auth_user": _delete_auth_user,
         "redact_customers": _redact_customers,
     }
+    held = store.take(deps.db, deletion.id)
+    if held is None:
+        raise Conflict("Your account's deletion is running now; ask again in a minute")
+    try:
+        return _run(held, steps, deps)
+    finally:
+        with contextlib.suppress(Exception):  # else the lease runs out
+            store.release(deps.db, deletion.id)
+
+
+def _run(
+    deletion: Deletion, steps: dict[str, Callable[[Deletion, Leaving], bool]], deps: Leaving
+) -> Outcome:
     todo = rules.remaining(deletion.steps_done)
     for n, step in enumerate(todo):
         try:

@@ -194,6 +194,33 @@ def record(db: Database, *, user_id: str, plan: Plan) -> Deletion:
     return _deletion(row)
 
 
+# Longer than the steps take (each outside call gives up after OUTBOUND_TIMEOUT_SECONDS).
+LEASE_SECONDS = 120
+
+
+def take(db: Database, deletion_id: str) -> Deletion | None:
+    """Hold the deletion while this call runs its steps, and read it as it stands now; None
+    while another call holds it (or it finished meanwhile)."""
+    with db.transaction() as conn:
+        row = conn.execute(
+            "update public.account_deletions"
+            " set running_until = now() + make_interval(secs => %s)"
+            " where id = %s and finished_at is null"
+            " and (running_until is null or running_until < now())"
+            " returning *",
+            (LEASE_SECONDS, deletion_id),
+        ).fetchone()
+    return _deletion(row) if row else None
+
+
+def release(db: Database, deletion_id: str) -> None:
+    with db.transaction() as conn:
+        conn.execute(
+            "update public.account_deletions set running_until = null where id = %s",
+            (deletion_id,),
+        )
+
+
 def mark_done(db: Database, deletion_id: str, step: str) -> None:
     with db.transaction() as conn:
         conn.execute(

@@ -9,6 +9,9 @@ create table public.account_deletions (
   plan jsonb not null default '{}'::jsonb,
   steps_done text[] not null default '{}',
   last_error text,
+  -- Held by the call running its steps (a lease, so a call that died gives it up): two calls
+  -- at once never run the same step twice.
+  running_until timestamptz,
   requested_at timestamptz not null default now(),
   finished_at timestamptz
 );

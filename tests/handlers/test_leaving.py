@@ -448,3 +448,28 @@ def test_production_without_the_secret_key_deletes_nothing(
     assert "SUPABASE_SECRET_KEY" in response.json()["error"]
     assert db.fetch_all("select 1 from public.account_deletions") == []
     assert db.fetch_all("select 1 from auth.users where id = %s", (user,))
+
+
+def test_a_deletion_another_call_is_running_is_left_to_it(
+    app: Api, ada: str, fakes: tuple[StripeStandIn, FakeSupabaseAuth], db: Database
+) -> None:
+    stripe = fakes[0]
+    stripe.outage_paths.add("/v1/subscriptions/")
+    assert delete(app, ada).status_code == 503  # recorded, stopped before its first step
+    stripe.outage_paths.clear()
+    with db.transaction() as conn:  # another call holds it
+        conn.execute(
+            "update public.account_deletions set running_until = now() + interval '1 minute'"
+        )
+
+    response = delete(app, ada)
+
+    assert response.status_code == 409
+    assert "running now" in response.json()["error"]
+    assert stripe.calls("DELETE", "/v1/subscriptions/") == []
+    with db.transaction() as conn:  # that call died: its lease runs out
+        conn.execute(
+            "update public.account_deletions set running_until = now() - interval '1 second'"
+        )
+    assert delete(app, ada).status_code == 200
+    assert len(stripe.calls("DELETE", "/v1/subscriptions/")) == 1
