@@ -272,13 +272,22 @@ def add_founder_task(
 
 def leave_team(db: Database, team_id: str, user_id: str) -> bool:
     """Take the person out of a team that goes on; its seats are given out again. False when
-    they were no longer in it."""
+    they were no longer in it. A team they created names its longest-standing owner as its
+    account's `owner_id` instead (the column cascades from the profile: left naming them, the
+    team would go with their account)."""
     with db.transaction() as conn:
         team_store.lock(conn, team_id)
-        if team_store.role_of(conn, team_id, user_id) is None:
-            return False
-        team_store.remove(conn, team_id, user_id)
-    return True
+        left = team_store.role_of(conn, team_id, user_id) is not None
+        if left:
+            team_store.remove(conn, team_id, user_id)
+        conn.execute(
+            "update public.accounts a set owner_id = (select m.user_id"
+            " from public.team_members m where m.team_id = a.id order by"
+            " case m.role when 'owner' then 0 when 'admin' then 1 else 2 end, m.joined_at"
+            " limit 1) where a.id = %s and a.kind = 'team' and a.owner_id = %s",
+            (team_id, user_id),
+        )
+    return left
 
 
 def close_team(db: Database, team_id: str) -> None:

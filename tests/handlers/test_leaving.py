@@ -473,3 +473,28 @@ def test_a_deletion_another_call_is_running_is_left_to_it(
         )
     assert delete(app, ada).status_code == 200
     assert len(stripe.calls("DELETE", "/v1/subscriptions/")) == 1
+
+
+def test_a_team_its_creator_leaves_goes_on_with_its_other_owner(app: Api, db: Database) -> None:
+    ada = create_user(db, ADA)
+    grace = create_user(db, GRACE)
+    team = app.post("/api/teams", json={"name": "Engines"}, headers=bearer(app, ada, ADA)).json()
+    with db.transaction() as conn:
+        conn.execute(
+            "insert into public.team_members (team_id, user_id, role) values (%s, %s, 'owner')",
+            (team["id"], grace),
+        )
+
+    assert delete(app, ada).status_code == 200
+
+    # The team, its account and Grace's membership stand; its account names Grace now.
+    [account] = db.fetch_all(
+        "select owner_id::text from public.accounts where id = %s", (team["id"],)
+    )
+    assert account["owner_id"] == grace
+    assert db.fetch_all("select name from public.teams") == [{"name": "Engines"}]
+    assert db.fetch_all("select user_id::text, role from public.team_members") == [
+        {"user_id": grace, "role": "owner"}
+    ]
+    seen = app.get(f"/api/teams/{team['id']}", headers=bearer(app, grace, GRACE))
+    assert seen.status_code == 200
