@@ -305,8 +305,8 @@ def erase_personal_data(
 ) -> None:
     """In one transaction: their purchases (their own account's, and what they paid for the
     teams that closed) kept without what names them; their leads, the invitations sent to
-    their address and the addresses of the mails sent to them gone; their profile's name and
-    address cleared (the profile itself goes with their auth user)."""
+    their address (pending or accepted) and the addresses of the mails sent to them gone;
+    their profile's name and address cleared (the profile itself goes with their auth user)."""
     cleared = ", ".join(f"{name} = null" for name in PURCHASE_FIELDS_CLEARED)
     with db.transaction() as conn:
         conn.execute(
@@ -318,9 +318,7 @@ def erase_personal_data(
         if email:
             conn.execute("delete from public.leads where lower(email) = lower(%s)", (email,))
             conn.execute(
-                "delete from public.team_invitations where lower(email) = lower(%s)"
-                " and accepted_at is null",
-                (email,),
+                "delete from public.team_invitations where lower(email) = lower(%s)", (email,)
             )
             conn.execute(
                 "update public.sent_emails set recipient = '' where lower(recipient) = lower(%s)",

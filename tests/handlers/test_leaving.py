@@ -484,8 +484,17 @@ def test_a_team_its_creator_leaves_goes_on_with_its_other_owner(app: Api, db: Da
             "insert into public.team_members (team_id, user_id, role) values (%s, %s, 'owner')",
             (team["id"], grace),
         )
+        conn.execute(  # an invitation once sent to Ada's address, accepted, and another one
+            "insert into public.team_invitations (team_id, email, role, token_hash, expires_at,"
+            " accepted_at) values (%s, 'Ada@example.com', 'member', 'h1', now(), now()),"
+            " (%s, 'alan@example.com', 'member', 'h2', now() + interval '1 day', null)",
+            (team["id"], team["id"]),
+        )
 
     assert delete(app, ada).status_code == 200
+    assert db.fetch_all("select email from public.team_invitations") == [
+        {"email": "alan@example.com"}
+    ]
 
     # The team, its account and Grace's membership stand; its account names Grace now.
     [account] = db.fetch_all(
