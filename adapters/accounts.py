@@ -38,6 +38,10 @@ class Accounts(Protocol):
     def link_lifetime(self) -> int | None:
         """Seconds a link from `sign_in_link` works (None: it does not expire)."""
 
+    def delete(self, *, user_id: str) -> bool:
+        """Delete the auth user (their profile and own account follow by cascade); False when
+        there was none (deleted already)."""
+
 
 class ExistingAccounts:
     """For a process that holds no service-role key (the api, with the Pub/Sub design): an
@@ -60,6 +64,9 @@ class ExistingAccounts:
     @property
     def link_lifetime(self) -> int | None:
         return None
+
+    def delete(self, *, user_id: str) -> bool:
+        raise AccountError("this service deletes no auth users: it holds no secret key")
 
 
 class SupabaseAccounts:
@@ -130,6 +137,21 @@ class SupabaseAccounts:
             raise AccountError(f"Supabase refused a sign-in link: {exc.message}") from exc
         return link.properties.action_link
 
+    def delete(self, *, user_id: str) -> bool:
+        """Supabase Auth's admin API, `DELETE /auth/v1/admin/users/{id}`, not soft: the user
+        and, by the cascade from auth.users, their profile go for good."""
+        from supabase_auth.errors import AuthApiError
+
+        try:
+            with self._admin() as admin:
+                admin.delete_user(user_id, should_soft_delete=False)
+        except AuthApiError as exc:
+            if exc.status == 404 or exc.code == "user_not_found":
+                return False
+            raise AccountError(f"Supabase refused to delete a user: {exc.message}") from exc
+        log.info("deleted an auth user")
+        return True
+
 
 class LocalAccounts:
     """Outside production without a service-role key: a row in the local `auth.users` stand-in."""
@@ -155,3 +177,10 @@ class LocalAccounts:
     @property
     def link_lifetime(self) -> int | None:
         return None  # the sign-in page does not expire
+
+    def delete(self, *, user_id: str) -> bool:
+        with self._db.transaction() as conn:
+            gone = conn.execute(
+                "delete from auth.users where id = %s returning id", (user_id,)
+            ).fetchone()
+        return gone is not None

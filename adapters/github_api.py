@@ -76,6 +76,9 @@ class GitHubGateway:
 
         Idempotent: GitHub answers 204 for someone who is no collaborator.
         """
+        import requests
+        from github import GithubException
+
         client = self._client()
         try:
             repo = client.get_repo(repository)
@@ -83,6 +86,12 @@ class GitHubGateway:
             for invitation in repo.get_pending_invitations():
                 if invitation.invitee and invitation.invitee.login.lower() == username.lower():
                     repo.remove_invitation(invitation.id)
+        except GithubException as exc:
+            if exc.status == 429 or exc.status >= 500:
+                raise GitHubUnavailable(f"GitHub answered {exc.status}") from exc
+            raise
+        except requests.RequestException as exc:
+            raise GitHubUnavailable(f"GitHub unreachable: {type(exc).__name__}") from exc
         finally:
             client.close()
         log.info("removed %s from %s", username, repository)

@@ -207,6 +207,87 @@ class StripeGateway:
         """The current status of a subscription, as Stripe sees it now."""
         return str(self.client.v1.subscriptions.retrieve(subscription_id).status)
 
+    def cancel_subscription_now(self, subscription_id: str) -> bool:
+        """Cancel a subscription at once (Stripe: `DELETE /v1/subscriptions/{id}`); False when
+        there was nothing to cancel (ended already, or unknown to Stripe). It is read first, so
+        a retry after a crash sends no second cancellation. Raises PaymentsUnavailable when
+        Stripe is down or slow, StripeCallFailed when it refuses."""
+        import stripe
+
+        with _stripe_errors(f"subscription {subscription_id}"):
+            try:
+                found = self.client.v1.subscriptions.retrieve(subscription_id)
+            except stripe.InvalidRequestError as exc:
+                if exc.http_status == 404:
+                    return False
+                raise
+            if found.status in ENDED_SUBSCRIPTION:
+                return False
+            self.client.v1.subscriptions.cancel(subscription_id)
+        return True
+
+    def create_redaction_job(
+        self, customer_id: str, *, api_version: str, idempotency_key: str
+    ) -> dict[str, Any]:
+        """Ask Stripe to redact a customer's personal data: a redaction job
+        (`POST /v1/privacy/redaction_jobs`, a preview API: only an account in the preview may,
+        under the preview API version it names). The idempotency key makes a retry answer the
+        job made the first time. Raises StripeCallFailed when Stripe refuses (an account not
+        in the preview), PaymentsUnavailable when it is down."""
+        with _stripe_errors(f"redaction of {customer_id}"):
+            return self._raw(
+                "post",
+                "/v1/privacy/redaction_jobs",
+                api_version,
+                idempotency_key=idempotency_key,
+                validation_behavior="fix",
+                objects={"customers": [customer_id]},
+            )
+
+    def redaction_job(self, job_id: str, *, api_version: str) -> dict[str, Any]:
+        """A redaction job as Stripe holds it now (its `status`)."""
+        with _stripe_errors(f"redaction job {job_id}"):
+            return self._raw("get", f"/v1/privacy/redaction_jobs/{job_id}", api_version)
+
+    def run_redaction_job(self, job_id: str, *, api_version: str) -> dict[str, Any]:
+        """Run a redaction job that Stripe validated (`ready`): the redaction starts."""
+        with _stripe_errors(f"redaction job {job_id}"):
+            return self._raw("post", f"/v1/privacy/redaction_jobs/{job_id}/run", api_version)
+
+    def _raw(
+        self,
+        method: str,
+        path: str,
+        api_version: str,
+        idempotency_key: str | None = None,
+        **params: Any,
+    ) -> dict[str, Any]:
+        """A call the SDK has no method for (a preview API), under `api_version`."""
+        options: dict[str, Any] = {"stripe_version": api_version}
+        if idempotency_key is not None:
+            options["idempotency_key"] = idempotency_key
+        response = self.client.raw_request(method, path, **params, **options)
+        found: dict[str, Any] = self.client.deserialize(response, api_mode="V1").to_dict()
+        return found
+
+
+# A subscription in these statuses has ended: there is nothing left to cancel.
+ENDED_SUBSCRIPTION = frozenset({"canceled", "incomplete_expired"})
+
+
+@contextmanager
+def _stripe_errors(what: str) -> Iterator[None]:
+    """Outages as PaymentsUnavailable (the same call may succeed later), refusals as
+    StripeCallFailed."""
+    import stripe
+
+    try:
+        yield
+    except (stripe.APIConnectionError, stripe.RateLimitError, stripe.APIError) as exc:
+        raise PaymentsUnavailable(f"Stripe is unavailable: {type(exc).__name__}") from exc
+    except stripe.StripeError as exc:
+        raise StripeCallFailed(f"{what}: {exc.user_message or exc}") from exc
+
 
 @contextmanager
 def _refusal_as_none(what: str) -> Iterator[None]:

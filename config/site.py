@@ -6,10 +6,13 @@ from __future__ import annotations
 import re
 from urllib.parse import urlsplit
 
-from pydantic import AnyHttpUrl, Field, field_validator
+from pydantic import AnyHttpUrl, Field, SecretStr, field_validator
 
 from config.checks import Group
 from config.environment import Environment
+
+# A fixed, public value so that lead removal links work locally without a setting.
+DEV_LEAD_LINK_SECRET = "local-development-lead-link-secret-do-not-use-in-production"  # noqa: S105
 
 _LABEL = r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?"
 _DOMAIN = re.compile(rf"{_LABEL}(?:\.{_LABEL})+")
@@ -33,6 +36,9 @@ class SiteSettings(Environment):
     cookie_domain: str | None = None
     # How long a team invitation's accept link works; resending makes a new one.
     team_invitation_ttl_days: int = Field(default=7, ge=1, le=90)
+    # The HMAC key of the links that remove a lead by its address (docs/leaving.md); unset
+    # locally, a public development value; unset in production, no link is made or accepted.
+    lead_link_secret: SecretStr | None = None
 
     @field_validator("auth_callback_url")
     @classmethod
@@ -69,6 +75,12 @@ class SiteSettings(Environment):
         return domain
 
     @property
+    def lead_link_key(self) -> str | None:
+        if self.lead_link_secret is not None:
+            return self.lead_link_secret.get_secret_value()
+        return None if self.is_production else DEV_LEAD_LINK_SECRET
+
+    @property
     def site_origin(self) -> str | None:
         if self.site_url is None:
             return None
@@ -80,6 +92,7 @@ GROUP = Group(
     fields=SiteSettings,
     # Links in e-mails and the sign-in redirect would point nowhere real.
     required={target: ("site_url",) for target in ("api", "access", "emails")},
-    # The example in .env.example and the docs.
-    public_values=frozenset({"https://app.example.com"}),
+    optional_secrets=("lead_link_secret",),
+    # The example in .env.example and the docs, and the development lead link secret.
+    public_values=frozenset({"https://app.example.com", DEV_LEAD_LINK_SECRET}),
 )

@@ -29,6 +29,12 @@ class StripeSettings(Environment):
     # reopens the same cart; with CHECKOUT_PROMOTIONS_CONSENT (US merchants only, as Stripe
     # offers it) Checkout asks for consent where the customer's locale needs it, and that mail
     # goes only to those who gave it.
+    # Stripe's redaction jobs (a preview API) under the preview version the Stripe account is
+    # enrolled in (e.g. `2025-07-30.preview`): a deleted account's customers are redacted by
+    # API. Unset (an account not in the preview), a founder's task asks for it by hand.
+    stripe_redaction_api_version: str | None = Field(
+        default=None, pattern=r"^\d{4}-\d{2}-\d{2}\.preview$"
+    )
     checkout_recovery: bool = True
     checkout_promotions_consent: bool = False
     # Who handles tax on a sale (core/checkout.py sends each value's parameters): `none` (the

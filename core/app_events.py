@@ -20,6 +20,8 @@ TEAM_INVITED = "app.team.invited"
 # A team's seats fell below its members (the newest lose theirs), or were added back.
 TEAM_SEAT_LOST = "app.team.seat_lost"
 TEAM_SEAT_RESTORED = "app.team.seat_restored"
+# A person deleted their account: they are told, at the address they had.
+ACCOUNT_DELETED = "app.account.deleted"
 
 APP_EVENTS = frozenset(
     {
@@ -32,5 +34,6 @@ APP_EVENTS = frozenset(
         TEAM_INVITED,
         TEAM_SEAT_LOST,
         TEAM_SEAT_RESTORED,
+        ACCOUNT_DELETED,
     }
 )

@@ -16,7 +16,7 @@ GoTrue's documented routes under `/auth/v1` as supabase-js (auth-js) and supabas
   site (scheme, host and port of SITE_URL; any port on loopback) or on the allow list is
   replaced by the site, as GoTrue does;
 - the admin routes the subscribers call with a secret key: `POST /admin/users`,
-  `POST /admin/generate_link`;
+  `POST /admin/generate_link`, `DELETE /admin/users/{id}` (an account deletion);
 - `GET /.well-known/jwks.json`: access tokens are signed ES256 with a key published beside a
   standby key; `rotate()` makes the standby current while the service runs. Given the legacy JWT
   secret, `/user` and `/logout` check HS256 signatures with it too; like every token there, one
@@ -92,6 +92,7 @@ _ROUTES = Map(
         Rule("/auth/v1/logout", methods=["POST"], endpoint="logout"),
         Rule("/auth/v1/admin/users", methods=["POST"], endpoint="create_user"),
         Rule("/auth/v1/admin/generate_link", methods=["POST"], endpoint="generate_link"),
+        Rule("/auth/v1/admin/users/<user_id>", methods=["DELETE"], endpoint="delete_user"),
     ]
 )
 
@@ -330,7 +331,9 @@ class AuthStandIn:
             endpoint, args = _ROUTES.bind_to_environ(environ).match()
             # A link a person clicks carries no key; the JWKS is public, as Supabase serves it.
             if endpoint not in ("verify", "jwks"):
-                self._gateway(request, admin=endpoint in ("create_user", "generate_link"))
+                self._gateway(
+                    request, admin=endpoint in ("create_user", "generate_link", "delete_user")
+                )
             response = getattr(self, endpoint)(request, **args)
         except GatewayRefused as exc:
             response = _json({"message": exc.message}, exc.status)
@@ -602,6 +605,30 @@ class AuthStandIn:
                 )
             user = self._user(conn, user_id=str(created["id"]))
         return _json(user)
+
+    def delete_user(self, request: Request, user_id: str) -> Response:
+        """As GoTrue's admin delete (hard): the user goes from auth.users, the project's
+        cascades follow, their sessions end; `unavailable` answers 503 as for a sign-in link."""
+        if self.unavailable > 0:
+            with self.lock:
+                self.unavailable -= 1
+            return _json(
+                {"message": "An invalid response was received from the upstream server"}, 503
+            )
+        try:
+            uuid.UUID(user_id)
+        except ValueError:
+            raise Refused(404, "user_not_found", "User not found") from None
+        with self._db() as conn:
+            gone = conn.execute(
+                "delete from auth.users where id = %s returning id", (user_id,)
+            ).fetchone()
+        if gone is None:
+            raise Refused(404, "user_not_found", "User not found")
+        with self.lock:
+            for sid in [k for k, v in self.sessions.items() if v.get("user_id") == user_id]:
+                del self.sessions[sid]
+        return _json({})
 
     def generate_link(self, request: Request) -> Response:
         """As GoTrue: a magic link for an existing user, with the hashed token and redirect."""

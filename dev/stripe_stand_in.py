@@ -3,7 +3,8 @@ and the tests, without an account. Nothing is charged.
 
 It serves Stripe's objects whole (dev/stripe_shapes.py): checkout sessions (read back with their
 line items), the customers and subscriptions a paid checkout makes (retrieved with their items,
-updated to another quantity, prorated), portal sessions, the catalogue (products, prices and
+updated to another quantity, prorated, cancelled at once), redaction jobs (a preview API), portal
+sessions, the catalogue (products, prices and
 Entitlements features, created, updated and paged as Stripe pages them) and the events it sent.
 Where Stripe refuses a combination of parameters this service could send, it refuses it the same
 way (`invalid_request_error`, HTTP 400, naming the parameter).
@@ -78,6 +79,12 @@ _ROUTES = Map(
         Rule("/v1/customers/<cid>", methods=["GET"], endpoint="get_customer"),
         Rule("/v1/subscriptions/<sid>", methods=["GET"], endpoint="get_subscription"),
         Rule("/v1/subscriptions/<sid>", methods=["POST"], endpoint="update_subscription"),
+        Rule("/v1/subscriptions/<sid>", methods=["DELETE"], endpoint="cancel_subscription"),
+        Rule("/v1/privacy/redaction_jobs", methods=["POST"], endpoint="create_redaction_job"),
+        Rule("/v1/privacy/redaction_jobs/<jid>", methods=["GET"], endpoint="get_redaction_job"),
+        Rule(
+            "/v1/privacy/redaction_jobs/<jid>/run", methods=["POST"], endpoint="run_redaction_job"
+        ),
         Rule("/v1/events", methods=["GET"], endpoint="list_events"),
         Rule("/v1/events/<eid>", methods=["GET"], endpoint="get_event"),
         Rule("/v1/products", methods=["GET"], endpoint="list_products"),
@@ -167,6 +174,16 @@ class StripeStandIn:
         self.refuse_checkout = False
         self.refuse_portal = False
         self.outage = False
+        # Failing on its side for the calls under these paths only (`/v1/privacy/`: one API).
+        self.outage_paths: set[str] = set()
+        # Redaction jobs (a preview API) by id, and what a create with an idempotency key
+        # answered, answered again to the same key as Stripe does.
+        self.redaction_jobs: dict[str, dict[str, Any]] = {}
+        self._idempotent: dict[str, dict[str, Any]] = {}
+        # While set, Stripe is still validating every redaction job (as it may for a while);
+        # while clear, the account is not in the redaction jobs preview.
+        self.redaction_validating = False
+        self.redaction_enrolled = True
         self.responding = threading.Event()
         self.responding.set()
         # Set once the API it serves is known (dev/stack.py); until then the page prints commands.
@@ -187,6 +204,11 @@ class StripeStandIn:
             self.features.clear()
             self.events.clear()
             self._extras.clear()
+            self.redaction_jobs.clear()
+            self._idempotent.clear()
+            self.outage_paths.clear()
+            self.redaction_validating = False
+            self.redaction_enrolled = True
             if self.demo:
                 self.products.update({p["id"]: copy.deepcopy(p) for p in catalogue.PRODUCTS})
                 self.prices.update({p["id"]: copy.deepcopy(p) for p in catalogue.PRICES})
@@ -256,7 +278,7 @@ class StripeStandIn:
         version = request.headers.get("Stripe-Version")
         if version is not None and not _released(version):
             raise _refused(f"Invalid Stripe API version: {version}")
-        if self.outage:
+        if self.outage or any(request.path.startswith(p) for p in self.outage_paths):
             message = "An unknown error occurred on Stripe's side."
             raise Refused(500, {"error": {"type": "api_error", "message": message}})
 
@@ -507,6 +529,103 @@ class StripeStandIn:
         if answer["items"] != before:
             self._send_later("customer.subscription.updated", answer, {"items": before})
         return _json(answer)
+
+    def cancel_subscription(self, request: Request, sid: str) -> Response:
+        """`DELETE /v1/subscriptions/{id}`: cancelled at once (`status` canceled, `canceled_at`
+        and `ended_at` now); Stripe then sends `customer.subscription.deleted`."""
+        now = int(time.time())
+        with self.lock:
+            found = self.subscriptions.get(sid)
+            if found is None:
+                raise _no_such("subscription", sid)
+            if found["status"] in ("canceled", "incomplete_expired"):
+                raise _refused(
+                    "A canceled subscription can only update its cancellation_details and metadata."
+                )
+            found |= {
+                "status": "canceled",
+                "canceled_at": now,
+                "ended_at": now,
+                "cancellation_details": {
+                    "comment": None,
+                    "feedback": None,
+                    "reason": "cancellation_requested",
+                },
+            }
+            self._save()
+            answer = copy.deepcopy(found)
+        self._send_later("customer.subscription.deleted", answer, {"status": "active"})
+        return _json(answer)
+
+    # Redaction jobs (Privacy), a preview API: only under a preview API version. A job starts
+    # validating; validation is instant here (the next retrieval finds it `ready`, unless
+    # `redaction_validating` holds it); a run
+    # redacts the customers' personal data (`[redacted]`) and the job then `succeeded`.
+
+    def _preview_only(self, request: Request) -> None:
+        preview = str(request.headers.get("Stripe-Version", "")).endswith(".preview")
+        if not (preview and self.redaction_enrolled):
+            raise _refused(
+                "Redaction jobs are in preview: call them with a preview API version"
+                " your account is enrolled in."
+            )
+
+    def create_redaction_job(self, request: Request) -> Response:
+        self._preview_only(request)
+        key = request.headers.get("Idempotency-Key")
+        params = _params(request)
+        customers = (params.get("objects") or {}).get("customers") or []
+        if not customers:
+            raise _refused("Missing required param: objects.", param="objects")
+        behavior = params.get("validation_behavior") or "error"
+        if behavior not in ("error", "fix"):
+            raise _refused(
+                "Invalid validation_behavior: must be one of error, fix",
+                param="validation_behavior",
+            )
+        with self.lock:
+            if key and key in self._idempotent:
+                return _json(copy.deepcopy(self._idempotent[key]))
+            job_id = f"prj_local_{secrets.token_hex(8)}"
+            job: dict[str, Any] = {
+                "id": job_id,
+                "object": "privacy.redaction_job",
+                "created": int(time.time()),
+                "livemode": False,
+                "objects": {"customers": list(customers)},
+                "status": "validating",
+                "validation_behavior": behavior,
+            }
+            self.redaction_jobs[job_id] = job
+            if key:
+                self._idempotent[key] = copy.deepcopy(job)
+            return _json(copy.deepcopy(job))
+
+    def get_redaction_job(self, request: Request, jid: str) -> Response:
+        self._preview_only(request)
+        with self.lock:
+            job = self.redaction_jobs.get(jid)
+            if job is None:
+                raise _no_such("privacy.redaction_job", jid)
+            if not (self.redaction_validating and job["status"] == "validating"):
+                job["status"] = {"validating": "ready", "redacting": "succeeded"}.get(
+                    job["status"], job["status"]
+                )
+            return _json(copy.deepcopy(job))
+
+    def run_redaction_job(self, request: Request, jid: str) -> Response:
+        self._preview_only(request)
+        with self.lock:
+            job = self.redaction_jobs.get(jid)
+            if job is None:
+                raise _no_such("privacy.redaction_job", jid)
+            if job["status"] != "ready":
+                raise _refused(f"A redaction job can only run in a ready status: {job['status']}")
+            job["status"] = "redacting"
+            for customer in job["objects"]["customers"]:
+                if customer in self.customers:
+                    self.customers[customer] |= {"email": "[redacted]", "name": "[redacted]"}
+            return _json(copy.deepcopy(job))
 
     def list_events(self, request: Request) -> Response:
         """Newest first, `created[gte]` and `types[]` filters, cursor after `starting_after`."""
@@ -1126,7 +1245,7 @@ def _released(version: str) -> bool:
         datetime.date.fromisoformat(date)
     except ValueError:
         return False
-    return name in {"", "acacia", "basil", "clover", "dahlia", "endive"}
+    return name in {"", "acacia", "basil", "clover", "dahlia", "endive", "preview"}
 
 
 def _int(value: Any, param: str) -> int:

@@ -11,6 +11,7 @@ from handlers.caching import depends_on_caller
 from services.identity import current_user
 
 if TYPE_CHECKING:
+    from adapters.accounts import Accounts
     from adapters.bus import EventBus
     from adapters.db.pool import Database
     from adapters.github_api import GitHubGateway
@@ -50,6 +51,8 @@ class Collaborators(Protocol):
     def senders(self) -> Senders: ...
     @property
     def checkout_completion(self) -> AccessSubscriber: ...
+    @property
+    def accounts(self) -> Accounts: ...
 
 
 def container() -> Collaborators:

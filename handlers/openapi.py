@@ -14,7 +14,8 @@ from pydantic.json_schema import models_json_schema
 
 from handlers.checkout_completion import CompletionAnswer, CompletionRequest
 from handlers.github import AccessRequest
-from handlers.leads import LeadRequest
+from handlers.leads import LeadRequest, RemovalQuery
+from handlers.leaving import DeleteAccountRequest, DeletionAnswer, ExportAnswer
 from handlers.me import MeAnswer
 from handlers.payments import CheckoutRequest, PortalRequest
 from handlers.sample_emails import SampleEmailQuery
@@ -124,6 +125,13 @@ OPERATIONS = (
               {302: None, **LIMITED}, query=None),
     Operation("post", "/api/lead", "Store a lead",
               {200: SuccessAnswer, **COMMON, **LIMITED}, LeadRequest),
+    Operation("get", "/api/leads/remove",
+              "A lead's removal link (signed): an HTML page asking to confirm; removes nothing",
+              {200: None, 400: ErrorAnswer, 503: ErrorAnswer, **LIMITED}, query=RemovalQuery),
+    Operation("post", "/api/leads/remove",
+              "Remove the lead the signed link names (the page's form, or RFC 8058 one-click);"
+              " an HTML page",
+              {200: None, **COMMON, **LIMITED}, query=RemovalQuery),
     Operation("post", "/api/payments/create-checkout", "A Stripe Checkout URL (for a team too)",
               {200: UrlAnswer, 401: ErrorAnswer, 403: ErrorAnswer, 404: ErrorAnswer, **COMMON,
                **LIMITED}, CheckoutRequest,
@@ -144,6 +152,14 @@ OPERATIONS = (
                409: ErrorAnswer, **COMMON, **LIMITED}, AccessRequest, signed_in=True),
     Operation("get", "/api/me", "The signed-in user's access and entitlements",
               {200: MeAnswer, 401: ErrorAnswer, 503: ErrorAnswer, **LIMITED}, signed_in=True),
+    Operation("get", "/api/me/export", "Everything stored about the signed-in user, as JSON",
+              {200: ExportAnswer, 401: ErrorAnswer, 503: ErrorAnswer, **LIMITED}, signed_in=True),
+    Operation("delete", "/api/me",
+              "Delete the signed-in user's account (confirm: their e-mail address); the same"
+              " call again finishes one a failure stopped",
+              {200: DeletionAnswer, 202: DeletionAnswer, 401: ErrorAnswer, 404: ErrorAnswer,
+               409: ErrorAnswer, 500: ErrorAnswer, **COMMON, **LIMITED}, DeleteAccountRequest,
+              signed_in=True),
     Operation("post", "/api/teams", "Create a team; the caller is its owner",
               {201: TeamAnswer, 401: ErrorAnswer, **COMMON, **LIMITED}, CreateTeamRequest,
               signed_in=True),

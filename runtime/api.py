@@ -15,6 +15,7 @@ from handlers import (
     github,
     health,
     leads,
+    leaving,
     me,
     openapi,
     payments,
@@ -57,6 +58,7 @@ def build_api(container: Container) -> Flask:
         products.bp,
         github.bp,
         me.bp,
+        leaving.bp,
         teams.bp,
         openapi.bp,
     ):

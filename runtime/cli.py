@@ -19,6 +19,7 @@ from flask.cli import with_appcontext
 from adapters.db import migrations
 from config import MissingSetting, SettingsError
 from runtime.commands.events import events
+from runtime.commands.leaving import account_deletions
 from runtime.commands.products import echo_sync, products
 from runtime.container import Container
 from services.errors import NotConfigured
@@ -77,7 +78,10 @@ def seed_command() -> None:
 
 
 # Guarded once, when this module is first imported (every app the process builds shares them).
-COMMANDS = tuple(guarded(command) for command in (migrate_command, seed_command, events, products))
+COMMANDS = tuple(
+    guarded(command)
+    for command in (migrate_command, seed_command, events, products, account_deletions)
+)
 
 
 def register(app: Flask) -> None:

@@ -22,12 +22,16 @@ from handlers.errors import error
 # Endpoint -> the setting that holds its limit.
 ROUTE_LIMITS = {
     "leads.create_lead": "rate_limit_lead",
+    "leads.removal_page": "rate_limit_lead",
+    "leads.remove": "rate_limit_lead",
     "auth.callback": "rate_limit_sign_in",
     "payments.create_checkout": "rate_limit_checkout",
     "payments.create_portal": "rate_limit_portal",
     "checkout_completion.complete": "rate_limit_complete_checkout",
     "github.github_access": "rate_limit_github_access",
     "me.me": "rate_limit_me",
+    "leaving.export": "rate_limit_me",
+    "leaving.delete_account": "rate_limit_me",
     "teams.create_team": "rate_limit_teams",
     "teams.invite": "rate_limit_invitations",
     "teams.resend_invitation": "rate_limit_invitations",

@@ -32,7 +32,8 @@ EXTERNAL_DATABASE_URL = os.environ.get("DATABASE_URL")
 SETTINGS_VARIABLES = [name.upper() for name in Settings.model_fields]
 TABLES = (
     "auth.users, public.products, public.purchases, public.leads,"
-    " public.processed_events, public.sent_emails, public.email_claims, public.disputes"
+    " public.processed_events, public.sent_emails, public.email_claims, public.disputes,"
+    " public.account_deletions, public.founder_tasks"
 )
 
 

@@ -14,3 +14,16 @@ def add_lead(db: Database, email: str) -> bool:
             (email,),
         ).fetchone()
     return row is not None
+
+
+def has_lead(db: Database, email: str) -> bool:
+    return bool(db.fetch_all("select 1 from public.leads where lower(email) = lower(%s)", (email,)))
+
+
+def remove_lead(db: Database, email: str) -> bool:
+    """Remove the lead with this address (ignoring case); True when there was one."""
+    with db.transaction() as conn:
+        row = conn.execute(
+            "delete from public.leads where lower(email) = lower(%s) returning id", (email,)
+        ).fetchone()
+    return row is not None

@@ -249,3 +249,62 @@ def test_a_taxed_customers_address_is_kept_for_its_next_checkout() -> None:
         # Stripe Tax has the customer's address now: no customer_update needed.
         again = requests.post(url, data={**form, "customer": customer}, timeout=5)
         assert again.status_code == 200, again.text
+
+
+def test_a_subscription_cancelled_at_once_ends_and_says_so() -> None:
+    with stripe_stand_in.running() as stand_in:
+        stand_in.subscribe("sub_1", customer="cus_1")
+        gateway = StripeGateway(
+            api_key=stripe_stand_in.API_KEY,
+            api_base=stand_in.url,
+            api_version=CURRENT_VERSION,
+            timeout=5,
+        )
+        assert gateway.cancel_subscription_now("sub_1") is True
+        found = stand_in.subscriptions["sub_1"]
+        assert found["status"] == "canceled"
+        assert found["canceled_at"] == found["ended_at"] is not None
+        assert found["cancellation_details"]["reason"] == "cancellation_requested"
+        assert stand_in.events[0]["type"] == "customer.subscription.deleted"
+        # Ended: nothing to cancel, and no second DELETE; an unknown one is nothing to cancel.
+        assert gateway.cancel_subscription_now("sub_1") is False
+        assert gateway.cancel_subscription_now("sub_nope") is False
+        assert len(stand_in.calls("DELETE", "/v1/subscriptions/")) == 1
+        again = requests.delete(f"{stand_in.url}/v1/subscriptions/sub_1", timeout=5)
+        assert again.status_code == 400
+        assert again.json()["error"]["type"] == "invalid_request_error"
+
+
+def test_a_redaction_job_validates_runs_and_redacts_under_a_preview_version() -> None:
+    with stripe_stand_in.running() as stand_in:
+        stand_in.customers["cus_1"] = {"id": "cus_1", "email": "a@example.com", "name": "Ada"}
+        gateway = StripeGateway(
+            api_key=stripe_stand_in.API_KEY,
+            api_base=stand_in.url,
+            api_version=CURRENT_VERSION,
+            timeout=5,
+        )
+        preview = "2025-07-30.preview"
+        job = gateway.create_redaction_job("cus_1", api_version=preview, idempotency_key="k1")
+        assert job["object"] == "privacy.redaction_job"
+        assert job["status"] == "validating"
+        # The same key answers the same job.
+        same = gateway.create_redaction_job("cus_1", api_version=preview, idempotency_key="k1")
+        assert same["id"] == job["id"]
+        assert len(stand_in.redaction_jobs) == 1
+        assert gateway.redaction_job(job["id"], api_version=preview)["status"] == "ready"
+        ran = gateway.run_redaction_job(job["id"], api_version=preview)
+        assert ran["status"] == "redacting"
+        assert stand_in.customers["cus_1"]["email"] == "[redacted]"
+        assert gateway.redaction_job(job["id"], api_version=preview)["status"] == "succeeded"
+        # Outside the preview (not its version, or an account not enrolled): refused.
+        for version in (CURRENT_VERSION, None):
+            headers = {"Stripe-Version": version} if version else {}
+            refused = requests.post(
+                f"{stand_in.url}/v1/privacy/redaction_jobs",
+                data={"objects[customers][]": "cus_1"},
+                headers=headers,
+                timeout=5,
+            )
+            assert refused.status_code == 400
+            assert refused.json()["error"]["type"] == "invalid_request_error"

@@ -16,6 +16,8 @@ class FakeGitHub:
     # Invited (repository, user) pairs; those in `accepted` are collaborators, the rest pending.
     collaborators: set[tuple[str, str]] = field(default_factory=set)
     accepted: set[tuple[str, str]] = field(default_factory=set)
+    # While set, every call answers 503, as GitHub does in an outage.
+    down: bool = False
 
     def __post_init__(self) -> None:
         self.server.route(
@@ -30,6 +32,8 @@ class FakeGitHub:
         )
 
     def _remove(self, request: Request, owner: str, repo: str, username: str) -> Response:
+        if self.down:
+            return json_response({"message": "Service Unavailable"}, 503)
         # GitHub answers 204 whether or not the user was a collaborator; an invitation stays.
         pair = (f"{owner}/{repo}", username)
         if pair in self.accepted:

@@ -27,10 +27,12 @@ API_ROLES = ("anon", "authenticated")
 # Table -> role -> the table privileges it holds: only what a policy of that role needs.
 # Every table in `public` is listed, the server-only ones with nothing.
 TABLES: dict[str, dict[str, set[str]]] = {
+    "account_deletions": {},
     "accounts": {"authenticated": {"SELECT"}},
     "disputes": {},
     "email_claims": {},
     "entitlements": {"authenticated": {"SELECT"}},
+    "founder_tasks": {},
     "github_grants": {"authenticated": {"SELECT"}},
     "leads": {},
     "processed_events": {},

@@ -63,6 +63,7 @@ REQUIRED: dict[str, dict[str, Any]] = {
     },
     "team-seat-lost": {"seats": 2},
     "team-seat-restored": {},
+    "account-deleted": {},
 }
 
 # Required values a template shows in another form (a date as words).
@@ -131,6 +132,7 @@ def _assert_well_formed(kind: str, content: EmailContent) -> None:
 
 def test_kinds_and_props_models_line_up() -> None:
     assert KINDS == (
+        "account-deleted",
         "checkout-expired",
         "github-access-granted",
         "invoice-paid",

@@ -1,0 +1,90 @@
+"""Leaving: GET /api/me/export and DELETE /api/me (the signed-in person's own)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from flask import Blueprint, jsonify
+from flask.typing import ResponseReturnValue
+from pydantic import BaseModel, ConfigDict, WithJsonSchema
+
+from config import MissingSetting
+from handlers.deps import Collaborators, caller, container
+from handlers.parsing import RequestModel, json_object, validate
+from services import leaving
+from services.errors import NotConfigured
+from services.identity import require_user
+
+bp = Blueprint("leaving", __name__)
+
+
+class DeleteAccountRequest(RequestModel):
+    model_config = ConfigDict(json_schema_extra={"required": ["confirm"]})
+
+    # The account's own e-mail address, typed again (checked by the service against the
+    # account's: core/leaving.py `confirmation_problem`).
+    confirm: Annotated[Any, WithJsonSchema({"type": "string", "format": "email"})] = None
+
+
+class ExportAnswer(BaseModel):
+    """Every row stored about the person, by table; the rows' fields as stored."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    exportedAt: str
+    profile: dict[str, Any] | None
+    accounts: list[dict[str, Any]]  # their own account, with its Stripe customers
+    grants: list[dict[str, Any]]  # their own account's entitlements
+    purchases: list[dict[str, Any]]  # what they paid for, on their account or a team's
+    githubGrants: list[dict[str, Any]]
+    teams: list[dict[str, Any]]  # each team's id and name, with their own role and seat
+    teamGithubGrants: list[dict[str, Any]]
+    emailsSent: list[dict[str, Any]]  # kind and date of each mail sent to their address
+    leads: list[dict[str, Any]]  # the landing page's leads with their address
+
+
+class DeletionAnswer(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    deleted: bool
+    finished: bool  # false: Stripe still validates a redaction; a later call finishes it
+    remaining: list[str]  # the steps still to run
+
+
+@bp.get("/api/me/export")
+def export() -> ResponseReturnValue:
+    user = require_user(caller())
+    response = jsonify(leaving.export(user, db=container().db))
+    response.headers["Cache-Control"] = "private, no-store"
+    response.headers["Content-Disposition"] = 'attachment; filename="my-data.json"'
+    return response
+
+
+@bp.delete("/api/me")
+def delete_account() -> ResponseReturnValue:
+    user = require_user(caller())
+    body = validate(DeleteAccountRequest, json_object())
+    outcome = leaving.delete_account(user, body.confirm, deps=deps(container()))
+    # Not finished: Stripe still validates a redaction, the rest is done; a later call (or the
+    # founder's `flask account-deletions resume`) finishes it.
+    finished = not outcome.remaining
+    answer = DeletionAnswer(deleted=True, finished=finished, remaining=outcome.remaining)
+    return jsonify(answer.model_dump()), 200 if finished else 202
+
+
+def deps(c: Collaborators) -> leaving.Leaving:
+    """What a deletion's steps call, from the container."""
+    try:
+        accounts = c.accounts
+    except MissingSetting as exc:  # production without the secret key: no user can be deleted
+        raise NotConfigured(
+            "Account deletion is not configured: the api needs SUPABASE_SECRET_KEY"
+        ) from exc
+    return leaving.Leaving(
+        db=c.db,
+        stripe=c.stripe,
+        github=c.github,
+        accounts=accounts,
+        bus=c.bus,
+        redaction_api_version=c.settings.stripe_redaction_api_version,
+    )

@@ -1,0 +1,33 @@
+"""`flask account-deletions resume`: finish every account deletion a crash or an outage left
+half-done (each step not done yet, in order; docs/leaving.md)."""
+
+from __future__ import annotations
+
+import click
+from flask import current_app
+from flask.cli import AppGroup
+
+from handlers.leaving import deps
+from runtime.container import Container
+from services import leaving
+from services.leaving import Outcome
+
+account_deletions = AppGroup("account-deletions", help="Account deletions under way.")
+
+
+@account_deletions.command("resume")
+def resume_command() -> None:
+    """Finish the deletions not finished yet; exits non-zero while one could not go on."""
+    container: Container = current_app.extensions["container"]
+    outcomes = leaving.resume_all(deps=deps(container))
+    failed = 0
+    for outcome in outcomes:
+        if isinstance(outcome, Outcome):
+            left = ", ".join(outcome.remaining) or "nothing"
+            click.echo(f"{outcome.deletion_id}: left to do: {left}")
+        else:
+            failed += 1
+            click.echo(f"stopped: {outcome}", err=True)
+    click.echo(f"{len(outcomes)} deletion(s) under way, {failed} stopped")
+    if failed:
+        raise SystemExit(1)
