@@ -439,18 +439,6 @@ def test_a_stripe_account_outside_the_preview_leaves_the_founder_a_task(
     assert task["deletion_id"] is not None
 
 
-def test_production_without_the_secret_key_deletes_nothing(
-    production_api: Callable[..., Api], db: Database
-) -> None:
-    api = production_api(supabase_secret_key=None)
-    user = create_user(db, ADA)
-    response = delete(api, user)
-    assert response.status_code == 503
-    assert "SUPABASE_SECRET_KEY" in response.json()["error"]
-    assert db.fetch_all("select 1 from public.account_deletions") == []
-    assert db.fetch_all("select 1 from auth.users where id = %s", (user,))
-
-
 def test_a_deletion_another_call_is_running_is_left_to_it(
     app: Api, ada: str, fakes: tuple[StripeStandIn, AuthStandIn], db: Database
 ) -> None:
