@@ -33,6 +33,7 @@ from dev import (
     pipeline_view,
     pubsub_emulator,
     stripe_stand_in,
+    web,
 )
 from dev.local_google import PUSH_ACCOUNT, LocalGoogle
 from dev.processes import start_target
@@ -213,11 +214,11 @@ def start(settings: Settings, stack: contextlib.ExitStack) -> Container:
 
 def api_server(container: Container, *, host: str, port: int) -> BaseWSGIServer:
     """The API over HTTP, threaded as `make run` serves it (not started yet), with the local
-    view of the pipeline at /_dev/pipeline."""
-    app = DispatcherMiddleware(
+    view of the pipeline at /_dev/pipeline and the frontend (web/) on every other path."""
+    api = DispatcherMiddleware(
         create_app(container=container), {pipeline_view.PATH: pipeline_view.view_app(container)}
     )
-    return make_server(host, port, app, threaded=True)
+    return make_server(host, port, web.web_app(api, container.settings), threaded=True)
 
 
 def serve_in_background(server: BaseWSGIServer, stack: contextlib.ExitStack) -> str:

@@ -1,0 +1,67 @@
+// Where Stripe's checkout comes back: POST /api/payments/complete-checkout applies the paid
+// session at once; a signed-in buyer's token is then refreshed so its claims carry the new
+// access; a guest is told what they bought and how to sign in.
+import { postPaymentsCompleteCheckout } from "../api.js";
+import { claims, refresh, session } from "../auth.js";
+import { errorBox, h, header, show } from "../ui.js";
+import { source } from "../entitlements.js";
+
+header();
+
+function retry() {
+  return h("p", {}, h("button", { type: "button", onclick: () => main() }, "Try again"));
+}
+
+async function main() {
+  const params = new URLSearchParams(location.search);
+  const sessionId = params.get("session_id");
+  if (!sessionId) {
+    show(errorBox("This page is where a checkout comes back to, with its session_id: none is in this link."),
+      h("p", {}, h("a", { href: "/#pricing" }, "See the plans")));
+    return;
+  }
+  show(h("p", { class: "muted" }, "Confirming your payment…"));
+  let answer;
+  try {
+    answer = await postPaymentsCompleteCheckout({ sessionId, token: params.get("checkout_token") || null });
+  } catch (error) {
+    show(errorBox(error), retry());
+    return;
+  }
+  if ("entitlements" in answer) {
+    // The signed-in buyer: access at once; a fresh token carries it in its claims too.
+    let note = null;
+    if (session()) {
+      try {
+        await refresh();
+        const features = claims()?.features;
+        note = h("p", { class: "muted", id: "token-state" },
+          Array.isArray(features) ? `Your session now carries: ${features.join(", ") || "no features"}.` : "Your session is refreshed.");
+      } catch (error) {
+        note = errorBox(error);
+      }
+    }
+    const held = answer.entitlements.filter((e) => e.active);
+    show(
+      h("p", { class: answer.hasAccess ? "granted" : "muted", id: "access-state" },
+        answer.hasAccess ? "Paid: you have access now." : "Paid. Your access is on its way: your dashboard shows it as soon as it is applied."),
+      held.length ? h("ul", { class: "sources" }, ...held.map((e) => h("li", {}, h("strong", {}, e.product?.name || "A product"), ": ", source(e, answer)))) : null,
+      note,
+      h("p", {}, h("a", { class: "button", href: "/dashboard" }, "Go to your dashboard")),
+    );
+    return;
+  }
+  // A guest: what this session bought, nothing of the account (its e-mail was typed on
+  // Stripe's page and nobody verified it yet).
+  const product = answer.product?.name || "your purchase";
+  show(
+    h("p", { class: answer.hasAccess ? "granted" : "muted", id: "access-state" },
+      answer.applied ? `Paid: ${product} is yours.` : "Paid. We are applying your purchase: this takes a moment."),
+    answer.features.length ? h("ul", { class: "features" }, ...answer.features.map((f) => h("li", {}, f))) : null,
+    h("p", {}, "We sent a sign-in link to the e-mail you gave at checkout. Open it to reach your dashboard, or sign in here with that address."),
+    h("p", {}, h("a", { class: "button", href: "/signin" }, "Sign in")),
+    answer.applied ? null : retry(),
+  );
+}
+
+main();
