@@ -13,8 +13,8 @@ import signal
 from pathlib import Path
 
 from config import DEV_WEBHOOK_SECRET, Settings
+from dev import auth_stand_in, stripe_stand_in
 from dev import stack as local_stack
-from dev import stripe_stand_in
 from runtime import logs
 
 EXAMPLE_USER = "ada@example.com"
@@ -37,6 +37,14 @@ def cli_environment(settings: Settings) -> dict[str, str]:
         # The stand-in's (no secret): `products sync` and the catalogue events read from it.
         env["STRIPE_SECRET_KEY"] = stripe_stand_in.API_KEY
         env["STRIPE_API_BASE"] = str(settings.stripe_api_base)
+    if settings.supabase_publishable_key and (
+        settings.supabase_publishable_key.get_secret_value() == auth_stand_in.PUBLISHABLE_KEY
+    ):
+        # The Auth stand-in's (public values): `users token` signs for it, as the API checks.
+        env["SUPABASE_URL"] = str(settings.supabase_url).rstrip("/")
+        env["SUPABASE_PUBLISHABLE_KEY"] = auth_stand_in.PUBLISHABLE_KEY
+        env["SUPABASE_SECRET_KEY"] = auth_stand_in.SECRET_KEY
+        env["SUPABASE_JWT_SECRET"] = settings.jwt_secret or ""
     if settings.event_bus == "pubsub":
         env["EVENT_BUS"] = "pubsub"
         env["PUBSUB_EMULATOR_HOST"] = settings.pubsub_emulator_host or ""
@@ -72,6 +80,7 @@ def banner(settings: Settings, run_env: Path) -> str:
             f"Outbox     {settings.email_outbox_dir.resolve()} (each e-mail a .eml file)",
             f"Webhook    {base}/api/webhook/payments, secret {secret} ({whose})",
             f"Pipeline   {base}/_dev/pipeline (events, outcomes, e-mails, dead letters)",
+            *auth_lines(settings),
             "",
             "Next, in another terminal:",
             f"  source {run_env}        # DATABASE_URL and PORT of this stack, for the CLI",
@@ -94,15 +103,30 @@ def banner(settings: Settings, run_env: Path) -> str:
     )
 
 
+def auth_lines(settings: Settings) -> list[str]:
+    """Where a browser page signs in, when the Supabase Auth stand-in serves (docs/local.md)."""
+    key = settings.supabase_publishable_key
+    if not key or key.get_secret_value() != auth_stand_in.PUBLISHABLE_KEY:
+        return []
+    url = str(settings.supabase_url).rstrip("/")
+    return [
+        f"Auth       {url}/auth/v1 (Supabase Auth stand-in; magic links land in the outbox)",
+        f"           SUPABASE_URL={url} SUPABASE_PUBLISHABLE_KEY={auth_stand_in.PUBLISHABLE_KEY}",
+    ]
+
+
 def serve() -> None:
     """Prepare, then serve until interrupted (Ctrl-C or SIGTERM); stop what was started."""
     signal.signal(signal.SIGINT, stop_once)
     signal.signal(signal.SIGTERM, stop_once)
     logs.configure(json_output=False)
     with contextlib.ExitStack() as stack:
-        container = local_stack.start(Settings(), stack)
+        settings, auth = local_stack.with_auth_stand_in(Settings())
+        container = local_stack.start(settings, stack, auth=auth)
         settings = container.settings
-        server = local_stack.api_server(container, host=settings.dev_host, port=settings.port)
+        server = local_stack.api_server(
+            container, host=settings.dev_host, port=settings.port, auth=auth
+        )
         stack.callback(server.server_close)
         print(banner(settings, write_run_env(settings, stack)), flush=True)
         with contextlib.suppress(KeyboardInterrupt):

@@ -19,6 +19,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Iterator, Mapping
+from typing import Any
 
 from werkzeug.middleware.dispatcher import DispatcherMiddleware
 from werkzeug.serving import BaseWSGIServer, make_server
@@ -26,7 +27,9 @@ from werkzeug.serving import BaseWSGIServer, make_server
 from adapters.bus.topology import PushPolicy, ensure_topology
 from adapters.db import migrations, profiles
 from config import Settings
+from config.site import cors_origin_list
 from dev import (
+    auth_stand_in,
     cloudrun_front,
     local_google,
     local_postgres,
@@ -96,6 +99,45 @@ def with_stripe_stand_in(
         flush=True,
     )
     overrides = {"stripe_secret_key": stripe_stand_in.API_KEY, "stripe_api_base": stand_in.url}
+    return with_overrides(settings, overrides), stand_in
+
+
+def with_auth_stand_in(settings: Settings) -> tuple[Settings, auth_stand_in.AuthStandIn | None]:
+    """Without SUPABASE_URL outside production, the settings of the Supabase Auth stand-in that
+    `api_server` serves beside the API, on its port, under /auth/v1 (SUPABASE_URL is then the
+    API's own address, so a browser page reaches both at one fixed place)."""
+    if settings.supabase_url is not None or settings.is_production:
+        return settings, None
+    api = f"http://localhost:{settings.port}"
+    site = str(settings.site_url) if settings.site_url else api
+    site_origin = settings.site_origin or api
+    stand_in = auth_stand_in.AuthStandIn(
+        site_url=site,
+        # Supabase's "Redirect URLs": the API's sign-in callback, beside the site itself.
+        allow_list=(f"{api}/api/auth/callback**",),
+        origins=frozenset({site_origin, api, *cors_origin_list(settings.cors_origins)}),
+        publishable_keys=frozenset({auth_stand_in.PUBLISHABLE_KEY}),
+        secret_keys=frozenset({auth_stand_in.SECRET_KEY}),
+        jwt_secret=settings.jwt_secret,
+        outbox=settings.email_outbox_dir.resolve(),
+        sender=settings.email_from_noreply,
+        # Its signing keys and sessions, beside the database (gone at `make reset`).
+        state=settings.data_dir.resolve() / "auth.json",
+    )
+    stand_in.url = api
+    print(
+        f"Supabase Auth: a local stand-in on {api}/auth/v1, magic links to"
+        f" {settings.email_outbox_dir.resolve()} (no SUPABASE_URL; set one for a project)",
+        flush=True,
+    )
+    overrides = {
+        "supabase_url": api,
+        "supabase_publishable_key": auth_stand_in.PUBLISHABLE_KEY,
+        "supabase_secret_key": auth_stand_in.SECRET_KEY,
+        # `flask users token` keeps signing HS256 tokens, which the API and the stand-in take
+        # beside the stand-in's ES256 ones, as a project moving to signing keys does.
+        "supabase_jwt_secret": settings.jwt_secret,
+    }
     return with_overrides(settings, overrides), stand_in
 
 
@@ -195,14 +237,22 @@ def start_private_service(
     return google.push_endpoint(name, to=front.url + "/", audience=service_url), target.process
 
 
-def start(settings: Settings, stack: contextlib.ExitStack) -> Container:
-    """Everything the API needs, started and prepared; stopped when `stack` closes."""
+def start(
+    settings: Settings,
+    stack: contextlib.ExitStack,
+    *,
+    auth: auth_stand_in.AuthStandIn | None = None,
+) -> Container:
+    """Everything the API needs, started and prepared; stopped when `stack` closes. `auth`, the
+    Supabase Auth stand-in, keeps its users in this stack's database."""
     settings, stand_in = with_stripe_stand_in(local_settings(settings, stack), stack)
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     container = Container(settings)
     stack.callback(container.close)
     stack.callback(lifecycle.shutdown)
     prepare(container)
+    if auth is not None:
+        auth.database_url = container.database_url()
     if settings.event_bus == "pubsub":
         start_subscribers(settings, stack)
     if stand_in is not None:
@@ -212,12 +262,20 @@ def start(settings: Settings, stack: contextlib.ExitStack) -> Container:
     return container
 
 
-def api_server(container: Container, *, host: str, port: int) -> BaseWSGIServer:
+def api_server(
+    container: Container,
+    *,
+    host: str,
+    port: int,
+    auth: auth_stand_in.AuthStandIn | None = None,
+) -> BaseWSGIServer:
     """The API over HTTP, threaded as `make run` serves it (not started yet), with the local
-    view of the pipeline at /_dev/pipeline and the frontend (web/) on every other path."""
-    api = DispatcherMiddleware(
-        create_app(container=container), {pipeline_view.PATH: pipeline_view.view_app(container)}
-    )
+    view of the pipeline at /_dev/pipeline, given one, the Supabase Auth stand-in at
+    /auth/v1, and the frontend (web/) on every other path."""
+    mounts: dict[str, Any] = {pipeline_view.PATH: pipeline_view.view_app(container)}
+    if auth is not None:
+        mounts["/auth/v1"] = auth
+    api = DispatcherMiddleware(create_app(container=container), mounts)
     return make_server(host, port, web.web_app(api, container.settings), threaded=True)
 
 
