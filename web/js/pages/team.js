@@ -65,7 +65,10 @@ async function teamList() {
 async function seatsSection(team, manager, reload) {
   const section = h("section", { "aria-labelledby": "seats-title" }, h("h2", { id: "seats-title" }, "Seats"));
   if (team.seats) {
-    section.append(h("p", { id: "seat-count" }, `${team.seats.total} seats, ${team.seats.used} in use.`));
+    // `used`: members plus pending invitations, each of which takes a seat when accepted.
+    const holders = team.members.filter((m) => m.hasSeat).length;
+    section.append(h("p", { id: "seat-count" },
+      `${team.seats.total} seats, ${holders} held; members and pending invitations: ${team.seats.used}.`));
     if (manager) {
       section.append(action({ "aria-label": "Change seats" }, async (form) => {
         await patchTeamsSeats(team.id, { quantity: Number(value(form, "quantity")) });
