@@ -207,3 +207,28 @@ export async function signOut() {
     await gotrue("/logout", { token: found.access_token }).catch(() => undefined);
   }
 }
+
+/** A sign-in link made by Supabase's admin API (a guest buyer's) is implicit-flow: it lands
+ * with the session in the address's fragment (`#access_token=...&refresh_token=...`), or the
+ * reason it failed (`#error_description=...`). The session is kept as any other; the fragment
+ * is removed from the address (and so from the history). */
+export async function adoptFragmentSession() {
+  if (!/(^#|&)(access_token|error|error_description)=/.test(location.hash)) return false;
+  const fragment = new URLSearchParams(location.hash.slice(1));
+  history.replaceState(null, "", location.pathname + location.search);
+  const failed = fragment.get("error_description") || fragment.get("error");
+  if (failed) throw new AuthError(failed);
+  const accessToken = fragment.get("access_token");
+  const refreshToken = fragment.get("refresh_token");
+  if (!accessToken || !refreshToken) return false;
+  const user = await gotrue("/user", { method: "GET", token: accessToken });
+  storeSession({
+    access_token: accessToken,
+    refresh_token: refreshToken,
+    token_type: fragment.get("token_type") || "bearer",
+    expires_in: Number(fragment.get("expires_in") || 3600),
+    expires_at: Number(fragment.get("expires_at") || 0) || Math.floor(Date.now() / 1000) + 3600,
+    user,
+  });
+  return true;
+}

@@ -1,7 +1,7 @@
 // What every page shares: building elements (text always as text, never as HTML), the site's
 // header, the loading, error and signed-out states, and what a person chose before signing in.
 import { CONFIG } from "../config.js";
-import { session, signOut } from "./auth.js";
+import { adoptFragmentSession, session, signOut } from "./auth.js";
 
 /**
  * An element with attributes (on* as listeners) and children (strings become text).
@@ -141,4 +141,18 @@ export function header() {
     : h("div", { class: "account" }, h("a", { href: "/signin" }, "Sign in"));
   const brand = h("a", { class: "brand", href: "/" }, CONFIG.brand || "Your SaaS");
   document.getElementById("site-header")?.replaceChildren(brand, nav, account);
+}
+
+/** Every page's start: a session arriving in the address's fragment (a sign-in link made by
+ * Supabase's admin API) kept, or the reason it failed shown; then the header. True when a
+ * session just arrived. */
+export async function begin() {
+  let arrived = false;
+  try {
+    arrived = await adoptFragmentSession();
+  } catch (error) {
+    document.getElementById("page")?.before(errorBox(error));
+  }
+  header();
+  return arrived;
 }

@@ -1,9 +1,9 @@
 // A team invitation's link: sign in as the invited address, then accept.
 import { postInvitationsAccept } from "../api.js";
 import { session } from "../auth.js";
-import { busy, clearPending, errorBox, h, header, setError, setPending, show } from "../ui.js";
+import { busy, clearPending, errorBox, h, begin, setError, setPending, show } from "../ui.js";
 
-header();
+await begin();
 
 function main() {
   const token = new URLSearchParams(location.search).get("token");

@@ -4,12 +4,12 @@ import { getMe, postGithubAccess, postPaymentsCreateCheckout, postPaymentsCreate
 import { session } from "../auth.js";
 import { checkoutRequest } from "../plans.js";
 import { source } from "../entitlements.js";
-import { busy, clearPending, errorBox, h, header, pending, setError, show, signedOut } from "../ui.js";
+import { busy, clearPending, errorBox, h, begin, pending, setError, show, signedOut } from "../ui.js";
 
 /** @typedef {import("../api.js").MeAnswer} MeAnswer */
 /** @typedef {import("../api.js").EntitlementAnswer} EntitlementAnswer */
 
-header();
+await begin();
 
 function resume(chosen) {
   if (!chosen) return null;

@@ -1,8 +1,8 @@
 // The documentation pages the e-mails link to (getting started; a repository's quick start
 // and deployment): the product's own guides go here.
-import { h, header, show } from "../ui.js";
+import { h, begin, show } from "../ui.js";
 
-header();
+await begin();
 const GUIDES = {
   "/docs/getting-started": [
     "Sign in with the e-mail you bought with: the sign-in page sends you a link.",

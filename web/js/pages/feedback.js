@@ -1,8 +1,8 @@
 // Where a cancellation e-mail asks why: the reply goes to the founder's inbox.
 import { CONFIG } from "../../config.js";
-import { h, header, show } from "../ui.js";
+import { h, begin, show } from "../ui.js";
 
-header();
+await begin();
 const topic = new URLSearchParams(location.search).get("topic") || "feedback";
 const address = CONFIG.supportEmail;
 show(

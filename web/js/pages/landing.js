@@ -3,11 +3,13 @@
 import { getProductsPublic, postPaymentsCreateCheckout } from "../api.js";
 import { session } from "../auth.js";
 import { checkoutRequest, priceText } from "../plans.js";
-import { busy, errorBox, h, header, setError, setPending, show } from "../ui.js";
+import { busy, errorBox, h, begin, setError, setPending, show } from "../ui.js";
 
 /** @typedef {import("../api.js").PublicProduct} PublicProduct */
 
-header();
+// A sign-in link landing on the home page (Supabase's Site URL) goes on to the dashboard, as
+// the API's callback sends a browser there (AUTH_CALLBACK_URL).
+const arrived = await begin();
 
 /** @param {PublicProduct} product */
 function card(product) {
@@ -103,4 +105,5 @@ async function main() {
   if (location.hash === "#pricing") pricing.scrollIntoView();
 }
 
-main();
+if (arrived) location.replace("/dashboard");
+else main();

@@ -1,4 +1,4 @@
-import { h, header, show } from "../ui.js";
+import { h, begin, show } from "../ui.js";
 
-header();
+await begin();
 show(h("p", {}, "Nothing is at this address. ", h("a", { href: "/" }, "Go to the home page")));

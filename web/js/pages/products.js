@@ -3,9 +3,9 @@
 import { getMe } from "../api.js";
 import { session } from "../auth.js";
 import { source } from "../entitlements.js";
-import { errorBox, h, header, show, signedOut } from "../ui.js";
+import { errorBox, h, begin, show, signedOut } from "../ui.js";
 
-header();
+await begin();
 
 async function main() {
   if (!session()) {

@@ -3,9 +3,9 @@
 import { postPaymentsCreateCheckout } from "../api.js";
 import { sendMagicLink, session, signInWithPassword, signUp } from "../auth.js";
 import { checkoutRequest } from "../plans.js";
-import { busy, h, header, pending, setError, show } from "../ui.js";
+import { busy, h, begin, pending, setError, show } from "../ui.js";
 
-header();
+await begin();
 
 function field(id, label, attrs) {
   return h("p", {}, h("label", { for: id }, label), h("input", { id, name: id, required: true, ...attrs }));

@@ -3,10 +3,10 @@
 // access; a guest is told what they bought and how to sign in.
 import { postPaymentsCompleteCheckout } from "../api.js";
 import { claims, refresh, session } from "../auth.js";
-import { errorBox, h, header, show } from "../ui.js";
+import { errorBox, h, begin, show } from "../ui.js";
 import { source } from "../entitlements.js";
 
-header();
+await begin();
 
 function retry() {
   return h("p", {}, h("button", { type: "button", onclick: () => main() }, "Try again"));

@@ -8,11 +8,11 @@ import {
 } from "../api.js";
 import { claims, session } from "../auth.js";
 import { checkoutRequest, priceText } from "../plans.js";
-import { busy, clearPending, day, errorBox, h, header, pending, setError, show, signedOut } from "../ui.js";
+import { busy, clearPending, day, errorBox, h, begin, pending, setError, show, signedOut } from "../ui.js";
 
 /** @typedef {import("../api.js").TeamDetailAnswer} TeamDetailAnswer */
 
-header();
+await begin();
 const ROLES = ["member", "admin", "owner"];
 
 /** A form whose submit runs `work(form)`; its error slot shows what the API said. */
