@@ -46,7 +46,7 @@ test: install system-packages
 	@$(UV) run --frozen pytest -n $(TEST_WORKERS) --dist loadscope --no-loadscope-reorder
 
 # Debian packages the suite drives: headless Chromium reads the local pipeline page as a person
-# would; PgBouncer in transaction mode, serving TLS, stands in for Supabase's pooler (Supavisor).
+# would, and Playwright drives the frontend's journeys in it (tests/web/); PgBouncer in transaction mode, serving TLS, stands in for Supabase's pooler (Supavisor).
 # Installed when missing (as root, or through sudo).
 SYSTEM_PACKAGES := chromium pgbouncer
 system-packages:

@@ -1,7 +1,7 @@
 // Where Stripe's checkout comes back: POST /api/payments/complete-checkout applies the paid
 // session at once; a signed-in buyer's token is then refreshed so its claims carry the new
 // access; a guest is told what they bought and how to sign in.
-import { postPaymentsCompleteCheckout } from "../api.js";
+import { getMe, postPaymentsCompleteCheckout } from "../api.js";
 import { claims, refresh, session } from "../auth.js";
 import { errorBox, h, begin, show } from "../ui.js";
 import { source } from "../entitlements.js";
@@ -25,7 +25,11 @@ async function main() {
   try {
     answer = await postPaymentsCompleteCheckout({ sessionId, token: params.get("checkout_token") || null });
   } catch (error) {
-    show(errorBox(error), retry());
+    // 409: not paid yet (a bank payment under way); access follows with Stripe's event, so a
+    // signed-in buyer's page watches GET /api/me for it.
+    const status = /** @type {any} */ (error).status;
+    show(errorBox(error), status === 409 && session() ? h("p", { class: "muted", role: "status" }, "Waiting for the payment to clear…") : null, retry());
+    if (status === 409 && session()) await watch();
     return;
   }
   if ("entitlements" in answer) {
@@ -62,6 +66,20 @@ async function main() {
     h("p", {}, h("a", { class: "button", href: "/signin" }, "Sign in")),
     answer.applied ? null : retry(),
   );
+}
+
+/** GET /api/me every few seconds for a minute, until the access shows. */
+async function watch() {
+  for (let n = 0; n < 20; n++) {
+    await new Promise((resolve) => setTimeout(resolve, 3000));
+    const me = await getMe().catch(() => null);
+    if (me && me.hasAccess) {
+      await refresh().catch(() => undefined);
+      show(h("p", { class: "granted", id: "access-state" }, "Paid: you have access now."),
+        h("p", {}, h("a", { class: "button", href: "/dashboard" }, "Go to your dashboard")));
+      return;
+    }
+  }
 }
 
 main();
