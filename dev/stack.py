@@ -276,7 +276,9 @@ def api_server(
     if auth is not None:
         mounts["/auth/v1"] = auth
     api = DispatcherMiddleware(create_app(container=container), mounts)
-    return make_server(host, port, web.web_app(api, container.settings), threaded=True)
+    return make_server(
+        host, port, web.web_app(api, web.config_js(container.settings)), threaded=True
+    )
 
 
 def serve_in_background(server: BaseWSGIServer, stack: contextlib.ExitStack) -> str:

@@ -30,11 +30,12 @@ CONFIG_PATH = "/config.js"
 WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 
 
-def config_js(settings: Settings) -> str:
-    """web/config.js's shape, filled from this stack's settings: the API on the same origin."""
+def config_js(settings: Settings, *, api_base: str = "") -> str:
+    """web/config.js's shape, filled from this stack's settings: the API at `api_base` ("" for
+    the page's own origin)."""
     key = settings.supabase_publishable_key
     config = {
-        "apiBase": "",
+        "apiBase": api_base,
         "supabaseUrl": str(settings.supabase_url).rstrip("/") if settings.supabase_url else None,
         "supabaseKey": key.get_secret_value() if key else None,
         "cookieDomain": settings.cookie_domain,
@@ -62,9 +63,9 @@ def file_for(root: Path, path: str) -> Path | None:
     return found if found.is_file() else None
 
 
-def web_app(api: WSGIApp, settings: Settings, *, root: Path = ROOT) -> WSGIApp:
-    """The API for its paths; web/'s files for the rest."""
-    config = config_js(settings).encode()
+def web_app(api: WSGIApp, config_source: str, *, root: Path = ROOT) -> WSGIApp:
+    """The API for its paths; web/'s files for the rest, with `config_source` as /config.js."""
+    config = config_source.encode()
 
     def app(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         path = environ.get("PATH_INFO") or "/"
