@@ -25,13 +25,14 @@ run: install
 	@$(WITH_ENV) exec $(UV) run --frozen python -m dev.server
 
 # `make reset`: the local data (.data/: the embedded Postgres with its users, purchases and
-# products, the outbox, the Stripe stand-in's catalogue and customers) deleted; the next `make run`
+# products, the outbox, the Stripe stand-in's catalogue and customers, the Auth stand-in's signing
+# keys and sessions) deleted; the next `make run`
 # starts empty and syncs the demo catalogue again.
 reset:
 	@set -a; if [ -f .env ]; then . ./.env || exit 1; fi; set +a; \
 	  dir="$${DATA_DIR:-.data}"; \
 	  case "$$(realpath -m -- "$$dir")" in /|"$$HOME"|"$$(pwd)") echo "Refusing to delete $$dir"; exit 1;; esac; \
-	  if [ -e "$$dir" ]; then rm -rf -- "$$dir" && echo "Deleted $$dir (local database, users, purchases, outbox, the Stripe stand-in's objects)."; \
+	  if [ -e "$$dir" ]; then rm -rf -- "$$dir" && echo "Deleted $$dir (local database, users, purchases, outbox, the Stripe stand-in's objects, the Auth stand-in's keys and sessions)."; \
 	  else echo "Nothing to delete: $$dir does not exist."; fi
 
 demo: install

@@ -147,6 +147,13 @@ def password_matches(password: str, stored: str | None) -> bool:
     return hmac.compare_digest(found, base64.b64decode(digest))
 
 
+def ensure_passwords(conn: psycopg.Connection[Any]) -> None:
+    """`auth.users.encrypted_password`, which the local stand-in of Supabase's schema
+    (supabase/local/auth_stand_in.sql) predates: added here, as GoTrue migrates its own schema
+    when it starts; a real `auth` schema has it already."""
+    conn.execute("alter table auth.users add column if not exists encrypted_password text")
+
+
 def s256(verifier: str) -> str:
     """A PKCE S256 challenge: base64url(sha256(verifier)), unpadded."""
     digest = hashlib.sha256(verifier.encode()).digest()
@@ -784,11 +791,7 @@ class AuthStandIn:
             raise Refused(500, "unexpected_failure", "the stand-in has no database")
         with psycopg.connect(self.database_url, row_factory=dict_row) as conn:
             if not self._column_ready:
-                # GoTrue migrates its own schema at start; the local `auth.users` stand-in
-                # (supabase/local/auth_stand_in.sql) predates passwords.
-                conn.execute(
-                    "alter table auth.users add column if not exists encrypted_password text"
-                )
+                ensure_passwords(conn)
                 self._column_ready = True
             yield conn
 

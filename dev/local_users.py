@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -12,6 +11,7 @@ from adapters.db.profiles import Profile
 from adapters.tokens import access_claims, sign_claims
 from config import Settings
 from core.addresses import email_address
+from dev import auth_stand_in
 from services.errors import Forbidden, InvalidRequest, NotConfigured
 
 
@@ -31,11 +31,16 @@ def ensure_local(settings: Settings) -> None:
 
 
 def create(
-    *, email: str, name: str | None, db: Database, settings: Settings
+    *, email: str, name: str | None, db: Database, settings: Settings, password: str | None = None
 ) -> tuple[Profile, bool]:
-    """The profile for `email`, created (with its auth user) when missing; True if new."""
+    """The profile for `email`, created (with its auth user) when missing; True if new. A
+    `password` is set (or replaced) for signing in through the Auth stand-in."""
     ensure_local(settings)
     address = _address(email)
+    if password is not None and len(password) < auth_stand_in.MIN_PASSWORD:
+        raise InvalidRequest(
+            f"password: at least {auth_stand_in.MIN_PASSWORD} characters, as Supabase Auth asks"
+        )
     with db.transaction() as conn:
         row = conn.execute(
             "insert into auth.users (id, email, raw_user_meta_data)"
@@ -43,6 +48,14 @@ def create(
             " on conflict ((lower(email))) do nothing returning id",
             (address, name),
         ).fetchone()
+        if password is not None:
+            auth_stand_in.ensure_passwords(conn)
+            conn.execute(
+                "update auth.users set encrypted_password = %s,"
+                " email_confirmed_at = coalesce(email_confirmed_at, now())"
+                " where lower(email) = lower(%s)",
+                (auth_stand_in.hash_password(password), address),
+            )
     found = profiles.by_email(db, address)
     if found is None:
         raise NotConfigured("no profile was created: are the migrations applied?")
@@ -68,17 +81,12 @@ def token(*, email: str, ttl: int, db: Database, settings: Settings) -> str:
 
 def _hooked(db: Database, claims: dict[str, Any]) -> dict[str, Any]:
     """The claims as the Custom Access Token Hook leaves them, called as Supabase Auth calls it
-    (as `supabase_auth_admin`, with its event), so local tokens carry the same claims."""
-    event = {"user_id": claims["sub"], "claims": claims, "authentication_method": "password"}
+    (as the Auth stand-in does), so local tokens carry the same claims."""
     with db.transaction() as conn:
-        conn.execute("set local role supabase_auth_admin")
-        row = conn.execute(
-            "select public.custom_access_token_hook(%s::jsonb) as answer", (json.dumps(event),)
-        ).fetchone()
-    if row is None or not isinstance(row["answer"].get("claims"), dict):
-        raise NotConfigured("the custom access token hook gave no claims: are migrations applied?")
-    hooked: dict[str, Any] = row["answer"]["claims"]
-    return hooked
+        try:
+            return auth_stand_in.hook_claims(conn, claims, "password")
+        except RuntimeError as exc:
+            raise NotConfigured(str(exc)) from exc
 
 
 def user_id(*, email: str, db: Database, settings: Settings) -> str:

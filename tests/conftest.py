@@ -16,6 +16,7 @@ from adapters.db import migrations
 from adapters.db.pool import Database, DatabaseUnavailable
 from config import Settings
 from dev import local_postgres
+from dev.auth_stand_in import AuthStandIn
 from dev.stripe_stand_in import StripeStandIn
 from main import create_app
 from runtime.container import Container
@@ -23,7 +24,7 @@ from runtime.limits import ROUTE_LIMITS
 from tests.fakes.github import FakeGitHub
 from tests.fakes.http import FakeServer, serve
 from tests.fakes.resend import FakeResend
-from tests.fakes.supabase import JWT_SECRET, FakeSupabaseAuth, hs256_token
+from tests.fakes.supabase import JWT_SECRET, SECRET_KEY, hs256_token
 from tests.helpers import empty_database, postgres_home, stripe_signature
 
 # Read before any test strips the environment: a CI may point the suite at its own Postgres.
@@ -162,14 +163,27 @@ def stripe_fake() -> Iterator[StripeStandIn]:
 
 
 @pytest.fixture(scope="session")
-def supabase_fake(database_url: str) -> Iterator[FakeSupabaseAuth]:
-    yield from serving(FakeSupabaseAuth(database_url=database_url))
+def supabase_fake(
+    database_url: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[AuthStandIn]:
+    """Supabase Auth as the tests drive it: the one local stand-in (dev/auth_stand_in.py),
+    keeping its users in the test database; any API key passes its gateway, the admin routes
+    take the secret ones; magic links it mails go to `stand_in.outbox`."""
+    stand_in = AuthStandIn(
+        database_url=database_url,
+        secret_keys=frozenset({"service-role-key", SECRET_KEY}),
+        jwt_secret=JWT_SECRET,
+        outbox=tmp_path_factory.mktemp("auth-outbox"),
+    )
+    for url in serve(stand_in):
+        stand_in.url = url
+        yield stand_in
 
 
 @pytest.fixture
 def fakes(
-    stripe_fake: StripeStandIn, supabase_fake: FakeSupabaseAuth
-) -> tuple[StripeStandIn, FakeSupabaseAuth]:
+    stripe_fake: StripeStandIn, supabase_fake: AuthStandIn
+) -> tuple[StripeStandIn, AuthStandIn]:
     stripe_fake.reset()
     supabase_fake.reset()
     return stripe_fake, supabase_fake
@@ -194,7 +208,7 @@ def resend() -> Iterator[FakeResend]:
 
 @pytest.fixture
 def settings_factory(
-    database_url: str, fakes: tuple[StripeStandIn, FakeSupabaseAuth], tmp_path: Path
+    database_url: str, fakes: tuple[StripeStandIn, AuthStandIn], tmp_path: Path
 ) -> Callable[..., Settings]:
     """Settings for a test: real database, fake SaaS origins; override any field."""
     stripe, supabase = fakes
@@ -205,7 +219,7 @@ def settings_factory(
             "database_url": database_url,
             "stripe_secret_key": "sk_test_fake",
             "stripe_api_base": stripe.url,
-            "supabase_url": supabase.server.url,
+            "supabase_url": supabase.url,
             "supabase_publishable_key": "anon-key",
             "supabase_jwt_secret": JWT_SECRET,
             "email_outbox_dir": tmp_path / "outbox",

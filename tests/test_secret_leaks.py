@@ -14,11 +14,11 @@ import pytest
 import requests
 
 from adapters.db.pool import Database
+from dev.auth_stand_in import AuthStandIn
 from dev.samples.catalogue import seed_demo_products
 from dev.stripe_stand_in import StripeStandIn
 from tests.conftest import PRODUCTION_SECRETS, Api
 from tests.fakes.resend import FakeResend
-from tests.fakes.supabase import FakeSupabaseAuth
 from tests.helpers import create_user, stripe_event, stripe_signature
 
 STRIPE_KEY = "sk_test_planted_7d3f9a2c5e8b1d4f6a0c"
@@ -90,7 +90,7 @@ def provider_paths(
 def test_no_secret_in_logs_or_answers(
     production_api: Callable[..., Api],
     db: Database,
-    fakes: tuple[StripeStandIn, FakeSupabaseAuth],
+    fakes: tuple[StripeStandIn, AuthStandIn],
     resend: FakeResend,
     caplog: pytest.LogCaptureFixture,
 ) -> None:

@@ -24,10 +24,17 @@ def users() -> None:
 @users.command("create")
 @click.argument("email")
 @click.option("--name", default=None, help="Full name, as sign-up would store it.")
-def create_command(email: str, name: str | None) -> None:
+@click.option(
+    "--password",
+    default=None,
+    help="Set (or replace) the password signing in through make run's Auth stand-in takes.",
+)
+def create_command(email: str, name: str | None, password: str | None) -> None:
     """Create a user (auth user and profile) with EMAIL; an existing one is kept."""
     with _refusals() as c:
-        profile, created = local_users.create(email=email, name=name, db=c.db, settings=c.settings)
+        profile, created = local_users.create(
+            email=email, name=name, password=password, db=c.db, settings=c.settings
+        )
     click.echo(f"{'created' if created else 'exists:'} {profile.email} (id {profile.id})")
 
 

@@ -31,6 +31,7 @@ from adapters.bus.topology import clients, ensure_topology
 from adapters.db.pool import Database
 from config import PRODUCTION_REQUIRED, PRODUCTION_REQUIRED_BY_TARGET
 from dev import cloudrun_front, local_google, pubsub_emulator
+from dev.auth_stand_in import AuthStandIn
 from dev.cloudrun_front import CloudRunFront
 from dev.local_google import LocalGoogle
 from dev.samples.catalogue import seed_demo_products
@@ -39,7 +40,6 @@ from tests.conftest import serving
 from tests.deploy import topology
 from tests.deploy.conftest import Image
 from tests.fakes.resend import FakeResend
-from tests.fakes.supabase import FakeSupabaseAuth
 from tests.helpers import create_user, stripe_event, stripe_signature, wait_for
 from tests.pubsub_fixtures import (
     PubSub,
@@ -193,7 +193,7 @@ def production_env(
     pubsub: PubSub,
     stripe: StripeStandIn,
     resend: FakeResend,
-    supabase: FakeSupabaseAuth,
+    supabase: AuthStandIn,
     topic: str,
 ) -> dict[str, str]:
     """Every production secret, plausible values, SaaS origins pointing at the fakes."""
@@ -205,7 +205,7 @@ def production_env(
         "PUBSUB_EMULATOR_HOST": pubsub.host,
         "DATABASE_URL": database_url,
         "SITE_URL": "https://shop.acme.dev",
-        "SUPABASE_URL": supabase.server.url,
+        "SUPABASE_URL": supabase.url,
         "SUPABASE_PUBLISHABLE_KEY": "eyJhbGciOiJIUzI1NiJ9.anon." + uuid.uuid4().hex,
         "SUPABASE_SECRET_KEY": "eyJhbGciOiJIUzI1NiJ9.service." + uuid.uuid4().hex,
         "STRIPE_SECRET_KEY": "sk_test_" + uuid.uuid4().hex,
@@ -335,7 +335,7 @@ def test_the_loop_runs_in_containers_with_production_settings(
     db: Database,
     stripe_fake: StripeStandIn,
     resend_fake: FakeResend,
-    supabase_fake: FakeSupabaseAuth,
+    supabase_fake: AuthStandIn,
     figure: list[str],
     google: LocalGoogle,
     front: Callable[..., CloudRunFront],

@@ -11,10 +11,11 @@ from pathlib import Path
 
 import psycopg
 import pytest
+import requests
 
 from adapters.db.pool import Database
 from config import DEV_WEBHOOK_SECRET
-from dev import pubsub_emulator, stripe_stand_in
+from dev import auth_stand_in, pubsub_emulator, stripe_stand_in
 from dev.samples import catalogue
 from dev.samples.catalogue import seed_demo_products
 from tests.adapters.bus.test_pubsub import (  # fixtures: pytest finds them by name
@@ -109,3 +110,54 @@ def test_make_run_prints_the_next_steps_and_writes_run_env_for_the_cli(
         server.stop()
     assert server.process.returncode == 0, server.output()[-2000:]
     assert not run_env.exists()
+
+
+def test_make_run_serves_supabase_auth_beside_the_api(database_url: str, tmp_path: Path) -> None:
+    port = pubsub_emulator.free_port()
+    env = {k: v for k, v in os.environ.items() if k not in SETTINGS_VARIABLES}
+    env |= {"PORT": str(port), "DATABASE_URL": database_url, "DATA_DIR": str(tmp_path / "data")}
+    server = spawn(
+        [sys.executable, "-m", "dev.server"], env=env, port=port, log=tmp_path / "auth.log"
+    )
+    site = f"http://localhost:{port}"
+    try:
+        out = server.output()
+        assert f"Auth       {site}/auth/v1" in out
+        assert (
+            f"SUPABASE_URL={site} SUPABASE_PUBLISHABLE_KEY={auth_stand_in.PUBLISHABLE_KEY}" in out
+        )
+        # A page of the site signs up, as supabase-js does, and calls the API with the token.
+        signed_up = requests.post(
+            f"{server.url}/auth/v1/signup",
+            json={"email": "page@example.com", "password": "long enough"},
+            headers={"apikey": auth_stand_in.PUBLISHABLE_KEY, "Origin": site},
+            timeout=10,
+        )
+        assert signed_up.status_code == 200, signed_up.text
+        assert signed_up.headers["Access-Control-Allow-Origin"] == site
+        token = signed_up.json()["access_token"]
+        me = requests.get(
+            f"{server.url}/api/me", headers={"Authorization": f"Bearer {token}"}, timeout=10
+        )
+        assert me.status_code == 200, me.text
+        # `users token`, with run.env's settings, signs tokens the same API accepts.
+        exported = dict(
+            line.removeprefix("export ").split("=", 1)
+            for line in (tmp_path / "data" / "run.env").read_text().splitlines()
+            if line.startswith("export ")
+        )
+        assert shlex.split(exported["SUPABASE_URL"]) == [site]
+        cli_env = {**env, **{k: shlex.split(v)[0] for k, v in exported.items()}}
+        printed = subprocess.run(
+            [sys.executable, "-m", "flask", "--app", "main", "users", "token", "page@example.com"],
+            env=cli_env, capture_output=True, text=True, timeout=120, check=True,
+        )  # fmt: skip
+        cli = requests.get(
+            f"{server.url}/api/me",
+            headers={"Authorization": f"Bearer {printed.stdout.strip()}"},
+            timeout=10,
+        )
+        assert cli.status_code == 200, cli.text
+    finally:
+        server.stop()
+    assert server.process.returncode == 0, server.output()[-2000:]

@@ -21,7 +21,7 @@ from urllib.parse import parse_qs, urlsplit
 import html5lib
 import pytest
 import requests
-from pydantic import SecretStr
+from pydantic import AnyHttpUrl, SecretStr
 
 from adapters.db.pool import Database
 from config import Settings
@@ -63,18 +63,31 @@ class Local:
             assert self.server.process.returncode == 0, self.server.output()[-2000:]
             self.server = None
 
+    def exported(self) -> dict[str, str]:
+        """What `.data/run.env` exports for the CLI."""
+        return {
+            name: value.strip("'")
+            for name, value in (
+                line.removeprefix("export ").split("=", 1)
+                for line in (self.data / "run.env").read_text().splitlines()
+                if line.startswith("export ")
+            )
+        }
+
     @property
     def stripe(self) -> str:
         """The stand-in's address, as `.data/run.env` exports it for the CLI."""
-        exported = dict(
-            line.removeprefix("export ").split("=", 1)
-            for line in (self.data / "run.env").read_text().splitlines()
-            if line.startswith("export ")
-        )
-        return exported["STRIPE_API_BASE"].strip("'")
+        return self.exported()["STRIPE_API_BASE"]
 
     def token(self, email: str) -> str:
-        settings = Settings(database_url=SecretStr(self.database_url), data_dir=self.data)
+        """`users token` after `source .data/run.env`: signed for the Auth stand-in."""
+        exported = self.exported()
+        settings = Settings(
+            database_url=SecretStr(self.database_url),
+            data_dir=self.data,
+            supabase_url=AnyHttpUrl(exported["SUPABASE_URL"]),
+            supabase_jwt_secret=SecretStr(exported["SUPABASE_JWT_SECRET"]),
+        )
         return local_users.token(email=email, ttl=600, db=self.db, settings=settings)
 
     def call(self, method: str, path: str, email: str, body: Any = None) -> requests.Response:

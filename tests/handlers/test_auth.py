@@ -18,14 +18,14 @@ from adapters.supabase_auth import (
     storage_key,
 )
 from config import SettingsError
+from dev.auth_stand_in import AuthStandIn
 from tests.conftest import Api
-from tests.fakes.supabase import FakeSupabaseAuth
 
 USER = "7b0e1f5e-2f44-4a53-9a3c-0d3f1f0b6d01"
 
 
-def cookie_name(supabase: FakeSupabaseAuth) -> str:
-    return storage_key(supabase.server.url)
+def cookie_name(supabase: AuthStandIn) -> str:
+    return storage_key(supabase.url)
 
 
 def test_without_code_redirects_to_the_callback_path(api: Api) -> None:
@@ -58,7 +58,7 @@ def test_production_refuses_to_start_without_site_url(
 
 
 def test_code_exchange_sets_the_session_cookie(api: Api, fakes: Any) -> None:
-    supabase: FakeSupabaseAuth = fakes[1]
+    supabase: AuthStandIn = fakes[1]
     code = supabase.issue_code(verifier="verifier-123", user_id=USER, email="ada@example.com")
     key = cookie_name(supabase)
     response = api.get(
@@ -82,14 +82,14 @@ def test_code_exchange_sets_the_session_cookie(api: Api, fakes: Any) -> None:
     ]
     assert cleared
     assert "Max-Age=0" in cleared[0]
-    [call] = supabase.server.calls("POST", "/auth/v1/token")
+    [call] = supabase.calls("POST", "/auth/v1/token")
     assert call.query == [("grant_type", "pkce")]
     assert call.json() == {"auth_code": code, "code_verifier": "verifier-123"}
     assert call.headers["Apikey"] == "anon-key"
 
 
 def test_password_recovery_verifier_is_read_too(api: Api, fakes: Any) -> None:
-    supabase: FakeSupabaseAuth = fakes[1]
+    supabase: AuthStandIn = fakes[1]
     code = supabase.issue_code(verifier="v-456", user_id=USER, email="ada@example.com")
     key = cookie_name(supabase)
     response = api.get(
@@ -100,7 +100,7 @@ def test_password_recovery_verifier_is_read_too(api: Api, fakes: Any) -> None:
 
 
 def test_failed_exchange_still_redirects_without_cookies(api: Api, fakes: Any) -> None:
-    supabase: FakeSupabaseAuth = fakes[1]
+    supabase: AuthStandIn = fakes[1]
     code = supabase.issue_code(verifier="right", user_id=USER, email="ada@example.com")
     key = cookie_name(supabase)
     response = api.get(
@@ -130,7 +130,7 @@ def test_storage_key_follows_supabase_js() -> None:
     assert storage_key("https://abcdefgh.supabase.co") == "sb-abcdefgh-auth-token"
 
 
-def sign_in(api: Api, supabase: FakeSupabaseAuth, *, created_at: str) -> None:
+def sign_in(api: Api, supabase: AuthStandIn, *, created_at: str) -> None:
     code = supabase.issue_code(
         verifier="v", user_id=USER, email="new@example.com", created_at=created_at, name="Grace"
     )

@@ -12,10 +12,10 @@ import pytest
 
 from adapters.db.pool import Database
 from core.checkout import TOKEN_DIGEST_KEY, completion_url
+from dev.auth_stand_in import AuthStandIn
 from dev.samples.catalogue import seed_demo_products
 from dev.stripe_stand_in import StripeStandIn
 from tests.conftest import Api
-from tests.fakes.supabase import FakeSupabaseAuth
 from tests.helpers import create_user, stripe_event
 from tests.subscribers.test_access import completed, post_event
 
@@ -24,7 +24,7 @@ ONE_TIME = "price_demo_starter_one_time"
 
 
 @pytest.fixture
-def stripe(fakes: tuple[StripeStandIn, FakeSupabaseAuth], db: Database) -> StripeStandIn:
+def stripe(fakes: tuple[StripeStandIn, AuthStandIn], db: Database) -> StripeStandIn:
     seed_demo_products(db)
     return fakes[0]
 

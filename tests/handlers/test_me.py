@@ -11,9 +11,9 @@ import pytest
 from adapters.db.pool import Database
 from adapters.supabase_auth import encode_value
 from config import Settings, SettingsError
+from dev.auth_stand_in import AuthStandIn
 from dev.samples.catalogue import seed_demo_products
 from tests.conftest import Api
-from tests.fakes.supabase import FakeSupabaseAuth
 from tests.helpers import create_user, stripe_event
 from tests.subscribers.lifecycle_helpers import (
     MONTHLY,
@@ -149,7 +149,7 @@ def test_sign_in_cookies_go_to_the_shared_parent_domain(
     api_factory: Callable[..., Api], fakes: Any
 ) -> None:
     api = api_factory(cookie_domain=".Example.com")
-    supabase: FakeSupabaseAuth = fakes[1]
+    supabase: AuthStandIn = fakes[1]
     code = supabase.issue_code(
         verifier="v-1", user_id="9b0f3c1e-1f5a-4c55-9f8e-2f1a7d5e6c01", email="ada@example.com"
     )

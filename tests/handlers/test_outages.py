@@ -8,18 +8,18 @@ from collections.abc import Callable
 import pytest
 
 from adapters.db.pool import Database
+from dev.auth_stand_in import AuthStandIn
 from dev.samples.catalogue import seed_demo_products
 from dev.stripe_stand_in import StripeStandIn
 from tests.conftest import Api
 from tests.fakes.http import hanging_server
-from tests.fakes.supabase import FakeSupabaseAuth
 from tests.handlers.test_payments import ONE_TIME, URLS, checkout, signed_in
 
 PORTAL = {"returnUrl": "https://app.example.com/dashboard"}
 
 
 @pytest.fixture
-def stripe(fakes: tuple[StripeStandIn, FakeSupabaseAuth], db: Database) -> StripeStandIn:
+def stripe(fakes: tuple[StripeStandIn, AuthStandIn], db: Database) -> StripeStandIn:
     seed_demo_products(db)
     return fakes[0]
 

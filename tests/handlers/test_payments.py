@@ -11,10 +11,10 @@ import pytest
 from adapters.db.pool import Database
 from adapters.supabase_auth import encode_value, storage_key
 from core.stripe_objects import CURRENT_VERSION
+from dev.auth_stand_in import AuthStandIn
 from dev.samples.catalogue import seed_demo_products
 from dev.stripe_stand_in import StripeStandIn
 from tests.conftest import Api
-from tests.fakes.supabase import FakeSupabaseAuth
 from tests.helpers import create_user
 
 ONE_TIME = "price_demo_starter_one_time"
@@ -26,7 +26,7 @@ SPEC_MESSAGES = {"Price ID is required", "Success and cancel URLs are required",
 
 
 @pytest.fixture
-def stripe(fakes: tuple[StripeStandIn, FakeSupabaseAuth], db: Database) -> StripeStandIn:
+def stripe(fakes: tuple[StripeStandIn, AuthStandIn], db: Database) -> StripeStandIn:
     seed_demo_products(db)
     return fakes[0]
 
@@ -234,10 +234,10 @@ def test_guest_subscription_has_no_customer_email(api: Api, stripe: StripeStandI
 
 
 def test_session_cookie_identifies_the_user(
-    api: Api, stripe: StripeStandIn, db: Database, fakes: tuple[StripeStandIn, FakeSupabaseAuth]
+    api: Api, stripe: StripeStandIn, db: Database, fakes: tuple[StripeStandIn, AuthStandIn]
 ) -> None:
     user_id, token = signed_in(api, db)
-    cookie = {storage_key(fakes[1].server.url): encode_value({"access_token": token})}
+    cookie = {storage_key(fakes[1].url): encode_value({"access_token": token})}
     response = api.post(
         "/api/payments/create-checkout",
         cookies=cookie,
@@ -276,7 +276,7 @@ def test_tokens_are_checked_against_jwks_without_a_jwt_secret(
     api_factory: Any,
     stripe: StripeStandIn,
     db: Database,
-    fakes: tuple[StripeStandIn, FakeSupabaseAuth],
+    fakes: tuple[StripeStandIn, AuthStandIn],
 ) -> None:
     api = api_factory(supabase_jwt_secret=None)
     user_id = create_user(db, "jwks@example.com")
@@ -291,7 +291,7 @@ def test_tokens_are_checked_against_jwks_without_a_jwt_secret(
         ).status_code
         == 401
     )
-    assert fakes[1].server.calls("GET", "/auth/v1/.well-known/jwks.json")
+    assert fakes[1].calls("GET", "/auth/v1/.well-known/jwks.json")
 
 
 def test_provider_failure_answers_null_url(api: Api, stripe: StripeStandIn) -> None:

@@ -2,7 +2,7 @@
 a project part-way through the move from the legacy JWT secret (both kinds of tokens live).
 
 Through the API over HTTP (a signed-in checkout names its buyer; a bad token is 401), against
-the Supabase stand-in (tests/fakes/supabase.py), which behaves as today's gateway does."""
+the Supabase Auth stand-in (dev/auth_stand_in.py), which behaves as today's gateway does."""
 
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ from cryptography.hazmat.primitives import serialization
 from adapters.db.pool import Database
 from adapters.supabase_auth import encode_value, read_session, storage_key
 from config import SUPABASE_LOCAL_KEYS, Settings, SettingsError, supabase_key_role
+from dev.auth_stand_in import AuthStandIn
 from dev.samples.catalogue import seed_demo_products
 from dev.stripe_stand_in import StripeStandIn
 from tests.conftest import Api
@@ -29,7 +30,6 @@ from tests.fakes.supabase import (
     JWT_SECRET,
     PUBLISHABLE_KEY,
     SECRET_KEY,
-    FakeSupabaseAuth,
     hs256_token,
 )
 from tests.handlers.test_payments import ONE_TIME, URLS, checkout
@@ -41,12 +41,12 @@ PURCHASE = {"priceId": ONE_TIME, "mode": "payment", **URLS}
 
 
 @pytest.fixture
-def supabase(fakes: tuple[StripeStandIn, FakeSupabaseAuth]) -> FakeSupabaseAuth:
+def supabase(fakes: tuple[StripeStandIn, AuthStandIn]) -> AuthStandIn:
     return fakes[1]
 
 
 @pytest.fixture
-def stripe(fakes: tuple[StripeStandIn, FakeSupabaseAuth], db: Database) -> StripeStandIn:
+def stripe(fakes: tuple[StripeStandIn, AuthStandIn], db: Database) -> StripeStandIn:
     """Stripe's stand-in, with products to buy."""
     seed_demo_products(db)
     return fakes[0]
@@ -65,7 +65,7 @@ def signed_in_as(api: Api, stripe: StripeStandIn, token: str) -> str | None:
 
 def test_mid_migration_both_kinds_of_tokens_are_accepted(
     api_factory: Callable[..., Api],
-    supabase: FakeSupabaseAuth,
+    supabase: AuthStandIn,
     db: Database,
     stripe: StripeStandIn,
 ) -> None:
@@ -80,7 +80,7 @@ def test_mid_migration_both_kinds_of_tokens_are_accepted(
 
 def test_after_the_migration_hs256_tokens_are_refused(
     api_factory: Callable[..., Api],
-    supabase: FakeSupabaseAuth,
+    supabase: AuthStandIn,
     db: Database,
     stripe: StripeStandIn,
 ) -> None:
@@ -94,7 +94,7 @@ def test_after_the_migration_hs256_tokens_are_refused(
 
 def test_a_rotated_key_is_accepted_without_a_restart(
     api_factory: Callable[..., Api],
-    supabase: FakeSupabaseAuth,
+    supabase: AuthStandIn,
     db: Database,
     stripe: StripeStandIn,
 ) -> None:
@@ -103,10 +103,10 @@ def test_a_rotated_key_is_accepted_without_a_restart(
     assert signed_in_as(api, stripe, supabase.es256_token(sub=user, email="r@e.c")) == user
 
     # The standby key was already published: the first rotation needs no new fetch.
-    fetches = len(supabase.server.calls("GET", "/auth/v1/.well-known/jwks.json"))
+    fetches = len(supabase.calls("GET", "/auth/v1/.well-known/jwks.json"))
     supabase.rotate()
     assert signed_in_as(api, stripe, supabase.es256_token(sub=user, email="r@e.c")) == user
-    assert len(supabase.server.calls("GET", "/auth/v1/.well-known/jwks.json")) == fetches
+    assert len(supabase.calls("GET", "/auth/v1/.well-known/jwks.json")) == fetches
 
     # A second rotation: a key the service has never seen is fetched, within seconds.
     supabase.rotate()
@@ -116,14 +116,14 @@ def test_a_rotated_key_is_accepted_without_a_restart(
 
 def test_unknown_key_ids_cannot_make_a_fetch_per_request(
     api_factory: Callable[..., Api],
-    supabase: FakeSupabaseAuth,
+    supabase: AuthStandIn,
     db: Database,
     stripe: StripeStandIn,
 ) -> None:
     api = api_factory(supabase_jwt_secret=None)
     user = create_user(db, "flood@example.com")
     assert signed_in_as(api, stripe, supabase.es256_token(sub=user, email="f@e.c")) == user
-    before = len(supabase.server.calls("GET", "/auth/v1/.well-known/jwks.json"))
+    before = len(supabase.calls("GET", "/auth/v1/.well-known/jwks.json"))
     claims = jwt.decode(
         supabase.es256_token(sub=user, email="f@e.c"), options={"verify_signature": False}
     )
@@ -132,12 +132,12 @@ def test_unknown_key_ids_cannot_make_a_fetch_per_request(
             claims, supabase.signing_key, algorithm="ES256", headers={"kid": uuid.uuid4().hex}
         )
         assert signed_in_as(api, stripe, forged) is None
-    assert len(supabase.server.calls("GET", "/auth/v1/.well-known/jwks.json")) - before <= 1
+    assert len(supabase.calls("GET", "/auth/v1/.well-known/jwks.json")) - before <= 1
 
 
 def test_no_algorithm_confusion_and_no_none(
     api_factory: Callable[..., Api],
-    supabase: FakeSupabaseAuth,
+    supabase: AuthStandIn,
     db: Database,
     stripe: StripeStandIn,
 ) -> None:
@@ -227,7 +227,7 @@ def test_production_refuses_the_supabase_cli_local_keys(
 
 
 def test_guest_accounts_go_through_supabase_auth_with_a_secret_key(
-    api_factory: Callable[..., Api], supabase: FakeSupabaseAuth, db: Database
+    api_factory: Callable[..., Api], supabase: AuthStandIn, db: Database
 ) -> None:
     api = api_factory(supabase_secret_key=SECRET_KEY, supabase_publishable_key=PUBLISHABLE_KEY)
     seed_demo_products(db)
@@ -236,7 +236,7 @@ def test_guest_accounts_go_through_supabase_auth_with_a_secret_key(
     )
     assert post_event(api, body).status_code == 200
     assert api.container.bus.wait_idle(15)  # type: ignore[attr-defined]
-    [created] = supabase.server.calls("POST", "/auth/v1/admin/users")
+    [created] = supabase.calls("POST", "/auth/v1/admin/users")
     assert created.headers["Apikey"] == SECRET_KEY
     assert created.headers["Authorization"] in (f"Bearer {SECRET_KEY}", None)
     assert db.fetch_all("select 1 from auth.users where email = 'guest-today@example.com'"), (
@@ -245,9 +245,9 @@ def test_guest_accounts_go_through_supabase_auth_with_a_secret_key(
 
 
 def test_the_gateway_refuses_a_bearer_that_is_neither_the_key_nor_a_jwt(
-    supabase: FakeSupabaseAuth,
+    supabase: AuthStandIn,
 ) -> None:
-    url = supabase.server.url + "/auth/v1/admin/users"
+    url = supabase.url + "/auth/v1/admin/users"
     wrong = requests.post(
         url,
         json={"email": "x@example.com"},
@@ -274,12 +274,12 @@ def test_a_project_without_its_secret_key_says_where_accounts_go(
 
 
 def test_the_sign_in_callback_exchanges_its_code_with_a_publishable_key(
-    api_factory: Callable[..., Api], supabase: FakeSupabaseAuth
+    api_factory: Callable[..., Api], supabase: AuthStandIn
 ) -> None:
     api = api_factory(supabase_publishable_key=PUBLISHABLE_KEY)
     user = str(uuid.uuid4())
     code = supabase.issue_code(verifier="v-today", user_id=user, email="today@example.com")
-    key = storage_key(supabase.server.url)
+    key = storage_key(supabase.url)
     response = api.get(
         f"/api/auth/callback?code={code}",
         cookies={f"{key}-code-verifier": encode_value("v-today")},
@@ -288,5 +288,5 @@ def test_the_sign_in_callback_exchanges_its_code_with_a_publishable_key(
     session = read_session(key, {c.name: c.value or "" for c in response.cookies})
     assert session is not None
     assert session["user"]["id"] == user
-    [call] = supabase.server.calls("POST", "/auth/v1/token")
+    [call] = supabase.calls("POST", "/auth/v1/token")
     assert call.headers["Apikey"] == PUBLISHABLE_KEY

@@ -340,7 +340,7 @@ def test_a_guest_buyer_gets_an_account_and_a_sign_in_link_in_our_own_email(
     assert api.container.bus.wait_idle(15)
     # Two deliveries racing may both create; Supabase refuses the second, one user results.
     assert len(db.fetch_all("select id from auth.users where email = 'guest@example.com'")) == 1
-    created = supabase_fake.server.calls("POST", "/auth/v1/admin/users")[0]
+    created = supabase_fake.calls("POST", "/auth/v1/admin/users")[0]
     assert created.json() == {
         "email": "guest@example.com",
         "email_confirm": True,
@@ -348,9 +348,9 @@ def test_a_guest_buyer_gets_an_account_and_a_sign_in_link_in_our_own_email(
     }
     assert created.headers["Apikey"] == "service-role-key"
     # Supabase's own mailer is never asked: no invite, no OTP mail.
-    assert supabase_fake.server.calls("POST", "/auth/v1/invite") == []
-    assert supabase_fake.server.calls("POST", "/auth/v1/otp") == []
-    [link_call] = supabase_fake.server.calls("POST", "/auth/v1/admin/generate_link")
+    assert supabase_fake.calls("POST", "/auth/v1/invite") == []
+    assert supabase_fake.calls("POST", "/auth/v1/otp") == []
+    [link_call] = supabase_fake.calls("POST", "/auth/v1/admin/generate_link")
     assert link_call.json()["type"] == "magiclink"
     assert link_call.query == [("redirect_to", "https://app.example.com/dashboard")]
     [signin] = [m for m in outbox(api) if m["Subject"].startswith("Sign in to")]

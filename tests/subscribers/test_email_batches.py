@@ -15,12 +15,12 @@ from adapters.db.pool import Database
 from adapters.mail.message import MailError
 from core.app_events import ACCOUNT_INVITED
 from core.events import Event, InvalidEvent, app_event, parse_event
+from dev.auth_stand_in import AuthStandIn
 from dev.samples.catalogue import seed_demo_products
 from subscribers.emails import EmailSubscriber
 from tests.adapters.db.test_round_trips import renewal_body
 from tests.conftest import Api
 from tests.fakes.resend import FakeResend
-from tests.fakes.supabase import FakeSupabaseAuth
 from tests.subscribers.test_access_batches import customers
 
 SENT = "sent invoice-paid"
@@ -130,7 +130,7 @@ def test_a_batch_whose_record_fails_is_sent_again_with_the_same_keys(
 def test_a_sign_in_link_auth_cannot_make_leaves_no_claim_so_the_redelivery_sends_at_once(
     api_factory: Callable[..., Api],
     resend: FakeResend,
-    supabase_fake: FakeSupabaseAuth,
+    supabase_fake: AuthStandIn,
     db: Database,
 ) -> None:
     supabase_fake.reset()
