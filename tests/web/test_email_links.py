@@ -52,6 +52,8 @@ def test_every_link_of_every_email_kind_answers_with_a_page(site: Site) -> None:
 
 
 def test_the_api_stays_the_api_and_a_missing_page_is_a_404_page(site: Site) -> None:
+    # The banner names the page to open.
+    assert f"Pages      {site.url}/ (the reference frontend" in site.process.output()
     health = requests.get(f"{site.url}/api/health", timeout=10)
     assert health.json() == {"status": "ok"}
     missing = requests.get(f"{site.url}/no/such/page", timeout=10)
