@@ -66,3 +66,11 @@ def test_the_frontend_loads_nothing_from_another_host() -> None:
 def test_each_page_has_its_screenshot_in_docs_web() -> None:
     missing = [n for n in SCREENSHOTS if not (ROOT / "docs" / "web" / f"{n}.png").is_file()]
     assert missing == [], "run `make web-screenshots`"
+
+
+def test_no_page_writes_markup_from_a_string() -> None:
+    """What the API answers and people typed goes in as text (ui.js's `h`), never parsed."""
+    sink = re.compile(r"\.(?:innerHTML|outerHTML)\s*=|insertAdjacentHTML|document\.write|eval\(")
+    for path in (WEB / "js").rglob("*.js"):
+        found = sink.search(path.read_text())
+        assert found is None, f"{path.relative_to(WEB)}: {found.group(0)!r}"

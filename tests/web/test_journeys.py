@@ -236,3 +236,25 @@ def test_a_team_buys_three_seats_invites_two_and_the_newest_loses_access_at_two_
     expect(first.locator("#access-state")).to_have_text("You have access.")
     for person in (olga, *members):
         assert person.errors == []
+
+
+def test_a_team_named_with_markup_shows_the_markup_as_text(
+    browser: Browser, site: Site, contexts: list[BrowserContext]
+) -> None:
+    eve = Person(browser, site, contexts, unique("eve"))
+    page = eve.page
+    page.goto("/signin")
+    page.get_by_label("E-mail", exact=True).nth(1).fill(eve.email)
+    page.get_by_label("Password", exact=True).fill("correct horse battery")
+    page.get_by_role("button", name="Create an account").click()
+    page.wait_for_url(f"{site.url}/dashboard")
+    page.goto("/team")
+    name = "<b id=injected>Bold</b>"
+    page.get_by_label("Team name").fill(name)
+    page.get_by_role("button", name="Create the team").click()
+    expect(page.locator("#team-name")).to_have_text(name)
+    assert page.locator("#injected").count() == 0
+    page.goto("/dashboard")
+    expect(page.get_by_role("link", name=name)).to_be_visible()
+    assert page.locator("#injected").count() == 0
+    assert eve.errors == []

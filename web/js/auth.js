@@ -174,16 +174,26 @@ export async function signUp(email, password) {
 
 /** A new access token from the refresh token: its claims read the database again (the custom
  * access token hook), so a purchase's access shows in the token at once. */
-export async function refresh() {
-  const found = session();
-  if (!found || !found.refresh_token) throw new AuthError("Not signed in");
-  const data = await gotrue("/token", {
-    body: { refresh_token: found.refresh_token },
-    query: { grant_type: "refresh_token" },
+export function refresh() {
+  // One refresh at a time: a refresh token is single use, and presenting it twice ends the
+  // whole session (Supabase's reuse detection), so calls made meanwhile share this one.
+  refreshing ||= (async () => {
+    const found = session();
+    if (!found || !found.refresh_token) throw new AuthError("Not signed in");
+    const data = await gotrue("/token", {
+      body: { refresh_token: found.refresh_token },
+      query: { grant_type: "refresh_token" },
+    });
+    storeSession(data);
+    return data;
+  })().finally(() => {
+    refreshing = null;
   });
-  storeSession(data);
-  return data;
+  return refreshing;
 }
+
+/** @type {Promise<any> | null} */
+let refreshing = null;
 
 /** The access token to send, refreshed first when it is about to expire; null signed out. */
 export async function accessToken() {
