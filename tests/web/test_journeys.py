@@ -60,6 +60,14 @@ class Person:
         page.goto(self.site.link(self.email, VERIFY_LINK))
         page.wait_for_url(f"{self.site.url}/dashboard")
 
+    def sign_up_with_a_password(self) -> None:
+        """From /signin: a new account by password; lands on the dashboard."""
+        page = self.page
+        page.get_by_label("E-mail", exact=True).nth(1).fill(self.email)
+        page.get_by_label("Password", exact=True).fill("correct horse battery")
+        page.get_by_role("button", name="Create an account").click()
+        page.wait_for_url(f"{self.site.url}/dashboard")
+
     def pay_on_the_stand_ins_page(self) -> None:
         """On Stripe's (stand-in) checkout page: pay, then follow its link back to the site."""
         page = self.page
@@ -244,10 +252,7 @@ def test_a_team_named_with_markup_shows_the_markup_as_text(
     eve = Person(browser, site, contexts, unique("eve"))
     page = eve.page
     page.goto("/signin")
-    page.get_by_label("E-mail", exact=True).nth(1).fill(eve.email)
-    page.get_by_label("Password", exact=True).fill("correct horse battery")
-    page.get_by_role("button", name="Create an account").click()
-    page.wait_for_url(f"{site.url}/dashboard")
+    eve.sign_up_with_a_password()
     page.goto("/team")
     name = "<b id=injected>Bold</b>"
     page.get_by_label("Team name").fill(name)
@@ -258,3 +263,52 @@ def test_a_team_named_with_markup_shows_the_markup_as_text(
     expect(page.get_by_role("link", name=name)).to_be_visible()
     assert page.locator("#injected").count() == 0
     assert eve.errors == []
+
+
+def test_an_owner_changes_a_role_revokes_an_invitation_and_removes_a_member(
+    browser: Browser, site: Site, contexts: list[BrowserContext]
+) -> None:
+    ian = Person(browser, site, contexts, unique("ian"))
+    page = ian.page
+    page.goto("/signin")
+    ian.sign_up_with_a_password()
+    page.goto("/team")
+    page.get_by_label("Team name").fill("Ian's team")
+    page.get_by_role("button", name="Create the team").click()
+    expect(page.locator("#team-name")).to_have_text("Ian's team")
+    dan, kim = unique("dan"), unique("kim")
+    for address in (dan, kim):
+        page.get_by_label("E-mail", exact=True).fill(address)
+        page.get_by_role("button", name="Send the invitation").click()
+        expect(page.locator("#invitations")).to_contain_text(address)
+
+    member = Person(browser, site, contexts, dan)
+    member.page.goto(site.link(dan, ACCEPT_LINK))
+    member.page.get_by_role("link", name="Sign in to accept").click()
+    member.sign_up_with_a_password()
+    member.page.get_by_role("link", name="Open the invitation").click()
+    member.page.get_by_role("button", name="Accept the invitation").click()
+    expect(member.page.get_by_role("status")).to_have_text("You joined the team as member.")
+
+    page.reload()
+    page.get_by_role("form", name=f"Revoke {kim}").get_by_role("button").click()
+    expect(page.locator("#page")).to_contain_text("No invitations waiting.")
+    # The API's refusal, as it words it.
+    page.get_by_label("E-mail", exact=True).fill(dan)
+    page.get_by_role("button", name="Send the invitation").click()
+    expect(page.get_by_role("alert")).to_have_text(f"{dan} is already a member of this team")
+
+    row = page.get_by_role("row", name=re.compile(re.escape(dan)))
+    row.get_by_role("combobox", name=f"Role of {dan}").select_option("admin")
+    row.get_by_role("button", name="Change role").click()
+    expect(page.get_by_role("row", name=re.compile(re.escape(dan)))).to_contain_text("admin")
+    page.get_by_role("row", name=re.compile(re.escape(dan))).get_by_role(
+        "button", name="Remove"
+    ).click()
+    expect(page.locator("#members tbody tr")).to_have_count(1)
+
+    # The removed member is now a stranger to the team: told it does not exist.
+    member.page.goto(page.url)
+    expect(member.page.get_by_role("alert")).to_have_text("Team not found")
+    assert ian.errors == []
+    assert member.errors == []
