@@ -148,6 +148,14 @@ def test_a_guest_pays_and_the_success_page_says_what_they_bought_and_how_to_sign
     expect(page.locator("#access-state")).to_have_text("You have access.")
     expect(page.get_by_text(f"Signed in as {guest.email}").first).to_be_visible()
     assert "access_token" not in page.url
+    page.get_by_role("link", name="Your purchases and downloads").click()
+    download = page.get_by_role("row", name=re.compile("Starter Kit")).get_by_role("link")
+    expect(download).to_have_attribute("href", "https://example.com/downloads/starter-kit.zip")
+
+    page.get_by_role("button", name="Sign out").click()
+    page.wait_for_url(f"{site.url}/")
+    page.goto("/dashboard")
+    expect(page.get_by_text("Sign in to see your dashboard.")).to_be_visible()
     assert guest.errors == []
 
 
