@@ -18,8 +18,9 @@ GoTrue's documented routes under `/auth/v1` as supabase-js (auth-js) and supabas
 - the admin routes the subscribers call with a secret key: `POST /admin/users`,
   `POST /admin/generate_link`;
 - `GET /.well-known/jwks.json`: access tokens are signed ES256 with a key published beside a
-  standby key; `rotate()` makes the standby current while the service runs. HS256 tokens signed
-  with the legacy JWT secret (`flask users token`) are accepted at `/user` when one is given.
+  standby key; `rotate()` makes the standby current while the service runs. Given the legacy JWT
+  secret, `/user` and `/logout` check HS256 signatures with it too; like every token there, one
+  must name a live session of this stand-in (`flask users token`'s name none: `session_not_found`).
 
 Access tokens carry the claims of the project's Custom Access Token Hook
 (`public.custom_access_token_hook`, called as `supabase_auth_admin` as Supabase Auth calls it) at
