@@ -22,6 +22,7 @@ from dev import pubsub_emulator
 from dev.processes import Target
 from tests.conftest import SETTINGS_VARIABLES, serving
 from tests.fakes.github import FakeGitHub
+from tests.helpers import wait_for
 from tests.pubsub_fixtures import spawn
 
 
@@ -44,13 +45,18 @@ class Site:
         return found
 
     def link(self, to: str, pattern: str) -> str:
-        """The first link matching `pattern` in the newest mail to `to` that has one."""
+        """The first link matching `pattern` in the newest mail to `to` that has one, waiting
+        for the mail (the subscribers send it after the request that caused it)."""
+        found: str = wait_for(lambda: self._link(to, pattern))
+        return found
+
+    def _link(self, to: str, pattern: str) -> str | None:
         for message in reversed(self.mails(to)):
             text = message.get_body(("plain",))
             found = re.search(pattern, text.get_content()) if text else None
             if found:
                 return found.group(0).replace("&amp;", "&")
-        raise AssertionError(f"no mail to {to} links to {pattern}")
+        return None
 
 
 @pytest.fixture(scope="module")
