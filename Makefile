@@ -5,7 +5,8 @@ UV_VERSION := 0.13.9
 UV := $(shell uv --version >/dev/null 2>&1 && echo uv || echo python3 -m uv)
 
 # `make demo`: the whole loop offline (user, checkout, events, access, e-mails); exits 0.
-.PHONY: run demo reset test lint format install uv emails-preview bench image system-packages
+.PHONY: run demo reset test lint format install uv emails-preview bench image system-packages \
+	web-client web-screenshots
 
 uv:
 	@$(UV) --version >/dev/null 2>&1 || python3 -m pip install --quiet "uv==$(UV_VERSION)"
@@ -46,7 +47,7 @@ test: install system-packages
 	@$(UV) run --frozen pytest -n $(TEST_WORKERS) --dist loadscope --no-loadscope-reorder
 
 # Debian packages the suite drives: headless Chromium reads the local pipeline page as a person
-# would; PgBouncer in transaction mode, serving TLS, stands in for Supabase's pooler (Supavisor).
+# would, and Playwright drives the frontend's journeys in it (tests/web/); PgBouncer in transaction mode, serving TLS, stands in for Supabase's pooler (Supavisor).
 # Installed when missing (as root, or through sudo).
 SYSTEM_PACKAGES := chromium pgbouncer
 system-packages:
@@ -71,6 +72,16 @@ emails-preview: install
 	@$(WITH_ENV) if [ -f .data/run.env ]; then . ./.data/run.env; fi; \
 	  $(UV) run --frozen python -m dev.previews --out "$(OUT)"
 	@dev/screenshot_emails.sh "$(OUT)"
+
+# The frontend's typed client (web/js/api.js) generated again from the API's OpenAPI document:
+# after adding or changing a route (a test fails until it is run).
+web-client: install
+	$(UV) run --frozen python -m dev.web_client
+
+# The frontend's journeys in Chromium (tests/web/test_journeys.py), each page's screenshot
+# written to docs/web/.
+web-screenshots: install system-packages
+	WEB_SCREENSHOTS=docs/web $(UV) run --frozen pytest -q -p no:cacheprovider tests/web/test_journeys.py
 
 format: install
 	$(UV) run --frozen ruff format .

@@ -87,6 +87,10 @@ def main() -> int:
     print("then revoked, 3 e-mails; a team bought 3 seats and 2 invited members got access.")
     print("With `make run` going, after `source .data/run.env`:")
     print(f"  uv run flask --app main users show {email}")
+    print(
+        f"The same in a browser: `make run`, then open http://localhost:{settings.port}/"
+        " (web/'s pages)."
+    )
     return 0
 
 

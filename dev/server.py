@@ -79,6 +79,7 @@ def banner(settings: Settings, run_env: Path) -> str:
             f"Database   {database}",
             f"Outbox     {settings.email_outbox_dir.resolve()} (each e-mail a .eml file)",
             f"Webhook    {base}/api/webhook/payments, secret {secret} ({whose})",
+            f"Pages      {base}/ (the reference frontend, web/: pricing, sign-in, dashboard)",
             f"Pipeline   {base}/_dev/pipeline (events, outcomes, e-mails, dead letters)",
             *auth_lines(settings),
             "",

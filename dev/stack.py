@@ -36,6 +36,7 @@ from dev import (
     pipeline_view,
     pubsub_emulator,
     stripe_stand_in,
+    web,
 )
 from dev.local_google import PUSH_ACCOUNT, LocalGoogle
 from dev.processes import start_target
@@ -270,13 +271,15 @@ def api_server(
     auth: auth_stand_in.AuthStandIn | None = None,
 ) -> BaseWSGIServer:
     """The API over HTTP, threaded as `make run` serves it (not started yet), with the local
-    view of the pipeline at /_dev/pipeline and, given one, the Supabase Auth stand-in at
-    /auth/v1."""
+    view of the pipeline at /_dev/pipeline, given one, the Supabase Auth stand-in at
+    /auth/v1, and the frontend (web/) on every other path."""
     mounts: dict[str, Any] = {pipeline_view.PATH: pipeline_view.view_app(container)}
     if auth is not None:
         mounts["/auth/v1"] = auth
-    app = DispatcherMiddleware(create_app(container=container), mounts)
-    return make_server(host, port, app, threaded=True)
+    api = DispatcherMiddleware(create_app(container=container), mounts)
+    return make_server(
+        host, port, web.web_app(api, web.config_js(container.settings)), threaded=True
+    )
 
 
 def serve_in_background(server: BaseWSGIServer, stack: contextlib.ExitStack) -> str:

@@ -26,6 +26,9 @@ class EntitledProduct(_Answer):
     id: str
     name: str
     type: str
+    # A `link` product's download while the entitlement is active (None otherwise), for the
+    # dashboard's purchases.
+    downloadUrl: str | None = None
 
 
 class EntitlementAnswer(_Answer):
@@ -92,7 +95,12 @@ def answer(account: Account) -> Response:
 def _entitlement(held: Held) -> EntitlementAnswer:
     e = held.entitlement
     product = (
-        EntitledProduct(id=held.product_id, name=held.product_name, type=held.product_type)
+        EntitledProduct(
+            id=held.product_id,
+            name=held.product_name,
+            type=held.product_type,
+            downloadUrl=held.download_url if e.active else None,
+        )
         if held.product_id and held.product_name and held.product_type
         else None
     )

@@ -57,12 +57,15 @@ class Held:
     product_name: str | None
     product_type: str | None
     team_id: str | None = None
+    # A `link` product's download (its catalogue metadata), which the purchase unlocks.
+    download_url: str | None = None
 
 
 _HELD = (
     "select e.account_id, e.source_id, e.kind, e.price_id, e.status, e.active,"
     " e.current_period_end, e.cancel_at_period_end, e.trial_end, e.ended_at, e.changed_at,"
     " e.event_id, p.id::text as product_id, p.name as product_name, p.type as product_type,"
+    " p.download_url,"
     " case when a.kind = 'team' then a.id::text end as team_id"
     " from public.entitlements e join public.accounts a on a.id = e.account_id"
     " left join public.products p on p.stripe_price_id = e.price_id"
@@ -91,5 +94,10 @@ def of_account(db: Database, account_id: str) -> list[Held]:
 
 def _held(row: dict[str, Any]) -> Held:
     return Held(
-        _from_row(row), row["product_id"], row["product_name"], row["product_type"], row["team_id"]
+        _from_row(row),
+        row["product_id"],
+        row["product_name"],
+        row["product_type"],
+        row["team_id"],
+        row["download_url"],
     )

@@ -1,0 +1,49 @@
+// The one place a page's call reaches the API (the generated client, api.js, calls it): the
+// signed-in user's access token as a bearer, cookies sent too (CORS with credentials when the
+// API is on another origin), and the API's own `{"error": ...}` raised as an ApiError.
+import { CONFIG } from "../config.js";
+import { accessToken } from "./auth.js";
+
+export class ApiError extends Error {
+  /** @param {number} status @param {string} message */
+  constructor(status, message) {
+    super(message);
+    this.status = status;
+  }
+}
+
+/**
+ * @param {string} method
+ * @param {string} path
+ * @param {{ body?: unknown, query?: Record<string, unknown> }} [options]
+ * @returns {Promise<any>}
+ */
+export async function request(method, path, { body, query } = {}) {
+  const url = new URL((CONFIG.apiBase || location.origin).replace(/\/$/, "") + path);
+  for (const [key, value] of Object.entries(query || {})) {
+    if (value !== undefined && value !== null) url.searchParams.set(key, String(value));
+  }
+  /** @type {Record<string, string>} */
+  const headers = { Accept: "application/json" };
+  const token = await accessToken();
+  if (token) headers.Authorization = `Bearer ${token}`;
+  if (body !== undefined) headers["Content-Type"] = "application/json";
+  let response;
+  try {
+    response = await fetch(url, {
+      method,
+      headers,
+      body: body === undefined ? undefined : JSON.stringify(body),
+      credentials: "include",
+    });
+  } catch {
+    throw new ApiError(0, "The service could not be reached: check your connection and retry.");
+  }
+  if (response.status === 204) return undefined;
+  const data = await response.json().catch(() => null);
+  if (!response.ok) {
+    const said = data && typeof data.error === "string" ? data.error : null;
+    throw new ApiError(response.status, said || `The service answered ${response.status}.`);
+  }
+  return data;
+}

@@ -1,0 +1,85 @@
+// Where Stripe's checkout comes back: POST /api/payments/complete-checkout applies the paid
+// session at once; a signed-in buyer's token is then refreshed so its claims carry the new
+// access; a guest is told what they bought and how to sign in.
+import { getMe, postPaymentsCompleteCheckout } from "../api.js";
+import { claims, refresh, session } from "../auth.js";
+import { errorBox, h, begin, show } from "../ui.js";
+import { source } from "../entitlements.js";
+
+await begin();
+
+function retry() {
+  return h("p", {}, h("button", { type: "button", onclick: () => main() }, "Try again"));
+}
+
+async function main() {
+  const params = new URLSearchParams(location.search);
+  const sessionId = params.get("session_id");
+  if (!sessionId) {
+    show(errorBox("This page is where a checkout comes back to, with its session_id: none is in this link."),
+      h("p", {}, h("a", { href: "/#pricing" }, "See the plans")));
+    return;
+  }
+  show(h("p", { class: "muted" }, "Confirming your payment…"));
+  let answer;
+  try {
+    answer = await postPaymentsCompleteCheckout({ sessionId, token: params.get("checkout_token") || null });
+  } catch (error) {
+    // 409: not paid yet (a bank payment under way); access follows with Stripe's event, so a
+    // signed-in buyer's page watches GET /api/me for it.
+    const status = /** @type {any} */ (error).status;
+    show(errorBox(error), status === 409 && session() ? h("p", { class: "muted", role: "status" }, "Waiting for the payment to clear…") : null, retry());
+    if (status === 409 && session()) await watch();
+    return;
+  }
+  if ("entitlements" in answer) {
+    // The signed-in buyer: access at once; a fresh token carries it in its claims too.
+    let note = null;
+    if (session()) {
+      try {
+        await refresh();
+        const features = claims()?.features;
+        note = h("p", { class: "muted", id: "token-state" },
+          Array.isArray(features) ? `Your session now carries: ${features.join(", ") || "no features"}.` : "Your session is refreshed.");
+      } catch (error) {
+        note = errorBox(error);
+      }
+    }
+    const held = answer.entitlements.filter((e) => e.active);
+    show(
+      h("p", { class: answer.hasAccess ? "granted" : "muted", id: "access-state" },
+        answer.hasAccess ? "Paid: you have access now." : "Paid. Your access is on its way: your dashboard shows it as soon as it is applied."),
+      held.length ? h("ul", { class: "sources" }, ...held.map((e) => h("li", {}, h("strong", {}, e.product?.name || "A product"), ": ", source(e, answer)))) : null,
+      note,
+      h("p", {}, h("a", { class: "button", href: "/dashboard" }, "Go to your dashboard")),
+    );
+    return;
+  }
+  // A guest: what this session bought, nothing of the account (its e-mail was typed on
+  // Stripe's page and nobody verified it yet).
+  const product = answer.product?.name || "your purchase";
+  show(
+    h("p", { class: answer.hasAccess ? "granted" : "muted", id: "access-state" },
+      answer.applied ? `Paid: ${product} is yours.` : "Paid. We are applying your purchase: this takes a moment."),
+    answer.features.length ? h("ul", { class: "features" }, ...answer.features.map((f) => h("li", {}, f))) : null,
+    h("p", {}, "We sent a sign-in link to the e-mail you gave at checkout. Open it to reach your dashboard, or sign in here with that address."),
+    h("p", {}, h("a", { class: "button", href: "/signin" }, "Sign in")),
+    answer.applied ? null : retry(),
+  );
+}
+
+/** GET /api/me every few seconds for a minute, until the access shows. */
+async function watch() {
+  for (let n = 0; n < 20; n++) {
+    await new Promise((resolve) => setTimeout(resolve, 3000));
+    const me = await getMe().catch(() => null);
+    if (me && me.hasAccess) {
+      await refresh().catch(() => undefined);
+      show(h("p", { class: "granted", id: "access-state" }, "Paid: you have access now."),
+        h("p", {}, h("a", { class: "button", href: "/dashboard" }, "Go to your dashboard")));
+      return;
+    }
+  }
+}
+
+main();

@@ -1,0 +1,158 @@
+// What every page shares: building elements (text always as text, never as HTML), the site's
+// header, the loading, error and signed-out states, and what a person chose before signing in.
+import { CONFIG } from "../config.js";
+import { adoptFragmentSession, session, signOut } from "./auth.js";
+
+/**
+ * An element with attributes (on* as listeners) and children (strings become text).
+ * @param {string} tag
+ * @param {Record<string, any>} [attrs]
+ * @param {...(Node | string | null | undefined | false)} children
+ * @returns {HTMLElement}
+ */
+export function h(tag, attrs = {}, ...children) {
+  const el = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs)) {
+    if (value === undefined || value === null || value === false) continue;
+    if (key.startsWith("on")) el.addEventListener(key.slice(2), value);
+    else if (value === true) el.setAttribute(key, "");
+    else el.setAttribute(key, String(value));
+  }
+  for (const child of children) {
+    if (child === null || child === undefined || child === false) continue;
+    el.append(typeof child === "string" ? document.createTextNode(child) : child);
+  }
+  return el;
+}
+
+/** The page's content area, emptied and filled with `nodes`. */
+export function show(...nodes) {
+  const page = /** @type {HTMLElement} */ (document.getElementById("page"));
+  page.replaceChildren(...nodes.filter(Boolean));
+  page.setAttribute("aria-busy", "false");
+  return page;
+}
+
+export function loading(text = "Loading…") {
+  const page = /** @type {HTMLElement} */ (document.getElementById("page"));
+  page.setAttribute("aria-busy", "true");
+  page.replaceChildren(h("p", { class: "muted" }, text));
+}
+
+/** An error as the API (or Auth) stated it, announced to screen readers. */
+export function errorBox(error) {
+  const text = error && error.message ? error.message : String(error);
+  return h("p", { class: "error", role: "alert" }, text);
+}
+
+/** A form's error slot: cleared, or set to the error. */
+export function setError(slot, error) {
+  slot.replaceChildren(...(error ? [errorBox(error)] : []));
+}
+
+export function signedOut(what = "this page") {
+  return h(
+    "section",
+    { class: "card" },
+    h("p", {}, `Sign in to see ${what}.`),
+    h("a", { class: "button", href: "/signin" }, "Sign in"),
+  );
+}
+
+/** Disable a form's controls while `work` runs, so a second press sends nothing twice. */
+export async function busy(form, work) {
+  const controls = form.querySelectorAll("button, input, select");
+  controls.forEach((c) => (c.disabled = true));
+  try {
+    return await work();
+  } finally {
+    controls.forEach((c) => (c.disabled = false));
+  }
+}
+
+export function money(amount) {
+  return new Intl.NumberFormat("en", {
+    style: "currency",
+    currency: CONFIG.currency || "usd",
+  }).format(amount);
+}
+
+export function day(iso) {
+  return iso ? new Date(iso).toLocaleDateString("en", { dateStyle: "medium" }) : "";
+}
+
+// What a person picked before signing in (a plan, an invitation), carried across the e-mail
+// link's round trip, which lands on /dashboard.
+const PENDING = "pending";
+
+export function setPending(value) {
+  localStorage.setItem(PENDING, JSON.stringify(value));
+}
+
+export function pending() {
+  try {
+    return JSON.parse(localStorage.getItem(PENDING) || "null");
+  } catch {
+    return null;
+  }
+}
+
+export function clearPending() {
+  localStorage.removeItem(PENDING);
+}
+
+export function header() {
+  const current = session();
+  const email = current && current.user ? current.user.email : null;
+  const links = [
+    ["/#pricing", "Pricing"],
+    ["/dashboard", "Dashboard"],
+    ["/team", "Teams"],
+  ];
+  const nav = h(
+    "nav",
+    { "aria-label": "Main" },
+    h(
+      "ul",
+      {},
+      ...links.map(([href, label]) =>
+        h("li", {}, h("a", { href, "aria-current": location.pathname === href ? "page" : null }, label)),
+      ),
+    ),
+  );
+  const account = current
+    ? h(
+        "div",
+        { class: "account" },
+        email ? h("span", {}, `Signed in as ${email}`) : null,
+        h(
+          "button",
+          {
+            type: "button",
+            class: "link",
+            onclick: async () => {
+              await signOut();
+              location.assign("/");
+            },
+          },
+          "Sign out",
+        ),
+      )
+    : h("div", { class: "account" }, h("a", { href: "/signin" }, "Sign in"));
+  const brand = h("a", { class: "brand", href: "/" }, CONFIG.brand || "Your SaaS");
+  document.getElementById("site-header")?.replaceChildren(brand, nav, account);
+}
+
+/** Every page's start: a session arriving in the address's fragment (a sign-in link made by
+ * Supabase's admin API) kept, or the reason it failed shown; then the header. True when a
+ * session just arrived. */
+export async function begin() {
+  let arrived = false;
+  try {
+    arrived = await adoptFragmentSession();
+  } catch (error) {
+    document.getElementById("page")?.before(errorBox(error));
+  }
+  header();
+  return arrived;
+}
