@@ -1,7 +1,7 @@
 """The pricing as a founder's catalogue makes it: a plan sold monthly and yearly with a free
-trial shows one interval at a time, says the trial, and keeps the one-time products in both;
-made on the Stripe stand-in `make run` serves and loaded by `products sync`, as a founder's
-own products are."""
+trial shows one interval at a time, in its own currency and saying whether tax is included,
+says the trial, and keeps the one-time products in both; made on the Stripe stand-in `make run`
+serves and loaded by `products sync`, as a founder's own products are."""
 
 from __future__ import annotations
 
@@ -44,8 +44,8 @@ def test_a_plan_sold_monthly_and_yearly_with_a_trial_shows_one_interval_at_a_tim
     for amount, interval in ((2900, "month"), (29000, "year")):
         price = requests.post(
             f"{base}/v1/prices",
-            data={"product": made.json()["id"], "unit_amount": amount, "currency": "usd",
-                  "recurring[interval]": interval},
+            data={"product": made.json()["id"], "unit_amount": amount, "currency": "eur",
+                  "tax_behavior": "inclusive", "recurring[interval]": interval},
             auth=auth, timeout=10,
         )  # fmt: skip
         assert price.status_code == 200, price.text
@@ -63,13 +63,13 @@ def test_a_plan_sold_monthly_and_yearly_with_a_trial_shows_one_interval_at_a_tim
         billing = page.get_by_role("group", name="Billing")
         expect(billing.get_by_label("Monthly")).to_be_checked()
         studio = page.locator("article.plan", has=page.get_by_role("heading", name="Studio"))
-        expect(studio.locator(".price")).to_have_text("$29.00 / month")
+        expect(studio.locator(".price")).to_have_text("€29.00 incl. tax / month")
         expect(studio).to_contain_text("14-day free trial")
         expect(studio.get_by_role("button")).to_have_text("Start the 14-day free trial")
         expect(page.get_by_role("heading", name="Starter Kit")).to_be_visible()
 
         billing.get_by_label("Yearly").check()
-        expect(studio.locator(".price")).to_have_text("$290.00 / year")
+        expect(studio.locator(".price")).to_have_text("€290.00 incl. tax / year")
         # The monthly-only team plan has no yearly price: it leaves; one-time products stay.
         expect(page.get_by_role("heading", name="Team Monthly")).to_have_count(0)
         expect(page.get_by_role("heading", name="Starter Kit")).to_be_visible()

@@ -23,12 +23,16 @@ export function checkoutRequest(product, quantity, teamId) {
   };
 }
 
+// What the price says of tax, as Stripe's tax behaviour sets it; unspecified says nothing.
+const TAX = { inclusive: " incl. tax", exclusive: " + tax", unspecified: "" };
+
 /** @param {PublicProduct} product */
 export function priceText(product) {
   const each = product.perSeat ? " per seat" : "";
+  const amount = money(product.price, product.currency) + (TAX[product.taxBehavior] || "");
   if (product.billingType === "subscription" && product.billingInterval) {
-    return `${money(product.price)}${each} / ${product.billingInterval}`;
+    return `${amount}${each} / ${product.billingInterval}`;
   }
-  return `${money(product.price)}${each}, once`;
+  return `${amount}${each}, once`;
 }
 

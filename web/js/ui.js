@@ -70,10 +70,11 @@ export async function busy(form, work) {
   }
 }
 
-export function money(amount) {
+/** An amount in its ISO currency (the product's, as Stripe gives it; else the site's). */
+export function money(amount, currency) {
   return new Intl.NumberFormat("en", {
     style: "currency",
-    currency: CONFIG.currency || "usd",
+    currency: currency || CONFIG.currency || "usd",
   }).format(amount);
 }
 
