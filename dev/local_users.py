@@ -11,7 +11,6 @@ from adapters.db.profiles import Profile
 from adapters.tokens import access_claims, sign_claims
 from config import Settings
 from core.addresses import email_address
-from dev import auth_stand_in
 from services.errors import Forbidden, InvalidRequest, NotConfigured
 
 
@@ -36,6 +35,9 @@ def create(
     """The profile for `email`, created (with its auth user) when missing; True if new. A
     `password` is set (or replaced) for signing in through the Auth stand-in."""
     ensure_local(settings)
+    # Here, not at import: the app registers this module's commands, and the stand-in loads jwt.
+    from dev import auth_stand_in
+
     address = _address(email)
     if password is not None and len(password) < auth_stand_in.MIN_PASSWORD:
         raise InvalidRequest(
@@ -82,6 +84,8 @@ def token(*, email: str, ttl: int, db: Database, settings: Settings) -> str:
 def _hooked(db: Database, claims: dict[str, Any]) -> dict[str, Any]:
     """The claims as the Custom Access Token Hook leaves them, called as Supabase Auth calls it
     (as the Auth stand-in does), so local tokens carry the same claims."""
+    from dev import auth_stand_in
+
     with db.transaction() as conn:
         try:
             return auth_stand_in.hook_claims(conn, claims, "password")
