@@ -8,6 +8,7 @@ from werkzeug.middleware.proxy_fix import ProxyFix
 
 from config import cors_origin_list
 from handlers import (
+    admin,
     auth,
     caching,
     checkout_completion,
@@ -58,6 +59,7 @@ def build_api(container: Container) -> Flask:
         github.bp,
         me.bp,
         teams.bp,
+        admin.bp,
         openapi.bp,
     ):
         app.register_blueprint(blueprint)

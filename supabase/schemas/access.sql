@@ -143,7 +143,8 @@ begin
       e.current_period_end, e.cancel_at_period_end, e.trial_end, e.ended_at, e.changed_at,
       e.event_id
     from public.entitlements e
-    where e.account_id = any(locked_ids)
+    -- An admin's comps are not Stripe's: the cycle neither reads nor decides on them.
+    where e.account_id = any(locked_ids) and e.kind <> 'comp'
     order by e.source_id
     for update
   ), accounts as (

@@ -28,8 +28,10 @@ API_ROLES = ("anon", "authenticated")
 # Every table in `public` is listed, the server-only ones with nothing.
 TABLES: dict[str, dict[str, set[str]]] = {
     "accounts": {"authenticated": {"SELECT"}},
+    "admin_audit": {},
     "disputes": {},
     "email_claims": {},
+    "email_resends": {},
     "entitlements": {"authenticated": {"SELECT"}},
     "github_grants": {"authenticated": {"SELECT"}},
     "leads": {},
@@ -65,6 +67,7 @@ FUNCTIONS: dict[str, set[str]] = {
     "access_refresh(uuid[])": set(),
     "accounts_record_customer()": set(),
     "accounts_refresh()": set(),
+    "admin_audit_refuse_change()": set(),
     "custom_access_token_hook(jsonb)": {HOOK},
     "features_of(uuid)": {HOOK},
     "grant_features(uuid[],text[])": set(),

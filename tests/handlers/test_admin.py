@@ -1,0 +1,313 @@
+"""The support API over HTTP (/api/admin/...): the founder finds a customer, replays a checkout
+that dead-lettered, gives a comp; strangers and admins without a second factor find nothing."""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import psycopg
+import pytest
+import requests
+
+from adapters.db import audit
+from adapters.db.pool import Database
+from adapters.tokens import access_claims, sign_claims
+from config import Settings, SettingsError
+from dev.samples.catalogue import seed_demo_products
+from dev.stripe_stand_in import StripeStandIn
+from main import create_app
+from tests.adapters.db.test_schema import as_role
+from tests.conftest import Api
+from tests.helpers import create_user, stripe_event, wait_for
+from tests.subscribers.lifecycle_helpers import MONTHLY, post_event, session, settle
+
+REASON = "Stripe was down when Ada paid; she wrote to support"
+
+
+def token(api: Api, user: str, email: str, *, aal: str = "aal2") -> str:
+    """A token as Supabase Auth signs it, after a second factor (`aal2`) unless told."""
+    settings = api.container.settings
+    claims = access_claims(user_id=user, email=email, supabase_url=str(settings.supabase_url))
+    claims["aal"] = aal
+    assert settings.supabase_jwt_secret is not None
+    return sign_claims(claims, settings.supabase_jwt_secret.get_secret_value())
+
+
+def bearer(value: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {value}"}
+
+
+def make_admin(db: Database, email: str = "founder@example.com") -> str:
+    user = create_user(db, email)
+    with db.transaction() as conn:
+        conn.execute("update public.profiles set is_admin = true where id = %s", (user,))
+    return user
+
+
+def call(api: Api, method: str, path: str, **kwargs: Any) -> requests.Response:
+    return requests.request(method, api.url + path, timeout=30, allow_redirects=False, **kwargs)
+
+
+def admin_routes(api: Api) -> list[tuple[str, str]]:
+    """Every (method, path) the app serves under /api/admin, its parameters filled in."""
+    app = create_app(container=api.container)
+    found = []
+    for rule in app.url_map.iter_rules():
+        if not rule.rule.startswith("/api/admin"):
+            continue
+        path = rule.rule
+        for name in rule.arguments:
+            path = path.replace(f"<uuid:{name}>", str(uuid.uuid4())).replace(f"<{name}>", "evt_x")
+        found += [(method, path) for method in sorted(rule.methods or ())]
+    assert len({p for _, p in found}) >= 7
+    return found
+
+
+def assert_all_look_missing(api: Api, headers: dict[str, str]) -> None:
+    body = {"reason": REASON, "priceId": MONTHLY, "until": None}
+    for method, path in admin_routes(api):
+        missing = call(api, method, "/api/no-such-route" + path, json=body)
+        found = call(api, method, path, json=body, headers=headers)
+        assert found.status_code == 404, (method, path, found.text)
+        assert found.content == missing.content, (method, path)
+        same = {k: v for k, v in found.headers.items() if k != "Date"}
+        assert same == {k: v for k, v in missing.headers.items() if k != "Date"}, (method, path)
+
+
+def test_every_admin_route_is_missing_for_everyone_but_an_admin(api: Api, db: Database) -> None:
+    user = create_user(db, "eve@example.com")
+    admin = make_admin(db)
+    for headers in (
+        {},
+        bearer("not-a-token"),
+        bearer(token(api, user, "eve@example.com")),
+        # ADMIN_MFA defaults to required: an admin signed in with one factor is nobody here.
+        bearer(token(api, admin, "founder@example.com", aal="aal1")),
+    ):
+        assert_all_look_missing(api, headers)
+    assert db.fetch_all("select * from public.admin_audit") == []
+    ok = api.get("/api/admin/metrics", headers=bearer(token(api, admin, "founder@example.com")))
+    assert ok.status_code == 200
+    assert ok.headers["Cache-Control"] == "private, no-store"
+
+
+def test_in_production_an_admin_needs_a_second_factor(
+    production_api: Callable[..., Api], db: Database
+) -> None:
+    api = production_api()
+    admin = make_admin(db)
+    assert_all_look_missing(api, bearer(token(api, admin, "founder@example.com", aal="aal1")))
+    ok = api.get("/api/admin/audit", headers=bearer(token(api, admin, "founder@example.com")))
+    assert ok.status_code == 200
+
+
+def test_admin_mfa_off_is_said_at_start_and_refused_in_production(
+    settings_factory: Callable[..., Settings],
+    api_factory: Callable[..., Api],
+    db: Database,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with pytest.raises(SettingsError, match="ADMIN_MFA must be `required` in production"):
+        settings_factory(app_env="production", admin_mfa="off")
+    api = api_factory(admin_mfa="off")
+    requests.get(api.url + "/healthz", timeout=10)
+    assert "ADMIN_MFA=off" in caplog.text
+    admin = make_admin(db)
+    relaxed = api.get(
+        "/api/admin/metrics", headers=bearer(token(api, admin, "founder@example.com", aal="aal1"))
+    )
+    assert relaxed.status_code == 200
+
+
+def test_no_role_can_change_or_remove_an_audit_row(db: Database) -> None:
+    row = audit.record(
+        db, audit.Entry(admin_id=str(uuid.uuid4()), admin_email=None, action="t", reason="r")
+    )
+    for role in ("authenticated", "anon", "service_role"):
+        for statement in (
+            "update public.admin_audit set reason = 'changed'",
+            "delete from public.admin_audit",
+            "truncate public.admin_audit",
+        ):
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):  # noqa: SIM117
+                with as_role(db, role) as conn:
+                    conn.execute(statement)
+    # The owner (the migrations' role) too: the trigger holds where grants do not.
+    with pytest.raises(psycopg.errors.InsufficientPrivilege), db.transaction() as conn:
+        conn.execute("delete from public.admin_audit where id = %s", (row,))
+    [kept] = db.fetch_all("select reason from public.admin_audit where id = %s", (row,))
+    assert kept["reason"] == "r"
+
+
+def test_a_checkout_that_dead_lettered_is_found_replayed_and_gives_access(
+    api: Api, db: Database, stripe_fake: StripeStandIn
+) -> None:
+    seed_demo_products(db)
+    admin = make_admin(db)
+    founder = bearer(token(api, admin, "founder@example.com"))
+    # Ada pays signed in, but her profile is not there yet (her sign-up is still on its way):
+    # the checkout is retried until the bus gives up on it.
+    ada = str(uuid.uuid4())
+    body = stripe_event("checkout.session.completed", session(ada))
+    event = json.loads(body)
+    stripe_fake.events.insert(0, event)  # Stripe keeps the events it sent
+    post_event(api, body)
+    dead = api.container.bus.dead_letters  # type: ignore[attr-defined]
+    wait_for(lambda: any(e.id == event["id"] for _, e in dead), timeout=90)
+    with db.transaction() as conn:
+        conn.execute(
+            "insert into auth.users (id, email, raw_user_meta_data) values (%s, %s, '{}')",
+            (ada, "ada@example.com"),
+        )
+    ada_token = bearer(token(api, ada, "ada@example.com", aal="aal1"))
+    assert api.get("/api/me", headers=ada_token).json()["hasAccess"] is False
+
+    found = api.get("/api/admin/customers", params={"q": "ADA@example"}, headers=founder).json()
+    assert [p["id"] for p in found["items"]] == [ada]
+    seen = api.get(f"/api/admin/customers/{ada}", headers=founder).json()
+    assert seen["person"]["email"] == "ada@example.com"
+    assert [(d["eventId"], d["type"], d["appliedSince"]) for d in seen["deadLetters"]] == [
+        (event["id"], "checkout.session.completed", None)
+    ]
+
+    refused = api.post(f"/api/admin/events/{event['id']}/replay", json={}, headers=founder)
+    assert refused.status_code == 400
+    assert "reason" in refused.json()["error"]
+    replayed = api.post(
+        f"/api/admin/events/{event['id']}/replay", json={"reason": REASON}, headers=founder
+    )
+    assert replayed.status_code == 200, replayed.text
+    assert replayed.json()["outcome"] == "granted"
+    assert replayed.json()["appliedBefore"] is False
+    assert api.get("/api/me", headers=ada_token).json()["hasAccess"] is True
+    again = api.post(
+        f"/api/admin/events/{event['id']}/replay", json={"reason": REASON}, headers=founder
+    )
+    assert again.json()["appliedBefore"] is True
+    settle(api)
+    ledger = db.fetch_all(
+        "select outcome from public.processed_events where event_id = %s", (event["id"],)
+    )
+    assert [r["outcome"] for r in ledger] == ["granted"]
+    after = api.get(f"/api/admin/customers/{ada}", headers=founder).json()
+    assert after["deadLetters"][0]["appliedSince"] == "granted"
+    assert any(e["id"] == event["id"] for e in after["events"])
+    assert [p["checkoutSession"] for p in after["purchases"]] == [event["data"]["object"]["id"]]
+
+
+def test_a_comp_for_30_days_shows_in_me_and_in_the_audit_log(api: Api, db: Database) -> None:
+    seed_demo_products(db)
+    bob = create_user(db, "bob@example.com")
+    admin = make_admin(db)
+    founder = bearer(token(api, admin, "founder@example.com"))
+    until = (datetime.now(UTC) + timedelta(days=30)).replace(microsecond=0)
+    path = f"/api/admin/customers/{bob}/grants"
+
+    unexplained = api.post(
+        path, json={"priceId": MONTHLY, "until": until.isoformat()}, headers=founder
+    )
+    assert unexplained.status_code == 400
+    assert "(reason)" in unexplained.json()["error"]
+    assert db.fetch_all("select * from public.entitlements") == []
+
+    given = api.post(
+        path,
+        json={"priceId": MONTHLY, "until": until.isoformat(), "reason": "Beta tester"},
+        headers=founder,
+    )
+    assert given.status_code == 201, given.text
+    grant = given.json()
+    assert (grant["kind"], grant["active"], grant["cause"]["reason"]) == (
+        "comp",
+        True,
+        "Beta tester",
+    )
+
+    me = api.get("/api/me", headers=bearer(token(api, bob, "bob@example.com", aal="aal1"))).json()
+    assert me["hasAccess"] is True
+    [held] = me["entitlements"]
+    assert (held["kind"], held["priceId"], held["active"]) == ("comp", MONTHLY, True)
+    assert datetime.fromisoformat(held["currentPeriodEnd"]) == until
+    assert me["features"]
+    [hook] = db.fetch_all(
+        "select public.custom_access_token_hook(jsonb_build_object('user_id', %s::text,"
+        " 'claims', '{}'::jsonb)) as claims",
+        (bob,),
+    )
+    assert hook["claims"]["claims"]["has_access"] is True
+
+    log = api.get("/api/admin/audit", headers=founder).json()["items"]
+    gave = next(row for row in log if row["action"] == "admin.give_comp")
+    assert (gave["adminId"], gave["subjectUserId"], gave["reason"]) == (admin, bob, "Beta tester")
+    assert gave["request"]["method"] == "POST"
+
+    # Past its end, everything that reads access stops counting it, with nothing run.
+    with db.transaction() as conn:
+        conn.execute(
+            "update public.entitlements set current_period_end = now() - interval '1 second'"
+            " where id = %s",
+            (grant["id"],),
+        )
+    me = api.get("/api/me", headers=bearer(token(api, bob, "bob@example.com", aal="aal1"))).json()
+    assert (me["hasAccess"], me["features"], me["entitlements"][0]["active"]) == (False, [], False)
+
+
+def test_a_comp_is_ended_by_an_admin_and_a_stripe_grant_is_not(api: Api, db: Database) -> None:
+    seed_demo_products(db)
+    ada = create_user(db, "ada@example.com")
+    admin = make_admin(db)
+    founder = bearer(token(api, admin, "founder@example.com"))
+    post_event(api, stripe_event("checkout.session.completed", session(ada)))
+    settle(api)
+    comp = api.post(
+        f"/api/admin/customers/{ada}/grants",
+        json={"priceId": MONTHLY, "until": None, "reason": "Friend of the house"},
+        headers=founder,
+    ).json()
+    grants = api.get(f"/api/admin/customers/{ada}", headers=founder).json()["grants"]
+    stripes = [g for g in grants if g["kind"] != "comp"]
+    assert [g["cause"]["kind"] for g in stripes] == ["stripe checkout"]
+
+    paid = call(
+        api,
+        "DELETE",
+        f"/api/admin/grants/{stripes[0]['id']}",
+        json={"reason": "x"},
+        headers=founder,
+    )
+    assert paid.status_code == 409
+    assert "Stripe" in paid.json()["error"]
+    no_reason = call(api, "DELETE", f"/api/admin/grants/{comp['id']}", json={}, headers=founder)
+    assert no_reason.status_code == 400
+    ended = call(
+        api, "DELETE", f"/api/admin/grants/{comp['id']}", json={"reason": "Done"}, headers=founder
+    )
+    assert ended.status_code == 200
+    assert (ended.json()["active"], ended.json()["status"]) == (False, "ended")
+
+
+def test_metrics_count_the_local_state(api: Api, db: Database) -> None:
+    seed_demo_products(db)
+    ada = create_user(db, "ada@example.com")
+    admin = make_admin(db)
+    now = int(time.time())
+    post_event(
+        api,
+        stripe_event(
+            "checkout.session.completed",
+            session(ada, price=MONTHLY, mode="subscription", subscription="sub_ada"),
+            created=now,
+        ),
+    )
+    settle(api)
+    answer = api.get(
+        "/api/admin/metrics", headers=bearer(token(api, admin, "founder@example.com"))
+    ).json()
+    assert answer["activeSubscriptions"] >= 0
+    assert "computedAt" in answer
+    assert set(answer) >= {"mrr", "trials", "newLast30Days", "churnedLast30Days"}
