@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import logging
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from flask import Blueprint, g, jsonify, request
 from flask.blueprints import BlueprintSetupState
 from flask.typing import ResponseReturnValue
+from pydantic import BaseModel, ConfigDict
 from werkzeug.exceptions import HTTPException
 from werkzeug.exceptions import NotFound as RouteNotFound
 
@@ -64,7 +65,7 @@ def admin_only() -> None:
 
 def _entry(user: User) -> Entry:
     args = dict(request.view_args or {})
-    subject_user = args.pop("user_id", None)
+    subject_user = args.pop("userId", None)
     subject = next(iter(args.values()), None) or request.args.get("q")
     return Entry(
         admin_id=user.id,
@@ -94,6 +95,184 @@ def _reason() -> str | None:
     return reason[:1000] if isinstance(reason, str) else None
 
 
+class _Answer(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class CustomerSummary(_Answer):
+    id: str
+    email: str | None
+    name: str | None
+    hasAccess: bool  # now, a running comp included
+    stripeAccess: bool  # from Stripe's grants alone (the profile's mirror)
+    customerId: str | None
+    createdAt: datetime
+
+
+class CustomersAnswer(_Answer):
+    items: list[CustomerSummary]
+    nextCursor: str | None  # pass as `cursor` for the next page; None: the last page
+
+
+class CustomersQuery(RequestModel):
+    q: str  # an e-mail or a name (contained), a Stripe customer id or a user id (equal)
+    limit: int | None = None
+    cursor: str | None = None
+
+
+class Person(_Answer):
+    id: str
+    email: str | None
+    name: str | None
+    isAdmin: bool
+    hasAccess: bool
+    stripeAccess: bool
+    customerId: str | None
+    createdAt: datetime
+
+
+class TeamPlace(_Answer):
+    name: str
+    quantity: int | None
+    role: str
+    hasSeat: bool
+    joinedAt: datetime
+
+
+class AccountAnswer(_Answer):
+    id: str
+    kind: Literal["personal", "team"]
+    customerId: str | None
+    hasAccess: bool
+    customers: list[str]
+    team: TeamPlace | None
+
+
+class GrantCause(_Answer):
+    kind: Literal["comp", "stripe subscription", "stripe checkout"]
+    at: datetime | None
+    grantedBy: str | None = None  # a comp's admin
+    reason: str | None = None  # a comp's reason
+    subscription: str | None = None
+    checkoutSession: str | None = None
+    lastEvent: str | None = None  # the Stripe event that last changed it
+
+
+class GrantAnswer(_Answer):
+    id: str
+    accountId: str
+    kind: Literal["subscription", "purchase", "comp"]
+    sourceId: str
+    priceId: str | None
+    product: str | None
+    status: str
+    active: bool  # now: a comp past its end is not
+    currentPeriodEnd: datetime | None  # a comp's `until`
+    endedAt: datetime | None
+    teamId: str | None
+    cause: GrantCause
+
+
+class PurchaseAnswer(_Answer):
+    id: str
+    accountId: str | None
+    checkoutSession: str
+    customerId: str | None
+    paymentIntent: str | None
+    amountTotal: int | None
+    currency: str | None
+    paid: bool
+    amountRefunded: int
+    refundedAt: datetime | None
+    product: str | None
+    createdAt: datetime
+
+
+class LedgerEvent(_Answer):
+    id: str
+    type: str
+    consumer: str
+    created: datetime
+    processedAt: datetime
+    outcome: str
+
+
+class SentEmailAnswer(_Answer):
+    id: str  # `<eventId>:<kind>`
+    eventId: str
+    kind: str
+    recipient: str
+    sentAt: datetime
+    resentAt: datetime | None
+
+
+class DeadLetterAnswer(_Answer):
+    subscriber: str
+    eventId: str
+    type: str
+    created: datetime
+    appliedSince: str | None  # the ledger's outcome once replayed; None: never applied
+
+
+class CustomerAnswer(_Answer):
+    person: Person
+    accounts: list[AccountAnswer]
+    grants: list[GrantAnswer]
+    purchases: list[PurchaseAnswer]
+    events: list[LedgerEvent]
+    emails: list[SentEmailAnswer]
+    deadLetters: list[DeadLetterAnswer]
+
+
+class ReplayAnswer(_Answer):
+    eventId: str
+    type: str
+    outcome: str  # the ledger's
+    appliedBefore: bool  # the ledger had it already: nothing changed
+
+
+class Refunds(_Answer):
+    count: int
+    amount: int  # in the currency's smallest unit, as Stripe counts it
+
+
+class MetricsAnswer(_Answer):
+    mrr: dict[str, str]  # per currency, in major units, normalised to a month
+    activeSubscriptions: int
+    trials: int
+    newLast30Days: int
+    churnedLast30Days: int
+    refundsLast30Days: dict[str, Refunds]
+    computedAt: datetime
+
+
+class AuditRow(_Answer):
+    id: int
+    at: datetime
+    adminId: str
+    adminEmail: str | None
+    action: str
+    subjectUserId: str | None
+    subject: str | None
+    reason: str | None
+    request: dict[str, Any]
+
+
+class AuditAnswer(_Answer):
+    items: list[AuditRow]
+    nextCursor: str | None
+
+
+class PageQuery(RequestModel):
+    limit: int | None = None
+    cursor: str | None = None
+
+
+def _as(model: type[BaseModel], found: Any, status: int = 200) -> ResponseReturnValue:
+    """The answer checked against its documented model, so the document cannot drift."""
+    return jsonify(model.model_validate(found).model_dump(mode="json")), status
+
+
 def _admin() -> User:
     found: User = g.admin
     return found
@@ -116,8 +295,8 @@ def _int_arg(name: str) -> int | None:
     return int(value)
 
 
-def _page(page: support.Page) -> ResponseReturnValue:
-    return jsonify(items=page.items, nextCursor=page.next_cursor)
+def _page(model: type[BaseModel], page: support.Page) -> ResponseReturnValue:
+    return _as(model, {"items": page.items, "nextCursor": page.next_cursor})
 
 
 @bp.get(f"{PREFIX}/customers")
@@ -129,14 +308,14 @@ def customers() -> ResponseReturnValue:
         limit=_int_arg("limit"),
         cursor=request.args.get("cursor"),
     )
-    return _page(found)
+    return _page(CustomersAnswer, found)
 
 
-@bp.get(f"{PREFIX}/customers/<uuid:user_id>")
-def customer(user_id: Any) -> ResponseReturnValue:
+@bp.get(f"{PREFIX}/customers/<userId>")
+def customer(userId: str) -> ResponseReturnValue:
     c = container()
     dead = support.held_dead_letters(c.settings, c.bus)
-    return jsonify(support.customer(c.db, str(user_id), dead_letters=dead))
+    return _as(CustomerAnswer, support.customer(c.db, support.user_id(userId), dead_letters=dead))
 
 
 class CompRequest(RequestModel):
@@ -145,21 +324,21 @@ class CompRequest(RequestModel):
     reason: str
 
 
-@bp.post(f"{PREFIX}/customers/<uuid:user_id>/grants")
-def give_comp(user_id: Any) -> ResponseReturnValue:
+@bp.post(f"{PREFIX}/customers/<userId>/grants")
+def give_comp(userId: str) -> ResponseReturnValue:
     c = container()
     data = json_object()
     reason = support.require_reason(data.get("reason"))
     body = validate(CompRequest, data)
     made = support.give_comp(
         c.db,
-        user_id=str(user_id),
+        user_id=support.user_id(userId),
         price_id=body.priceId,
         until=body.until,
         reason=reason,
         admin=_admin(),
     )
-    return jsonify(made), 201
+    return _as(GrantAnswer, made, 201)
 
 
 class ReasonRequest(RequestModel):
@@ -173,36 +352,38 @@ def _reason_body() -> str:
     return reason
 
 
-@bp.delete(f"{PREFIX}/grants/<grant_id>")
-def end_grant(grant_id: str) -> ResponseReturnValue:
+@bp.delete(f"{PREFIX}/grants/<grantId>")
+def end_grant(grantId: str) -> ResponseReturnValue:
     c = container()
     _reason_body()
-    return jsonify(support.end_grant(c.db, grant_id))
+    return _as(GrantAnswer, support.end_grant(c.db, grantId))
 
 
-@bp.post(f"{PREFIX}/events/<event_id>/replay")
-def replay(event_id: str) -> ResponseReturnValue:
+@bp.post(f"{PREFIX}/events/<eventId>/replay")
+def replay(eventId: str) -> ResponseReturnValue:
     c = container()
     _reason_body()
-    return jsonify(
+    return _as(
+        ReplayAnswer,
         support.replay(
-            event_id=event_id,
+            event_id=eventId,
             stripe=c.stripe,
             db=c.db,
             access=c.checkout_completion,
             bus=c.bus,
-        )
+        ),
     )
 
 
 @bp.get(f"{PREFIX}/metrics")
 def metrics() -> ResponseReturnValue:
-    return jsonify(support.metrics(container().db))
+    return _as(MetricsAnswer, support.metrics(container().db))
 
 
 @bp.get(f"{PREFIX}/audit")
 def audit() -> ResponseReturnValue:
     c = container()
     return _page(
-        support.audit_page(c.db, limit=_int_arg("limit"), cursor=request.args.get("cursor"))
+        AuditAnswer,
+        support.audit_page(c.db, limit=_int_arg("limit"), cursor=request.args.get("cursor")),
     )

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -22,7 +23,10 @@ from services.errors import Conflict, InvalidRequest, NotConfigured, NotFound, U
 
 if TYPE_CHECKING:
     from config import Settings
-    from subscribers.access import AccessSubscriber
+
+# The access cycle for one event (subscribers/access.py, which sits beside the services): its
+# outcome, or the exception it failed with.
+Apply = Callable[[Event], str]
 
 log = logging.getLogger(__name__)
 
@@ -159,7 +163,7 @@ def end_grant(db: Database, grant_id: str) -> dict[str, Any]:
 
 
 def replay(
-    *, event_id: str, stripe: StripeGateway, db: Database, access: AccessSubscriber, bus: EventBus
+    *, event_id: str, stripe: StripeGateway, db: Database, access: Apply, bus: EventBus
 ) -> dict[str, Any]:
     """Fetch the event from Stripe and apply it: the access cycle's ledger applies it once (an
     event applied before is a redelivery and changes nothing), then it is published again so
@@ -250,6 +254,11 @@ def held_dead_letters(settings: Settings, bus: EventBus) -> list[tuple[str, Even
         subscriber = letter.attributes.get("CloudPubSubDeadLetterSourceSubscription", "?")
         found += [(subscriber.rsplit("/", 1)[-1], e) for e in carried if isinstance(e, Event)]
     return found
+
+
+def user_id(value: str) -> str:
+    """A user id from a path, or a 400 naming it."""
+    return _uuid(value, "userId")
 
 
 def _uuid_cursor(cursor: str | None) -> str | None:

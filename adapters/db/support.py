@@ -95,7 +95,7 @@ def customer(db: Database, user_id: str) -> dict[str, Any] | None:
         "   'processedAt', pe.processed_at, 'outcome', pe.outcome)"
         "   order by pe.event_created desc) from public.processed_events pe"
         "   where pe.event_id in (select event_id from about)), '[]'),"
-        "  'emails', coalesce((select jsonb_agg(jsonb_build_object('id', s.event_id || '/' ||"
+        "  'emails', coalesce((select jsonb_agg(jsonb_build_object('id', s.event_id || ':' ||"
         "   s.kind, 'eventId', s.event_id, 'kind', s.kind, 'recipient', s.recipient,"
         "   'sentAt', s.sent_at, 'resentAt', r.resent_at) order by s.sent_at desc)"
         "   from mailed s left join public.email_resends r using (event_id, kind)), '[]')"
