@@ -22,6 +22,14 @@ PAGE_DEFAULT = 50
 PAGE_MOST = 200
 # What "lately" means for new and churned subscriptions and refunds.
 RECENT = timedelta(days=30)
+# The e-mails an admin may send again: each tells of something done that stays true (a
+# purchase, a paid invoice, a cancellation, repository access given). The others would not be
+# true when read again later: a sign-in link or a recovery link that has expired, an
+# invitation whose link was replaced (a team resends its own, with a new link), a trial's end
+# or a failed payment that has moved on, a seat given or taken since, the founder's own notice.
+RESENDABLE = frozenset(
+    {"purchase-confirmation", "invoice-paid", "subscription-cancelled", "github-access-granted"}
+)
 # A subscription's interval as months: Stripe's `month` and `year` (the catalogue's two).
 MONTHS = {"month": Decimal(1), "year": Decimal(12)}
 # A subscription Stripe still bills (past_due: it retries the card) or lets run free.

@@ -231,6 +231,12 @@ class ReplayAnswer(_Answer):
     appliedBefore: bool  # the ledger had it already: nothing changed
 
 
+class ResendAnswer(_Answer):
+    sentEmailId: str
+    kind: str
+    recipient: str
+
+
 class Refunds(_Answer):
     count: int
     amount: int  # in the currency's smallest unit, as Stripe counts it
@@ -372,6 +378,16 @@ def replay(eventId: str) -> ResponseReturnValue:
             access=c.checkout_completion,
             bus=c.bus,
         ),
+    )
+
+
+@bp.post(f"{PREFIX}/emails/<sentEmailId>/resend")
+def resend(sentEmailId: str) -> ResponseReturnValue:
+    c = container()
+    _reason_body()
+    return _as(
+        ResendAnswer,
+        support.resend(c.db, sent_email_id=sentEmailId, mailer=c.mailer, admin=_admin()),
     )
 
 

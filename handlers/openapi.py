@@ -23,6 +23,7 @@ from handlers.admin import (
     PageQuery,
     ReasonRequest,
     ReplayAnswer,
+    ResendAnswer,
 )
 from handlers.checkout_completion import CompletionAnswer, CompletionRequest
 from handlers.github import AccessRequest
@@ -201,6 +202,9 @@ OPERATIONS = (
     Operation("post", "/api/admin/events/{eventId}/replay",
               "Admins: fetch an event from Stripe and apply it (the ledger keeps it once)",
               {200: ReplayAnswer, 409: ErrorAnswer, **ADMIN}, ReasonRequest, signed_in=True),
+    Operation("post", "/api/admin/emails/{sentEmailId}/resend",
+              "Admins: send a sent e-mail again, once (`<eventId>:<kind>`), with a reason",
+              {200: ResendAnswer, 409: ErrorAnswer, **ADMIN}, ReasonRequest, signed_in=True),
     Operation("get", "/api/admin/metrics",
               "Admins: MRR per currency, subscriptions, trials, new, churned, refunds",
               {200: MetricsAnswer, **ADMIN}, signed_in=True),

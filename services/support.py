@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from adapters.bus import EventBus, PublishError
 from adapters.db import audit, ledger, profiles, support
 from adapters.db.pool import Database
+from adapters.mail.message import KeepsSent, Mailer, MailError
 from adapters.stripe_api import PaymentsNotConfigured, PaymentsUnavailable, StripeGateway
 from adapters.tokens import User
 from core import stripe_objects
@@ -195,6 +196,38 @@ def replay(
         "outcome": _outcomes(db, [event.id]).get(event.id, outcome),
         "appliedBefore": before,
     }
+
+
+def resend(db: Database, *, sent_email_id: str, mailer: Mailer, admin: User) -> dict[str, Any]:
+    """Send a sent e-mail again, the same message to the same address, once: a second resend
+    of the same e-mail is refused (409), so no loop or double click floods a customer."""
+    event_id, _, kind = sent_email_id.rpartition(":")
+    sent = support.sent_email(db, event_id, kind) if event_id else None
+    if sent is None:
+        raise NotFound("No such sent e-mail (sentEmailId is `<eventId>:<kind>`)")
+    if kind not in rules.RESENDABLE:
+        raise Conflict(
+            f"A {kind} e-mail is not sent again: what it says may no longer be true (sent again:"
+            f" {', '.join(sorted(rules.RESENDABLE))})"
+        )
+    if not isinstance(mailer, KeepsSent):
+        raise NotConfigured("This mail provider cannot read back what it sent")
+    if not support.claim_resend(db, sent, admin_id=admin.id):
+        raise Conflict("This e-mail was sent again already; it is sent again only once")
+    try:
+        copy = mailer.sent_copy(provider_id=sent.provider_id, idempotency_key=f"{event_id}/{kind}")
+        if copy is None:
+            raise Conflict("The mail provider no longer keeps this e-mail")
+        result = mailer.send(copy, idempotency_key=f"resend/{event_id}/{kind}")
+    except MailError as exc:
+        support.unclaim_resend(db, sent)
+        raise Unavailable("The mail provider failed; try again shortly") from exc
+    except Conflict:
+        support.unclaim_resend(db, sent)
+        raise
+    provider_id = result.get("id")
+    support.resent(db, sent, provider_id=str(provider_id) if provider_id else None)
+    return {"sentEmailId": f"{event_id}:{kind}", "kind": kind, "recipient": sent.recipient}
 
 
 def metrics(db: Database, *, now: datetime | None = None) -> dict[str, Any]:

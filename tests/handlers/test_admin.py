@@ -312,3 +312,88 @@ def test_metrics_count_the_local_state(api: Api, db: Database) -> None:
     assert answer["activeSubscriptions"] >= 0
     assert "computedAt" in answer
     assert set(answer) >= {"mrr", "trials", "newLast30Days", "churnedLast30Days"}
+
+
+def test_a_sent_email_is_sent_again_once(api: Api, db: Database) -> None:
+    seed_demo_products(db)
+    ada = create_user(db, "ada@example.com")
+    admin = make_admin(db)
+    founder = bearer(token(api, admin, "founder@example.com"))
+    body = stripe_event("checkout.session.completed", session(ada))
+    post_event(api, body)
+    settle(api)
+    emails = api.get(f"/api/admin/customers/{ada}", headers=founder).json()["emails"]
+    confirmation = next(e for e in emails if e["kind"] == "purchase-confirmation")
+    assert confirmation["resentAt"] is None
+    outbox = api.container.mailer.messages()  # type: ignore[attr-defined]
+    path = f"/api/admin/emails/{confirmation['id']}/resend"
+
+    assert api.post(path, json={}, headers=founder).status_code == 400
+    again = api.post(path, json={"reason": "Ada lost the receipt"}, headers=founder)
+    assert again.status_code == 200, again.text
+    assert again.json()["recipient"] == "ada@example.com"
+    now = api.container.mailer.messages()  # type: ignore[attr-defined]
+    [copy] = [p for p in now if p not in outbox]
+    key = f"{confirmation['eventId']}/purchase-confirmation"
+    first = api.container.mailer.find(key)  # type: ignore[attr-defined]
+    assert _without_headers(copy.read_bytes()) == _without_headers(first.read_bytes())
+
+    twice = api.post(path, json={"reason": "Once more"}, headers=founder)
+    assert twice.status_code == 409
+    assert len(api.container.mailer.messages()) == len(now)  # type: ignore[attr-defined]
+    emails = api.get(f"/api/admin/customers/{ada}", headers=founder).json()["emails"]
+    assert next(e for e in emails if e["id"] == confirmation["id"])["resentAt"] is not None
+
+
+def _without_headers(eml: bytes) -> list[str]:
+    """A message's subject, addresses and bodies: what a resend must keep."""
+    import email
+    import email.policy
+
+    parsed = email.message_from_bytes(eml, policy=email.policy.default)
+    parts = [str(p.get_content()) for p in parsed.walk() if not p.is_multipart()]
+    return [str(parsed["Subject"]), str(parsed["To"]), str(parsed["From"]), *parts]
+
+
+def test_a_resend_through_resend_is_the_message_resend_keeps(
+    production_api: Callable[..., Api], db: Database, resend: Any
+) -> None:
+    from adapters.db import sent_emails
+    from adapters.mail.message import send_email
+
+    api = production_api()
+    admin = make_admin(db)
+    founder = bearer(token(api, admin, "founder@example.com"))
+    sent = send_email(
+        api.container.mailer,
+        to="ada@example.com",
+        subject="Your invoice is paid",
+        text="Thank you",
+        html="<p>Thank you</p>",
+        from_="Acme <billing@acme.dev>",
+        idempotency_key="evt_paid/invoice-paid",
+    )
+    sent_emails.record(
+        db,
+        event_id="evt_paid",
+        kind="invoice-paid",
+        recipient="ada@example.com",
+        provider_id=sent["id"],
+    )
+    answer = api.post(
+        "/api/admin/emails/evt_paid:invoice-paid/resend",
+        json={"reason": "Lost it"},
+        headers=founder,
+    )
+    assert answer.status_code == 200, answer.text
+    first, copy = resend.delivered
+    assert copy == first
+    assert resend.delivered_keys == ["evt_paid/invoice-paid", "resend/evt_paid/invoice-paid"]
+    sent_emails.record(
+        db, event_id="evt_in", kind="signin-link", recipient="ada@example.com", provider_id=None
+    )
+    stale = api.post(
+        "/api/admin/emails/evt_in:signin-link/resend", json={"reason": "x"}, headers=founder
+    )
+    assert stale.status_code == 409
+    assert "may no longer be true" in stale.json()["error"]
