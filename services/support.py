@@ -138,8 +138,13 @@ def give_comp(
     account = support.personal_account(db, user_id)
     if account is None:
         raise NotFound("No such customer")
-    if not support.price_known(db, price_id):
+    kind = support.product_type(db, price_id)
+    if kind is None:
         raise InvalidRequest(f"No product is sold at {price_id} (priceId)")
+    if kind == "github":
+        # Its repository is given for a paid purchase only (services/github_access.py): a comp
+        # would list a feature its holder cannot use.
+        raise InvalidRequest(f"{price_id} sells a repository, which a comp cannot give (priceId)")
     return support.add_comp(
         db, account_id=account, price_id=price_id, until=until, admin_id=admin.id, reason=reason
     )

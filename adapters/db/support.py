@@ -143,11 +143,10 @@ def personal_account(db: Database, user_id: str) -> str | None:
     return str(rows[0]["id"]) if rows else None
 
 
-def price_known(db: Database, price_id: str) -> bool:
-    """Whether the catalogue holds this price (a comp grants a product by its price)."""
-    return bool(
-        db.fetch_all("select 1 from public.products where stripe_price_id = %s", (price_id,))
-    )
+def product_type(db: Database, price_id: str) -> str | None:
+    """The type of the product sold at this price (`link`, `github`); None: no such price."""
+    rows = db.fetch_all("select type from public.products where stripe_price_id = %s", (price_id,))
+    return str(rows[0]["type"]) if rows else None
 
 
 def add_comp(

@@ -4,7 +4,6 @@ that dead-lettered, gives a comp; strangers and admins without a second factor f
 from __future__ import annotations
 
 import json
-import time
 import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -24,7 +23,7 @@ from main import create_app
 from tests.adapters.db.test_schema import as_role
 from tests.conftest import Api
 from tests.helpers import create_user, stripe_event, wait_for
-from tests.subscribers.lifecycle_helpers import MONTHLY, post_event, session, settle
+from tests.subscribers.lifecycle_helpers import MONTHLY, post_event, session, settle, subscription
 
 REASON = "Stripe was down when Ada paid; she wrote to support"
 
@@ -295,23 +294,99 @@ def test_a_comp_is_ended_by_an_admin_and_a_stripe_grant_is_not(api: Api, db: Dat
 def test_metrics_count_the_local_state(api: Api, db: Database) -> None:
     seed_demo_products(db)
     ada = create_user(db, "ada@example.com")
+    bob = create_user(db, "bob@example.com")
+    carl = create_user(db, "carl@example.com")
     admin = make_admin(db)
-    now = int(time.time())
+    monthly = {"mode": "subscription", "amount_total": 1900}
+    for who, name in ((ada, "ada"), (bob, "bob")):
+        checkout = session(
+            who, price=MONTHLY, id=f"cs_{name}", customer=f"cus_{name}", **monthly,
+            subscription=f"sub_{name}", payment_intent=None,
+            customer_details={"email": f"{name}@example.com"},
+        )  # fmt: skip
+        post_event(api, stripe_event("checkout.session.completed", checkout))
+    settle(api)
+    post_event(api, stripe_event("customer.subscription.created", subscription(customer="cus_ada")))
+    trial = subscription(id="sub_bob", customer="cus_bob", status="trialing")
+    post_event(api, stripe_event("customer.subscription.created", trial))
+    # Carl buys once and is refunded in full.
     post_event(
         api,
         stripe_event(
             "checkout.session.completed",
-            session(ada, price=MONTHLY, mode="subscription", subscription="sub_ada"),
-            created=now,
+            session(carl, id="cs_carl", customer="cus_carl", payment_intent="pi_carl"),
         ),
     )
     settle(api)
+    refund = charge(id="ch_carl", customer="cus_carl", payment_intent="pi_carl")
+    post_event(api, stripe_event("charge.refunded", refund))
+    settle(api)
+
     answer = api.get(
         "/api/admin/metrics", headers=bearer(token(api, admin, "founder@example.com"))
     ).json()
-    assert answer["activeSubscriptions"] >= 0
-    assert "computedAt" in answer
-    assert set(answer) >= {"mrr", "trials", "newLast30Days", "churnedLast30Days"}
+    assert answer["mrr"] == {"usd": "19.00"}  # the trial pays nothing yet
+    assert (answer["activeSubscriptions"], answer["trials"]) == (1, 1)
+    assert (answer["newLast30Days"], answer["churnedLast30Days"]) == (2, 0)
+    assert answer["refundsLast30Days"] == {"usd": {"count": 1, "amount": 4900}}
+    computed = datetime.fromisoformat(answer["computedAt"])
+    assert abs((datetime.now(UTC) - computed).total_seconds()) < 60
+
+
+def charge(**extra: Any) -> dict[str, Any]:
+    return {
+        "object": "charge", "amount": 4900, "amount_refunded": 4900, "refunded": True,
+        "currency": "usd", "invoice": None, **extra,
+    }  # fmt: skip
+
+
+def test_a_customer_is_found_by_stripe_customer_or_user_id_a_page_at_a_time(
+    api: Api, db: Database
+) -> None:
+    seed_demo_products(db)
+    admin = make_admin(db)
+    founder = bearer(token(api, admin, "founder@example.com"))
+    people = sorted(create_user(db, f"reader{n}@example.com") for n in range(3))
+    post_event(
+        api, stripe_event("checkout.session.completed", session(people[1], customer="cus_r1"))
+    )
+    settle(api)
+
+    def search(**query: str) -> Any:
+        return api.get("/api/admin/customers", params=query, headers=founder).json()
+
+    assert [p["id"] for p in search(q="cus_r1")["items"]] == [people[1]]
+    assert [p["id"] for p in search(q=people[2].upper())["items"]] == [people[2]]
+    first = search(q="reader", limit="2")
+    assert [p["id"] for p in first["items"]] == people[:2]
+    rest = search(q="reader", limit="2", cursor=first["nextCursor"])
+    assert ([p["id"] for p in rest["items"]], rest["nextCursor"]) == (people[2:], None)
+    assert search(q="100%_")["items"] == []  # no wildcard from the query
+    empty = api.get("/api/admin/customers", params={"q": " "}, headers=founder)
+    assert empty.status_code == 400
+    assert "q is required" in empty.json()["error"]
+
+
+def test_a_comp_cannot_give_a_repository_or_end_in_the_past(api: Api, db: Database) -> None:
+    seed_demo_products(db)
+    bob = create_user(db, "bob@example.com")
+    admin = make_admin(db)
+    founder = bearer(token(api, admin, "founder@example.com"))
+    path = f"/api/admin/customers/{bob}/grants"
+    repository = api.post(
+        path, json={"priceId": "price_demo_pro_github", "until": None, "reason": "x"},
+        headers=founder,
+    )  # fmt: skip
+    assert repository.status_code == 400
+    assert "(priceId)" in repository.json()["error"]
+    past = (datetime.now(UTC) - timedelta(days=1)).isoformat()
+    late = api.post(path, json={"priceId": MONTHLY, "until": past, "reason": "x"}, headers=founder)
+    assert late.status_code == 400
+    assert "(until)" in late.json()["error"]
+    forgot = api.post(path, json={"priceId": MONTHLY, "reason": "x"}, headers=founder)
+    assert forgot.status_code == 400
+    assert "until" in forgot.json()["error"]
+    assert db.fetch_all("select * from public.entitlements") == []
 
 
 def test_a_sent_email_is_sent_again_once(api: Api, db: Database) -> None:
