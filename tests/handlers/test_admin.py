@@ -472,3 +472,21 @@ def test_a_resend_through_resend_is_the_message_resend_keeps(
     )
     assert stale.status_code == 409
     assert "may no longer be true" in stale.json()["error"]
+
+
+def test_a_local_founder_makes_themselves_admin_and_signs_in_with_a_second_factor(
+    api: Api, db: Database
+) -> None:
+    create_user(db, "founder@example.com")
+    cli = create_app(container=api.container).test_cli_runner()
+
+    def run(*args: str) -> str:
+        result = cli.invoke(args=["users", *args])
+        assert result.exit_code == 0, result.output
+        return result.output.strip()
+
+    one_factor = run("token", "founder@example.com")
+    assert "admin: founder@example.com" in run("admin", "founder@example.com")
+    assert api.get("/api/admin/metrics", headers=bearer(one_factor)).status_code == 404
+    two_factors = run("token", "--aal2", "founder@example.com")
+    assert api.get("/api/admin/metrics", headers=bearer(two_factors)).status_code == 200
