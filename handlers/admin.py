@@ -227,8 +227,9 @@ class CustomerAnswer(_Answer):
 class ReplayAnswer(_Answer):
     eventId: str
     type: str
-    outcome: str  # the ledger's
+    outcome: str | None  # the ledger's; None while the access target has yet to apply it
     appliedBefore: bool  # the ledger had it already: nothing changed
+    republished: bool  # handed to the bus for every subscriber (the e-mails) too
 
 
 class ResendAnswer(_Answer):

@@ -173,7 +173,9 @@ def replay(
 ) -> dict[str, Any]:
     """Fetch the event from Stripe and apply it: the access cycle's ledger applies it once (an
     event applied before is a redelivery and changes nothing), then it is published again so
-    every other subscriber (the e-mails) gets it too, each as idempotent as ever."""
+    every other subscriber (the e-mails) gets it too, each as idempotent as ever. What the api
+    cannot apply itself (on Pub/Sub, a guest's account is made by the access target only) the
+    access target applies from the bus; 503 only when neither could take it."""
     try:
         body = stripe.event(event_id)
     except PaymentsNotConfigured as exc:
@@ -186,20 +188,27 @@ def replay(
     if not stripe_objects.is_supported(event.api_version):
         raise Conflict(f"{event_id} is at API version {event.api_version}, which is not read")
     before = not ledger.missing(db, consumer=LEDGER_CONSUMER, event_ids=[event.id])
+    applied = True
     try:
-        outcome = access(event)
-    except Exception as exc:
-        log.warning("replay of %s failed: %s", event.id, exc)
-        raise Unavailable(f"{event_id} could not be applied now; try again shortly") from exc
+        access(event)
+    except Exception as exc:  # e.g. a guest's account only the access target may make
+        applied = False
+        log.warning("replay of %s not applied here: %s", event.id, exc)
+    published = True
     try:
         bus.publish(event, json.dumps(body, separators=(",", ":")).encode())
-    except PublishError as exc:  # applied already; only the other subscribers wait
-        log.warning("replay of %s applied but not republished: %s", event.id, exc)
+    except PublishError as exc:
+        published = False
+        log.warning("replay of %s not republished: %s", event.id, exc)
+    if not applied and not published:
+        raise Unavailable(f"{event_id} could not be applied now; try again shortly")
     return {
         "eventId": event.id,
         "type": event.type,
-        "outcome": _outcomes(db, [event.id]).get(event.id, outcome),
+        # The ledger's; None while the access target has yet to apply what was republished.
+        "outcome": _outcomes(db, [event.id]).get(event.id),
         "appliedBefore": before,
+        "republished": published,
     }
 
 

@@ -175,6 +175,11 @@ def test_a_checkout_that_dead_lettered_is_found_replayed_and_gives_access(
         (event["id"], "checkout.session.completed", None)
     ]
 
+    unknown = api.post(
+        "/api/admin/events/evt_nowhere/replay", json={"reason": REASON}, headers=founder
+    )
+    assert unknown.status_code == 404
+    assert "Stripe knows no event evt_nowhere" in unknown.json()["error"]
     refused = api.post(f"/api/admin/events/{event['id']}/replay", json={}, headers=founder)
     assert refused.status_code == 400
     assert "reason" in refused.json()["error"]
@@ -184,6 +189,7 @@ def test_a_checkout_that_dead_lettered_is_found_replayed_and_gives_access(
     assert replayed.status_code == 200, replayed.text
     assert replayed.json()["outcome"] == "granted"
     assert replayed.json()["appliedBefore"] is False
+    assert replayed.json()["republished"] is True  # the e-mails subscriber gets it too
     assert api.get("/api/me", headers=ada_token).json()["hasAccess"] is True
     again = api.post(
         f"/api/admin/events/{event['id']}/replay", json={"reason": REASON}, headers=founder
@@ -291,8 +297,10 @@ def test_a_comp_is_ended_by_an_admin_and_a_stripe_grant_is_not(api: Api, db: Dat
     assert (ended.json()["active"], ended.json()["status"]) == (False, "ended")
 
 
-def test_metrics_count_the_local_state(api: Api, db: Database) -> None:
+def test_metrics_count_the_local_state(api: Api, db: Database, stripe_fake: StripeStandIn) -> None:
     seed_demo_products(db)
+    stripe_fake.subscribe("sub_ada", customer="cus_ada", price=MONTHLY)
+    stripe_fake.subscribe("sub_bob", customer="cus_bob", price=MONTHLY, status="trialing")
     ada = create_user(db, "ada@example.com")
     bob = create_user(db, "bob@example.com")
     carl = create_user(db, "carl@example.com")
@@ -306,6 +314,7 @@ def test_metrics_count_the_local_state(api: Api, db: Database) -> None:
         )  # fmt: skip
         post_event(api, stripe_event("checkout.session.completed", checkout))
     settle(api)
+    assert api.container.bus.dead_letters == []  # type: ignore[attr-defined]
     post_event(api, stripe_event("customer.subscription.created", subscription(customer="cus_ada")))
     trial = subscription(id="sub_bob", customer="cus_bob", status="trialing")
     post_event(api, stripe_event("customer.subscription.created", trial))
