@@ -4,6 +4,7 @@ that dead-lettered, gives a comp; strangers and admins without a second factor f
 from __future__ import annotations
 
 import json
+import time
 import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -499,3 +500,34 @@ def test_a_local_founder_makes_themselves_admin_and_signs_in_with_a_second_facto
     assert api.get("/api/admin/metrics", headers=bearer(one_factor)).status_code == 404
     two_factors = run("token", "--aal2", "founder@example.com")
     assert api.get("/api/admin/metrics", headers=bearer(two_factors)).status_code == 200
+
+
+def test_a_subscription_ending_under_a_running_comp_says_access_remains(
+    api: Api, db: Database
+) -> None:
+    from tests.subscribers.lifecycle_helpers import link
+    from tests.subscribers.test_emails import outbox, text_of
+
+    seed_demo_products(db)
+    ada = create_user(db, "ada@example.com")
+    link(db, ada, "cus_ada")
+    admin = make_admin(db)
+    t0 = int(time.time()) - 60  # the two events seconds apart: no tie to ask Stripe about
+    post_event(api, stripe_event("customer.subscription.created", subscription(), created=t0))
+    settle(api)
+    given = api.post(
+        f"/api/admin/customers/{ada}/grants",
+        json={"priceId": MONTHLY, "until": None, "reason": "Beta tester"},
+        headers=bearer(token(api, admin, "founder@example.com")),
+    )
+    assert given.status_code == 201
+    ended = subscription(status="canceled", ended_at=t0 + 30)
+    post_event(api, stripe_event("customer.subscription.deleted", ended, created=t0 + 30))
+    settle(api)
+
+    [mail] = [m for m in outbox(api) if m["Subject"].startswith("Subscription ended")]
+    text = " ".join(text_of(mail).split())
+    assert "Your access through this subscription ended" in text
+    assert "you keep access" in text
+    me = api.get("/api/me", headers=bearer(token(api, ada, "ada@example.com", aal="aal1")))
+    assert me.json()["hasAccess"] is True
