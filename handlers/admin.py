@@ -280,7 +280,8 @@ def _as(model: type[BaseModel], found: Any, status: int = 200) -> ResponseReturn
     return jsonify(model.model_validate(found).model_dump(mode="json")), status
 
 
-def _admin() -> User:
+def current_admin() -> User:
+    """The admin `admin_only` let through, for a route under /api/admin."""
     found: User = g.admin
     return found
 
@@ -343,7 +344,7 @@ def give_comp(userId: str) -> ResponseReturnValue:
         price_id=body.priceId,
         until=body.until,
         reason=reason,
-        admin=_admin(),
+        admin=current_admin(),
     )
     return _as(GrantAnswer, made, 201)
 
@@ -352,7 +353,8 @@ class ReasonRequest(RequestModel):
     reason: str
 
 
-def _reason_body() -> str:
+def reason_body() -> str:
+    """A change's body: its `reason`, or a 400 naming it (the audit row has it already)."""
     data = json_object()
     reason = support.require_reason(data.get("reason"))
     validate(ReasonRequest, data)
@@ -362,14 +364,14 @@ def _reason_body() -> str:
 @bp.delete(f"{PREFIX}/grants/<grantId>")
 def end_grant(grantId: str) -> ResponseReturnValue:
     c = container()
-    _reason_body()
+    reason_body()
     return _as(GrantAnswer, support.end_grant(c.db, grantId))
 
 
 @bp.post(f"{PREFIX}/events/<eventId>/replay")
 def replay(eventId: str) -> ResponseReturnValue:
     c = container()
-    _reason_body()
+    reason_body()
     return _as(
         ReplayAnswer,
         support.replay(
@@ -385,10 +387,10 @@ def replay(eventId: str) -> ResponseReturnValue:
 @bp.post(f"{PREFIX}/emails/<sentEmailId>/resend")
 def resend(sentEmailId: str) -> ResponseReturnValue:
     c = container()
-    _reason_body()
+    reason_body()
     return _as(
         ResendAnswer,
-        support.resend(c.db, sent_email_id=sentEmailId, mailer=c.mailer, admin=_admin()),
+        support.resend(c.db, sent_email_id=sentEmailId, mailer=c.mailer, admin=current_admin()),
     )
 
 
