@@ -10,6 +10,7 @@ that does not exist. An admin's every call is appended to the audit log before i
 from __future__ import annotations
 
 import logging
+import uuid
 from datetime import datetime
 from typing import Any, Literal
 
@@ -64,15 +65,18 @@ def admin_only() -> None:
 
 
 def _entry(user: User) -> Entry:
-    args = dict(request.view_args or {})
-    subject_user = args.pop("userId", None)
+    args = {k: str(v) for k, v in (request.view_args or {}).items()}
+    # A path's userId that is no user id (the route refuses it: 400) is kept as the subject.
+    subject_user = _user_id(args["userId"]) if "userId" in args else None
+    if subject_user is not None:
+        del args["userId"]
     subject = next(iter(args.values()), None) or request.args.get("q")
     return Entry(
         admin_id=user.id,
         admin_email=user.email,
         action=request.endpoint or "unknown",
-        subject_user_id=str(subject_user) if subject_user else None,
-        subject=str(subject) if subject else None,
+        subject_user_id=subject_user,
+        subject=subject[:1000] if subject else None,
         reason=_reason(),
         request={
             "method": request.method,
@@ -82,6 +86,13 @@ def _entry(user: User) -> Entry:
             **{h.lower(): request.headers.get(h) for h in _HEADERS if h in request.headers},
         },
     )
+
+
+def _user_id(value: str) -> str | None:
+    try:
+        return str(uuid.UUID(value))
+    except ValueError:
+        return None
 
 
 def _reason() -> str | None:
