@@ -34,7 +34,7 @@ class EntitledProduct(_Answer):
 class EntitlementAnswer(_Answer):
     product: EntitledProduct | None  # None: a price no product row is sold at any more
     priceId: str | None
-    kind: Literal["subscription", "purchase"]
+    kind: Literal["subscription", "purchase", "comp"]  # comp: given by an admin, no payment
     status: str
     active: bool
     currentPeriodEnd: datetime | None

@@ -12,6 +12,19 @@ from flask.typing import ResponseReturnValue
 from pydantic import BaseModel, ConfigDict
 from pydantic.json_schema import models_json_schema
 
+from handlers.admin import (
+    AuditAnswer,
+    CompRequest,
+    CustomerAnswer,
+    CustomersAnswer,
+    CustomersQuery,
+    GrantAnswer,
+    MetricsAnswer,
+    PageQuery,
+    ReasonRequest,
+    ReplayAnswer,
+    ResendAnswer,
+)
 from handlers.checkout_completion import CompletionAnswer, CompletionRequest
 from handlers.github import AccessRequest
 from handlers.leads import LeadRequest, RemovalQuery
@@ -120,6 +133,9 @@ COMMON = {400: ErrorAnswer, 413: ErrorAnswer, 415: ErrorAnswer, 503: ErrorAnswer
 LIMITED = {429: ErrorAnswer}
 # A team's routes: a stranger is told it does not exist, a member without the role is refused.
 TEAM = {401: ErrorAnswer, 403: ErrorAnswer, 404: ErrorAnswer, **COMMON}
+# The support API (handlers/admin.py): anyone but an admin (with a second factor unless
+# ADMIN_MFA=off) gets 404, as for a route that does not exist.
+ADMIN = {404: ErrorAnswer, **COMMON}
 OPERATIONS = (
     Operation("get", "/api/auth/callback", "Complete sign-in: code -> session cookies -> 302",
               {302: None, **LIMITED}, query=None),
@@ -191,6 +207,30 @@ OPERATIONS = (
               {200: SampleEmailsAnswer, 400: ErrorAnswer, 401: ErrorAnswer, 403: ErrorAnswer,
                **LIMITED},
               query=SampleEmailQuery, only_when="sample_emails"),
+    Operation("get", "/api/admin/customers",
+              "Admins: find people by e-mail, name, Stripe customer id or user id (paged)",
+              {200: CustomersAnswer, **ADMIN}, query=CustomersQuery, signed_in=True),
+    Operation("get", "/api/admin/customers/{userId}",
+              "Admins: a person, their accounts, grants and causes, purchases, events, e-mails,"
+              " dead letters",
+              {200: CustomerAnswer, **ADMIN}, signed_in=True),
+    Operation("post", "/api/admin/customers/{userId}/grants",
+              "Admins: a complimentary grant (kind comp) until a date or for good, with a reason",
+              {201: GrantAnswer, **ADMIN}, CompRequest, signed_in=True),
+    Operation("delete", "/api/admin/grants/{grantId}",
+              "Admins: end a comp (a Stripe grant: 409, it ends in Stripe), with a reason",
+              {200: GrantAnswer, 409: ErrorAnswer, **ADMIN}, ReasonRequest, signed_in=True),
+    Operation("post", "/api/admin/events/{eventId}/replay",
+              "Admins: fetch an event from Stripe and apply it (the ledger keeps it once)",
+              {200: ReplayAnswer, 409: ErrorAnswer, **ADMIN}, ReasonRequest, signed_in=True),
+    Operation("post", "/api/admin/emails/{sentEmailId}/resend",
+              "Admins: send a sent e-mail again, once (`<eventId>:<kind>`), with a reason",
+              {200: ResendAnswer, 409: ErrorAnswer, **ADMIN}, ReasonRequest, signed_in=True),
+    Operation("get", "/api/admin/metrics",
+              "Admins: MRR per currency, subscriptions, trials, new, churned, refunds",
+              {200: MetricsAnswer, **ADMIN}, signed_in=True),
+    Operation("get", "/api/admin/audit", "Admins: the audit log, newest first (paged)",
+              {200: AuditAnswer, **ADMIN}, query=PageQuery, signed_in=True),
     Operation("get", "/healthz", "Liveness", {200: HealthAnswer}),
     Operation("get", "/api/health", "Liveness (a path Cloud Run's front end never reserves)",
               {200: HealthAnswer}),

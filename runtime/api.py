@@ -8,6 +8,7 @@ from werkzeug.middleware.proxy_fix import ProxyFix
 
 from config import cors_origin_list
 from handlers import (
+    admin,
     auth,
     caching,
     checkout_completion,
@@ -60,6 +61,7 @@ def build_api(container: Container) -> Flask:
         me.bp,
         leaving.bp,
         teams.bp,
+        admin.bp,
         openapi.bp,
     ):
         app.register_blueprint(blueprint)

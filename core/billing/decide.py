@@ -427,7 +427,7 @@ class _Fold:
                     customer_id=change.customer_id,
                     price_id=subscription_price(event.object),
                     reason=end_reason(event.object),
-                    access_remains=after.has_access,
+                    access_remains=after.has_access or after.comped,
                 ),
             )
         )

@@ -29,8 +29,10 @@ API_ROLES = ("anon", "authenticated")
 TABLES: dict[str, dict[str, set[str]]] = {
     "account_deletions": {},
     "accounts": {"authenticated": {"SELECT"}},
+    "admin_audit": {},
     "disputes": {},
     "email_claims": {},
+    "email_resends": {},
     "entitlements": {"authenticated": {"SELECT"}},
     "founder_tasks": {},
     "github_grants": {"authenticated": {"SELECT"}},
@@ -67,6 +69,7 @@ FUNCTIONS: dict[str, set[str]] = {
     "access_refresh(uuid[])": set(),
     "accounts_record_customer()": set(),
     "accounts_refresh()": set(),
+    "admin_audit_refuse_change()": set(),
     "custom_access_token_hook(jsonb)": {HOOK},
     "features_of(uuid)": {HOOK},
     "grant_features(uuid[],text[])": set(),
