@@ -206,13 +206,15 @@ def end_comp(db: Database, grant_id: str) -> dict[str, Any] | None:
 
 
 def subscriptions(db: Database) -> list[dict[str, Any]]:
-    """Every subscription grant, with its product's price and interval, its seats and the
-    currency it was bought in (the newest purchase at its price; the catalogue keeps none)."""
+    """Every subscription grant, with its price's amount, interval and currency (the
+    catalogue's, else the newest purchase at that price for a row synced before prices kept
+    one) and its seats."""
     return db.fetch_all(
         "select e.status, e.active, e.created_at, e.ended_at, pr.price, pr.billing_interval,"
         " case when pr.per_seat then coalesce(t.quantity, 1) else 1 end as quantity,"
-        " (select pu.currency from public.purchases pu where pu.product_id = pr.id"
-        "  and pu.currency is not null order by pu.created_at desc limit 1) as currency"
+        " coalesce(pr.currency, (select pu.currency from public.purchases pu"
+        "  where pu.product_id = pr.id and pu.currency is not null"
+        "  order by pu.created_at desc limit 1)) as currency"
         " from public.entitlements e left join public.products pr"
         " on pr.stripe_price_id = e.price_id left join public.teams t on t.id = e.account_id"
         " where e.kind = 'subscription'"

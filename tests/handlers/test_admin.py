@@ -342,6 +342,13 @@ def test_metrics_count_the_local_state(api: Api, db: Database, stripe_fake: Stri
     assert answer["refundsLast30Days"] == {"usd": {"count": 1, "amount": 4900}}
     computed = datetime.fromisoformat(answer["computedAt"])
     assert abs((datetime.now(UTC) - computed).total_seconds()) < 60
+    # The currency is the price's own, as the catalogue keeps it, before any purchase's.
+    with db.transaction() as conn:
+        conn.execute(
+            "update public.products set currency = 'eur' where stripe_price_id = %s", (MONTHLY,)
+        )
+    again = api.get("/api/admin/metrics", headers=bearer(token(api, admin, "founder@example.com")))
+    assert again.json()["mrr"] == {"eur": "19.00"}
 
 
 def charge(**extra: Any) -> dict[str, Any]:
