@@ -13,6 +13,7 @@ import logging
 import uuid
 from datetime import datetime
 from typing import Any, Literal
+from urllib.parse import unquote_plus
 
 from flask import Blueprint, g, jsonify, request
 from flask.blueprints import BlueprintSetupState
@@ -23,6 +24,7 @@ from werkzeug.exceptions import NotFound as RouteNotFound
 
 from adapters.db.audit import Entry
 from adapters.tokens import User
+from core.addresses import digest_addresses
 from handlers.caching import depends_on_caller
 from handlers.deps import container
 from handlers.parsing import RequestModel, json_object, validate
@@ -71,6 +73,9 @@ def _entry(user: User) -> Entry:
     if subject_user is not None:
         del args["userId"]
     subject = next(iter(args.values()), None) or request.args.get("q")
+    # Kept for good: a searched address is kept as its digest, so it outlives a deletion.
+    subject = digest_addresses(subject) if subject else None
+    query = digest_addresses(unquote_plus(request.query_string.decode("utf-8", "replace")))
     return Entry(
         admin_id=user.id,
         admin_email=user.email,
@@ -81,7 +86,7 @@ def _entry(user: User) -> Entry:
         request={
             "method": request.method,
             "path": request.path,
-            "query": request.query_string.decode("utf-8", "replace"),
+            "query": query,
             "client": request.remote_addr,
             **{h.lower(): request.headers.get(h) for h in _HEADERS if h in request.headers},
         },

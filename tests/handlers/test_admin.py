@@ -3,6 +3,7 @@ that dead-lettered, gives a comp; strangers and admins without a second factor f
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 import uuid
@@ -171,6 +172,16 @@ def test_a_checkout_that_dead_lettered_is_found_replayed_and_gives_access(
 
     found = api.get("/api/admin/customers", params={"q": "ADA@example"}, headers=founder).json()
     assert [p["id"] for p in found["items"]] == [ada]
+    # The audit log, kept for good, keeps the searched address as its digest only.
+    [searched] = db.fetch_all(
+        "select subject, request from public.admin_audit where admin_id = %s"
+        " and action = 'admin.customers'",
+        (admin,),
+    )
+    digest = "sha256:" + hashlib.sha256(b"ada@example").hexdigest()
+    assert searched["subject"] == digest
+    assert searched["request"]["query"] == f"q={digest}"
+    assert "ada@" not in json.dumps(searched).lower()
     seen = api.get(f"/api/admin/customers/{ada}", headers=founder).json()
     assert seen["person"]["email"] == "ada@example.com"
     assert [(d["eventId"], d["type"], d["appliedSince"]) for d in seen["deadLetters"]] == [
