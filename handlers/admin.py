@@ -286,6 +286,20 @@ class AuditAnswer(_Answer):
     nextCursor: str | None
 
 
+class FounderTask(_Answer):
+    id: str
+    kind: str  # stripe_redact_customer: redact the customer in the Stripe Dashboard
+    subject: str  # what it is about: a Stripe customer id
+    detail: str
+    deletionId: str | None
+    createdAt: datetime
+    doneAt: datetime | None
+
+
+class FounderTasksAnswer(_Answer):
+    items: list[FounderTask]
+
+
 class PageQuery(RequestModel):
     limit: int | None = None
     cursor: str | None = None
@@ -422,3 +436,15 @@ def audit() -> ResponseReturnValue:
         AuditAnswer,
         support.audit_page(c.db, limit=_int_arg("limit"), cursor=request.args.get("cursor")),
     )
+
+
+@bp.get(f"{PREFIX}/tasks")
+def founder_tasks() -> ResponseReturnValue:
+    return _as(FounderTasksAnswer, {"items": support.founder_tasks(container().db)})
+
+
+@bp.post(f"{PREFIX}/tasks/<taskId>/done")
+def finish_founder_task(taskId: str) -> ResponseReturnValue:
+    c = container()
+    reason_body()
+    return _as(FounderTask, support.finish_founder_task(c.db, taskId))

@@ -15,7 +15,7 @@ import psycopg
 import pytest
 import requests
 
-from adapters.db import audit
+from adapters.db import audit, leaving
 from adapters.db.pool import Database
 from adapters.tokens import access_claims, sign_claims
 from config import Settings, SettingsError
@@ -569,3 +569,34 @@ def test_a_malformed_id_is_a_400_and_still_recorded(api: Api, db: Database) -> N
         ("admin.customer", "not-a-user", None),
         ("admin.end_grant", "nope", None),
     ]
+
+
+def test_a_founder_task_is_listed_until_an_admin_marks_it_done(api: Api, db: Database) -> None:
+    admin = make_admin(db)
+    founder = bearer(token(api, admin, "founder@example.com"))
+    customer = f"cus_{uuid.uuid4().hex[:12]}"
+    leaving.add_founder_task(
+        db,
+        kind="stripe_redact_customer",
+        subject=customer,
+        detail=f"Redact {customer} in the Stripe Dashboard",
+        deletion_id=None,
+    )
+    listed = api.get("/api/admin/tasks", headers=founder)
+    assert listed.status_code == 200
+    [task] = [t for t in listed.json()["items"] if t["subject"] == customer]
+    assert (task["kind"], task["doneAt"]) == ("stripe_redact_customer", None)
+
+    path = f"/api/admin/tasks/{task['id']}/done"
+    unexplained = api.post(path, json={}, headers=founder)
+    assert unexplained.status_code == 400
+    assert "reason" in unexplained.json()["error"]
+    done = api.post(path, json={"reason": "Redacted in the Dashboard"}, headers=founder)
+    assert done.status_code == 200
+    assert done.json()["doneAt"] is not None
+    after = api.get("/api/admin/tasks", headers=founder).json()["items"]
+    assert customer not in [t["subject"] for t in after]
+    unknown = api.post(
+        f"/api/admin/tasks/{uuid.uuid4()}/done", json={"reason": "x"}, headers=founder
+    )
+    assert unknown.status_code == 404

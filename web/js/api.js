@@ -96,6 +96,14 @@ import { request } from "./http.js";
  */
 
 /**
+ * @typedef {{ id: string, kind: string, subject: string, detail: string, deletionId: (string | null), createdAt: string, doneAt: (string | null) }} FounderTask
+ */
+
+/**
+ * @typedef {{ items: Array<FounderTask> }} FounderTasksAnswer
+ */
+
+/**
  * @typedef {{ id: string, accountId: string, kind: ("subscription" | "purchase" | "comp"), sourceId: string, priceId: (string | null), product: (string | null), status: string, active: boolean, currentPeriodEnd: (string | null), endedAt: (string | null), teamId: (string | null), cause: GrantCause }} GrantAnswer
  */
 
@@ -484,6 +492,22 @@ export function getAdminMetrics() {
  */
 export function getAdminAudit(query = {}) {
   return request("GET", `/api/admin/audit`, { query });
+}
+
+/** Admins: what the founder must do by hand (a Stripe customer to redact), not done
+ * @returns {Promise<FounderTasksAnswer>}
+ */
+export function getAdminTasks() {
+  return request("GET", `/api/admin/tasks`);
+}
+
+/** Admins: a founder task done by hand, with a reason
+ * @param {string} taskId
+ * @param {ReasonRequest} body
+ * @returns {Promise<FounderTask>}
+ */
+export function postAdminTasksDone(taskId, body) {
+  return request("POST", `/api/admin/tasks/${encodeURIComponent(taskId)}/done`, { body });
 }
 
 /** Liveness
