@@ -1,0 +1,89 @@
+"""Credits in Postgres: consumptions decided in one statement, balances read.
+
+Every entry point (`POST /api/usage`, `@consumes`, the reserve and settle of an amount known
+after the work) takes credits through `take` and `settle` here, which call
+`public.credit_take` and `public.credits_settle` (supabase/schemas/credits.sql): the decision and
+the consumption are one statement under the grants' row locks, once per idempotency key. Each
+is one round trip and safe to send again (the key makes a second run answer the first).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from adapters.db.pool import Database
+from core.credits import Credits, Taken
+
+
+def take(
+    db: Database, account_id: str, feature: str, amount: int, key: str, *, reserve: bool = False
+) -> Taken:
+    """Consume (or reserve) `amount` credits of `feature` under `key`."""
+    [row] = db.fetch_all(
+        "select public.credit_take(%s::uuid, %s, %s, %s, %s) as taken",
+        (account_id, feature, amount, key, "reserved" if reserve else "consumed"),
+    )
+    return _taken(row["taken"])
+
+
+def settle(db: Database, key: str, amount: int) -> Taken:
+    """A reservation settled at `amount` (the rest given back); 0 releases it whole."""
+    [row] = db.fetch_all("select public.credits_settle(%s, %s) as taken", (key, amount))
+    return _taken(row["taken"])
+
+
+def account_of(db: Database, user_id: str, feature: str) -> str | None:
+    """The account whose credits of `feature` the person consumes (their own, else a seated
+    team's that holds some); None when the person has no account."""
+    [row] = db.fetch_all(
+        "select public.credit_account(%s::uuid, %s) as account", (user_id, feature)
+    )
+    return str(row["account"]) if row["account"] else None
+
+
+def team_account(db: Database, team_id: str) -> str | None:
+    """A team's account (a team's id is its account's), when it exists."""
+    rows = db.fetch_all(
+        "select id from public.accounts where id = %s::uuid and kind = 'team'", (team_id,)
+    )
+    return str(rows[0]["id"]) if rows else None
+
+
+def user_exists(db: Database, user_id: str) -> bool:
+    rows = db.fetch_all(
+        "select 1 from public.accounts where owner_id = %s::uuid and kind = 'personal'",
+        (user_id,),
+    )
+    return bool(rows)
+
+
+def held(db: Database, user_id: str) -> list[Credits]:
+    """Every feature's credits the person has, per account they have access through."""
+    rows = db.fetch_all("select * from public.credits_held(%s::uuid)", (user_id,))
+    return [
+        Credits(
+            feature=r["feature"],
+            balance=r["balance"],
+            granted=r["granted"],
+            used=r["used"],
+            resets_at=r["resets_at"],
+            team_id=str(r["team_id"]) if r["team_id"] else None,
+        )
+        for r in rows
+    ]
+
+
+def balance(db: Database, account_id: str, feature: str) -> Credits:
+    [r] = db.fetch_all("select * from public.credit_balance(%s::uuid, %s)", (account_id, feature))
+    return Credits(feature, r["balance"], r["granted"], r["used"], r["resets_at"], None)
+
+
+def _taken(answer: Mapping[str, Any]) -> Taken:
+    return Taken(
+        state=answer["state"],
+        feature=answer.get("feature", ""),
+        balance=int(answer.get("balance") or 0),
+        overage=int(answer.get("overage") or 0),
+        first=bool(answer.get("first")),
+    )
