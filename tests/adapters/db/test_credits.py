@@ -145,7 +145,8 @@ def test_credits_of_answers_the_signed_in_users_own_balance(db: Database) -> Non
     for user, expected in ((ada, 7), (bob, 0)):
         with as_role(db, "authenticated", user) as conn:
             row = conn.execute("select public.credits_of('generations') as n").fetchone()
-            assert row is not None and row["n"] == expected
+            assert row is not None
+            assert row["n"] == expected
     with (
         as_role(db, "authenticated", ada) as conn,
         pytest.raises(psycopg.errors.InsufficientPrivilege),
