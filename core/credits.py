@@ -55,3 +55,27 @@ def fell_low(*, before: int, after: int, granted: int) -> bool:
     time (later ones, already under, do not: the holder is told once)."""
     line = granted * LOW_SHARE
     return granted > 0 and before >= line > after
+
+
+@dataclass(frozen=True)
+class CreditGrant:
+    """Credits a paid period or a pack grants: the products at `price_id` say which and how
+    many (`public.products.credits`), so a grant is written once per source and feature."""
+
+    account_id: str
+    source: str  # `<subscription>@<invoice>` for a paid period, the checkout session for a pack
+    subscription_id: str | None
+    price_id: str
+    starts_at: datetime
+    ends_at: datetime | None  # the period's end; None for a pack (its expiry is the product's)
+    event_id: str
+
+
+@dataclass(frozen=True)
+class CreditEnd:
+    """Credits taken back at `at`: a subscription's period credits when it ends, or what is
+    left of one pack (`source`) when it is refunded in full."""
+
+    subscription_id: str | None
+    source: str | None
+    at: datetime

@@ -21,6 +21,7 @@ from handlers import (
     products,
     sample_emails,
     teams,
+    usage,
     webhook,
 )
 from handlers.deps import Collaborators
@@ -57,6 +58,7 @@ def build_api(container: Container) -> Flask:
         products.bp,
         github.bp,
         me.bp,
+        usage.bp,
         teams.bp,
         openapi.bp,
     ):

@@ -391,3 +391,18 @@ def test_settings_are_exactly_their_groups() -> None:
     ]
     grouped = {name for group in GROUPS for name in group.fields.model_fields}
     assert grouped == set(Settings.model_fields)
+
+
+def test_production_selling_usage_needs_a_long_usage_api_key(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    production_with(monkeypatch, SELLS_USAGE="true")
+    with pytest.raises(SettingsError, match=r"missing: USAGE_API_KEY \(SELLS_USAGE=true"):
+        Settings()
+    production_with(monkeypatch, SELLS_USAGE="true", USAGE_API_KEY="short")
+    with pytest.raises(SettingsError, match=r"unsafe: USAGE_API_KEY \(shorter than 32"):
+        Settings()
+    production_with(monkeypatch, SELLS_USAGE="true", USAGE_API_KEY="u" * 40)
+    assert Settings().sells_usage
+    production_with(monkeypatch, SELLS_USAGE="false", USAGE_API_KEY="")
+    assert Settings().usage_api_key is None

@@ -9,11 +9,68 @@ is one round trip and safe to send again (the key makes a second run answer the 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from adapters.db.pool import Database
-from core.credits import Credits, Taken
+from core.credits import CreditEnd, CreditGrant, Credits, Taken
+
+# The access cycle's writes of credits (parts of its one statement: adapters/db/billing.py).
+# A grant's features and amounts are the product's at its price; a source grants each feature
+# once, and a paid period older than one already granted for its subscription grants nothing.
+GRANT = (
+    "insert into public.credit_grants (account_id, feature, source, kind, subscription_id,"
+    " amount, starts_at, expires_at, event_id)"
+    " select v.account_id, c.key, case when p.credits_period = 'once'"
+    " then coalesce(v.subscription, v.source) else v.source end, p.credits_period,"
+    " v.subscription, c.value::integer, v.starts_at, case when p.credits_period = 'period'"
+    " then v.ends_at else v.starts_at + make_interval(days => p.credits_expire_days) end,"
+    " v.event_id"
+    " from unnest(%s::uuid[], %s::text[], %s::text[], %s::text[], %s::timestamptz[],"
+    " %s::timestamptz[], %s::text[]) as v(account_id, source, subscription, price_id,"
+    " starts_at, ends_at, event_id)"
+    " join public.products p on p.stripe_price_id = v.price_id"
+    " cross join lateral jsonb_each_text(p.credits) as c"
+    " where not exists (select 1 from public.credit_grants g where p.credits_period = 'period'"
+    " and g.subscription_id = v.subscription and g.kind = 'period'"
+    " and g.starts_at > v.starts_at)"
+    " on conflict (source, feature) do nothing"
+)
+# The next paid period replaces the one before: its unused credits end.
+RESET = (
+    "update public.credit_grants g set ended_at = v.starts_at"
+    " from unnest(%s::text[], %s::timestamptz[]) as v(subscription, starts_at)"
+    " where g.subscription_id = v.subscription and g.kind = 'period' and g.ended_at is null"
+    " and g.starts_at < v.starts_at"
+)
+# A subscription's end ends its period credits; a pack's refund what is left of it.
+END = (
+    "update public.credit_grants g set ended_at = v.at"
+    " from unnest(%s::text[], %s::text[], %s::timestamptz[]) as v(subscription, source, at)"
+    " where g.ended_at is null and ((g.subscription_id = v.subscription and g.kind = 'period')"
+    " or g.source = v.source)"
+)
+
+
+def grant_columns(grants: Sequence[CreditGrant]) -> list[list[Any]]:
+    return [
+        [g.account_id for g in grants],
+        [g.source for g in grants],
+        [g.subscription_id for g in grants],
+        [g.price_id for g in grants],
+        [g.starts_at for g in grants],
+        [g.ends_at for g in grants],
+        [g.event_id for g in grants],
+    ]
+
+
+def reset_columns(grants: Sequence[CreditGrant]) -> list[list[Any]]:
+    periods = [g for g in grants if g.subscription_id]
+    return [[g.subscription_id for g in periods], [g.starts_at for g in periods]]
+
+
+def end_columns(ends: Sequence[CreditEnd]) -> list[list[Any]]:
+    return [[e.subscription_id for e in ends], [e.source for e in ends], [e.at for e in ends]]
 
 
 def take(

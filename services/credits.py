@@ -1,0 +1,99 @@
+"""Consuming credits, the one implementation behind every entry point: `POST /api/usage`,
+`@consumes` on a founder's route, and a reservation settled once the work's amount is known.
+
+The decision is Postgres's (`adapters/db/credits.py`: one statement, once per key); this module
+finds the account and turns an answer into the domain's errors.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from adapters.db import credits as store
+from adapters.db.pool import Database
+from core.credits import Credits, Taken, not_enough
+from services.errors import Conflict, NotEnoughCredits, NotFound
+
+
+@dataclass(frozen=True)
+class Payer:
+    """Whose credits: a person (their own pool, else a seated team's) or a team's pool."""
+
+    user_id: str | None = None
+    team_id: str | None = None
+
+
+def consume(
+    db: Database, payer: Payer, feature: str, amount: int, key: str, *, reserve: bool = False
+) -> Taken:
+    """Take `amount` credits of `feature` under `key` (the same key again answers the first
+    time's answer). Raises NotFound, Conflict (a key used for another consumption) or
+    NotEnoughCredits."""
+    account = _account(db, payer, feature)
+    taken = store.take(db, account, feature, amount, key, reserve=reserve)
+    return checked(taken, key)
+
+
+def settle(db: Database, key: str, amount: int) -> Taken:
+    """A reservation settled at what the work took (0: released whole)."""
+    return checked(store.settle(db, key, amount), key)
+
+
+@contextmanager
+def reserved(
+    db: Database, payer: Payer, feature: str, amount: int, key: str | None = None
+) -> Iterator[Reservation]:
+    """Reserve up to `amount` before the work; the block says what it took
+    (`reservation.took(n)`), and the rest is given back. Work that fails releases it all."""
+    reservation = Reservation(key or str(uuid.uuid4()), amount)
+    consume(db, payer, feature, amount, reservation.key, reserve=True)
+    try:
+        yield reservation
+    except BaseException:
+        settle(db, reservation.key, 0)
+        raise
+    settle(db, reservation.key, reservation.used)
+
+
+@dataclass
+class Reservation:
+    key: str
+    amount: int
+    used: int = 0
+
+    def took(self, used: int) -> None:
+        if not 0 <= used <= self.amount:
+            raise ValueError(f"took {used}, reserved {self.amount}")
+        self.used = used
+
+
+def checked(taken: Taken, key: str) -> Taken:
+    if taken.state == "refused":
+        raise NotEnoughCredits(not_enough(taken.feature), balance=taken.balance)
+    if taken.state == "conflict":
+        raise Conflict("This key was used for another consumption (key)")
+    if taken.state == "unknown":
+        raise NotFound(f"No reservation under this key (key {key!r})")
+    return taken
+
+
+def _account(db: Database, payer: Payer, feature: str) -> str:
+    if payer.team_id is not None:
+        found = store.team_account(db, payer.team_id)
+        if found is None:
+            raise NotFound("No such team (teamId)")
+        return found
+    if payer.user_id is None or not store.user_exists(db, payer.user_id):
+        raise NotFound("No such user (userId)")
+    account = store.account_of(db, payer.user_id, feature)
+    if account is None:
+        raise NotFound("No such user (userId)")
+    return account
+
+
+def held(db: Database, user_id: str) -> list[Credits]:
+    """Every feature's credits the person has, per account they have access through."""
+    return store.held(db, user_id)
