@@ -23,6 +23,10 @@ class UsageSettings(Environment):
     # `meter` whose use other services report): production then requires USAGE_API_KEY. The
     # catalogue lives in Stripe and Postgres, which start-up does not read: the founder says so.
     sells_usage: bool = False
+    # The signing secret of the Stripe event destination that sends the meters' thin events
+    # (`v1.billing.meter.error_report_triggered`, `v1.billing.meter.no_meter_found`) to
+    # /api/webhook/payments: a destination has its own secret. Unset: such events are refused.
+    stripe_meter_events_secret: SecretStr | None = None
 
 
 def _problems(settings: Settings) -> Iterable[str]:
@@ -34,4 +38,8 @@ def _problems(settings: Settings) -> Iterable[str]:
         yield f"unsafe: USAGE_API_KEY (shorter than {SHORTEST_KEY} characters)"
 
 
-GROUP = Group(fields=UsageSettings, optional_secrets=("usage_api_key",), problems=_problems)
+GROUP = Group(
+    fields=UsageSettings,
+    optional_secrets=("usage_api_key", "stripe_meter_events_secret"),
+    problems=_problems,
+)

@@ -20,6 +20,9 @@ TEAM_INVITED = "app.team.invited"
 # A team's seats fell below its members (the newest lose theirs), or were added back.
 TEAM_SEAT_LOST = "app.team.seat_lost"
 TEAM_SEAT_RESTORED = "app.team.seat_restored"
+# A consumption went beyond the credits of an account billed on a meter: its overage is
+# reported to Stripe's meter (`subscribers/usage.py`), once per consumption key.
+USAGE_RECORDED = "app.usage.recorded"
 
 APP_EVENTS = frozenset(
     {
@@ -32,5 +35,6 @@ APP_EVENTS = frozenset(
         TEAM_INVITED,
         TEAM_SEAT_LOST,
         TEAM_SEAT_RESTORED,
+        USAGE_RECORDED,
     }
 )

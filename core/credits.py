@@ -7,9 +7,13 @@ answers means to the caller, and the rules over balances that need no lock.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime
-from typing import Literal
+from datetime import datetime, timedelta
+from typing import Any, Literal
+
+from core.app_events import USAGE_RECORDED
+from core.events import Event, app_event
 
 State = Literal["consumed", "reserved", "released", "refused", "conflict", "unknown"]
 # A balance under this share of what was granted is low: its holder is told once a period.
@@ -79,3 +83,66 @@ class CreditEnd:
     subscription_id: str | None
     source: str | None
     at: datetime
+
+
+# Stripe takes a meter event dated within the past 35 calendar days; a report is given up (and
+# alerted on) a day before, so a report in flight at the edge is not refused after being sent.
+REPORT_WINDOW = timedelta(days=34)
+
+
+def overage_recorded(key: str, at: datetime) -> tuple[Event, bytes]:
+    """The application event a consumption with overage publishes once committed; its id is
+    derived from the key, so publishing it again is harmless."""
+    return app_event(USAGE_RECORDED, event_id=f"usage_{key}", obj={"key": key}, created=at)
+
+
+def reportable(created_at: datetime, now: datetime) -> bool:
+    """Whether an overage consumed at `created_at` can still be reported to Stripe's meter."""
+    return now - created_at < REPORT_WINDOW
+
+
+# Stripe's thin events about meter events it could not count (sent to an event destination).
+METER_ERROR_TYPES = frozenset(
+    {"v1.billing.meter.error_report_triggered", "v1.billing.meter.no_meter_found"}
+)
+
+
+@dataclass(frozen=True)
+class MeterError:
+    """What a meter error event says: which meter, which of our consumptions (their keys are
+    the meter events' identifiers), and Stripe's summary. `complete` is false for a thin event
+    as delivered (its `data` comes only when the event is fetched)."""
+
+    event_id: str
+    type: str
+    meter: str | None
+    identifiers: tuple[str, ...]
+    summary: str
+    complete: bool
+
+
+def meter_error(body: Mapping[str, Any]) -> MeterError | None:
+    """The meter error a `v2.core.event` body tells of, or None for any other body."""
+    if body.get("object") != "v2.core.event" or body.get("type") not in METER_ERROR_TYPES:
+        return None
+    related = body.get("related_object")
+    data = body.get("data")
+    identifiers: list[str] = []
+    summary = ""
+    if isinstance(data, Mapping):
+        summary = str(data.get("developer_message_summary") or "")
+        reason = data.get("reason")
+        kinds = reason.get("error_types") if isinstance(reason, Mapping) else None
+        for kind in kinds if isinstance(kinds, list) else []:
+            for sample in (kind.get("sample_errors") or []) if isinstance(kind, Mapping) else []:
+                request = sample.get("request") if isinstance(sample, Mapping) else None
+                if isinstance(request, Mapping) and isinstance(request.get("identifier"), str):
+                    identifiers.append(request["identifier"])
+    return MeterError(
+        event_id=str(body.get("id") or ""),
+        type=str(body["type"]),
+        meter=str(related.get("id")) if isinstance(related, Mapping) else None,
+        identifiers=tuple(dict.fromkeys(identifiers)),
+        summary=summary,
+        complete=isinstance(data, Mapping),
+    )

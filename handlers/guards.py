@@ -75,7 +75,7 @@ def consumes(feature: str, amount: int = 1) -> Callable[[Callable[P, R]], Callab
             except BaseException:
                 credits.settle(db, key, 0)
                 raise
-            credits.settle(db, key, amount if status < 400 else 0)
+            credits.settle(db, key, amount if status < 400 else 0, publish=container().bus.publish)
             return answer
 
         return guarded
@@ -90,7 +90,9 @@ def reserved_credits(feature: str, up_to: int) -> Iterator[credits.Reservation]:
     the block raises). Short of `up_to`: 402 before the work starts."""
     user = require_user(caller())
     payer = credits.Payer(user_id=user.id)
-    with credits.reserved(container().db, payer, feature, up_to, _consumption_key(user.id)) as r:
+    c = container()
+    key = _consumption_key(user.id)
+    with credits.reserved(c.db, payer, feature, up_to, key, publish=c.bus.publish) as r:
         yield r
 
 

@@ -104,6 +104,6 @@ def consume() -> ResponseReturnValue:
         raise Unauthenticated("A valid usage key is required")
     body = validate(UsageRequest, json_object())
     payer = credits.Payer(user_id=body.userId, team_id=body.teamId)
-    taken = credits.consume(c.db, payer, body.feature, body.amount, body.key)
+    taken = credits.consume(c.db, payer, body.feature, body.amount, body.key, publish=c.bus.publish)
     answer = UsageAnswer(feature=taken.feature, balance=taken.balance, used=body.amount)
     return jsonify(answer.model_dump(mode="json"))

@@ -18,6 +18,7 @@ from flask.cli import with_appcontext
 
 from adapters.db import migrations
 from config import MissingSetting, SettingsError
+from runtime.commands.credits import credits_group
 from runtime.commands.events import events
 from runtime.commands.products import echo_sync, products
 from runtime.container import Container
@@ -77,7 +78,9 @@ def seed_command() -> None:
 
 
 # Guarded once, when this module is first imported (every app the process builds shares them).
-COMMANDS = tuple(guarded(command) for command in (migrate_command, seed_command, events, products))
+COMMANDS = tuple(
+    guarded(command) for command in (migrate_command, seed_command, events, products, credits_group)
+)
 
 
 def register(app: Flask) -> None:

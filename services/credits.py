@@ -7,15 +7,23 @@ finds the account and turns an answer into the domain's errors.
 
 from __future__ import annotations
 
+import logging
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 from adapters.db import credits as store
 from adapters.db.pool import Database
-from core.credits import Credits, Taken, not_enough
+from core.credits import Credits, Taken, not_enough, overage_recorded
+from core.events import Event
 from services.errors import Conflict, NotEnoughCredits, NotFound
+
+log = logging.getLogger(__name__)
+
+# Hands an application event to the bus (raises when the bus does not take it).
+Publish = Callable[[Event, bytes], None]
 
 
 @dataclass(frozen=True)
@@ -27,24 +35,52 @@ class Payer:
 
 
 def consume(
-    db: Database, payer: Payer, feature: str, amount: int, key: str, *, reserve: bool = False
+    db: Database,
+    payer: Payer,
+    feature: str,
+    amount: int,
+    key: str,
+    *,
+    reserve: bool = False,
+    publish: Publish | None = None,
 ) -> Taken:
     """Take `amount` credits of `feature` under `key` (the same key again answers the first
     time's answer). Raises NotFound, Conflict (a key used for another consumption) or
-    NotEnoughCredits."""
+    NotEnoughCredits. An overage (beyond the credits, on a meter) is announced on the bus."""
     account = _account(db, payer, feature)
-    taken = store.take(db, account, feature, amount, key, reserve=reserve)
-    return checked(taken, key)
+    taken = checked(store.take(db, account, feature, amount, key, reserve=reserve), key)
+    _announce(taken, key, publish)
+    return taken
 
 
-def settle(db: Database, key: str, amount: int) -> Taken:
+def settle(db: Database, key: str, amount: int, *, publish: Publish | None = None) -> Taken:
     """A reservation settled at what the work took (0: released whole)."""
-    return checked(store.settle(db, key, amount), key)
+    taken = checked(store.settle(db, key, amount), key)
+    _announce(taken, key, publish)
+    return taken
+
+
+def _announce(taken: Taken, key: str, publish: Publish | None) -> None:
+    """An overage consumed now is announced for its report to the meter. Should the bus not
+    take it, the consumption stands: its row is the outbox, and `flask --app main credits
+    report` announces what is still unreported."""
+    if publish is None or not (taken.first and taken.overage and taken.state == "consumed"):
+        return
+    try:
+        publish(*overage_recorded(key, datetime.now(UTC)))
+    except Exception as exc:
+        log.warning("credits: overage of %s not announced (the sweep will): %s", key, exc)
 
 
 @contextmanager
 def reserved(
-    db: Database, payer: Payer, feature: str, amount: int, key: str | None = None
+    db: Database,
+    payer: Payer,
+    feature: str,
+    amount: int,
+    key: str | None = None,
+    *,
+    publish: Publish | None = None,
 ) -> Iterator[Reservation]:
     """Reserve up to `amount` before the work; the block says what it took
     (`reservation.took(n)`), and the rest is given back. Work that fails releases it all."""
@@ -55,7 +91,7 @@ def reserved(
     except BaseException:
         settle(db, reservation.key, 0)
         raise
-    settle(db, reservation.key, reservation.used)
+    settle(db, reservation.key, reservation.used, publish=publish)
 
 
 @dataclass

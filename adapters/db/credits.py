@@ -144,3 +144,69 @@ def _taken(answer: Mapping[str, Any]) -> Taken:
         overage=int(answer.get("overage") or 0),
         first=bool(answer.get("first")),
     )
+
+
+# A report's lease: a reporter that crashed after claiming leaves the overage to the next
+# delivery after this long (Stripe's identifier makes a second send count once anyway).
+REPORT_LEASE_SECONDS = 120
+
+
+def claim_reports(db: Database, keys: Sequence[str]) -> list[dict[str, Any]]:
+    """The overages of these consumptions not reported yet and not claimed by a reporter now,
+    claimed for this one: key, meter, customer, overage, when consumed."""
+    return db.fetch_all(
+        "update public.credit_uses set report_claimed_at = now()"
+        " where key = any(%s) and overage > 0 and state = 'consumed' and reported_at is null"
+        " and (report_claimed_at is null"
+        " or report_claimed_at < now() - make_interval(secs => %s))"
+        " returning key, meter, customer_id, overage, created_at",
+        (list(keys), REPORT_LEASE_SECONDS),
+    )
+
+
+def reported(db: Database, keys: Sequence[str], *, error: str | None = None) -> None:
+    """These overages are done: reported to the meter, or given up with `error`."""
+    if keys:
+        db.fetch_all(
+            "update public.credit_uses set reported_at = now(), report_error = %s"
+            " where key = any(%s) and reported_at is null returning key",
+            (error, list(keys)),
+        )
+
+
+def unreported(db: Database, *, older_than_seconds: int) -> list[str]:
+    """Overages not reported this long after their consumption (an announcement lost
+    between the commit and the bus): the keys to announce again."""
+    rows = db.fetch_all(
+        "select key from public.credit_uses where overage > 0 and state = 'consumed'"
+        " and reported_at is null and created_at < now() - make_interval(secs => %s)"
+        " order by created_at limit 1000",
+        (older_than_seconds,),
+    )
+    return [str(r["key"]) for r in rows]
+
+
+def still_unreported(db: Database, keys: Sequence[str]) -> set[str]:
+    """Which of these consumptions' overages are not reported yet (another delivery holds
+    their claim, or its reporter stopped before marking them)."""
+    if not keys:
+        return set()
+    rows = db.fetch_all(
+        "select key from public.credit_uses where key = any(%s) and overage > 0"
+        " and state = 'consumed' and reported_at is null",
+        (list(keys),),
+    )
+    return {str(r["key"]) for r in rows}
+
+
+def customers_of(db: Database, keys: Sequence[str]) -> dict[str, str | None]:
+    """The Stripe customer each consumption's overage was billed to, by key."""
+    if not keys:
+        return {}
+    rows = db.fetch_all(
+        "select u.key, coalesce(u.customer_id, a.customer_id) as customer"
+        " from public.credit_uses u join public.accounts a on a.id = u.account_id"
+        " where u.key = any(%s)",
+        (list(keys),),
+    )
+    return {str(r["key"]): r["customer"] for r in rows}

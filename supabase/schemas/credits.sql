@@ -45,7 +45,11 @@ create table public.credit_uses (
   draws jsonb not null default '[]'::jsonb,
   meter text,
   customer_id text,
+  -- The overage's report to the meter: claimed by a reporter (a lease: a reporter that crashed
+  -- leaves it to the next after a while), done, or given up (past Stripe's 35-day window).
+  report_claimed_at timestamptz,
   reported_at timestamptz,
+  report_error text,
   created_at timestamptz not null default now(),
   settled_at timestamptz
 );
