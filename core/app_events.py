@@ -23,6 +23,8 @@ TEAM_SEAT_RESTORED = "app.team.seat_restored"
 # A consumption went beyond the credits of an account billed on a meter: its overage is
 # reported to Stripe's meter (`subscribers/usage.py`), once per consumption key.
 USAGE_RECORDED = "app.usage.recorded"
+# A consumption took a balance under 10% of its grant: its holder is told, once a period.
+CREDITS_LOW = "app.credits.low"
 
 APP_EVENTS = frozenset(
     {
@@ -36,5 +38,6 @@ APP_EVENTS = frozenset(
         TEAM_SEAT_LOST,
         TEAM_SEAT_RESTORED,
         USAGE_RECORDED,
+        CREDITS_LOW,
     }
 )

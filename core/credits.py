@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
-from core.app_events import USAGE_RECORDED
+from core.app_events import CREDITS_LOW, USAGE_RECORDED
 from core.events import Event, app_event
 
 State = Literal["consumed", "reserved", "released", "refused", "conflict", "unknown"]
@@ -31,6 +31,9 @@ class Taken:
     balance: int = 0
     overage: int = 0  # units beyond the credits, billed on the account's meter
     first: bool = False
+    granted: int = 0  # what the live grants gave, when it was taken
+    before: int = 0  # the balance before it
+    mark: int | None = None  # the period (or pack) its low balance is told once for
 
     @property
     def allowed(self) -> bool:
@@ -146,3 +149,24 @@ def meter_error(body: Mapping[str, Any]) -> MeterError | None:
         summary=summary,
         complete=isinstance(data, Mapping),
     )
+
+
+def credits_low(
+    taken: Taken, *, account_id: str, to: Mapping[str, Any], at: datetime
+) -> tuple[Event, bytes] | None:
+    """The announcement a consumption makes when it took the balance under `LOW_SHARE` of the
+    grant for the first time: its id is the account's, the feature's and the period's, so it
+    is told once per period (again for a new pack only). `to` is whom the mail addresses."""
+    if not taken.first or taken.mark is None:
+        return None
+    if not fell_low(before=taken.before, after=taken.balance, granted=taken.granted):
+        return None
+    obj = {
+        **to,
+        "feature": taken.feature,
+        "balance": taken.balance,
+        "granted": taken.granted,
+        "at": at.isoformat(),
+    }
+    event_id = f"credits_low_{account_id}_{taken.feature}_{taken.mark}"
+    return app_event(CREDITS_LOW, event_id=event_id, obj=obj, created=at)

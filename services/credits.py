@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 
 from adapters.db import credits as store
 from adapters.db.pool import Database
-from core.credits import Credits, Taken, not_enough, overage_recorded
+from core.credits import Credits, Taken, credits_low, not_enough, overage_recorded
 from core.events import Event
 from services.errors import Conflict, NotEnoughCredits, NotFound
 
@@ -50,6 +50,7 @@ def consume(
     account = _account(db, payer, feature)
     taken = checked(store.take(db, account, feature, amount, key, reserve=reserve), key)
     _announce(taken, key, publish)
+    _low(db, account, taken, publish)
     return taken
 
 
@@ -133,3 +134,20 @@ def _account(db: Database, payer: Payer, feature: str) -> str:
 def held(db: Database, user_id: str) -> list[Credits]:
     """Every feature's credits the person has, per account they have access through."""
     return store.held(db, user_id)
+
+
+def _low(db: Database, account: str, taken: Taken, publish: Publish | None) -> None:
+    """A balance taken under a tenth of its grant for the first time is told to its holder, once
+    a period (the e-mail subscriber sends an event's mail once)."""
+    if publish is None or not taken.first:
+        return
+    now = datetime.now(UTC)
+    if credits_low(taken, account_id=account, to={}, at=now) is None:
+        return
+    try:
+        to = store.contact(db, account)
+        found = credits_low(taken, account_id=account, to=to, at=now) if to else None
+        if found is not None:
+            publish(*found)
+    except Exception as exc:  # the consumption stands; the mail is a courtesy
+        log.warning("credits: the low balance of %s not announced: %s", account, exc)

@@ -143,6 +143,9 @@ def _taken(answer: Mapping[str, Any]) -> Taken:
         balance=int(answer.get("balance") or 0),
         overage=int(answer.get("overage") or 0),
         first=bool(answer.get("first")),
+        granted=int(answer.get("granted") or 0),
+        before=int(answer.get("before") or 0),
+        mark=int(answer["mark"]) if answer.get("mark") is not None else None,
     )
 
 
@@ -210,3 +213,24 @@ def customers_of(db: Database, keys: Sequence[str]) -> dict[str, str | None]:
         (list(keys),),
     )
     return {str(r["key"]): r["customer"] for r in rows}
+
+
+def contact(db: Database, account_id: str) -> dict[str, Any] | None:
+    """Whom an account's credit mails address: the person; a team's owner who has held the role
+    longest (as its billing mail), with the team's name."""
+    rows = db.fetch_all(
+        "select coalesce(o.email, p.email) as email, coalesce(o.name, p.name) as name,"
+        " t.name as team_name"
+        " from public.accounts a"
+        " left join public.profiles p on a.kind = 'personal' and p.id = a.owner_id"
+        " left join public.teams t on a.kind = 'team' and t.id = a.id"
+        " left join lateral (select pr.email, pr.name from public.team_members m"
+        "   join public.profiles pr on pr.id = m.user_id"
+        "   where a.kind = 'team' and m.team_id = a.id and m.role = 'owner'"
+        "   order by m.joined_at, m.user_id limit 1) o on true"
+        " where a.id = %s::uuid",
+        (account_id,),
+    )
+    if not rows or not rows[0]["email"]:
+        return None
+    return dict(rows[0])

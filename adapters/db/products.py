@@ -14,7 +14,8 @@ if TYPE_CHECKING:
 
 COLUMNS = (
     "id, name, description, price, stripe_price_id, type, billing_type, billing_interval,"
-    " is_active, is_featured, github_repo, download_url, trial_days, features, per_seat"
+    " is_active, is_featured, github_repo, download_url, trial_days, features, per_seat,"
+    " credits, credits_period"
 )
 
 
@@ -35,6 +36,8 @@ class Product:
     trial_days: int | None = None  # a free trial that checkout offers, in days
     features: tuple[str, ...] = ()  # the feature names holding it grants
     per_seat: bool = False  # priced per seat: a team buys a quantity of it
+    credits: dict[str, int] | None = None  # the credits a purchase grants (docs/credits.md)
+    credits_period: str | None = None
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> Product:
@@ -52,6 +55,9 @@ class Product:
             billing=self.billing_interval or "one_time",
             download_url=self.download_url,
             github_repo=self.github_repo,
+            credits_added=tuple(sorted((self.credits or {}).items()))
+            if self.credits_period == "once"
+            else (),
         )
 
 

@@ -143,6 +143,9 @@ declare
   v_take integer;
   v_draws jsonb := '[]'::jsonb;
   v_balance integer := 0;
+  v_granted integer := 0;
+  v_period bigint;
+  v_pack bigint;
   v_meter text;
   v_state text := p_state;
 begin
@@ -160,12 +163,20 @@ begin
       'balance', v_use.balance, 'overage', v_use.overage, 'first', false);
   end if;
   for v_grant in
-    select g.id, g.amount - g.used as left_over from public.credit_grants g
+    select g.id, g.kind, g.amount, g.amount - g.used as left_over from public.credit_grants g
     where g.account_id = p_account and g.feature = p_feature and g.ended_at is null
       and (g.expires_at is null or g.expires_at > now())
     order by g.id for update
   loop
     v_balance := v_balance + v_grant.left_over;
+    v_granted := v_granted + v_grant.amount;
+    -- What a low balance is told once for: the current period (its oldest live grant), else
+    -- the newest pack.
+    if v_grant.kind = 'period' then
+      v_period := coalesce(v_period, v_grant.id);
+    else
+      v_pack := v_grant.id;
+    end if;
   end loop;
   if v_balance < p_amount then
     v_meter := public.credit_meter(p_account, p_feature);
@@ -194,7 +205,8 @@ begin
       then (select a.customer_id from public.accounts a where a.id = p_account) end
   where key = p_key;
   return jsonb_build_object('state', v_state, 'feature', p_feature, 'balance', v_balance,
-    'overage', v_left, 'first', true);
+    'overage', v_left, 'first', true, 'granted', v_granted, 'before', v_balance + p_amount - v_left,
+    'mark', coalesce(v_period, v_pack));
 end
 $$;
 

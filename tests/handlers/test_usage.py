@@ -19,6 +19,7 @@ from dev.stripe_stand_in import StripeStandIn
 from tests.conftest import Api
 from tests.helpers import create_user, stripe_event
 from tests.subscribers.lifecycle_helpers import link, post_event, settle
+from tests.subscribers.test_emails import outbox, text_of
 
 KEY = "usage-key-0123456789abcdef0123456789abcdef"
 PLAN, PACK = "price_gen_monthly", "price_gen_pack"
@@ -128,6 +129,11 @@ def test_credits_granted_consumed_reset_bought_and_refunded(
         "Not enough generations credits"
     }
     assert credits_of(api, ada)[0]["balance"] == 0
+    settle(api)  # the balance fell under a tenth of the grant: told once this period
+    [low] = [m for m in outbox(api) if "running low" in str(m["Subject"])]
+    assert low["To"] == "ada@example.com"
+    assert "Hi Ada," in text_of(low)
+    assert "fell under a tenth of what was granted" in text_of(low)
     with ThreadPoolExecutor(16) as pool:  # every key again: the first answer, nothing taken
         again = list(pool.map(one, range(150)))
     assert [s for s, _ in again] == [s for s, _ in answers]
@@ -143,6 +149,10 @@ def test_credits_granted_consumed_reset_bought_and_refunded(
 
     deliver(api, "checkout.session.completed", pack_checkout(ada), created=now + 1)
     assert credits_of(api, ada)[0]["balance"] == 600
+    settle(api)
+    [confirmation] = [m for m in outbox(api) if "Order confirmed" in str(m["Subject"])]
+    assert len([m for m in outbox(api) if "running low" in str(m["Subject"])]) == 1
+    assert "Added to your balance: 500 generations credits." in text_of(confirmation)
     r = use(api, {"userId": ada, "feature": "generations", "amount": 150, "key": "big"})
     assert (r.status_code, r.json()) == (
         200, {"feature": "generations", "balance": 450, "used": 150},

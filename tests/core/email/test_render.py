@@ -43,6 +43,12 @@ REQUIRED: dict[str, dict[str, Any]] = {
     "payment-failed": {"amount": "€19.99"},
     "invoice-paid": {"amount": "$29.00", "invoice_number": "INV-0007"},
     "new-signup": {},
+    "credits-low": {
+        "feature": "generations",
+        "balance": 9,
+        "granted": 100,
+        "as_of": "2026-11-21T14:30:00+00:00",
+    },
     "github-access-granted": {"repository": "acme-labs/saas-starter"},
     "checkout-expired": {
         "product_name": "Starter Kit",
@@ -67,6 +73,7 @@ REQUIRED: dict[str, dict[str, Any]] = {
 
 # Required values a template shows in another form (a date as words).
 DISPLAYED: dict[str, list[str]] = {
+    "credits-low": ["generations credits", "9 of 100", "14:30 UTC on November 21, 2026"],
     "trial-ending": ["December 1, 2026"],
     "team-invitation": [
         "eve@example.com",
@@ -132,6 +139,7 @@ def _assert_well_formed(kind: str, content: EmailContent) -> None:
 def test_kinds_and_props_models_line_up() -> None:
     assert KINDS == (
         "checkout-expired",
+        "credits-low",
         "github-access-granted",
         "invoice-paid",
         "new-signup",
