@@ -47,8 +47,19 @@ def consume(
     """Take `amount` credits of `feature` under `key` (the same key again answers the first
     time's answer). Raises NotFound, Conflict (a key used for another consumption) or
     NotEnoughCredits. An overage (beyond the credits, on a meter) is announced on the bus."""
-    account = _account(db, payer, feature)
-    taken = checked(store.take(db, account, feature, amount, key, reserve=reserve), key)
+    if payer.team_id is not None:
+        account = store.team_account(db, payer.team_id)
+        if account is None:
+            raise NotFound("No such team (teamId)")
+        taken = store.take(db, account, feature, amount, key, reserve=reserve)
+    else:
+        taken, found = store.take_for(
+            db, payer.user_id or "", feature, amount, key, reserve=reserve
+        )
+        if found is None:
+            raise NotFound("No such user (userId)")
+        account = found
+    taken = checked(taken, key)
     _announce(taken, key, publish)
     _low(db, account, taken, publish)
     return taken
@@ -65,7 +76,9 @@ def _announce(taken: Taken, key: str, publish: Publish | None) -> None:
     """An overage consumed now is announced for its report to the meter. Should the bus not
     take it, the consumption stands: its row is the outbox, and `flask --app main credits
     report` announces what is still unreported."""
-    if publish is None or not (taken.first and taken.overage and taken.state == "consumed"):
+    # Announced again when the key is sent again (the first announcement may have been lost):
+    # the reporter sends each overage once whatever it is told.
+    if publish is None or not (taken.overage and taken.state == "consumed"):
         return
     try:
         publish(*overage_recorded(key, datetime.now(UTC)))
@@ -115,20 +128,6 @@ def checked(taken: Taken, key: str) -> Taken:
     if taken.state == "unknown":
         raise NotFound(f"No reservation under this key (key {key!r})")
     return taken
-
-
-def _account(db: Database, payer: Payer, feature: str) -> str:
-    if payer.team_id is not None:
-        found = store.team_account(db, payer.team_id)
-        if found is None:
-            raise NotFound("No such team (teamId)")
-        return found
-    if payer.user_id is None or not store.user_exists(db, payer.user_id):
-        raise NotFound("No such user (userId)")
-    account = store.account_of(db, payer.user_id, feature)
-    if account is None:
-        raise NotFound("No such user (userId)")
-    return account
 
 
 def held(db: Database, user_id: str) -> list[Credits]:

@@ -84,19 +84,23 @@ def take(
     return _taken(row["taken"])
 
 
+def take_for(
+    db: Database, user_id: str, feature: str, amount: int, key: str, *, reserve: bool = False
+) -> tuple[Taken, str | None]:
+    """A person's consumption, the account found in the same statement (`credit_take_for`):
+    what it answered and from which account (None: no such person)."""
+    [row] = db.fetch_all(
+        "select public.credit_take_for(%s::uuid, %s, %s, %s, %s) as taken",
+        (user_id, feature, amount, key, "reserved" if reserve else "consumed"),
+    )
+    account = row["taken"].get("account")
+    return _taken(row["taken"]), str(account) if account else None
+
+
 def settle(db: Database, key: str, amount: int) -> Taken:
     """A reservation settled at `amount` (the rest given back); 0 releases it whole."""
     [row] = db.fetch_all("select public.credits_settle(%s, %s) as taken", (key, amount))
     return _taken(row["taken"])
-
-
-def account_of(db: Database, user_id: str, feature: str) -> str | None:
-    """The account whose credits of `feature` the person consumes (their own, else a seated
-    team's that holds some); None when the person has no account."""
-    [row] = db.fetch_all(
-        "select public.credit_account(%s::uuid, %s) as account", (user_id, feature)
-    )
-    return str(row["account"]) if row["account"] else None
 
 
 def team_account(db: Database, team_id: str) -> str | None:
@@ -105,14 +109,6 @@ def team_account(db: Database, team_id: str) -> str | None:
         "select id from public.accounts where id = %s::uuid and kind = 'team'", (team_id,)
     )
     return str(rows[0]["id"]) if rows else None
-
-
-def user_exists(db: Database, user_id: str) -> bool:
-    rows = db.fetch_all(
-        "select 1 from public.accounts where owner_id = %s::uuid and kind = 'personal'",
-        (user_id,),
-    )
-    return bool(rows)
 
 
 def held(db: Database, user_id: str) -> list[Credits]:

@@ -204,6 +204,34 @@ begin
 end
 $$;
 
+-- A person's consumption, the account found in the same statement: the one the key was first
+-- taken from while the person still has access through it (their own, or a team where they
+-- hold a seat: the same key answers the same even if which pool they draw from changed since),
+-- else the pool they consume from now (`credit_account`); `unknown` for no such person.
+create or replace function public.credit_take_for(
+  p_user uuid, p_feature text, p_amount integer, p_key text, p_state text
+) returns jsonb
+language plpgsql
+security definer
+set search_path = ''
+as $$
+declare
+  v_account uuid;
+begin
+  select u.account_id into v_account from public.credit_uses u where u.key = p_key;
+  if v_account is null
+    or not exists (select 1 from public.access_accounts(p_user) as a(id) where a.id = v_account)
+  then
+    v_account := public.credit_account(p_user, p_feature);
+  end if;
+  if v_account is null then
+    return jsonb_build_object('state', 'unknown', 'feature', p_feature);
+  end if;
+  return public.credit_take(v_account, p_feature, p_amount, p_key, p_state)
+    || jsonb_build_object('account', v_account);
+end
+$$;
+
 -- Supabase Edge Functions holding the secret key consume here; the API through `credit_take`.
 create or replace function public.consume_credits(
   account uuid, feature text, amount integer, key text
@@ -304,6 +332,7 @@ revoke execute on function
   public.credit_account(uuid, text),
   public.credit_balance(uuid, text),
   public.credit_take(uuid, text, integer, text, text),
+  public.credit_take_for(uuid, text, integer, text, text),
   public.consume_credits(uuid, text, integer, text),
   public.credits_settle(text, integer),
   public.credits_held(uuid),
@@ -314,6 +343,7 @@ grant execute on function public.credits_of(text) to anon, authenticated;
 
 grant execute on function
   public.credit_take(uuid, text, integer, text, text),
+  public.credit_take_for(uuid, text, integer, text, text),
   public.consume_credits(uuid, text, integer, text),
   public.credits_settle(text, integer),
   public.credits_held(uuid),

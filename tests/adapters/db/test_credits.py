@@ -12,8 +12,9 @@ from datetime import UTC, datetime, timedelta
 import psycopg
 import pytest
 
-from adapters.db import credits
+from adapters.db import credits, teams
 from adapters.db.pool import Database
+from core.credits import Taken
 from tests.adapters.db.test_schema import as_role
 from tests.helpers import create_user
 
@@ -152,3 +153,20 @@ def test_credits_of_answers_the_signed_in_users_own_balance(db: Database) -> Non
         pytest.raises(psycopg.errors.InsufficientPrivilege),
     ):
         conn.execute("select public.consume_credits(gen_random_uuid(), 'generations', 1, 'k')")
+
+
+def test_a_key_answers_the_same_when_the_pool_a_person_draws_from_changed(db: Database) -> None:
+    owner = create_user(db, "owner@example.com")
+    team = teams.create(db, owner_id=owner, name="Pool").id  # the owner holds a seat
+    grant(db, team, 5, source="sub_team@1")
+    first, drawn = credits.take_for(db, owner, "generations", 2, "k")
+    assert (first.state, first.balance, drawn) == ("consumed", 3, team)
+    grant(db, account_of_owner := account(db, owner), 50, source="cs_own", kind="once")
+    again, where = credits.take_for(db, owner, "generations", 2, "k")  # now their own pool
+    assert (again.state, again.balance, again.first, where) == ("consumed", 3, False, team)
+    assert credits.take_for(db, owner, "generations", 2, "k2")[1] == account_of_owner
+    stranger = "00000000-0000-4000-8000-000000000000"
+    assert credits.take_for(db, stranger, "generations", 1, "k3") == (
+        Taken(state="unknown", feature="generations"),
+        None,
+    )

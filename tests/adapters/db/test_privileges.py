@@ -73,6 +73,7 @@ FUNCTIONS: dict[str, set[str]] = {
     "credit_live(uuid,text)": set(),
     "credit_meter(uuid,text)": set(),
     "credit_take(uuid,text,integer,text,text)": set(),
+    "credit_take_for(uuid,text,integer,text,text)": set(),
     "credits_held(uuid)": set(),
     "credits_of(text)": {"anon", "authenticated"},
     "credits_settle(text,integer)": set(),
