@@ -45,6 +45,9 @@ create table public.credit_uses (
   draws jsonb not null default '[]'::jsonb,
   meter text,
   customer_id text,
+  -- The person who consumed (through `credit_take_for`): their key answers them the same,
+  -- whichever pool they draw from later.
+  user_id uuid,
   -- The overage's report to the meter: claimed by a reporter (a lease: a reporter that crashed
   -- leaves it to the next after a while), done, or given up (past Stripe's 35-day window).
   report_claimed_at timestamptz,
@@ -205,9 +208,9 @@ end
 $$;
 
 -- A person's consumption, the account found in the same statement: the one the key was first
--- taken from while the person still has access through it (their own, or a team where they
--- hold a seat: the same key answers the same even if which pool they draw from changed since),
--- else the pool they consume from now (`credit_account`); `unknown` for no such person.
+-- taken from by this person (the same key answers the same even if the pool they draw from
+-- changed since: a seat lost, credits of their own bought), else the pool they consume from
+-- now (`credit_account`); `unknown` for no such person.
 create or replace function public.credit_take_for(
   p_user uuid, p_feature text, p_amount integer, p_key text, p_state text
 ) returns jsonb
@@ -217,18 +220,20 @@ set search_path = ''
 as $$
 declare
   v_account uuid;
+  v_taken jsonb;
 begin
-  select u.account_id into v_account from public.credit_uses u where u.key = p_key;
-  if v_account is null
-    or not exists (select 1 from public.access_accounts(p_user) as a(id) where a.id = v_account)
-  then
+  select u.account_id into v_account from public.credit_uses u
+  where u.key = p_key and u.user_id = p_user;
+  if v_account is null then
     v_account := public.credit_account(p_user, p_feature);
   end if;
   if v_account is null then
     return jsonb_build_object('state', 'unknown', 'feature', p_feature);
   end if;
-  return public.credit_take(v_account, p_feature, p_amount, p_key, p_state)
-    || jsonb_build_object('account', v_account);
+  v_taken := public.credit_take(v_account, p_feature, p_amount, p_key, p_state);
+  update public.credit_uses u set user_id = p_user
+  where u.key = p_key and u.user_id is null and (v_taken ->> 'first')::boolean;
+  return v_taken || jsonb_build_object('account', v_account);
 end
 $$;
 

@@ -1,7 +1,8 @@
-"""Consumption under the run's faults: while each batch of Stripe's deliveries flows, bursts of
-POST /api/usage for the run's customers, each key sent twice, with the API's own Postgres
-connections killed mid-transaction now and then (and Pub/Sub down under the first batches, so
-announcements of overage are lost and the sweep must find them). Checked at the end against
+"""Consumption under the run's faults: while each batch of Stripe's deliveries flows (grants
+granted, ended and refunded under the consumptions' feet), bursts of POST /api/usage for the
+run's customers, each key sent twice; the reporter's Postgres connections are killed with the
+access target's, and Pub/Sub is down under the first batches, so announcements of overage are
+lost and the sweep must find them. Checked at the end against
 invariants, since the balance depends on the order grants and consumptions met in: every
 answer the same for its key, the ledger equal to what the grants say was used, no grant
 overdrawn, every overage reported to the meter once with its units."""
@@ -11,7 +12,7 @@ from __future__ import annotations
 import random
 import threading
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -20,37 +21,13 @@ import requests
 from psycopg.rows import dict_row
 
 from dev.stripe_stand_in import StripeStandIn
-from tests.faultrun.faults import BackendKiller
-from tests.faultrun.targets import APPLICATION, USAGE_KEY
+from tests.faultrun.targets import USAGE_KEY
 
 METER = "faultrun_generations"
 # What the run's products grant (tests/faultrun/run.py seeds them): the monthly demo plan is
 # billed on the meter beyond its credits.
 PERIOD_CREDITS, PACK_CREDITS = 12, 8
 TRIES = 20  # a consumption answered 5xx (its connection killed) is sent again, same key
-
-
-class ConsumptionKiller(BackendKiller):
-    """`pg_terminate_backend` on one of the API's connections inside a consumption's
-    transaction (the team routes the run's people call are left alone: their answers are the
-    model's)."""
-
-    def __init__(self, database_url: str, traffic: Callable[[], int], *, every: int) -> None:
-        super().__init__(database_url, traffic, every=every)
-        self._names = [APPLICATION.format("api")]
-
-    def act(self) -> bool:
-        assert self._conn is not None
-        rows = self._conn.execute(
-            "select pid from pg_stat_activity where application_name = any(%s)"
-            " and state = 'active' and query like '%%credit_take%%'",
-            (self._names,),
-        ).fetchall()
-        if not rows:
-            return False
-        self._conn.execute("select pg_terminate_backend(%s)", (rows[0][0],))
-        self.killed += 1
-        return True
 
 
 class Usage:
@@ -66,12 +43,6 @@ class Usage:
         self._lock = threading.Lock()
         self._session = requests.Session()
         self._session.trust_env = False
-
-    def killer(self, *, every: int) -> BackendKiller:
-        """Kills one of the API's connections inside a transaction every `every` consumptions."""
-        killer = BackendKiller(self.database_url, lambda: self.sent, every=every)
-        killer._names = [APPLICATION.format("api")]
-        return killer
 
     def burst(self, index: int, size: int) -> None:
         """`size` consumptions of 1 to 3 generations over the run's customers, in parallel;
