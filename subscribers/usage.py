@@ -14,6 +14,7 @@ window is given up and logged at ERROR: an alert, not a silent loss.
 from __future__ import annotations
 
 import logging
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -46,7 +47,7 @@ class UsageReporter:
         for n in keys.values():
             results[n] = "reported before"
         try:
-            claimed = credits.claim_reports(self.db, list(keys))
+            claimed = credits.claim_reports(self.db, list(keys), str(uuid.uuid4()))
             held = {str(row["key"]) for row in claimed}
             elsewhere = credits.still_unreported(self.db, [k for k in keys if k not in held])
         except Exception as exc:

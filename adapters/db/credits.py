@@ -150,16 +150,17 @@ def _taken(answer: Mapping[str, Any]) -> Taken:
 REPORT_LEASE_SECONDS = 120
 
 
-def claim_reports(db: Database, keys: Sequence[str]) -> list[dict[str, Any]]:
-    """The overages of these consumptions not reported yet and not claimed by a reporter now,
-    claimed for this one: key, meter, customer, overage, when consumed."""
+def claim_reports(db: Database, keys: Sequence[str], claim: str) -> list[dict[str, Any]]:
+    """The overages of these consumptions not reported yet and not claimed by another reporter
+    now, claimed for this one (`claim`, its token: the statement sent again after a broken
+    connection finds its own claims): key, meter, customer, overage, when consumed."""
     return db.fetch_all(
-        "update public.credit_uses set report_claimed_at = now()"
+        "update public.credit_uses set report_claim = %s::uuid, report_claimed_at = now()"
         " where key = any(%s) and overage > 0 and state = 'consumed' and reported_at is null"
-        " and (report_claimed_at is null"
+        " and (report_claimed_at is null or report_claim = %s::uuid"
         " or report_claimed_at < now() - make_interval(secs => %s))"
         " returning key, meter, customer_id, overage, created_at",
-        (list(keys), REPORT_LEASE_SECONDS),
+        (claim, list(keys), claim, REPORT_LEASE_SECONDS),
     )
 
 

@@ -48,8 +48,10 @@ create table public.credit_uses (
   -- The person who consumed (through `credit_take_for`): their key answers them the same,
   -- whichever pool they draw from later.
   user_id uuid,
-  -- The overage's report to the meter: claimed by a reporter (a lease: a reporter that crashed
+  -- The overage's report to the meter: claimed by a reporter (`report_claim`, its token, so a
+  -- claim sent again after a broken connection is its own; a lease: a reporter that crashed
   -- leaves it to the next after a while), done, or given up (past Stripe's 35-day window).
+  report_claim uuid,
   report_claimed_at timestamptz,
   reported_at timestamptz,
   report_error text,

@@ -4,6 +4,7 @@ counts only live grants; the overage of an account billed on a meter is recorded
 
 from __future__ import annotations
 
+import uuid
 from collections import Counter
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -170,3 +171,22 @@ def test_a_key_answers_the_same_when_the_pool_a_person_draws_from_changed(db: Da
         Taken(state="unknown", feature="generations"),
         None,
     )
+
+
+def test_a_reports_claim_sent_again_is_its_own_and_no_one_elses(db: Database) -> None:
+    """Found by the fault run: a claim committed on a connection killed before its answer came
+    back was sent again, found the row claimed, and the overage was never reported."""
+    user = create_user(db, "ada@example.com")
+    with db.transaction() as conn:
+        conn.execute(
+            "insert into public.credit_uses (key, account_id, feature, amount, state, overage,"
+            " balance, meter, customer_id) select 'k', a.id, 'generations', 1, 'consumed', 1,"
+            " 0, 'm', 'cus_1' from public.accounts a where a.owner_id = %s",
+            (user,),
+        )
+    mine, theirs = str(uuid.uuid4()), str(uuid.uuid4())
+    assert [r["key"] for r in credits.claim_reports(db, ["k"], mine)] == ["k"]
+    assert [r["key"] for r in credits.claim_reports(db, ["k"], mine)] == ["k"]  # sent again
+    assert credits.claim_reports(db, ["k"], theirs) == []  # held by the first
+    credits.reported(db, ["k"])
+    assert credits.claim_reports(db, ["k"], mine) == []
