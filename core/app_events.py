@@ -22,6 +22,11 @@ TEAM_SEAT_LOST = "app.team.seat_lost"
 TEAM_SEAT_RESTORED = "app.team.seat_restored"
 # A person deleted their account: they are told, at the address they had.
 ACCOUNT_DELETED = "app.account.deleted"
+# A consumption went beyond the credits of an account billed on a meter: its overage is
+# reported to Stripe's meter (`subscribers/usage.py`), once per consumption key.
+USAGE_RECORDED = "app.usage.recorded"
+# A consumption took a balance under 10% of its grant: its holder is told, once a period.
+CREDITS_LOW = "app.credits.low"
 
 APP_EVENTS = frozenset(
     {
@@ -35,5 +40,7 @@ APP_EVENTS = frozenset(
         TEAM_SEAT_LOST,
         TEAM_SEAT_RESTORED,
         ACCOUNT_DELETED,
+        USAGE_RECORDED,
+        CREDITS_LOW,
     }
 )

@@ -4,7 +4,7 @@ emulator and, through `flask --app main events filters`, for the deploy (cloudbu
 
 from __future__ import annotations
 
-from core.app_events import APP_EVENTS
+from core.app_events import APP_EVENTS, USAGE_RECORDED
 from core.email.plan import handled_types
 from core.events import SUBSCRIBED_TYPES
 
@@ -13,8 +13,9 @@ from core.events import SUBSCRIBED_TYPES
 ON_THE_BUS: frozenset[str] = SUBSCRIBED_TYPES | APP_EVENTS
 
 CONSUMED: dict[str, frozenset[str]] = {
-    # Every Stripe event, none of the announcements access itself publishes.
-    "access": SUBSCRIBED_TYPES,
+    # Every Stripe event, none of the announcements access itself publishes; and the overage
+    # of a consumption, reported to Stripe's meter beside the access cycle.
+    "access": SUBSCRIBED_TYPES | {USAGE_RECORDED},
     # The events an e-mail kind is sent for (each kind's triggers, core/email/kinds/).
     "emails": handled_types(),
 }

@@ -47,6 +47,7 @@ from handlers.teams import (
     TeamAnswer,
     TeamDetailAnswer,
 )
+from handlers.usage import NotEnoughAnswer, UsageAnswer, UsageRequest
 
 bp = Blueprint("openapi", __name__)
 
@@ -127,6 +128,7 @@ class Operation:
     signed_in: bool = False
     only_when: str | None = None  # a blueprint that must be registered for the route to exist
     headers: tuple[str, ...] = field(default=())
+    usage_key: bool = False  # authorised by USAGE_API_KEY as a bearer token
 
 
 # Statuses every route may answer: refused input, a body too large, a dependency down.
@@ -178,6 +180,11 @@ OPERATIONS = (
               {200: DeletionAnswer, 202: DeletionAnswer, 401: ErrorAnswer, 404: ErrorAnswer,
                409: ErrorAnswer, 500: ErrorAnswer, **COMMON, **LIMITED}, DeleteAccountRequest,
               signed_in=True),
+    Operation("post", "/api/usage",
+              "Consume credits for a user or a team, once per key (the first answer again);"
+              " 404 while USAGE_API_KEY is unset",
+              {200: UsageAnswer, 401: ErrorAnswer, 402: NotEnoughAnswer, 404: ErrorAnswer,
+               409: ErrorAnswer, **COMMON}, UsageRequest, usage_key=True),
     Operation("post", "/api/teams", "Create a team; the caller is its owner",
               {201: TeamAnswer, 401: ErrorAnswer, **COMMON, **LIMITED}, CreateTeamRequest,
               signed_in=True),
@@ -263,7 +270,10 @@ def document(*, registered: set[str]) -> dict[str, Any]:
         "paths": paths,
         "components": {
             "schemas": schemas.get("$defs", {}),
-            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+            "securitySchemes": {
+                "bearer": {"type": "http", "scheme": "bearer"},
+                "usageKey": {"type": "http", "scheme": "bearer"},
+            },
         },
     }
 
@@ -297,6 +307,8 @@ def _operation(
         spec["parameters"] = parameters
     if op.signed_in:
         spec["security"] = [{"bearer": []}, {}]
+    if op.usage_key:
+        spec["security"] = [{"usageKey": []}]
     return spec
 
 

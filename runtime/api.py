@@ -23,6 +23,7 @@ from handlers import (
     products,
     sample_emails,
     teams,
+    usage,
     webhook,
 )
 from handlers.deps import Collaborators
@@ -60,6 +61,7 @@ def build_api(container: Container) -> Flask:
         github.bp,
         me.bp,
         leaving.bp,
+        usage.bp,
         teams.bp,
         admin.bp,
         openapi.bp,

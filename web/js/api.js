@@ -48,6 +48,10 @@ import { request } from "./http.js";
  */
 
 /**
+ * @typedef {{ feature: string, balance: number, granted: number, used: number, resetsAt: (string | null), teamId: (string | null) }} CreditsAnswer
+ */
+
+/**
  * @typedef {{ person: Person, accounts: Array<AccountAnswer>, grants: Array<GrantAnswer>, purchases: Array<PurchaseAnswer>, events: Array<LedgerEvent>, emails: Array<SentEmailAnswer>, deadLetters: Array<DeadLetterAnswer> }} CustomerAnswer
  */
 
@@ -132,7 +136,7 @@ import { request } from "./http.js";
  */
 
 /**
- * @typedef {{ id: string, email: (string | null), name: (string | null), hasAccess: boolean, portalAvailable: boolean, entitlements: Array<EntitlementAnswer>, features: Array<string>, teams?: Array<TeamOfMe> }} MeAnswer
+ * @typedef {{ id: string, email: (string | null), name: (string | null), hasAccess: boolean, portalAvailable: boolean, entitlements: Array<EntitlementAnswer>, features: Array<string>, teams?: Array<TeamOfMe>, credits?: Array<CreditsAnswer> }} MeAnswer
  */
 
 /**
@@ -141,6 +145,10 @@ import { request } from "./http.js";
 
 /**
  * @typedef {{ mrr: Record<string, never>, activeSubscriptions: number, trials: number, newLast30Days: number, churnedLast30Days: number, refundsLast30Days: Record<string, never>, computedAt: string }} MetricsAnswer
+ */
+
+/**
+ * @typedef {{ error: string, balance: number }} NotEnoughAnswer
  */
 
 /**
@@ -204,7 +212,7 @@ import { request } from "./http.js";
  */
 
 /**
- * @typedef {{ type?: ("account-deleted" | "checkout-expired" | "github-access-granted" | "invoice-paid" | "new-signup" | "payment-failed" | "purchase-confirmation" | "signin-link" | "subscription-cancelled" | "team-invitation" | "team-seat-lost" | "team-seat-restored" | "trial-ending" | "all"), email?: string }} SampleEmailQuery
+ * @typedef {{ type?: ("account-deleted" | "checkout-expired" | "credits-low" | "github-access-granted" | "invoice-paid" | "new-signup" | "payment-failed" | "purchase-confirmation" | "signin-link" | "subscription-cancelled" | "team-invitation" | "team-seat-lost" | "team-seat-restored" | "trial-ending" | "all"), email?: string }} SampleEmailQuery
  */
 
 /**
@@ -253,6 +261,14 @@ import { request } from "./http.js";
 
 /**
  * @typedef {{ url: (string | null) }} UrlAnswer
+ */
+
+/**
+ * @typedef {{ feature: string, balance: number, used: number }} UsageAnswer
+ */
+
+/**
+ * @typedef {{ userId?: (string | null), teamId?: (string | null), feature: string, amount: unknown, key: string }} UsageRequest
  */
 
 /** Store a lead
@@ -331,6 +347,14 @@ export function deleteMe(body) {
  */
 export function getMeExport() {
   return request("GET", `/api/me/export`);
+}
+
+/** Consume credits for a user or a team, once per key (the first answer again); 404 while USAGE_API_KEY is unset
+ * @param {UsageRequest} body
+ * @returns {Promise<UsageAnswer>}
+ */
+export function postUsage(body) {
+  return request("POST", `/api/usage`, { body });
 }
 
 /** Create a team; the caller is its owner
@@ -420,7 +444,7 @@ export function getProductsPublic() {
 }
 
 /** Send sample e-mails (not in production by default)
- * @param {{ type?: ("account-deleted" | "checkout-expired" | "github-access-granted" | "invoice-paid" | "new-signup" | "payment-failed" | "purchase-confirmation" | "signin-link" | "subscription-cancelled" | "team-invitation" | "team-seat-lost" | "team-seat-restored" | "trial-ending" | "all"), email?: string }} [query]
+ * @param {{ type?: ("account-deleted" | "checkout-expired" | "credits-low" | "github-access-granted" | "invoice-paid" | "new-signup" | "payment-failed" | "purchase-confirmation" | "signin-link" | "subscription-cancelled" | "team-invitation" | "team-seat-lost" | "team-seat-restored" | "trial-ending" | "all"), email?: string }} [query]
  * @returns {Promise<SampleEmailsAnswer>}
  */
 export function getTestEmail(query = {}) {
