@@ -22,6 +22,7 @@ from dev.samples.catalogue import price, product
 from dev.stripe_stand_in import StripeStandIn
 from main import create_app
 from tests.conftest import Api
+from tests.handlers.test_admin import bearer, make_admin, token
 from tests.handlers.test_usage import KEY, PLAN, deliver, invoice, use
 from tests.helpers import create_user, stripe_signature
 from tests.subscribers.lifecycle_helpers import link
@@ -218,3 +219,25 @@ def test_an_overage_whose_announcement_was_lost_is_reported_by_the_sweep(
             assert api.container.bus.wait_idle(30)  # type: ignore[attr-defined]
     assert meter_posts(fakes[0]) == ["lost"]
     assert fakes[0].meter_usage(METER, "cus_ada") == 2
+
+
+def test_a_comp_of_a_metered_plan_bills_no_overage(
+    metered: tuple[Api, str], db: Database, fakes: tuple[StripeStandIn, Any]
+) -> None:
+    # Bob is given the metered plan by an admin: its feature, but no subscription Stripe could
+    # bill overage on, so consumption beyond his credits (none) is refused, not reported.
+    api, _ = metered
+    bob = create_user(db, "bob@example.com")
+    admin = make_admin(db)
+    given = requests.post(
+        f"{api.url}/api/admin/customers/{bob}/grants",
+        json={"priceId": PLAN, "until": None, "reason": "Beta tester"},
+        headers=bearer(token(api, admin, "founder@example.com")),
+        timeout=30,
+    )
+    assert given.status_code == 201, given.text
+    refused = use(api, {"userId": bob, "feature": "generations", "amount": 1, "key": "bob-1"})
+    assert refused.status_code == 402
+    assert refused.json() == {"error": "Not enough generations credits", "balance": 0}
+    assert db.fetch_all("select 1 from public.credit_uses where overage > 0") == []
+    assert fakes[0].calls("POST", "/v1/billing/meter_events") == []
