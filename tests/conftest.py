@@ -33,7 +33,7 @@ SETTINGS_VARIABLES = [name.upper() for name in Settings.model_fields]
 TABLES = (
     "auth.users, public.products, public.purchases, public.leads,"
     " public.processed_events, public.sent_emails, public.email_claims, public.disputes,"
-    " public.account_deletions, public.founder_tasks"
+    " public.account_deletions, public.founder_tasks, public.erased_customers"
 )
 
 

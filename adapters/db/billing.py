@@ -78,6 +78,7 @@ def parse(answer: Mapping[str, Any] | None) -> State:
         purchases=purchases,
         recorded=dict(row["recorded"]),
         known=[_account(a) for a in row["known"]],
+        erased=frozenset(row.get("erased") or ()),
     )
 
 

@@ -316,10 +316,21 @@ def leave_team(db: Database, team_id: str, user_id: str) -> bool:
     return left
 
 
+# The Stripe customers of a person's own account, or of a team's, recorded as erased before the
+# account goes: Stripe still sends their events, which the access cycle then settles.
+ERASE_CUSTOMERS = (
+    "insert into public.erased_customers (customer_id) select c.customer_id"
+    " from public.stripe_customers c join public.accounts a on a.id = c.account_id"
+    " where (a.kind = 'personal' and a.owner_id = %s::uuid) or a.id = %s::uuid"
+    " on conflict do nothing"
+)
+
+
 def close_team(db: Database, team_id: str) -> None:
     """A team its last member leaves with their account: its account goes (its grants and
     members with it); its purchases stay for the books, without the account."""
     with db.transaction() as conn:
+        conn.execute(ERASE_CUSTOMERS, (None, team_id))
         conn.execute(
             "update public.purchases set account_id = null where account_id = %s", (team_id,)
         )
@@ -335,6 +346,9 @@ def erase_personal_data(
     their profile's name and address cleared (the profile itself goes with their auth user)."""
     cleared = ", ".join(f"{name} = null" for name in PURCHASE_FIELDS_CLEARED)
     with db.transaction() as conn:
+        # Their own account's Stripe customers, whose events the access cycle settles once the
+        # account went with their auth user (a closed team's: `close_team`).
+        conn.execute(ERASE_CUSTOMERS, (user_id, None))
         conn.execute(
             f"update public.purchases set {cleared} where user_id = %(u)s"  # noqa: S608 - constant
             " or account_id in (select a.id from public.accounts a where a.kind = 'personal'"

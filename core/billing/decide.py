@@ -209,6 +209,10 @@ class _Fold:
 
     def _grant_change(self, n: int, event: Event, change: AccessChange) -> str:
         account = by_customer(list(self.current.values()), change.customer_id)
+        if account is None and change.customer_id in self.state.erased:
+            # Its person deleted their account (the cancellation their deletion asked for, a
+            # late renewal): nothing is left to grant or end, and a retry would find nothing.
+            return "ignored: the customer's account was deleted"
         if account is None:
             raise ProfileNotLinked(f"no profile for customer {change.customer_id} yet")
         self._team(n, account)

@@ -67,6 +67,8 @@ class State:
     purchases: Mapping[str, Purchase]  # by payment intent
     recorded: Mapping[str, str]  # the ledger's outcomes of events claimed before
     known: Sequence[Account] = field(default_factory=list)  # redeliveries' accounts, unlocked
+    # The customers named whose account a person's deletion removed: their events are settled.
+    erased: frozenset[str] = frozenset()
 
 
 def by_customer(accounts: Sequence[Account], customer_id: str | None) -> Account | None:

@@ -61,7 +61,8 @@ create trigger accounts_refresh after update on public.accounts
 -- lock the accounts those claimed now are about (by any of an account's Stripe customers, by the
 -- buyer's id or e-mail address, by a refunded purchase, by a team's account id that a checkout
 -- names) and their grants, and read them, with their customers, the purchases the refunds name,
--- the outcomes of the events claimed before and their accounts as committed. A plpgsql function keeps its plan per server
+-- the outcomes of the events claimed before and their accounts as committed, and which of the
+-- customers named a deletion erased. A plpgsql function keeps its plan per server
 -- connection (also behind a transaction pooler), where the same statement sent from the client
 -- is planned on every call. The claim and the locks are one statement; the rest is read by the
 -- next one, with a snapshot taken after the locks were granted (a plpgsql function in READ
@@ -192,7 +193,13 @@ begin
     'recorded', coalesce((
       select jsonb_object_agg(pe.event_id, pe.outcome) from public.processed_events pe
       where pe.consumer = p_consumer and pe.event_id = any(p_ids)
-        and pe.event_id <> all(claimed_ids)), '{}')
+        and pe.event_id <> all(claimed_ids)), '{}'),
+    -- The customers named whose account a deletion removed: their events are settled, not
+    -- retried (leaving.sql, erased_customers).
+    'erased', coalesce((
+      select jsonb_agg(x.customer_id) from public.erased_customers x
+      where x.customer_id in (select k ->> 'customer' from jsonb_array_elements(p_keys) as k)),
+      '[]')
   ) into found;
   return found;
 end

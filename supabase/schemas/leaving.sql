@@ -38,5 +38,15 @@ create table public.founder_tasks (
   unique (kind, subject)
 );
 
+-- The Stripe customers of accounts a deletion removed. Stripe still sends their events (the
+-- cancellation the deletion asked for, a late renewal's failure): the access cycle finds no
+-- account for them and, for a customer named here, settles the event as ignored instead of
+-- retrying it into the dead letters. A Stripe id is no personal data. Server only.
+create table public.erased_customers (
+  customer_id text primary key,
+  erased_at timestamptz not null default now()
+);
+
 alter table public.account_deletions enable row level security;
 alter table public.founder_tasks enable row level security;
+alter table public.erased_customers enable row level security;

@@ -210,6 +210,26 @@ def test_deleting_cancels_at_stripe_removes_github_deletes_the_user_and_keeps_bo
     assert delete(app, ada).status_code == 404
 
 
+def test_the_cancellation_a_deletion_asked_for_is_settled_not_dead_lettered(
+    app: Api, ada: str, fakes: tuple[StripeStandIn, AuthStandIn], db: Database
+) -> None:
+    stripe = fakes[0]
+    assert delete(app, ada).status_code == 200
+    # Stripe answers the cancellation with its event, about a customer no account has now.
+    [ended] = [e for e in stripe.events if e["type"] == "customer.subscription.deleted"]
+    assert post_event(app, json.dumps(ended).encode()).status_code == 200
+    assert app.container.bus.wait_idle()  # type: ignore[attr-defined]
+
+    [row] = db.fetch_all(
+        "select outcome from public.processed_events where event_id = %s and consumer = 'access'",
+        (ended["id"],),
+    )
+    assert row["outcome"] == "ignored: the customer's account was deleted"
+    assert app.container.bus.dead_letters == []  # type: ignore[attr-defined]
+    [customer] = db.fetch_all("select customer_id from public.erased_customers")
+    assert customer["customer_id"] == ended["data"]["object"]["customer"]
+
+
 @pytest.mark.parametrize(
     "body",
     [{}, {"confirm": ""}, {"confirm": "grace@example.com"}, {"confirm": 42}],

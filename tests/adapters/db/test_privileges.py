@@ -37,6 +37,7 @@ TABLES: dict[str, dict[str, set[str]]] = {
     "email_resends": {},
     "entitlements": {"authenticated": {"SELECT"}},
     "founder_tasks": {},
+    "erased_customers": {},
     "github_grants": {"authenticated": {"SELECT"}},
     "leads": {},
     "processed_events": {},
