@@ -25,7 +25,8 @@ def message_filter(wanted: Iterable[str], among: Iterable[str]) -> str | None:
 
     Types are grouped by their first word (`invoice.`, `app.`): a group wanted whole is one
     `hasPrefix` term, else each wanted type is named. Where what is refused is one term, the
-    filter says `NOT` that, when shorter.
+    filter says `NOT` that, when shorter; where it lies in one group, `NOT` that group's prefix
+    `OR` the types of it that are wanted, when shorter (every Stripe event and one of ours).
     """
     wanted, among = frozenset(wanted), frozenset(among)
     if unknown := wanted - among:
@@ -35,18 +36,32 @@ def message_filter(wanted: Iterable[str], among: Iterable[str]) -> str | None:
     if wanted == among:
         return None
     admit, refuse = _terms(wanted, among), _terms(among - wanted, among)
-    expression = " OR ".join(admit)
-    if len(refuse) == 1 and len(f"NOT {refuse[0]}") < len(expression):
-        expression = f"NOT {refuse[0]}"
+    candidates = [" OR ".join(admit)]
+    if len(refuse) == 1:
+        candidates.append(f"NOT {refuse[0]}")
+    if len(groups := {_group(t) for t in among - wanted}) == 1:
+        [group] = groups
+        named = sorted(t for t in wanted if _group(t) == group)
+        candidates.append(
+            " OR ".join(
+                [f'NOT hasPrefix(attributes.event_type, "{group}")']
+                + [f'attributes.event_type = "{t}"' for t in named]
+            )
+        )
+    expression = min(candidates, key=len)
     if len(expression.encode()) > FILTER_LIMIT_BYTES:
         raise ValueError(f"the filter is over Pub/Sub's {FILTER_LIMIT_BYTES} bytes: {expression}")
     return expression
 
 
+def _group(event_type: str) -> str:
+    return event_type.split(".", 1)[0] + "."
+
+
 def _terms(chosen: frozenset[str], among: frozenset[str]) -> list[str]:
     groups: dict[str, set[str]] = {}
     for event_type in among:
-        groups.setdefault(event_type.split(".", 1)[0] + ".", set()).add(event_type)
+        groups.setdefault(_group(event_type), set()).add(event_type)
     prefixes, named = [], []
     for prefix, members in sorted(groups.items()):
         if members <= chosen:

@@ -11,7 +11,7 @@ import yaml
 from adapters.bus.filters import MESSAGE_FILTERS, message_filter
 from adapters.bus.topology import DEAD_LETTER_TOPIC_RETENTION, DELIVERY_ATTEMPTS, PushPolicy
 from config import Settings
-from core.app_events import APP_EVENTS
+from core.app_events import ACCOUNT_DELETION_REQUESTED, APP_EVENTS
 from core.consumers import CONSUMED, ON_THE_BUS
 from core.email.plan import handled_types
 from core.events import APP_EVENT_PREFIX, SUBSCRIBED_TYPES
@@ -75,7 +75,8 @@ def test_the_filters_let_through_exactly_what_each_subscriber_acts_on() -> None:
     every = SUBSCRIBED_TYPES | APP_EVENTS
     access = {t for t in every if admits(MESSAGE_FILTERS["access"], t)}
     emails = {t for t in every | handled_types() if admits(MESSAGE_FILTERS["emails"], t)}
-    assert access == SUBSCRIBED_TYPES  # every Stripe event, no announcement
+    # Every Stripe event; of our own, only the deletions it runs (no announcement).
+    assert access == SUBSCRIBED_TYPES | {ACCOUNT_DELETION_REQUESTED}
     assert handled_types() <= emails  # every type an e-mail is planned for
     assert not {t for t in emails if not t.startswith(APP_EVENT_PREFIX)} - handled_types()
     for expression in MESSAGE_FILTERS.values():
@@ -111,6 +112,10 @@ def test_a_filter_names_the_wanted_types_or_refuses_the_rest_whichever_is_shorte
     )
     assert message_filter({"app.a", "invoice.paid", "invoice.failed"}, among) == (
         'hasPrefix(attributes.event_type, "invoice.") OR attributes.event_type = "app.a"'
+    )
+    # What is refused lies in one group: NOT its prefix, OR the types of it that are wanted.
+    assert message_filter(among - {"app.b"}, among | {"app.b", "app.c"}) == (
+        'NOT hasPrefix(attributes.event_type, "app.") OR attributes.event_type = "app.a"'
     )
     assert message_filter(among, among) is None  # every message: no filter
     with pytest.raises(ValueError, match=r"not on the bus: invoice\.created"):
