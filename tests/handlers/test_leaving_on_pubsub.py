@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator
 from dataclasses import replace
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -16,6 +17,8 @@ import requests
 
 from adapters.bus.topology import ensure_topology
 from adapters.db.pool import Database
+from core.app_events import ACCOUNT_DELETION_REQUESTED
+from core.events import app_event
 from core.leaving import STEPS
 from dev import pubsub_emulator
 from dev.auth_stand_in import AuthStandIn
@@ -154,7 +157,7 @@ def assert_deleted(user: str, stripe: StripeStandIn, supabase: AuthStandIn, db: 
 
 
 def test_the_api_records_the_deletion_and_the_access_target_finishes_it(
-    api: Api, fakes: tuple[StripeStandIn, AuthStandIn], db: Database
+    api: Api, access: Service, fakes: tuple[StripeStandIn, AuthStandIn], db: Database
 ) -> None:
     stripe, supabase = fakes
     user = subscribed(api, stripe, db)
@@ -166,6 +169,20 @@ def test_the_api_records_the_deletion_and_the_access_target_finishes_it(
     # The api built no Supabase admin client: it holds no secret key, and runs no step.
     assert "accounts" not in api.container.__dict__
     assert_deleted(user, stripe, supabase, db)
+    [row] = db.fetch_all("select id::text from public.account_deletions")
+    event_id = f"account_deletion_{row['id']}"
+    wait_for(lambda: f"{event_id} -> deleted" in access.output())
+
+    # Delivered again (its acknowledgement lost): acknowledged, nothing done twice.
+    event, data = app_event(
+        ACCOUNT_DELETION_REQUESTED,
+        event_id=event_id,
+        obj={"deletion_id": row["id"]},
+        created=datetime.now(UTC),
+    )
+    api.container.bus.publish(event, data)
+    wait_for(lambda: f"{event_id} -> duplicate" in access.output())
+    assert len(stripe.calls("DELETE", "/v1/subscriptions/")) == 1
 
 
 def test_a_failing_step_is_finished_by_the_redelivery(
