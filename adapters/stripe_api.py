@@ -203,6 +203,37 @@ class StripeGateway:
             return True
         return False
 
+    def meter_event(
+        self, *, identifier: str, event_name: str, customer_id: str, value: int, timestamp: int
+    ) -> None:
+        """Report `value` units of usage for `customer_id` on the meter of `event_name`.
+        `identifier` is the consumption's key: Stripe counts one event per identifier, and the
+        same key as the request's idempotency key makes a retried call answer the first one.
+        Stripe validates the event against its meter later; a problem there comes back as a
+        `v1.billing.meter.error_report_triggered` event."""
+        self.client.v1.billing.meter_events.create(
+            params={
+                "event_name": event_name,
+                "identifier": identifier,
+                "timestamp": timestamp,
+                "payload": {"stripe_customer_id": customer_id, "value": str(value)},
+            },
+            options={"idempotency_key": f"meter-{identifier}"},
+        )
+
+    def thin_event(self, event_id: str) -> dict[str, Any] | None:
+        """A thin (`v2.core.event`) event with its `data`, as `GET /v2/core/events/{id}`
+        answers it; None when Stripe does not know it."""
+        import stripe
+
+        try:
+            found = self.client.v2.core.events.retrieve(event_id)
+        except stripe.InvalidRequestError as exc:
+            if exc.http_status == 404:
+                return None
+            raise
+        return dict(found.to_dict())
+
     def subscription_status(self, subscription_id: str) -> str:
         """The current status of a subscription, as Stripe sees it now."""
         return str(self.client.v1.subscriptions.retrieve(subscription_id).status)

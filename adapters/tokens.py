@@ -44,6 +44,9 @@ class InvalidToken(Exception):
 class User:
     id: str
     email: str | None
+    # The token's authenticator assurance level: `aal2` once the session passed a second
+    # factor (Supabase MFA), `aal1` otherwise; None when the token says nothing.
+    aal: str | None = None
 
 
 class SigningKeys:
@@ -120,9 +123,11 @@ class TokenVerifier:
         except jwt.PyJWTError as exc:
             raise InvalidToken(str(exc)) from exc
         email = claims.get("email")
+        aal = claims.get("aal")
         return User(
             id=_user_id(claims.get("sub")),
             email=email if isinstance(email, str) and email else None,
+            aal=aal if isinstance(aal, str) else None,
         )
 
     def _decode(self, token: str) -> dict[str, Any]:

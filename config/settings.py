@@ -12,7 +12,19 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError, ValidationInfo, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from config import bus, database, delivery, github, limits, mail, serving, site, stripe, supabase
+from config import (
+    bus,
+    database,
+    delivery,
+    github,
+    limits,
+    mail,
+    serving,
+    site,
+    stripe,
+    supabase,
+    usage,
+)
 from config.checks import SettingsError, readable, unsafe_reason
 from config.serving import TARGETS
 
@@ -28,6 +40,7 @@ GROUPS = (
     bus.GROUP,
     delivery.GROUP,
     limits.GROUP,
+    usage.GROUP,
 )
 
 # What each target cannot run without in production: it would fail open or silently
@@ -60,6 +73,7 @@ class Settings(
     bus.BusSettings,
     delivery.DeliverySettings,
     limits.LimitSettings,
+    usage.UsageSettings,
     BaseSettings,
 ):
     """Every setting of the service; names match the environment variables.

@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import AliasChoices, AnyHttpUrl, Field, SecretStr
 
@@ -51,6 +51,10 @@ class SupabaseSettings(Environment):
     # How long a sign-in link works: Supabase Auth's "Email OTP Expiration" (3600 s unless
     # changed in the project's settings). The sign-in mail states it; keep the two equal.
     signin_link_lifetime_seconds: int = Field(default=3600, ge=60, le=86_400)
+    # Whether the support API (/api/admin/...) asks an admin's token for a second factor
+    # (Supabase MFA: `aal` = `aal2`). `off` is for development only: said at start-up, refused
+    # in production.
+    admin_mfa: Literal["required", "off"] = "required"
 
     @property
     def auth_issuer(self) -> str | None:
@@ -88,6 +92,8 @@ def supabase_key_role(key: str | None) -> str | None:
 
 
 def problems(s: Settings) -> Iterator[str]:
+    if s.is_production and s.admin_mfa != "required":
+        yield "ADMIN_MFA must be `required` in production (an admin signs in with a second factor)"
     # A secret key where a publishable one belongs would be handed to browsers' requests and to
     # every client of the anon role: refused whatever the environment.
     if supabase_key_role(secret(s.supabase_publishable_key)) == "secret":

@@ -18,6 +18,7 @@ from core.stripe_objects import (
     Amounts,
     customer_contact,
     invoice_period,
+    invoice_price,
     invoice_subscription,
     merchant_of_record,
     session_amounts,
@@ -62,6 +63,21 @@ class Checkout:
 
 
 @dataclass(frozen=True)
+class PaidPeriod:
+    """A subscription's period an invoice paid: its credits are granted once per invoice."""
+
+    invoice_id: str
+    price_id: str | None
+    start: int | None
+    end: int | None
+
+
+# The invoices that pay a new period; a proration's (`subscription_update`) does not: a plan
+# change grants the new plan's credits from its next paid period.
+PERIOD_REASONS = frozenset({"subscription_create", "subscription_cycle", None})
+
+
+@dataclass(frozen=True)
 class AccessChange:
     """A change to one subscription's grant, held by the account that pays as `customer_id`."""
 
@@ -69,6 +85,9 @@ class AccessChange:
     change: Change
     price_id: str | None = None  # the plan the change puts the customer on, when it says
     quantity: int | None = None  # the subscription's quantity (a team's seats), when it says
+    # A paid period (an invoice of a subscription's creation or renewal): it grants the
+    # period's credits, from the invoice's price (the plan at that period), else the grant's.
+    paid: PaidPeriod | None = None
 
     @property
     def grant(self) -> bool:
@@ -150,11 +169,18 @@ def access_change(event: Event) -> AccessChange | None:
         subscription = invoice_subscription(obj)
         if subscription is None:
             return None
-        _, period_end = invoice_period(obj)
+        period_start, period_end = invoice_period(obj)
         change = Change(
             subscription, SUBSCRIPTION, grant=True, status="active", current_period_end=period_end
         )
-        return AccessChange(customer, change)
+        invoice_id = stripe_id(obj.get("id"))
+        reason = obj.get("billing_reason")
+        paid = (
+            PaidPeriod(invoice_id, invoice_price(obj), period_start, period_end)
+            if invoice_id and reason in PERIOD_REASONS
+            else None
+        )
+        return AccessChange(customer, change, paid=paid)
     if event.type == "customer.subscription.deleted":
         return _subscription_change(customer, obj, grant=False)
     if event.type in SUBSCRIPTION_STATE_EVENTS:

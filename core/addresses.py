@@ -3,6 +3,7 @@ and whether text someone wrote carries either."""
 
 from __future__ import annotations
 
+import hashlib
 import re
 import unicodedata
 from functools import lru_cache
@@ -77,3 +78,15 @@ _JOINERS = {"\u200c", "\u200d"}
 def has_hidden_characters(text: str) -> bool:
     """Whether `text` holds control, format or line-break characters."""
     return any(unicodedata.category(c) in _HIDDEN and c not in _JOINERS for c in text)
+
+
+_ADDRESS_LIKE = re.compile(r"[^\s@&=?/]+@[^\s@&=?/]+")
+
+
+def digest_addresses(text: str) -> str:
+    """`text` with every e-mail address (or part of one) in it replaced by the SHA-256 of its
+    lower-case form: a log kept for good (the admin audit) outlives a person's deletion without
+    keeping their address, and a founder can still check whether an address was looked up."""
+    return _ADDRESS_LIKE.sub(
+        lambda m: "sha256:" + hashlib.sha256(m.group(0).lower().encode()).hexdigest(), text
+    )

@@ -25,6 +25,11 @@ ACCOUNT_DELETED = "app.account.deleted"
 # A person's account deletion is recorded (with the Pub/Sub design): the access target, which
 # holds the keys its steps need (the api holds none), runs them (services/leaving.py).
 ACCOUNT_DELETION_REQUESTED = "app.account.deletion_requested"
+# A consumption went beyond the credits of an account billed on a meter: its overage is
+# reported to Stripe's meter (`subscribers/usage.py`), once per consumption key.
+USAGE_RECORDED = "app.usage.recorded"
+# A consumption took a balance under 10% of its grant: its holder is told, once a period.
+CREDITS_LOW = "app.credits.low"
 
 APP_EVENTS = frozenset(
     {
@@ -39,5 +44,7 @@ APP_EVENTS = frozenset(
         TEAM_SEAT_RESTORED,
         ACCOUNT_DELETED,
         ACCOUNT_DELETION_REQUESTED,
+        USAGE_RECORDED,
+        CREDITS_LOW,
     }
 )

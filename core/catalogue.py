@@ -25,6 +25,10 @@ METADATA: Mapping[str, str] = {
     "per_seat": "`true` when the price is per seat",
     "trial_days": "whole days of free trial checkout offers (1 to 730)",
     "featured": "`true` to list the product first",
+    "credits": "`<feature>:<amount>[,<feature>:<amount>]`: the credits a purchase grants",
+    "credits_period": "`period` (each paid period, unused ones end with it; the default) or `once`",
+    "credits_expire_days": "whole days `once` credits are kept (1 to 3650; default: until used)",
+    "meter": "the Stripe meter's event name that bills consumption beyond the credits",
 }
 
 FEATURE = re.compile(r"^[a-z0-9]+(?:[-_][a-z0-9]+)*$")
@@ -34,6 +38,10 @@ INTERVALS = ("month", "year")
 LONGEST_TRIAL = 730
 # A price's `tax_behavior` as Stripe gives it: whether its amount includes tax.
 TAX_BEHAVIORS = ("inclusive", "exclusive", "unspecified")
+CREDIT_PERIODS = ("period", "once")
+LARGEST_CREDIT = 1_000_000_000  # an int4 ledger's sums stay far from overflow
+LONGEST_CREDIT_DAYS = 3650
+METER = re.compile(r"^[A-Za-z0-9_.:-]{1,100}$")
 
 
 @dataclass(frozen=True)
@@ -52,6 +60,10 @@ class ProductFacts:
     trial_days: int | None
     featured: bool
     tax_code: str | None = None  # Stripe Tax's classification (`txcd_...`), when set
+    credits: tuple[tuple[str, int], ...] = ()  # (feature, amount) a purchase grants
+    credits_period: str | None = None  # `period` or `once`, None without credits
+    credits_expire_days: int | None = None
+    meter: str | None = None  # the meter event consumption beyond the credits is billed on
 
 
 @dataclass(frozen=True)
@@ -76,6 +88,10 @@ class Listing:
     currency: str | None = None  # lower-case ISO 4217, as Stripe gives it
     tax_behavior: str = "unspecified"
     tax_code: str | None = None
+    credits: tuple[tuple[str, int], ...] = ()
+    credits_period: str | None = None
+    credits_expire_days: int | None = None
+    meter: str | None = None
 
 
 class Unreadable(ValueError):
@@ -114,6 +130,10 @@ def read_product(
     trial = _trial_days(meta.get("trial_days"), problems)
     per_seat = _flag(meta, "per_seat", problems)
     featured = _flag(meta, "featured", problems)
+    credits, credits_period, expire_days = _credits(meta, problems)
+    meter = str(meta.get("meter", "")).strip() or None
+    if meter is not None and not METER.match(meter):
+        problems.append(f"metadata meter is {meter!r}, not a meter event name")
     if problems:
         raise Unreadable("; ".join(problems))
     return ProductFacts(
@@ -129,6 +149,10 @@ def read_product(
         trial_days=trial,
         featured=featured,
         tax_code=tax_code,
+        credits=credits,
+        credits_period=credits_period,
+        credits_expire_days=expire_days,
+        meter=meter,
     )
 
 
@@ -154,6 +178,8 @@ def listing(facts: ProductFacts, price: Mapping[str, Any]) -> Listing:
             raise Unreadable(f"billed every {recurring.get('interval_count', 1)} {interval}")
         if recurring.get("usage_type", "licensed") != "licensed":
             raise Unreadable("metered")
+    if facts.credits_period == "period" and interval is None:
+        raise Unreadable("credits_period is period on a one-time price (a pack is `once`)")
     nickname = str(price.get("nickname") or "").strip()
     behavior = str(price.get("tax_behavior") or "unspecified")
     currency = str(price.get("currency") or "").lower() or None
@@ -176,6 +202,10 @@ def listing(facts: ProductFacts, price: Mapping[str, Any]) -> Listing:
         currency=currency,
         tax_behavior=behavior if behavior in TAX_BEHAVIORS else "unspecified",
         tax_code=facts.tax_code,
+        credits=facts.credits,
+        credits_period=facts.credits_period,
+        credits_expire_days=facts.credits_expire_days,
+        meter=facts.meter,
     )
 
 
@@ -252,3 +282,41 @@ def _trial_days(value: Any, problems: list[str]) -> int | None:
         problems.append(f"metadata trial_days is {text!r}, not a whole number 1 to 730")
         return None
     return int(text)
+
+
+def _credits(
+    meta: Mapping[str, Any], problems: list[str]
+) -> tuple[tuple[tuple[str, int], ...], str | None, int | None]:
+    """The credits a product grants (`credits`), how (`credits_period`) and for how long a
+    pack's are kept (`credits_expire_days`); each problem named with its key."""
+    text = str(meta.get("credits", "")).strip()
+    period = str(meta.get("credits_period", "")).strip().lower()
+    days_text = str(meta.get("credits_expire_days", "")).strip()
+    grants: dict[str, int] = {}
+    for part in (p.strip() for p in text.split(",") if p.strip()):
+        feature, _, amount = (x.strip() for x in part.partition(":"))
+        if not FEATURE.match(feature) or not amount.isdigit():
+            problems.append(f"metadata credits has {part!r}, not <feature>:<amount>")
+        elif not 1 <= int(amount) <= LARGEST_CREDIT:
+            problems.append(f"metadata credits gives {feature} {amount}, not 1 to {LARGEST_CREDIT}")
+        elif feature in grants:
+            problems.append(f"metadata credits names {feature} twice")
+        else:
+            grants[feature] = int(amount)
+    if period and period not in CREDIT_PERIODS:
+        problems.append(f"metadata credits_period is {period!r}, not period or once")
+    if not grants and (period or days_text):
+        problems.append("metadata credits_period or credits_expire_days is set without credits")
+    days: int | None = None
+    if days_text:
+        if not days_text.isdigit() or not 1 <= int(days_text) <= LONGEST_CREDIT_DAYS:
+            problems.append(
+                f"metadata credits_expire_days is {days_text!r}, not a whole number 1 to 3650"
+            )
+        elif period != "once":
+            problems.append("metadata credits_expire_days is set but credits_period is not once")
+        else:
+            days = int(days_text)
+    if not grants:
+        return (), None, None
+    return tuple(grants.items()), period or "period", days

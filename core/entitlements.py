@@ -15,7 +15,8 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Literal
 
-Kind = Literal["subscription", "purchase"]
+# `comp`: a complimentary grant an admin gave (the support API); the access cycle never reads one.
+Kind = Literal["subscription", "purchase", "comp"]
 SUBSCRIPTION: Kind = "subscription"
 PURCHASE: Kind = "purchase"
 

@@ -8,7 +8,9 @@ the checkout's completion (access granted, purchase e-mail), a renewal (invoice 
 cancellation (access revoked, cancellation e-mail). Then the same user buys 3 seats of it for a
 team: the team's checkout and subscription arrive signed, two colleagues are invited by e-mail,
 accept through the API and have access. With CHECKOUT_TAX=stripe_tax the checkout calculates tax
-(the stand-in's rate) and the purchase and renewal mails show it.
+(the stand-in's rate) and the purchase and renewal mails show it. Last, credits: a pack of
+generations is bought and consumed through POST /api/usage until it answers 402, and a plan
+billed on a meter is consumed past its credits, the overage reported to the stand-in's meter.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from dev.samples import send as sample_events
 from dev.samples.events import DEFAULT_PRICE, Facts
 from runtime import logs
 from runtime.container import Container
+from services import catalogue
 
 WAIT = 20.0  # seconds a step may take before the demo gives up (Pub/Sub retries after 1 s)
 OFFLINE = {
@@ -51,6 +54,8 @@ OFFLINE = {
     "stripe_api_base": None,
     "resend_api_key": None,
     "github_token": None,
+    # POST /api/usage, which the credits' part of the demo calls (a local, published value).
+    "usage_api_key": "demo-usage-key-not-a-secret-0123456789",
 }
 # (event type, what it stands for, has_access afterwards, the e-mail it calls for)
 STEPS = (
@@ -80,11 +85,13 @@ def main() -> int:
             print(f"API on {url}; e-mails go to {container.settings.email_outbox_dir.resolve()}")
             email = run(container, url)
             run_team(container, url, email)
+            run_credits(container, url)
     except DemoFailed as exc:
         print(f"\nDEMO FAILED: {exc}", file=sys.stderr)
         return 1
     print(f"\nDemo passed in {time.monotonic() - started:.1f} s: 3 signed events, access granted")
-    print("then revoked, 3 e-mails; a team bought 3 seats and 2 invited members got access.")
+    print("then revoked, 3 e-mails; a team bought 3 seats and 2 invited members got access;")
+    print("a pack of credits consumed to 402, a metered plan's overage reported to its meter.")
     print("With `make run` going, after `source .data/run.env`:")
     print(f"  uv run flask --app main users show {email}")
     print(
@@ -172,6 +179,164 @@ def run_team(c: Container, url: str, owner_email: str) -> None:
         print(f"      e-mail      team-invitation\n                  {mail}")
         if access is not True:
             raise DemoFailed(f"{email} has no access through the team")
+
+
+PACK_CREDITS, PLAN_CREDITS, METER = 5, 3, "demo_generations_overage"
+
+
+def run_credits(c: Container, url: str) -> None:
+    """A pack bought and consumed to 402; a plan on a meter consumed past its credits, the
+    overage reported once per key to the stand-in's meter."""
+    client = c.stripe.client
+    mailer = c.mailer
+    before = set(mailer.messages()) if isinstance(mailer, OutboxMailer) else set()
+    if not any(m.event_name == METER for m in client.v1.billing.meters.list().auto_paging_iter()):
+        client.v1.billing.meters.create(
+            params={
+                "display_name": "Demo generations",
+                "event_name": METER,
+                "default_aggregation": {"formula": "sum"},
+            }
+        )
+    pack = _product(
+        c,
+        "Demo Pack",
+        {"credits": f"generations:{PACK_CREDITS}", "credits_period": "once"},
+        recurring=False,
+    )
+    plan = _product(
+        c,
+        "Demo Metered",
+        {"credits": f"generations:{PLAN_CREDITS}", "meter": METER},
+        recurring=True,
+    )
+    catalogue.sync(c.db, c.stripe)
+    stamp = f"{datetime.now(UTC):%Y%m%d-%H%M%S}"
+    for name, price, mode in (("pack", pack, "payment"), ("plan", plan, "subscription")):
+        email = f"credits-{name}-{stamp}@example.com"
+        profile, _ = local_users.create(
+            email=email, name=name.title(), db=c.db, settings=c.settings
+        )
+        token = local_users.token(email=email, ttl=600, db=c.db, settings=c.settings)
+        body = {"priceId": price, "mode": mode, "successUrl": url + "/?checkout=success",
+                "cancelUrl": url + "/?checkout=cancelled"}  # fmt: skip
+        session = str(call(url, "POST", "/api/payments/create-checkout", token, body)["url"])
+        facts = Facts(
+            email=email,
+            user_id=str(profile.id),
+            session=session.rsplit("/", 1)[-1],
+            price=price,
+            mode=mode,
+            amount=900,
+        )
+        events = ["checkout.session.completed"]
+        events += ["customer.subscription.created", "invoice.paid"] if mode != "payment" else []
+        now = int(time.time())
+        for offset, event_type in enumerate(events):
+            delivery = sample_events.send(
+                event_type=event_type,
+                facts=facts,
+                created=now - len(events) + offset,
+                url=url + "/api/webhook/payments",
+                secret=c.settings.webhook_secret,
+            )
+            if not delivery.ok:
+                raise DemoFailed(f"the webhook refused {event_type}: {delivery.status}")
+            wait(partial(applied, c, delivery.event_id, str(profile.id)), f"access {event_type}")
+        granted = PACK_CREDITS if name == "pack" else PLAN_CREDITS
+        wait(partial(_balance, c, str(profile.id), granted), f"{granted} credits of the {name}")
+        answers = [_use(c, url, str(profile.id), f"demo-{name}-{stamp}-{n}") for n in range(6)]
+        said = ", ".join(str(status) for status, _ in answers)
+        print(f"\n[credits] {name}: {granted} generations granted; 6 consumptions answered {said}")
+        print(f"      last answer {answers[-1][1]}")
+        if name == "pack" and [s for s, _ in answers] != [200] * PACK_CREDITS + [402]:
+            raise DemoFailed(f"the pack's consumptions answered {said}")
+        if name == "plan":
+            over = 6 - PLAN_CREDITS
+            reported = wait(partial(_reported, c, str(profile.id), over), "the overage's report")
+            print(f"      overage     {over} generations reported to meter {METER}: {reported}")
+    # Each purchase's confirmation, the plan's receipt, each balance's credits-low warning.
+    mails = wait(partial(_new_mails, c, before, 5), "the credits' e-mails")
+    for path, subject in mails:
+        print(f"      e-mail      {subject!r}\n                  {path}")
+
+
+def _new_mails(c: Container, before: set[Any], count: int) -> list[tuple[str, str]] | None:
+    mailer = c.mailer
+    if not isinstance(mailer, OutboxMailer):
+        return []
+    new = [p for p in mailer.messages() if p not in before]
+    if len(new) < count:
+        return None
+    found = []
+    for path in new:
+        with path.open("rb") as file:
+            found.append(
+                (str(path), str(BytesHeaderParser(policy=policy.default).parse(file)["Subject"]))
+            )
+    return found
+
+
+def _product(c: Container, name: str, metadata: dict[str, str], *, recurring: bool) -> str:
+    """A product and its price at the stand-in, as a founder makes them in the Dashboard."""
+    client = c.stripe.client
+    product = client.v1.products.create(
+        params={"name": name, "metadata": {"type": "link", **metadata}}
+    )
+    if recurring:
+        price = client.v1.prices.create(
+            params={
+                "product": product.id,
+                "unit_amount": 900,
+                "currency": "usd",
+                "recurring": {"interval": "month"},
+            }
+        )
+    else:
+        price = client.v1.prices.create(
+            params={"product": product.id, "unit_amount": 900, "currency": "usd"}
+        )
+    return str(price.id)
+
+
+def _use(c: Container, url: str, user_id: str, key: str) -> tuple[int, Any]:
+    """POST /api/usage as the founder's other services call it: one generation under `key`."""
+    secret = c.settings.usage_api_key
+    request = urllib.request.Request(  # noqa: S310 - our own loopback server
+        url + "/api/usage",
+        data=json.dumps(
+            {"userId": user_id, "feature": "generations", "amount": 1, "key": key}
+        ).encode(),
+        headers={
+            "Content-Type": "application/json",
+            "Authorization": f"Bearer {secret.get_secret_value() if secret else ''}",
+        },
+    )
+    try:
+        with sample_events.DIRECT.open(request, timeout=10) as response:
+            return response.status, json.load(response)
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read())
+
+
+def _balance(c: Container, user_id: str, granted: int) -> bool | None:
+    rows = c.db.fetch_all(
+        "select b.balance from public.credit_balance(public.credit_account(%s::uuid,"
+        " 'generations'), 'generations') b",
+        (user_id,),
+    )
+    return True if rows and rows[0]["balance"] == granted else None
+
+
+def _reported(c: Container, user_id: str, over: int) -> str | None:
+    """The overage's keys once each was reported to the meter."""
+    rows = c.db.fetch_all(
+        "select u.key from public.credit_uses u join public.accounts a on a.id = u.account_id"
+        " where a.owner_id = %s::uuid and u.overage > 0 and u.reported_at is not null"
+        " order by u.key",
+        (user_id,),
+    )
+    return ", ".join(r["key"] for r in rows) if len(rows) == over else None
 
 
 def call(url: str, method: str, path: str, token: str, body: Any = None) -> Any:

@@ -64,8 +64,12 @@ def create(
     return found, row is not None
 
 
-def token(*, email: str, ttl: int, db: Database, settings: Settings) -> str:
-    """An access token for the user with `email`, accepted by this API in development."""
+def token(
+    *, email: str, ttl: int, db: Database, settings: Settings, second_factor: bool = False
+) -> str:
+    """An access token for the user with `email`, accepted by this API in development; with
+    `second_factor`, as Supabase Auth writes it once the session passed MFA (`aal2`, what the
+    support API asks of an admin)."""
     ensure_local(settings)
     secret = settings.jwt_secret
     if secret is None:
@@ -78,7 +82,19 @@ def token(*, email: str, ttl: int, db: Database, settings: Settings) -> str:
     claims = access_claims(
         user_id=profile.id, email=profile.email or email, supabase_url=supabase_url, ttl=ttl
     )
+    if second_factor:
+        claims["aal"] = "aal2"
+        claims["amr"] = [*claims["amr"], {"method": "totp", "timestamp": claims["iat"]}]
     return sign_claims(_hooked(db, claims), secret)
+
+
+def make_admin(*, email: str, db: Database, settings: Settings) -> Profile:
+    """Make the user with `email` an admin (`profiles.is_admin`), as a founder does in SQL."""
+    ensure_local(settings)
+    profile = _existing(db, email)
+    with db.transaction() as conn:
+        conn.execute("update public.profiles set is_admin = true where id = %s", (profile.id,))
+    return profile
 
 
 def _hooked(db: Database, claims: dict[str, Any]) -> dict[str, Any]:

@@ -31,8 +31,8 @@ from adapters.stripe_api import (
 )
 from core.access import COMPLETION_PREFIX
 from core.announcements import announced_ids
-from core.events import Event, events_in
 from runtime.container import Container
+from services.support import held_dead_letters
 
 PATH = "/_dev/pipeline"
 # Ids of the events access publishes about a Stripe event (core/announcements.py): shown with it.
@@ -208,33 +208,10 @@ def consumers_of(events: Sequence[EventRow]) -> list[str]:
 
 
 def dead_letters(container: Container) -> list[DeadLetterRow]:
-    """What the bus gave up on: the in-process bus's list, or the dead-letter subscription's."""
-    settings = container.settings
-    if settings.event_bus != "pubsub":
-        held: list[tuple[str, Any]] = list(getattr(container.bus, "dead_letters", []))
-        return [DeadLetterRow(name, event.id, event.type) for name, event in held]
-    from adapters.bus.dead_letters import dead_letter_box
-
-    with dead_letter_box(
-        project=settings.google_cloud_project,
-        topic=settings.pubsub_topic,
-        emulator_host=settings.pubsub_emulator_host,
-    ) as box:
-        letters = box.pull_all()
-        box.release(letters)  # looked at, not taken: available again at once
-    found = []
-    for letter in letters:
-        try:
-            carried = events_in(letter.data)
-        except ValueError:
-            continue
-        subscriber = letter.attributes.get("CloudPubSubDeadLetterSourceSubscription", "?")
-        found += [
-            DeadLetterRow(subscriber.rsplit("/", 1)[-1], event.id, event.type)
-            for event in carried
-            if isinstance(event, Event)
-        ]
-    return found
+    """What the bus gave up on: the in-process bus's list, or the dead-letter subscription's
+    (read as the support API reads it, `services/support.py`)."""
+    held = held_dead_letters(container.settings, container.bus)
+    return [DeadLetterRow(name, event.id, event.type) for name, event in held]
 
 
 def sent_html(mailer: object, *, event_id: str, kind: str) -> str | None:

@@ -485,3 +485,40 @@ def error(message: str, *, param: str | None = None, code: str | None = None) ->
 
 def _flag(value: Any) -> bool:
     return value is True or str(value).lower() == "true"
+
+
+def meter(
+    meter_id: str, *, display_name: str, event_name: str, formula: str = "sum", created: int
+) -> dict[str, Any]:
+    """A `billing.meter`, as `POST /v1/billing/meters` answers it (its payload keys the
+    defaults: `stripe_customer_id` and `value`)."""
+    return {
+        "id": meter_id,
+        "object": "billing.meter",
+        "created": created,
+        "customer_mapping": {"type": "by_id", "event_payload_key": "stripe_customer_id"},
+        "default_aggregation": {"formula": formula},
+        "display_name": display_name,
+        "event_name": event_name,
+        "event_time_window": None,
+        "livemode": False,
+        "status": "active",
+        "status_transitions": {"deactivated_at": None},
+        "updated": created,
+        "value_settings": {"event_payload_key": "value"},
+    }
+
+
+def meter_event(
+    *, event_name: str, identifier: str, payload: dict[str, str], timestamp: int, created: int
+) -> dict[str, Any]:
+    """A `billing.meter_event`, as `POST /v1/billing/meter_events` answers it."""
+    return {
+        "object": "billing.meter_event",
+        "created": created,
+        "event_name": event_name,
+        "identifier": identifier,
+        "livemode": False,
+        "payload": payload,
+        "timestamp": timestamp,
+    }

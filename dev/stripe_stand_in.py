@@ -67,6 +67,11 @@ MOST_EVENTS = 1000  # kept for `GET /v1/events` (Stripe keeps 30 days)
 # Where every buyer of the stand-in is, and the one tax rate there (see the docstring).
 TAX_LOCATION = {"country": "DE", "postal_code": "10115", "city": "Berlin"}
 TAX_RATE_PERCENT = 19
+# A meter event's timestamp: within the past 35 calendar days, at most 5 minutes ahead; its
+# identifier is unique within a rolling 24 hours (Stripe's "Create a billing meter event").
+METER_EVENT_PAST = 35 * 86_400
+METER_EVENT_AHEAD = 300
+METER_IDENTIFIER_DAY = 86_400
 log = logging.getLogger(__name__)
 
 _ROUTES = Map(
@@ -96,6 +101,10 @@ _ROUTES = Map(
         Rule("/v1/prices", methods=["POST"], endpoint="create_price"),
         Rule("/v1/prices/<pid>", methods=["GET"], endpoint="get_price"),
         Rule("/v1/prices/<pid>", methods=["POST"], endpoint="update_price"),
+        Rule("/v1/billing/meters", methods=["GET"], endpoint="list_meters"),
+        Rule("/v1/billing/meters", methods=["POST"], endpoint="create_meter"),
+        Rule("/v1/billing/meter_events", methods=["POST"], endpoint="create_meter_event"),
+        Rule("/v2/core/events/<eid>", methods=["GET"], endpoint="get_thin_event"),
         Rule("/pay/<sid>", methods=["GET"], endpoint="pay_page"),
         Rule("/pay/<sid>", methods=["POST"], endpoint="pay"),
         Rule("/portal", methods=["GET"], endpoint="portal_page"),
@@ -167,6 +176,14 @@ class StripeStandIn:
         self.products: dict[str, dict[str, Any]] = {}
         self.prices: dict[str, dict[str, Any]] = {}
         self.features: dict[str, list[dict[str, Any]]] = {}
+        self.meters: dict[str, dict[str, Any]] = {}
+        # The meter events Stripe counts, by identifier (a second event with an identifier seen
+        # within 24 hours is accepted and not counted again), and those naming no meter (Stripe
+        # tells of them later with `v1.billing.meter.no_meter_found`).
+        self.meter_events: dict[str, dict[str, Any]] = {}
+        self.meter_events_without_meter: list[dict[str, Any]] = []
+        # Thin events (`v2.core.event`) with their data, as `GET /v2/core/events/{id}` gives.
+        self.thin_events: dict[str, dict[str, Any]] = {}
         # Newest first, as `GET /v1/events` lists them.
         self.events: list[dict[str, Any]] = []
         # Stripe misbehaving, for tests: refusing checkouts or portals, failing on its side
@@ -202,6 +219,10 @@ class StripeStandIn:
                 held.clear()
             self.prices.clear()
             self.features.clear()
+            self.meters.clear()
+            self.meter_events.clear()
+            self.meter_events_without_meter.clear()
+            self.thin_events.clear()
             self.events.clear()
             self._extras.clear()
             self.redaction_jobs.clear()
@@ -263,7 +284,7 @@ class StripeStandIn:
         )
         try:
             endpoint, args = _ROUTES.bind_to_environ(environ).match()
-            if request.path.startswith("/v1/"):
+            if request.path.startswith(("/v1/", "/v2/")):
                 self._as_stripe(request)
             response = getattr(self, endpoint)(request, **args)
         except Refused as exc:
@@ -748,6 +769,94 @@ class StripeStandIn:
         return _listed(request, found, "/v1/prices")
 
     # The checkout page.
+
+    # Billing meters.
+
+    def meter_usage(self, event_name: str, customer_id: str) -> int:
+        """What a meter sums for a customer: the values of the events it counted."""
+        return sum(
+            int(e["payload"]["value"])
+            for e in self.meter_events.values()
+            if e["event_name"] == event_name and e["payload"]["stripe_customer_id"] == customer_id
+        )
+
+    def create_meter(self, request: Request) -> Response:
+        params = _params(request)
+        for name in ("display_name", "event_name"):
+            if not params.get(name):
+                raise _refused(f"Missing required param: {name}.", param=name)
+        formula = (params.get("default_aggregation") or {}).get("formula")
+        if formula not in ("sum", "count", "last"):
+            raise _refused(
+                "Missing required param: default_aggregation[formula].",
+                param="default_aggregation[formula]",
+            )
+        with self.lock:
+            if any(m["event_name"] == params["event_name"] for m in self.meters.values()):
+                raise _refused(
+                    "An active meter with this event_name already exists.", param="event_name"
+                )
+            mid = f"mtr_local_{secrets.token_hex(8)}"
+            self.meters[mid] = shapes.meter(
+                mid,
+                display_name=str(params["display_name"]),
+                event_name=str(params["event_name"]),
+                formula=formula,
+                created=int(time.time()),
+            )
+            return _json(copy.deepcopy(self.meters[mid]))
+
+    def list_meters(self, request: Request) -> Response:
+        return _listed(request, list(self.meters.values()), "/v1/billing/meters")
+
+    def create_meter_event(self, request: Request) -> Response:
+        """Validated as Stripe validates a v1 meter event when it is sent (its parameters);
+        whether a meter has its name is known later, as with Stripe."""
+        params = _params(request)
+        name = params.get("event_name")
+        if not name:
+            raise _refused("Missing required param: event_name.", param="event_name")
+        payload = params.get("payload")
+        if not isinstance(payload, dict) or not payload:
+            raise _refused("Missing required param: payload.", param="payload")
+        for key in ("stripe_customer_id", "value"):
+            if not payload.get(key):
+                raise _refused(f"Missing required param: payload[{key}].", param=f"payload[{key}]")
+        if not str(payload["value"]).lstrip("-").isdigit():
+            raise _refused("Invalid integer: payload[value].", param="payload[value]")
+        now = int(time.time())
+        timestamp = _int(params["timestamp"], "timestamp") if "timestamp" in params else now
+        if not now - METER_EVENT_PAST <= timestamp <= now + METER_EVENT_AHEAD:
+            raise _refused(
+                "Timestamp must be within the past 35 calendar days or up to 5 minutes in the"
+                " future.",
+                param="timestamp",
+            )
+        identifier = str(params.get("identifier") or f"local_{secrets.token_hex(12)}")
+        if len(identifier) > 100 or len(str(name)) > 100:
+            raise _refused("Invalid string: identifier must be at most 100 characters.")
+        found = shapes.meter_event(
+            event_name=str(name),
+            identifier=identifier,
+            payload={k: str(v) for k, v in payload.items()},
+            timestamp=timestamp,
+            created=now,
+        )
+        with self.lock:
+            seen = self.meter_events.get(identifier)
+            if seen is not None and now - seen["created"] < METER_IDENTIFIER_DAY:
+                return _json(found)  # accepted, not counted again
+            if not any(m["event_name"] == name for m in self.meters.values()):
+                self.meter_events_without_meter.append(found)
+            else:
+                self.meter_events[identifier] = found
+        return _json(found)
+
+    def get_thin_event(self, request: Request, eid: str) -> Response:
+        found = self.thin_events.get(eid)
+        if found is None:
+            raise _no_such("event", eid)
+        return _json(copy.deepcopy(found))
 
     def pay_page(self, request: Request, sid: str) -> Response:
         """The checkout: what is bought and by whom, a button that pays, the same as commands."""

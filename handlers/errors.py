@@ -14,6 +14,7 @@ from services.errors import (
     Forbidden,
     InvalidRequest,
     NotConfigured,
+    NotEnoughCredits,
     NotFound,
     ServiceError,
     TooManyRequests,
@@ -38,6 +39,7 @@ STATUS: dict[type[ServiceError], int] = {
     Unauthenticated: 401,
     Forbidden: 403,
     NotFound: 404,
+    NotEnoughCredits: 402,
     Conflict: 409,
     TooManyRequests: 429,
     NotConfigured: 503,
@@ -69,6 +71,9 @@ def register(app: Flask) -> None:
     def _service(exc: ServiceError) -> ResponseReturnValue:
         status = status_of(exc)
         response = error(exc.message, status)
+        if isinstance(exc, NotEnoughCredits):
+            response = jsonify(error=exc.message, balance=exc.balance)
+            response.status_code = status
         if status == 503:
             response.headers["Retry-After"] = RETRY_AFTER
         if isinstance(exc, TooManyRequests):

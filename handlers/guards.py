@@ -11,17 +11,27 @@ subscription counts on the next request (a token's claims wait for its refresh).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from functools import wraps
 from typing import ParamSpec, TypeVar
 
+from flask import make_response, request
+
 from adapters.db import features
 from handlers.deps import caller, container
-from services.errors import Forbidden
+from services import credits
+from services.errors import Conflict, Forbidden, InvalidRequest
 from services.identity import require_user
 
 P = ParamSpec("P")
 R = TypeVar("R")
+
+
+# A client retrying a request sends the same `Idempotency-Key`: it consumes once.
+IDEMPOTENCY_HEADER = "Idempotency-Key"
+LONGEST_IDEMPOTENCY_KEY = 63  # with the user's id before it: within a consumption key's 100
 
 
 def requires_feature(name: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
@@ -38,3 +48,60 @@ def requires_feature(name: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
         return guarded
 
     return guard
+
+
+def consumes(feature: str, amount: int = 1) -> Callable[[Callable[P, R]], Callable[P, R]]:
+    """Let the view run only when the signed-in user's credits of `feature` (their own, else a
+    seated team's pool) cover `amount`: reserved before the view, consumed when it answers
+    below 400, given back when it fails or answers an error. Short: 402
+    `{"error": "Not enough <feature> credits", "balance": n}`. A request sent again with the
+    same `Idempotency-Key` header consumes once."""
+
+    def guard(view: Callable[P, R]) -> Callable[P, R]:
+        @wraps(view)
+        def guarded(*args: P.args, **kwargs: P.kwargs) -> R:
+            user = require_user(caller())
+            db = container().db
+            key = _consumption_key(user.id)
+            payer = credits.Payer(user_id=user.id)
+            taken = credits.consume(db, payer, feature, amount, key, reserve=True)
+            if taken.state == "released":
+                raise Conflict(f"This {IDEMPOTENCY_HEADER} was given back; send a new one")
+            if taken.state != "reserved":  # consumed before, under the same key
+                return view(*args, **kwargs)
+            try:
+                answer = view(*args, **kwargs)
+                status = make_response(answer).status_code
+            except BaseException:
+                credits.settle(db, key, 0)
+                raise
+            credits.settle(db, key, amount if status < 400 else 0, publish=container().bus.publish)
+            return answer
+
+        return guarded
+
+    return guard
+
+
+@contextmanager
+def reserved_credits(feature: str, up_to: int) -> Iterator[credits.Reservation]:
+    """For work whose amount is known only once done: reserve `up_to` credits of the signed-in
+    user, say what it took (`reservation.took(n)`), and the rest is given back (all of it when
+    the block raises). Short of `up_to`: 402 before the work starts."""
+    user = require_user(caller())
+    payer = credits.Payer(user_id=user.id)
+    c = container()
+    key = _consumption_key(user.id)
+    with credits.reserved(c.db, payer, feature, up_to, key, publish=c.bus.publish) as r:
+        yield r
+
+
+def _consumption_key(user_id: str) -> str:
+    given = request.headers.get(IDEMPOTENCY_HEADER)
+    if given is None:
+        return f"{user_id}:{uuid.uuid4()}"
+    if not 1 <= len(given) <= LONGEST_IDEMPOTENCY_KEY or not given.isprintable():
+        raise InvalidRequest(
+            f"{IDEMPOTENCY_HEADER} must be 1 to {LONGEST_IDEMPOTENCY_KEY} printable characters"
+        )
+    return f"{user_id}:{given}"

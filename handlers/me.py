@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict
 
 from adapters.db.entitlements import Held
 from handlers.deps import caller, container
+from services import credits
 from services.account import Account, account_of
 from services.identity import require_user
 from services.teams import teams_of
@@ -34,7 +35,7 @@ class EntitledProduct(_Answer):
 class EntitlementAnswer(_Answer):
     product: EntitledProduct | None  # None: a price no product row is sold at any more
     priceId: str | None
-    kind: Literal["subscription", "purchase"]
+    kind: Literal["subscription", "purchase", "comp"]  # comp: given by an admin, no payment
     status: str
     active: bool
     currentPeriodEnd: datetime | None
@@ -52,6 +53,15 @@ class TeamOfMe(_Answer):
     hasSeat: bool  # the user holds one of its seats (and so its access)
 
 
+class CreditsAnswer(_Answer):
+    feature: str
+    balance: int  # what is left to consume
+    granted: int  # what the live grants gave
+    used: int  # what was consumed of them
+    resetsAt: datetime | None  # when the current period's credits end; None: a pack's only
+    teamId: str | None  # the team whose pool it is; None: the user's own
+
+
 class MeAnswer(_Answer):
     id: str
     email: str | None
@@ -61,6 +71,8 @@ class MeAnswer(_Answer):
     entitlements: list[EntitlementAnswer]
     features: list[str]  # sorted names of the features the user holds (docs/features.md)
     teams: list[TeamOfMe] = []
+    # Read on every request, never put in the token: balances change too often for one.
+    credits: list[CreditsAnswer] = []
 
 
 @bp.get("/api/me")
@@ -84,6 +96,17 @@ def answer(account: Account) -> Response:
         teams=[
             TeamOfMe(id=t.id, name=t.name, role=t.role, hasAccess=t.has_access, hasSeat=t.has_seat)
             for t in teams
+        ],
+        credits=[
+            CreditsAnswer(
+                feature=h.feature,
+                balance=h.balance,
+                granted=h.granted,
+                used=h.used,
+                resetsAt=h.resets_at,
+                teamId=h.team_id,
+            )
+            for h in credits.held(container().db, account.user_id)
         ],
     )
     response = jsonify(body.model_dump(mode="json"))

@@ -12,6 +12,21 @@ from flask.typing import ResponseReturnValue
 from pydantic import BaseModel, ConfigDict
 from pydantic.json_schema import models_json_schema
 
+from handlers.admin import (
+    AuditAnswer,
+    CompRequest,
+    CustomerAnswer,
+    CustomersAnswer,
+    CustomersQuery,
+    FounderTask,
+    FounderTasksAnswer,
+    GrantAnswer,
+    MetricsAnswer,
+    PageQuery,
+    ReasonRequest,
+    ReplayAnswer,
+    ResendAnswer,
+)
 from handlers.checkout_completion import CompletionAnswer, CompletionRequest
 from handlers.github import AccessRequest
 from handlers.leads import LeadRequest, RemovalQuery
@@ -32,6 +47,7 @@ from handlers.teams import (
     TeamAnswer,
     TeamDetailAnswer,
 )
+from handlers.usage import NotEnoughAnswer, UsageAnswer, UsageRequest
 
 bp = Blueprint("openapi", __name__)
 
@@ -112,6 +128,7 @@ class Operation:
     signed_in: bool = False
     only_when: str | None = None  # a blueprint that must be registered for the route to exist
     headers: tuple[str, ...] = field(default=())
+    usage_key: bool = False  # authorised by USAGE_API_KEY as a bearer token
 
 
 # Statuses every route may answer: refused input, a body too large, a dependency down.
@@ -120,6 +137,9 @@ COMMON = {400: ErrorAnswer, 413: ErrorAnswer, 415: ErrorAnswer, 503: ErrorAnswer
 LIMITED = {429: ErrorAnswer}
 # A team's routes: a stranger is told it does not exist, a member without the role is refused.
 TEAM = {401: ErrorAnswer, 403: ErrorAnswer, 404: ErrorAnswer, **COMMON}
+# The support API (handlers/admin.py): anyone but an admin (with a second factor unless
+# ADMIN_MFA=off) gets 404, as for a route that does not exist.
+ADMIN = {404: ErrorAnswer, **COMMON}
 OPERATIONS = (
     Operation("get", "/api/auth/callback", "Complete sign-in: code -> session cookies -> 302",
               {302: None, **LIMITED}, query=None),
@@ -160,6 +180,11 @@ OPERATIONS = (
               {200: DeletionAnswer, 202: DeletionAnswer, 401: ErrorAnswer, 404: ErrorAnswer,
                409: ErrorAnswer, 500: ErrorAnswer, **COMMON, **LIMITED}, DeleteAccountRequest,
               signed_in=True),
+    Operation("post", "/api/usage",
+              "Consume credits for a user or a team, once per key (the first answer again);"
+              " 404 while USAGE_API_KEY is unset",
+              {200: UsageAnswer, 401: ErrorAnswer, 402: NotEnoughAnswer, 404: ErrorAnswer,
+               409: ErrorAnswer, **COMMON}, UsageRequest, usage_key=True),
     Operation("post", "/api/teams", "Create a team; the caller is its owner",
               {201: TeamAnswer, 401: ErrorAnswer, **COMMON, **LIMITED}, CreateTeamRequest,
               signed_in=True),
@@ -191,6 +216,36 @@ OPERATIONS = (
               {200: SampleEmailsAnswer, 400: ErrorAnswer, 401: ErrorAnswer, 403: ErrorAnswer,
                **LIMITED},
               query=SampleEmailQuery, only_when="sample_emails"),
+    Operation("get", "/api/admin/customers",
+              "Admins: find people by e-mail, name, Stripe customer id or user id (paged)",
+              {200: CustomersAnswer, **ADMIN}, query=CustomersQuery, signed_in=True),
+    Operation("get", "/api/admin/customers/{userId}",
+              "Admins: a person, their accounts, grants and causes, purchases, events, e-mails,"
+              " dead letters",
+              {200: CustomerAnswer, **ADMIN}, signed_in=True),
+    Operation("post", "/api/admin/customers/{userId}/grants",
+              "Admins: a complimentary grant (kind comp) until a date or for good, with a reason",
+              {201: GrantAnswer, **ADMIN}, CompRequest, signed_in=True),
+    Operation("delete", "/api/admin/grants/{grantId}",
+              "Admins: end a comp (a Stripe grant: 409, it ends in Stripe), with a reason",
+              {200: GrantAnswer, 409: ErrorAnswer, **ADMIN}, ReasonRequest, signed_in=True),
+    Operation("post", "/api/admin/events/{eventId}/replay",
+              "Admins: fetch an event from Stripe and apply it (the ledger keeps it once)",
+              {200: ReplayAnswer, 409: ErrorAnswer, **ADMIN}, ReasonRequest, signed_in=True),
+    Operation("post", "/api/admin/emails/{sentEmailId}/resend",
+              "Admins: send a sent e-mail again, once (`<eventId>:<kind>`), with a reason",
+              {200: ResendAnswer, 409: ErrorAnswer, **ADMIN}, ReasonRequest, signed_in=True),
+    Operation("get", "/api/admin/metrics",
+              "Admins: MRR per currency, subscriptions, trials, new, churned, refunds",
+              {200: MetricsAnswer, **ADMIN}, signed_in=True),
+    Operation("get", "/api/admin/audit", "Admins: the audit log, newest first (paged)",
+              {200: AuditAnswer, **ADMIN}, query=PageQuery, signed_in=True),
+    Operation("get", "/api/admin/tasks",
+              "Admins: what the founder must do by hand (a Stripe customer to redact), not done",
+              {200: FounderTasksAnswer, **ADMIN}, signed_in=True),
+    Operation("post", "/api/admin/tasks/{taskId}/done",
+              "Admins: a founder task done by hand, with a reason",
+              {200: FounderTask, **ADMIN}, ReasonRequest, signed_in=True),
     Operation("get", "/healthz", "Liveness", {200: HealthAnswer}),
     Operation("get", "/api/health", "Liveness (a path Cloud Run's front end never reserves)",
               {200: HealthAnswer}),
@@ -215,7 +270,10 @@ def document(*, registered: set[str]) -> dict[str, Any]:
         "paths": paths,
         "components": {
             "schemas": schemas.get("$defs", {}),
-            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+            "securitySchemes": {
+                "bearer": {"type": "http", "scheme": "bearer"},
+                "usageKey": {"type": "http", "scheme": "bearer"},
+            },
         },
     }
 
@@ -249,6 +307,8 @@ def _operation(
         spec["parameters"] = parameters
     if op.signed_in:
         spec["security"] = [{"bearer": []}, {}]
+    if op.usage_key:
+        spec["security"] = [{"usageKey": []}]
     return spec
 
 

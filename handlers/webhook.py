@@ -5,9 +5,11 @@ from __future__ import annotations
 from flask import Blueprint, jsonify, request
 from flask.typing import ResponseReturnValue
 
+from adapters.db import credits
+from config import secret
 from handlers.deps import container
 from handlers.parsing import whole_body
-from services.webhook import receive
+from services.webhook import MeterEvents, receive
 
 bp = Blueprint("webhook", __name__)
 
@@ -27,5 +29,10 @@ def payments_webhook() -> ResponseReturnValue:
         secret=c.settings.webhook_secret,
         livemode=c.settings.stripe_livemode,
         bus=c.bus,
+        meters=MeterEvents(
+            secret=secret(c.settings.stripe_meter_events_secret),
+            fetch=c.stripe.thin_event,
+            customers=lambda keys: credits.customers_of(c.db, keys),
+        ),
     )
     return jsonify({})

@@ -8,6 +8,7 @@ from werkzeug.middleware.proxy_fix import ProxyFix
 
 from config import cors_origin_list
 from handlers import (
+    admin,
     auth,
     caching,
     checkout_completion,
@@ -22,6 +23,7 @@ from handlers import (
     products,
     sample_emails,
     teams,
+    usage,
     webhook,
 )
 from handlers.deps import Collaborators
@@ -59,7 +61,9 @@ def build_api(container: Container) -> Flask:
         github.bp,
         me.bp,
         leaving.bp,
+        usage.bp,
         teams.bp,
+        admin.bp,
         openapi.bp,
     ):
         app.register_blueprint(blueprint)

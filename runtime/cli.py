@@ -18,6 +18,7 @@ from flask.cli import with_appcontext
 
 from adapters.db import migrations
 from config import MissingSetting, SettingsError
+from runtime.commands.credits import credits_group
 from runtime.commands.events import events
 from runtime.commands.leaving import account_deletions
 from runtime.commands.products import echo_sync, products
@@ -80,7 +81,14 @@ def seed_command() -> None:
 # Guarded once, when this module is first imported (every app the process builds shares them).
 COMMANDS = tuple(
     guarded(command)
-    for command in (migrate_command, seed_command, events, products, account_deletions)
+    for command in (
+        migrate_command,
+        seed_command,
+        events,
+        products,
+        account_deletions,
+        credits_group,
+    )
 )
 
 

@@ -178,6 +178,7 @@ class Container:
     def access_subscriber(self) -> AccessSubscriber:
         from services import seats
         from subscribers.access import AccessSubscriber
+        from subscribers.usage import UsageReporter
 
         return AccessSubscriber(
             db=self.db,
@@ -186,6 +187,7 @@ class Container:
             github=self.github,
             publish=self._publish,
             tell_seats=seats.tell,
+            usage=UsageReporter(self.db, self.stripe),
             resume_deletion=self._resume_deletion,
         )
 

@@ -31,7 +31,7 @@ def account_of(user: User, *, db: Database) -> Account:
         user_id=profile.id,
         email=profile.email or user.email,
         name=profile.name,
-        has_access=profile.has_access,
+        has_access=features.has_access(db, profile.id),  # a running comp counts too
         portal_available=bool(profile.customer_id),
         held=entitlements.of_user(db, profile.id),
         features=features.of_user(db, profile.id),

@@ -49,3 +49,11 @@ class TooManyRequests(ServiceError):
     def __init__(self, message: str, *, retry_after: int) -> None:
         super().__init__(message)
         self.retry_after = retry_after
+
+
+class NotEnoughCredits(ServiceError):
+    """A consumption beyond the balance of an account no meter bills for the overage."""
+
+    def __init__(self, message: str, *, balance: int) -> None:
+        super().__init__(message)
+        self.balance = balance

@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
 
 from adapters.bus import EventBus, PublishError
 from adapters.stripe_api import SignatureError, verify_signature
 from core import stripe_objects
+from core.credits import MeterError, meter_error
 from core.events import event_from_json, is_subscribed
 from services.errors import InvalidRequest, Unavailable
 
@@ -15,18 +21,42 @@ log = logging.getLogger(__name__)
 TOLERANCE_SECONDS = 300
 
 
+@dataclass(frozen=True)
+class MeterEvents:
+    """How the meters' thin events are checked and told: the signing secret of their event
+    destination, the full event as Stripe holds it (a thin event comes without its data), and
+    the customer each consumption key was billed to."""
+
+    secret: str | None
+    fetch: Callable[[str], Mapping[str, Any] | None]
+    customers: Callable[[Sequence[str]], Mapping[str, str | None]]
+
+
 def receive(
-    *, payload: bytes, signature: str | None, secret: str, livemode: bool | None, bus: EventBus
+    *,
+    payload: bytes,
+    signature: str | None,
+    secret: str,
+    livemode: bool | None,
+    bus: EventBus,
+    meters: MeterEvents | None = None,
 ) -> str:
     """Accept one signed Stripe event; returns what became of it.
 
     `livemode` is the mode of the configured Stripe key (None when it cannot be told): a test
-    event must never grant access in a live deployment, nor the reverse.
+    event must never grant access in a live deployment, nor the reverse. A meter's thin event,
+    signed with its destination's secret, is logged at ERROR with the customers it is about.
     """
     try:
         verify_signature(payload, signature, secret=secret, tolerance=TOLERANCE_SECONDS)
     except SignatureError as exc:
-        raise InvalidRequest(str(exc)) from exc
+        if meters is None or meters.secret is None:
+            raise InvalidRequest(str(exc)) from exc
+        try:
+            verify_signature(payload, signature, secret=meters.secret, tolerance=TOLERANCE_SECONDS)
+        except SignatureError:
+            raise InvalidRequest(str(exc)) from exc
+        return _meter_error(payload, meters)
     try:
         event = event_from_json(payload)
     except ValueError as exc:  # InvalidEvent is one; so is JSON nested past orjson's limit
@@ -74,3 +104,37 @@ def receive(
         extra={"stage": "published", "event_id": event.id, "event_type": event.type},
     )
     return "published"
+
+
+def _meter_error(payload: bytes, meters: MeterEvents) -> str:
+    """A meter's error, told at ERROR with the customers whose meter events it names (their
+    identifiers are our consumption keys): Stripe did not count them, so they are not billed."""
+    try:
+        body = orjson.loads(payload)
+    except orjson.JSONDecodeError as exc:
+        raise InvalidRequest("Invalid event payload: not JSON") from exc
+    found = meter_error(body) if isinstance(body, dict) else None
+    if found is None:
+        raise InvalidRequest("Only the meters' error events are taken with this signature")
+    if not found.complete:  # a thin event: its data is Stripe's to give
+        full = meters.fetch(found.event_id)
+        found = (meter_error(full) if full is not None else None) or found
+    told = _told(found, meters.customers(list(found.identifiers)))
+    log.error(
+        "meter: %s %s for meter %s: %s; %s",
+        found.type,
+        found.event_id,
+        found.meter,
+        found.summary or "no summary",
+        told,
+        extra={"event_id": found.event_id, "event_type": found.type},
+    )
+    return "logged"
+
+
+def _told(found: MeterError, customers: Mapping[str, str | None]) -> str:
+    if not found.identifiers:
+        return "no meter event named"
+    return ", ".join(
+        f"{key} (customer {customers.get(key) or 'unknown'})" for key in found.identifiers
+    )

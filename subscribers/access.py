@@ -33,7 +33,7 @@ from adapters.stripe_api import (
     StripeGateway,
 )
 from core.access import Checkout
-from core.app_events import ACCOUNT_DELETION_REQUESTED
+from core.app_events import ACCOUNT_DELETION_REQUESTED, USAGE_RECORDED
 from core.billing.catalogue import CatalogueChange
 from core.billing.changes import Change, to_changes
 from core.billing.decide import Answers, Asks, Pending, Plan, decide
@@ -41,6 +41,7 @@ from core.events import Event, is_app_event
 from core.features import SUMMARY_UPDATED, disagreement, summary_from
 from core.refunds import Dispute
 from subscribers.envelope import outcome_fields
+from subscribers.usage import UsageReporter
 
 log = logging.getLogger(__name__)
 
@@ -82,6 +83,8 @@ class AccessSubscriber:
     # done yet; raises while one fails or another call runs them, so that the delivery comes
     # back (services/leaving.py `resume_requested`, given by the composition root).
     resume_deletion: Callable[[str], str]
+    # Reports consumptions' overage to Stripe's meters (`app.usage.recorded`), beside the cycle.
+    usage: UsageReporter | None = None
 
     def __call__(self, event: Event) -> str:
         [outcome] = self.apply_many([event])
@@ -97,6 +100,11 @@ class AccessSubscriber:
         bad event does not hold back the others.
         """
         results: list[str | Exception] = ["ignored"] * len(events)
+        usage = [n for n, e in enumerate(events) if e.type == USAGE_RECORDED]
+        if usage and self.usage is not None:
+            reported = self.usage.report_many([events[n] for n in usage])
+            for n, outcome in zip(usage, reported, strict=True):
+                results[n] = outcome
         batch: list[tuple[int, Pending]] = []
         receipts: dict[str, str | None] = {}
         for n, event in enumerate(events):

@@ -406,3 +406,18 @@ def test_tax_and_adaptive_pricing_take_only_their_values(monkeypatch: pytest.Mon
     monkeypatch.setenv("CHECKOUT_ADAPTIVE_PRICING", "")
     settings = Settings()
     assert (settings.checkout_tax, settings.checkout_adaptive_pricing) == ("managed_payments", None)
+
+
+def test_production_selling_usage_needs_a_long_usage_api_key(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    production_with(monkeypatch, SELLS_USAGE="true")
+    with pytest.raises(SettingsError, match=r"missing: USAGE_API_KEY \(SELLS_USAGE=true"):
+        Settings()
+    production_with(monkeypatch, SELLS_USAGE="true", USAGE_API_KEY="short")
+    with pytest.raises(SettingsError, match=r"unsafe: USAGE_API_KEY \(shorter than 32"):
+        Settings()
+    production_with(monkeypatch, SELLS_USAGE="true", USAGE_API_KEY="u" * 40)
+    assert Settings().sells_usage
+    production_with(monkeypatch, SELLS_USAGE="false", USAGE_API_KEY="")
+    assert Settings().usage_api_key is None

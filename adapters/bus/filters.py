@@ -25,8 +25,7 @@ def message_filter(wanted: Iterable[str], among: Iterable[str]) -> str | None:
 
     Types are grouped by their first word (`invoice.`, `app.`): a group wanted whole is one
     `hasPrefix` term, else each wanted type is named. Where what is refused is one term, the
-    filter says `NOT` that, when shorter; where it lies in one group, `NOT` that group's prefix
-    `OR` the types of it that are wanted, when shorter (every Stripe event and one of ours).
+    filter says `NOT` that, when shorter.
     """
     wanted, among = frozenset(wanted), frozenset(among)
     if unknown := wanted - among:
@@ -36,39 +35,50 @@ def message_filter(wanted: Iterable[str], among: Iterable[str]) -> str | None:
     if wanted == among:
         return None
     admit, refuse = _terms(wanted, among), _terms(among - wanted, among)
-    candidates = [" OR ".join(admit)]
-    if len(refuse) == 1:
-        candidates.append(f"NOT {refuse[0]}")
-    if len(groups := {_group(t) for t in among - wanted}) == 1:
-        [group] = groups
-        named = sorted(t for t in wanted if _group(t) == group)
-        candidates.append(
-            " OR ".join(
-                [f'NOT hasPrefix(attributes.event_type, "{group}")']
-                + [f'attributes.event_type = "{t}"' for t in named]
-            )
-        )
-    expression = min(candidates, key=len)
+    expression = " OR ".join(admit)
+    if len(refuse) == 1 and len(f"NOT {refuse[0]}") < len(expression):
+        expression = f"NOT {refuse[0]}"
+    # A group wanted in part (all `customer.` but one `app.` type): refuse its prefix, name
+    # the wanted few.
+    partial = _excepting(wanted, among)
+    if partial is not None and len(partial) < len(expression):
+        expression = partial
     if len(expression.encode()) > FILTER_LIMIT_BYTES:
         raise ValueError(f"the filter is over Pub/Sub's {FILTER_LIMIT_BYTES} bytes: {expression}")
     return expression
 
 
-def _group(event_type: str) -> str:
-    return event_type.split(".", 1)[0] + "."
-
-
 def _terms(chosen: frozenset[str], among: frozenset[str]) -> list[str]:
     groups: dict[str, set[str]] = {}
     for event_type in among:
-        groups.setdefault(_group(event_type), set()).add(event_type)
+        groups.setdefault(event_type.split(".", 1)[0] + ".", set()).add(event_type)
     prefixes, named = [], []
     for prefix, members in sorted(groups.items()):
         if members <= chosen:
             prefixes.append(f'hasPrefix(attributes.event_type, "{prefix}")')
+        elif 0 < len(members - chosen) < len(members & chosen):
+            # Most of a group (every `app.` event but one): its prefix without the few.
+            but = " AND ".join(
+                f'NOT attributes.event_type = "{t}"' for t in sorted(members - chosen)
+            )
+            prefixes.append(f'(hasPrefix(attributes.event_type, "{prefix}") AND {but})')
         else:
             named += [f'attributes.event_type = "{t}"' for t in sorted(members & chosen)]
     return prefixes + named
+
+
+def _excepting(wanted: frozenset[str], among: frozenset[str]) -> str | None:
+    """`NOT hasPrefix(<group>) OR <named>` when a single group is not wanted whole: its wanted
+    types named, every other group wanted whole."""
+    groups: dict[str, set[str]] = {}
+    for event_type in among:
+        groups.setdefault(event_type.split(".", 1)[0] + ".", set()).add(event_type)
+    short = [prefix for prefix, members in groups.items() if not members <= wanted]
+    if len(short) != 1:
+        return None
+    named = sorted(groups[short[0]] & wanted)
+    terms = [f'NOT hasPrefix(attributes.event_type, "{short[0]}")']
+    return " OR ".join(terms + [f'attributes.event_type = "{t}"' for t in named])
 
 
 def _derived() -> dict[str, str]:

@@ -16,7 +16,7 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
-from adapters.db import entitlements
+from adapters.db import credits, entitlements
 from adapters.db.pool import Statement
 from core.billing.changes import key
 from core.billing.decide import Pending, Plan, PurchaseRecord, RefundRecord
@@ -167,6 +167,11 @@ def write(consumer: str, plan: Plan) -> Statement | None:
         teams = list(plan.quantities)
         at = [plan.quantity_at[team] for team in teams]
         parts.append((_SET_QUANTITIES, [teams, [plan.quantities[t] for t in teams], at]))
+    if plan.credit_grants:
+        parts.append((credits.GRANT, credits.grant_columns(plan.credit_grants)))
+        parts.append((credits.RESET, credits.reset_columns(plan.credit_grants)))
+    if plan.credit_ends:
+        parts.append((credits.END, credits.end_columns(plan.credit_ends)))
     if plan.released:
         parts.append((_RELEASE, [consumer, list(plan.released)]))
     if plan.settled:

@@ -62,7 +62,10 @@ class Held:
 
 
 _HELD = (
-    "select e.account_id, e.source_id, e.kind, e.price_id, e.status, e.active,"
+    # A comp is active until its end (`current_period_end`), read against the clock.
+    "select e.account_id, e.source_id, e.kind, e.price_id, e.status,"
+    " e.active and (e.kind <> 'comp' or e.current_period_end is null"
+    " or e.current_period_end > now()) as active,"
     " e.current_period_end, e.cancel_at_period_end, e.trial_end, e.ended_at, e.changed_at,"
     " e.event_id, p.id::text as product_id, p.name as product_name, p.type as product_type,"
     " p.download_url,"

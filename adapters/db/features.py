@@ -20,3 +20,9 @@ def of_customer_subscriptions(db: Database, customer_id: str) -> list[str] | Non
         (customer_id,),
     )
     return list(rows[0]["features"]) if rows else None
+
+
+def has_access(db: Database, user_id: str) -> bool:
+    """Whether the person has access: their profile's (Stripe's grants) or a running comp."""
+    rows = db.fetch_all("select public.access_of(%s::uuid) as has_access", (user_id,))
+    return bool(rows and rows[0]["has_access"])

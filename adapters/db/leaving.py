@@ -284,6 +284,32 @@ def add_founder_task(
         )
 
 
+_TASK = (
+    "json_build_object('id', id, 'kind', kind, 'subject', subject, 'detail', detail,"
+    " 'deletionId', deletion_id, 'createdAt', created_at, 'doneAt', done_at)"
+)
+
+
+def open_founder_tasks(db: Database) -> list[dict[str, Any]]:
+    """The tasks not done yet, oldest first."""
+    rows = db.fetch_all(
+        f"select {_TASK} as task from public.founder_tasks"  # noqa: S608 - constant
+        " where done_at is null order by created_at, id"
+    )
+    return [r["task"] for r in rows]
+
+
+def finish_founder_task(db: Database, task_id: str) -> dict[str, Any] | None:
+    """The task marked done (once: done again, it keeps its first time); None if unknown."""
+    with db.transaction() as conn:
+        done = (
+            "update public.founder_tasks set done_at = coalesce(done_at, now())"  # noqa: S608
+            f" where id = %s returning {_TASK} as task"
+        )
+        row = conn.execute(done, (task_id,)).fetchone()
+    return row["task"] if row else None
+
+
 def leave_team(db: Database, team_id: str, user_id: str) -> bool:
     """Take the person out of a team that goes on; its seats are given out again. False when
     they were no longer in it. A team they created names its longest-standing owner as its

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 COLUMNS = (
     "id, name, description, price, stripe_price_id, type, billing_type, billing_interval,"
     " is_active, is_featured, github_repo, download_url, trial_days, features, per_seat,"
-    " currency, tax_behavior, tax_code, stripe_product_id"
+    " currency, tax_behavior, tax_code, stripe_product_id, credits, credits_period"
 )
 
 
@@ -40,6 +40,8 @@ class Product:
     tax_behavior: str = "unspecified"  # inclusive, exclusive or unspecified, as Stripe says
     tax_code: str | None = None  # its Stripe product's tax code
     stripe_product_id: str | None = None
+    credits: dict[str, int] | None = None  # the credits a purchase grants (docs/credits.md)
+    credits_period: str | None = None
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> Product:
@@ -57,6 +59,9 @@ class Product:
             billing=self.billing_interval or "one_time",
             download_url=self.download_url,
             github_repo=self.github_repo,
+            credits_added=tuple(sorted((self.credits or {}).items()))
+            if self.credits_period == "once"
+            else (),
         )
 
 

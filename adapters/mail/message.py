@@ -6,7 +6,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from email.headerregistry import Address
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from core.addresses import email_address
 
@@ -84,6 +84,16 @@ class Mailer(Protocol):
 
     def send(self, email: OutgoingEmail, *, idempotency_key: str | None = None) -> dict[str, Any]:
         """Send and return the provider's result data, at least {"id": ...}."""
+        ...
+
+
+@runtime_checkable
+class KeepsSent(Protocol):
+    """A mailer that can read back a message it sent (the support API sends one again)."""
+
+    def sent_copy(self, *, provider_id: str | None, idempotency_key: str) -> OutgoingEmail | None:
+        """The message as it was sent (by the provider's id, or the key it was sent under);
+        None when the provider no longer has it. MailError when the provider fails."""
         ...
 
 

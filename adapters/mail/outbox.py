@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import email
+import email.policy
 import fcntl
 import hashlib
 import os
@@ -12,6 +14,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from email.charset import QP, Charset
 from email.header import Header
+from email.message import EmailMessage
 from email.mime.multipart import MIMEMultipart
 from email.mime.text import MIMEText
 from email.parser import BytesHeaderParser
@@ -54,6 +57,25 @@ class OutboxMailer:
             return self.directory / marker.read_text()
         except FileNotFoundError:
             return None
+
+    def sent_copy(self, *, provider_id: str | None, idempotency_key: str) -> OutgoingEmail | None:
+        """The message written for `idempotency_key`, read back from its .eml."""
+        del provider_id  # the outbox finds a message by its key
+        path = self.find(idempotency_key)
+        if path is None or not path.exists():
+            return None
+        parsed = email.message_from_bytes(path.read_bytes(), policy=email.policy.default)
+        assert isinstance(parsed, EmailMessage)
+        text, html = (parsed.get_body(preferencelist=(kind,)) for kind in ("plain", "html"))
+        reply_to = str(parsed.get("Reply-To") or "")
+        return OutgoingEmail(
+            to=tuple(a.strip() for a in str(parsed["To"]).split(",")),
+            subject=str(parsed["Subject"]),
+            text=str(text.get_content()) if isinstance(text, EmailMessage) else "",
+            html=str(html.get_content()) if isinstance(html, EmailMessage) else "",
+            from_=str(parsed["From"]),
+            reply_to=tuple(a.strip() for a in reply_to.split(",") if a.strip()),
+        )
 
     def messages(self) -> list[Path]:
         """The written .eml files, oldest first."""

@@ -169,6 +169,30 @@ class ResendMailer:
         self._pacer.observe(headers if isinstance(headers, Mapping) else None)
         return {k: v for k, v in response.items() if k != "http_headers"}
 
+    def sent_copy(self, *, provider_id: str | None, idempotency_key: str) -> OutgoingEmail | None:
+        """The message as Resend keeps it (`GET /emails/{id}`); None when Resend has no such
+        e-mail. MailError when Resend fails."""
+        del idempotency_key  # Resend finds a message by its id
+        if not provider_id:
+            return None
+        import resend
+
+        with _SDK.using((self._api_key, self._api_url, self._timeout, self), self._configure):
+            try:
+                found: dict[str, Any] = dict(resend.Emails.get(provider_id))
+            except resend.exceptions.ResendError as exc:
+                if _status(exc.code) == 404:
+                    return None
+                raise MailError(f"resend: reading {provider_id} failed: {exc}") from exc
+        return OutgoingEmail(
+            to=_listed(found.get("to")),
+            subject=str(found.get("subject") or ""),
+            text=str(found.get("text") or ""),
+            html=str(found.get("html") or ""),
+            from_=str(found.get("from") or ""),
+            reply_to=_listed(found.get("reply_to")),
+        )
+
     def _configure(self) -> None:
         import resend
 
@@ -178,6 +202,13 @@ class ResendMailer:
             self._client = KeptAliveClient(self._timeout, connections=POOL_SIZE, url=self._api_url)
         resend.api_key, resend.api_url = self._api_key, self._api_url
         resend.default_http_client = self._client
+
+
+def _listed(value: Any) -> tuple[str, ...]:
+    """Resend's address fields: a list of strings, one string, or null."""
+    if isinstance(value, str):
+        return (value,)
+    return tuple(str(v) for v in value or ())
 
 
 class _Retryable(Exception):

@@ -35,6 +35,7 @@ from core.announcements import (
 from core.billing import catalogue
 from core.billing.changes import Change, TrialEnding
 from core.billing.model import Account, State, billing_customer, by_customer, paying_account
+from core.credits import CreditEnd, CreditGrant
 from core.entitlements import (
     GRANTED,
     REVOKED,
@@ -130,6 +131,9 @@ class Plan:
     # The teams whose seats or repositories the delivery may have changed: their members are
     # told once committed (services/seats.py), again on a redelivery (told once all the same).
     teams: list[tuple[int, str]] = field(default_factory=list)
+    # Credits granted by paid periods and packs, and taken back by an end or a refund.
+    credit_grants: list[CreditGrant] = field(default_factory=list)
+    credit_ends: list[CreditEnd] = field(default_factory=list)
     asks: Asks = field(default_factory=Asks)
 
 
@@ -211,9 +215,44 @@ class _Fold:
         stepped, after = self._step(account, event, change.change, price_id=change.price_id)
         if account.kind == "team" and change.quantity is not None:
             self._quantity(account.id, change.quantity, event.created)
+        if stepped.applied:
+            self._credits_of_period(account, event, change, stepped.entitlement)
         if stepped.ended_now:
             self._announce_end(n, event, change, after)
         return stepped.outcome
+
+    def _credits_of_period(
+        self, account: Account, event: Event, change: AccessChange, grant: Entitlement
+    ) -> None:
+        """A paid period grants its credits (the period before ends with them); a
+        subscription's end ends its period's credits, and any granted earlier in the batch."""
+        subscription = change.subscription_id
+        if not grant.active:
+            self.plan.credit_grants = [
+                g for g in self.plan.credit_grants if g.subscription_id != subscription
+            ]
+            self.plan.credit_ends.append(CreditEnd(subscription, None, event.created))
+            return
+        paid = change.paid
+        price = (paid.price_id if paid else None) or grant.price_id
+        if paid is None or price is None:
+            return
+        starts = datetime.fromtimestamp(paid.start, UTC) if paid.start else event.created
+        ends = datetime.fromtimestamp(paid.end, UTC) if paid.end else grant.current_period_end
+        self.plan.credit_grants = [  # the newest period of a batch is the one that counts
+            g for g in self.plan.credit_grants if g.subscription_id != subscription
+        ]
+        self.plan.credit_grants.append(
+            CreditGrant(
+                account.id,
+                f"{subscription}@{paid.invoice_id}",
+                subscription,
+                price,
+                starts,
+                ends,
+                event.id,
+            )
+        )
 
     def _checkout(self, n: int, event: Event, checkout: Checkout) -> str:
         account = paying_account(
@@ -245,6 +284,20 @@ class _Fold:
             # Stripe's subscription events (the same quantity, then every change) are newer,
             # so a checkout event delivered late never undoes a seat change made since.
             self._quantity(account.id, checkout.quantity, _opened(event, checkout))
+        if stepped.outcome == GRANTED and not checkout.subscription_id and checkout.price_id:
+            # A pack: its credits, once (the success page's completion and Stripe's own event
+            # grant the same source); a subscription's come with its paid periods.
+            self.plan.credit_grants.append(
+                CreditGrant(
+                    linked.id,
+                    checkout.session_id,
+                    None,
+                    checkout.price_id,
+                    _opened(event, checkout),
+                    None,
+                    event.id,
+                )
+            )
         if stepped.outcome == GRANTED:
             self._announce_grant(n, event, checkout, after)
         return stepped.outcome
@@ -287,6 +340,8 @@ class _Fold:
         self._team(n, account)
         if not purchase.one_time or account is None:
             return "refunded"
+        # What is left of a refunded pack is taken back (what was used stays used).
+        self.plan.credit_ends.append(CreditEnd(None, purchase.session_id, event.created))
         stepped, _ = self._step(account, event, refund_change(purchase.session_id), price_id=None)
         return f"refunded, access {stepped.outcome}"
 
@@ -427,7 +482,7 @@ class _Fold:
                     customer_id=change.customer_id,
                     price_id=subscription_price(event.object),
                     reason=end_reason(event.object),
-                    access_remains=after.has_access,
+                    access_remains=after.has_access or after.comped,
                 ),
             )
         )

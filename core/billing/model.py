@@ -39,6 +39,9 @@ class Account:
     price_changed_at: datetime | None
     customers: tuple[str, ...] = ()  # every Stripe customer that belongs to it
     created_at: datetime | None = None
+    # An admin's comp still runs on it: access the cycle never decides on, but a mail that says
+    # access ended must not be told while it remains.
+    comped: bool = False
 
 
 @dataclass(frozen=True)

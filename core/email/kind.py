@@ -37,6 +37,8 @@ class ProductFacts:
     billing: str  # one_time, month or year
     download_url: str | None
     github_repo: str | None
+    # What a pack (`once` credits) adds to the buyer's balance: (feature, amount).
+    credits_added: tuple[tuple[str, int], ...] = ()
 
 
 # Builds a kind's props from an event, the product it is about (when known) and the site's URL;

@@ -1,4 +1,5 @@
-"""`flask --app main users create|id|token|show EMAIL`: local users and development tokens."""
+"""`flask --app main users create|id|token|admin|show EMAIL`: local users and development
+tokens."""
 
 from __future__ import annotations
 
@@ -49,10 +50,26 @@ def id_command(email: str) -> None:
 @users.command("token")
 @click.argument("email")
 @click.option("--ttl", default=3600, show_default=True, help="Seconds until it expires.")
-def token_command(email: str, ttl: int) -> None:
+@click.option(
+    "--aal2", "aal2", is_flag=True, help="As after a second factor (the support API asks it)."
+)
+def token_command(email: str, ttl: int, aal2: bool) -> None:
     """Print an access token for EMAIL: `curl -H "Authorization: Bearer $(...)"`."""
     with _refusals() as c:
-        click.echo(local_users.token(email=email, ttl=ttl, db=c.db, settings=c.settings))
+        click.echo(
+            local_users.token(
+                email=email, ttl=ttl, db=c.db, settings=c.settings, second_factor=aal2
+            )
+        )
+
+
+@users.command("admin")
+@click.argument("email")
+def admin_command(email: str) -> None:
+    """Make the user with EMAIL an admin: the support API (/api/admin) answers them."""
+    with _refusals() as c:
+        profile = local_users.make_admin(email=email, db=c.db, settings=c.settings)
+    click.echo(f"admin: {profile.email} (id {profile.id})")
 
 
 @users.command("show")

@@ -143,7 +143,9 @@ begin
       e.current_period_end, e.cancel_at_period_end, e.trial_end, e.ended_at, e.changed_at,
       e.event_id
     from public.entitlements e
-    where e.account_id = any(locked_ids)
+    -- An admin's comps are not Stripe's: the cycle never decides on them (an account says
+    -- only whether one runs, `comped`, so a mail never says access ended while it remains).
+    where e.account_id = any(locked_ids) and e.kind <> 'comp'
     order by e.source_id
     for update
   ), accounts as (
@@ -151,6 +153,10 @@ begin
     -- owner who has held the role longest (never its creator once they left or were demoted).
     select a.id, a.kind, a.owner_id, p.email, p.name, a.customer_id, a.price_id, a.has_access,
       a.access_changed_at, a.price_changed_at, a.created_at,
+      exists (
+        select 1 from public.entitlements c where c.account_id = a.id and c.kind = 'comp'
+          and c.active and (c.current_period_end is null or c.current_period_end > now())
+      ) as comped,
       coalesce((
         select array_agg(c.customer_id order by c.customer_id) from public.stripe_customers c
         where c.account_id = a.id), '{}') as customers

@@ -28,6 +28,13 @@ create table public.products (
   -- the state the row holds, so an older event arriving late never overwrites a newer state.
   stripe_product_id text,
   synced_at timestamptz,
+  -- The credits a purchase grants (feature -> amount; docs/credits.md), granted at each paid
+  -- period (`period`) or once (`once`, kept `credits_expire_days` or until used), and the
+  -- Stripe meter event consumption beyond them is billed on.
+  credits jsonb not null default '{}'::jsonb check (jsonb_typeof(credits) = 'object'),
+  credits_period text check (credits_period in ('period', 'once')),
+  credits_expire_days integer check (credits_expire_days between 1 and 3650),
+  meter text,
   -- What selling worldwide reads: the price's currency (lower-case ISO 4217, as Stripe gives
   -- it) and tax behaviour (whether its amount includes tax), and the product's Stripe Tax code
   -- (Managed Payments sells only products that have one).

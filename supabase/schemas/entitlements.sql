@@ -1,11 +1,12 @@
--- Access per grant: one row per subscription (source_id: its id) and per one-time purchase
--- (source_id: its checkout session). A subscription's end ends only its own row, a refund only
+-- Access per grant: one row per subscription (source_id: its id), per one-time purchase
+-- (source_id: its checkout session) and per complimentary grant an admin gave (kind `comp`,
+-- source_id `comp_<id>`, until `current_period_end`, or for good when it is null). A subscription's end ends only its own row, a refund only
 -- its purchase's; an account's has_access is derived from them.
 create table public.entitlements (
   id uuid primary key default gen_random_uuid(),
   account_id uuid not null references public.accounts (id) on delete cascade,
   source_id text not null unique,
-  kind text not null check (kind in ('subscription', 'purchase')),
+  kind text not null check (kind in ('subscription', 'purchase', 'comp')),
   price_id text,
   -- Stripe's subscription status; `paid` or `refunded` for a purchase.
   status text not null,
@@ -18,7 +19,10 @@ create table public.entitlements (
   changed_at timestamptz,
   event_id text,
   created_at timestamptz not null default now(),
-  updated_at timestamptz not null default now()
+  updated_at timestamptz not null default now(),
+  -- A comp's cause: the admin who gave it and why (the audit log has the call itself).
+  granted_by uuid,
+  reason text
 );
 create index entitlements_account_idx on public.entitlements (account_id);
 create trigger entitlements_touch before update on public.entitlements

@@ -37,7 +37,9 @@ $$;
 
 revoke execute on function public.product_features(public.products) from public, anon, authenticated;
 
--- The sorted features the active grants of these accounts give (of the kinds named).
+-- The sorted features the active grants of these accounts give (of the kinds named). A comp
+-- counts until its `current_period_end` (null: for good), read against the clock, so it ends
+-- on time with nothing to run.
 create or replace function public.grant_features(
   p_accounts uuid[],
   p_kinds text[] default array['subscription', 'purchase']
@@ -54,19 +56,22 @@ as $$
   join public.products p on p.stripe_price_id = e.price_id
   cross join lateral unnest(public.product_features(p)) as f(name)
   where e.account_id = any(p_accounts) and e.active and e.kind = any(p_kinds)
+    and (e.kind <> 'comp' or e.current_period_end is null or e.current_period_end > now())
 $$;
 
--- A person's features: those of every account they have access through.
+-- A person's features: those of every account they have access through, comps included.
 create or replace function public.features_of(p_user uuid) returns text[]
 language sql
 stable
 security definer
 set search_path = ''
 as $$
-  select public.grant_features(array(select public.access_accounts(p_user)))
+  select public.grant_features(
+    array(select public.access_accounts(p_user)), array['subscription', 'purchase', 'comp'])
 $$;
 
--- A person's access, as the access cycle mirrors it on their profile (what GET /api/me says).
+-- A person's access: what the access cycle mirrors on their profile from Stripe's grants, or a
+-- comp of their own account still running (read against the clock, so it ends on time).
 create or replace function public.access_of(p_user uuid) returns boolean
 language sql
 stable
@@ -74,6 +79,10 @@ security definer
 set search_path = ''
 as $$
   select coalesce((select p.has_access from public.profiles p where p.id = p_user), false)
+    or exists (
+      select 1 from public.entitlements e join public.accounts a on a.id = e.account_id
+      where a.owner_id = p_user and a.kind = 'personal' and e.kind = 'comp' and e.active
+        and (e.current_period_end is null or e.current_period_end > now()))
 $$;
 
 -- For row-level security: the signed-in user's. A name no product grants is simply not held.

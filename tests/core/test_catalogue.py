@@ -185,3 +185,59 @@ def test_an_event_naming_no_product_retires_nothing() -> None:
     [change] = to_changes(e)
     write, outcome = decide(e, change)  # type: ignore[arg-type]
     assert (write.listings, write.retire, outcome) == ((), None, "ignored (no product named)")
+
+
+def test_credits_are_read_with_how_they_are_granted() -> None:
+    meta = {"type": "link", "credits": "generations:100, api-calls:5000", "meter": "gen_over"}
+    facts = read_product(product("prod_1", "Pro", "", meta))
+    assert facts.credits == (("generations", 100), ("api-calls", 5000))
+    assert (facts.credits_period, facts.credits_expire_days, facts.meter) == (
+        "period", None, "gen_over",
+    )  # fmt: skip
+    pack = {"type": "link", "credits": "generations:500", "credits_period": "once"}
+    facts = read_product(product("prod_2", "Pack", "", {**pack, "credits_expire_days": "365"}))
+    row = listing(facts, price("price_p", "prod_2", 900))
+    assert (row.credits, row.credits_period, row.credits_expire_days) == (
+        (("generations", 500),), "once", 365,
+    )  # fmt: skip
+    assert read_product(product("prod_3", "Plain", "", {"type": "link"})).credits == ()
+
+
+@pytest.mark.parametrize(
+    ("metadata", "problem"),
+    [
+        ({"credits": "generations"}, "metadata credits has 'generations', not <feature>:<amount>"),
+        ({"credits": "Gen:5"}, "metadata credits has 'Gen:5', not <feature>:<amount>"),
+        ({"credits": "gen:-5"}, "metadata credits has 'gen:-5', not <feature>:<amount>"),
+        ({"credits": "gen:0"}, "metadata credits gives gen 0, not 1 to 1000000000"),
+        ({"credits": "gen:1,gen:2"}, "metadata credits names gen twice"),
+        ({"credits": "gen:1", "credits_period": "monthly"}, "metadata credits_period is 'monthly'"),
+        ({"credits_period": "once"}, "metadata credits_period or credits_expire_days is set"),
+        (
+            {"credits": "gen:1", "credits_period": "once", "credits_expire_days": "0"},
+            "metadata credits_expire_days is '0', not a whole number 1 to 3650",
+        ),
+        (
+            {"credits": "gen:1", "credits_expire_days": "30"},
+            "metadata credits_expire_days is set but credits_period is not once",
+        ),
+        ({"meter": "no spaces please"}, "metadata meter is 'no spaces please'"),
+    ],
+)
+def test_unreadable_credits_name_the_key(metadata: dict[str, str], problem: str) -> None:
+    with pytest.raises(Unreadable, match=problem):
+        read_product(product("prod_1", "Pro", "", {"type": "link", **metadata}))
+
+
+def test_period_credits_on_a_one_time_price_leave_that_price_out() -> None:
+    meta = {"type": "link", "credits": "generations:100"}
+    read = catalogue_of(
+        [product("prod_1", "Pro", "", meta)],
+        [price("price_o", "prod_1", 900), price("price_m", "prod_1", 900, "month")],
+        {},
+    )
+    assert [item.stripe_price_id for item in read.listings] == ["price_m"]
+    assert read.problems == (
+        "price price_o of product prod_1 is not sold:"
+        " credits_period is period on a one-time price (a pack is `once`)",
+    )

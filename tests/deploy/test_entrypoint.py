@@ -264,8 +264,10 @@ def test_sigterm_drains_the_request_in_flight_then_shuts_down(
         wait_for((marks / "started").exists, timeout=20)
         process.send_signal(signal.SIGTERM)
         assert response.result().status_code == 200
-    assert process.wait(timeout=10) == 0
-    output = process.communicate()[0]
+    # Its output read while it exits (a full pipe would stall it); the deadline is for a loaded
+    # machine, not Cloud Run's 10 s grace: how fast it drains is not what this test checks.
+    output = process.communicate(timeout=60)[0]
+    assert process.returncode == 0
     records = [json.loads(line) for line in output.splitlines()]
     [handled] = [r for r in records if r["message"] == "handled evt-1"]
     assert handled["logging.googleapis.com/trace"].endswith("/4bf92f3577b34da6a3ce929d0e0e4736")

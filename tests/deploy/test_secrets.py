@@ -37,9 +37,11 @@ SECRETS = {
     "stripe_webhook_secret",
     "resend_api_key",
     "github_token",
+    "usage_api_key",
+    "stripe_meter_events_secret",
 }
 # Read when set, not required: the deploy gives them only where they exist.
-OPTIONAL = {"supabase_jwt_secret", "github_token"}
+OPTIONAL = {"supabase_jwt_secret", "github_token", "usage_api_key", "stripe_meter_events_secret"}
 # Collaborators `handlers.deps.caller` uses for every signed-in route.
 CALLER = {"supabase_auth", "tokens"}
 
@@ -79,6 +81,8 @@ def everything(tmp_path: Path) -> Settings:
             "stripe_webhook_secret": "whsec_x",
             "resend_api_key": "re_x",
             "github_token": "ghp_x",
+            "usage_api_key": "usage-key-of-at-least-thirty-two-characters",
+            "stripe_meter_events_secret": "whsec_meter_x",
             "enable_test_email": False,
             "email_outbox_dir": tmp_path / "outbox",
         }

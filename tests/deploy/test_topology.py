@@ -11,7 +11,7 @@ import yaml
 from adapters.bus.filters import MESSAGE_FILTERS, message_filter
 from adapters.bus.topology import DEAD_LETTER_TOPIC_RETENTION, DELIVERY_ATTEMPTS, PushPolicy
 from config import Settings
-from core.app_events import ACCOUNT_DELETION_REQUESTED, APP_EVENTS
+from core.app_events import ACCOUNT_DELETION_REQUESTED, APP_EVENTS, USAGE_RECORDED
 from core.consumers import CONSUMED, ON_THE_BUS
 from core.email.plan import handled_types
 from core.events import APP_EVENT_PREFIX, SUBSCRIBED_TYPES
@@ -54,11 +54,13 @@ def test_each_subscriber_has_its_attempts_and_filter_and_dead_letters_keep_31_da
 
 
 def admits(expression: str, event_type: str) -> bool:
-    """Pub/Sub's filter language, the part the filters use: `OR`, `NOT`, `hasPrefix(a, p)`
-    and `a = "v"` on `attributes.event_type`."""
+    """Pub/Sub's filter language, the part the filters use: `OR`, `NOT`, `(... AND ...)`,
+    `hasPrefix(a, p)` and `a = "v"` on `attributes.event_type`."""
 
     def term(text: str) -> bool:
         text = text.strip()
+        if text.startswith("(") and text.endswith(")"):
+            return all(term(part) for part in text[1:-1].split(" AND "))
         if text.startswith("NOT "):
             return not term(text[4:])
         prefix = re.fullmatch(r'hasPrefix\(attributes\.event_type, "([^"]*)"\)', text)
@@ -75,8 +77,10 @@ def test_the_filters_let_through_exactly_what_each_subscriber_acts_on() -> None:
     every = SUBSCRIBED_TYPES | APP_EVENTS
     access = {t for t in every if admits(MESSAGE_FILTERS["access"], t)}
     emails = {t for t in every | handled_types() if admits(MESSAGE_FILTERS["emails"], t)}
-    # Every Stripe event; of our own, only the deletions it runs (no announcement).
-    assert access == SUBSCRIBED_TYPES | {ACCOUNT_DELETION_REQUESTED}
+    # Every Stripe event; of our own, a consumption's overage to report and the account
+    # deletions it runs (no announcement).
+    assert access == SUBSCRIBED_TYPES | {USAGE_RECORDED, ACCOUNT_DELETION_REQUESTED}
+    assert USAGE_RECORDED not in emails
     assert handled_types() <= emails  # every type an e-mail is planned for
     assert not {t for t in emails if not t.startswith(APP_EVENT_PREFIX)} - handled_types()
     for expression in MESSAGE_FILTERS.values():
@@ -113,12 +117,19 @@ def test_a_filter_names_the_wanted_types_or_refuses_the_rest_whichever_is_shorte
     assert message_filter({"app.a", "invoice.paid", "invoice.failed"}, among) == (
         'hasPrefix(attributes.event_type, "invoice.") OR attributes.event_type = "app.a"'
     )
-    # What is refused lies in one group: NOT its prefix, OR the types of it that are wanted.
-    assert message_filter(among - {"app.b"}, among | {"app.b", "app.c"}) == (
-        'NOT hasPrefix(attributes.event_type, "app.") OR attributes.event_type = "app.a"'
-    )
     assert message_filter(among, among) is None  # every message: no filter
     with pytest.raises(ValueError, match=r"not on the bus: invoice\.created"):
         message_filter({"invoice.created"}, among)
     with pytest.raises(ValueError, match="wants no event"):
         message_filter(set(), among)
+
+
+def test_a_group_wanted_all_but_a_few_is_its_prefix_without_them() -> None:
+    among = {"app.a", "app.b", "app.c", "invoice.paid", "charge.refunded"}
+    assert message_filter({"app.a", "app.b", "invoice.paid"}, among) == (
+        '(hasPrefix(attributes.event_type, "app.") AND NOT attributes.event_type = "app.c")'
+        ' OR hasPrefix(attributes.event_type, "invoice.")'
+    )
+    assert message_filter({"invoice.paid", "charge.refunded", "app.c"}, among) == (
+        'NOT hasPrefix(attributes.event_type, "app.") OR attributes.event_type = "app.c"'
+    )

@@ -67,11 +67,21 @@ def test_make_demo_runs_the_whole_loop_and_exits_0(home: Path, bus: str) -> None
     assert sorted(printed) == sorted(written)
     invitations = [s for s in written.values() if " invited you to " in s]
     assert sorted(s for s in written.values() if s not in invitations) == [
+        "Order confirmed: Demo Metered",
+        "Order confirmed: Demo Pack",
         "Order confirmed: Team Monthly",
         "Order confirmed: Team Monthly",  # the team's 3 seats
         "Receipt: $19.00 for Team Monthly",
+        "Receipt: $9.00 for Demo Metered",
         "Subscription ended: Team Monthly",
+        "Your generations credits are running low",  # the pack's
+        "Your generations credits are running low",  # the plan's
     ]
+    # A pack consumed to 402; a plan on a meter consumed past its credits, the 3 over reported.
+    assert re.search(r"^\[credits\] pack: 5 generations granted; 6 consumptions answered"
+                     r" 200, 200, 200, 200, 200, 402$", out, re.MULTILINE)  # fmt: skip
+    assert re.search(r"overage     3 generations reported to meter demo_generations_overage: "
+                     r"\S+-3, \S+-4, \S+-5$", out, re.MULTILINE)  # fmt: skip
     # Each names the owner who invited, by address, and quotes the team's name.
     assert len(invitations) == 2
     for subject in invitations:

@@ -1,4 +1,5 @@
-"""Resend's POST /emails as documented: idempotency keys, its error shapes, its rate limit."""
+"""Resend's POST /emails as documented: idempotency keys, its error shapes, its rate limit; and
+GET /emails/{id}, a sent e-mail as Resend keeps it."""
 
 from __future__ import annotations
 
@@ -36,17 +37,20 @@ class FakeResend:
     responding: threading.Event = field(default_factory=threading.Event)
     _recent: deque[float] = field(default_factory=deque)
     _by_key: dict[str, dict[str, Any]] = field(default_factory=dict)
+    _by_id: dict[str, dict[str, Any]] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def __post_init__(self) -> None:
         self.responding.set()
         self.server.route("/emails", ("POST",), self._send)
+        self.server.route("/emails/<email_id>", ("GET",), self._get)
 
     def reset(self) -> None:
         self.server.reset()
         self.delivered.clear()
         self.delivered_keys.clear()
         self._by_key.clear()
+        self._by_id.clear()
         self.scripted.clear()
         self._recent.clear()
         self.failures_left = 0
@@ -75,6 +79,30 @@ class FakeResend:
         with self._lock:
             response.headers.update(self._rate_headers())
         return response
+
+    def _get(self, request: Request, email_id: str) -> Response:
+        """Resend's retrieve-email answer: the e-mail object, or its 404 error shape."""
+        with self._lock:
+            sent = self._by_id.get(email_id)
+        if sent is None:
+            body = {"statusCode": 404, "name": "not_found", "message": "Email not found"}
+            return json_response(body, 404)
+        return json_response(
+            {
+                "object": "email",
+                "id": email_id,
+                "to": sent["to"] if isinstance(sent["to"], list) else [sent["to"]],
+                "from": sent["from"],
+                "created_at": "2026-11-28 12:00:00.000000+00",
+                "subject": sent["subject"],
+                "html": sent.get("html"),
+                "text": sent.get("text"),
+                "bcc": None,
+                "cc": None,
+                "reply_to": sent.get("reply_to"),
+                "last_event": "delivered",
+            }
+        )
 
     def _rate_headers(self) -> dict[str, str]:
         """Resend's `ratelimit-*` headers on every answer, while a limit is set."""
@@ -107,6 +135,7 @@ class FakeResend:
             if key and key in self._by_key:
                 return json_response(self._by_key[key])  # same answer, nothing sent again
             result = {"id": str(uuid.uuid4())}
+            self._by_id[result["id"]] = request.get_json()
             self.delivered.append(request.get_json())
             self.delivered_keys.append(key)
             if key:

@@ -5,18 +5,25 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 import time
 from collections import Counter
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Protocol
 
 import psycopg
 
 from adapters.bus.topology import subscription_name
+from adapters.db import credits
 from adapters.db.pool import Database
+from config import Settings
+from core.credits import overage_recorded
+from dev import stripe_shapes as shapes
 from dev.samples.catalogue import seed_demo_products
 from dev.stripe_stand_in import StripeStandIn
+from runtime.container import Container
 from tests.fakes.resend import FakeResend
 from tests.faultrun import targets
 from tests.faultrun.check import access_outcomes, differences, teams_now
@@ -25,6 +32,7 @@ from tests.faultrun.members import Members
 from tests.faultrun.model import Scenario
 from tests.faultrun.steps import SEAT_PRICE
 from tests.faultrun.stripe import Stripe
+from tests.faultrun.usage import METER, PACK_CREDITS, PERIOD_CREDITS, Usage
 from tests.faultrun.watch import DeadLetters, Settler, replay
 
 log = logging.getLogger(__name__)
@@ -54,6 +62,7 @@ class Rig:
 @dataclass(frozen=True)
 class Knobs:
     outages: int = 2  # batches whose delivery starts with Pub/Sub down
+    consumptions: int = 120  # POST /api/usage per batch, beside its deliveries
     kill_every: int = 40  # deliveries accepted between Postgres connections killed
     mailer_fault_every: int = 25  # e-mails delivered between bursts of Resend 500s
     settle_timeout: float = 240.0  # a batch settles in seconds; the margin is for a loaded machine
@@ -75,6 +84,9 @@ def run(scenario: Scenario, rig: Rig, knobs: Knobs = Knobs()) -> Report:
     _seed_database(scenario, rig.database_url)
     for session in scenario.sessions():
         rig.stripe.sessions[str(session["id"])] = session
+    rig.stripe.meters["mtr_faultrun"] = shapes.meter(
+        "mtr_faultrun", display_name="Generations", event_name=METER, created=int(time.time())
+    )
     rig.bus.stop()  # a fresh emulator: nothing left over from earlier runs or tests
     rig.bus.ensure_running()
     base = targets.settings(
@@ -105,6 +117,8 @@ def run(scenario: Scenario, rig: Rig, knobs: Knobs = Knobs()) -> Report:
         )
         members.create(scenario.owners())
         stripe = Stripe(service.api.url + "/api/webhook/payments")
+        buyers = [str(c.user_id) for c in scenario.customers if c.user_id and c.team is None]
+        usage = Usage(service.api.url, rig.database_url, buyers, scenario.seed)
         killer = BackendKiller(rig.database_url, stripe.traffic, every=knobs.kill_every)
         mailer = MailerFaults(
             rig.resend,
@@ -120,7 +134,12 @@ def run(scenario: Scenario, rig: Rig, knobs: Knobs = Knobs()) -> Report:
                 if 0 < index <= knobs.outages:
                     outage, outages = _outage(rig.bus, endpoints), outages + 1
                 posting, since = time.monotonic(), time.time() - 1
+                consuming = threading.Thread(
+                    target=usage.burst, args=(index, knobs.consumptions), daemon=True
+                )
+                consuming.start()
                 stripe.deliver(members.bound(batch), outage=outage)
+                consuming.join()
                 settling = time.monotonic()
                 settler.settle(
                     stripe.accepted,
@@ -136,6 +155,7 @@ def run(scenario: Scenario, rig: Rig, knobs: Knobs = Knobs()) -> Report:
                     time.monotonic() - settling,
                 )
             changing += _changed(scenario, members, rig.database_url, len(scenario.batches))
+        swept = _swept(base, rig.database_url)
         report = Report(
             figures=_figures(
                 scenario, stripe, killer, mailer, service, dead, started, outages, settler.replays
@@ -146,8 +166,15 @@ def run(scenario: Scenario, rig: Rig, knobs: Knobs = Knobs()) -> Report:
                 )
             },
             refused=stripe.refused,
-            faults={"killed": killer.killed, "mailer 5xx": mailer.answered, "outages": outages},
+            faults={
+                "killed": killer.killed,
+                "mailer 5xx": mailer.answered,
+                "outages": outages,
+            },
         )
+        report.figures |= usage.figures(rig.stripe) | {
+            "overages announced again by the sweep (lost while Pub/Sub was down)": swept,
+        }
     report.differences = members.differences + differences(
         scenario,
         database_url=rig.database_url,
@@ -157,9 +184,30 @@ def run(scenario: Scenario, rig: Rig, knobs: Knobs = Knobs()) -> Report:
         topic=rig.topic,
         teams=members.teams,
     )
+    report.differences += usage.check(rig.stripe)
     report.figures["e-mails delivered"] = len(rig.resend.delivered)
     report.figures["mismatches with the model"] = len(report.differences)
     return report
+
+
+def _swept(base: Settings, url: str, timeout: float = 120.0) -> int:
+    """`flask --app main credits report`'s sweep, with the api's settings: the overages whose
+    announcement was lost announced again; then waits until every overage is reported (the
+    access target reports them). How many it announced."""
+    container = Container(base)
+    try:
+        keys = credits.unreported(container.db, older_than_seconds=0)
+        for key in keys:
+            container.bus.publish(*overage_recorded(key, datetime.now(UTC)))
+        container.bus.drain(30)
+        deadline = time.monotonic() + timeout
+        while credits.unreported(container.db, older_than_seconds=0):
+            if time.monotonic() > deadline:
+                break  # what is left is told as a difference
+            time.sleep(0.2)
+    finally:
+        container.close()
+    return len(keys)
 
 
 def _changed(scenario: Scenario, members: Members, url: str, index: int) -> float:
@@ -206,6 +254,20 @@ def _seed_database(scenario: Scenario, url: str) -> None:
     db = Database(lambda: url, max_size=1)
     seed_demo_products(db)
     db.close()
+    # Credits: each paid period of a plan grants some, each one-time purchase a pack; beyond
+    # them, the monthly demo plan is billed on a meter (its holders are never refused).
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(
+            "update public.products set credits = jsonb_build_object('generations',"
+            " case when billing_type = 'subscription' then %s else %s end),"
+            " credits_period = case when billing_type = 'subscription' then 'period'"
+            " else 'once' end where stripe_price_id <> %s",
+            (PERIOD_CREDITS, PACK_CREDITS, SEAT_PRICE),
+        )
+        conn.execute(
+            "update public.products set meter = %s where stripe_price_id = %s",
+            (METER, "price_demo_team_monthly"),
+        )
 
 
 def _changes(scenario: Scenario) -> Counter[str]:

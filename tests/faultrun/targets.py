@@ -23,6 +23,8 @@ from runtime.limits import ROUTE_LIMITS
 SUBSCRIBERS = ("access", "emails")
 # Each subscriber's connections say who they are, so that faults can pick them out.
 APPLICATION = "faultrun-{}"
+# POST /api/usage's key (tests/faultrun/usage.py consumes credits with it).
+USAGE_KEY = "faultrun-usage-key-0123456789abcdef0123"
 # Stripe's events, and the application events access publishes (`revoked_evt_...`; a
 # checkout's keyed by its session, `granted_cs_...`).
 _HANDLED = re.compile(r"\b(access|emails): (\S+) ((?:[a-z]+_)?(?:evt|cs)_\S+)\s+-> ")
@@ -79,6 +81,7 @@ def settings(
         event_bus="pubsub",
         pubsub_emulator_host=emulator_host,
         gunicorn_threads=8,
+        usage_api_key=SecretStr(USAGE_KEY),
     )
     # The run's people call the teams' routes far more often than one person would, and its
     # teams invite far more than a team does in a day.

@@ -91,4 +91,13 @@ def test_two_thousand_events_with_faults_end_exactly_as_the_model(
     # The faults happened (a run without them would prove nothing), and the webhook refused
     # only with 503 while Pub/Sub was down.
     assert all(report.faults.values()), report.faults
+    # Consumption went on under the faults: granted, refused when short, and beyond the credits
+    # of the metered plan reported to its meter (tests/faultrun/usage.py checks each).
+    consumed = str(report.figures["consumptions (each key twice): 200 / 402 / other"])
+    ok, refused, other = (int(n) for n in consumed.split(" / "))
+    assert ok > 0, consumed
+    assert refused > 0, consumed
+    assert other == 0, consumed
+    counted = str(report.figures["overages counted at the meter (meter events sent)"])
+    assert int(counted.split(" ")[0]) > 0, counted
     assert set(report.refused) == {503}

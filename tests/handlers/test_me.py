@@ -53,6 +53,7 @@ def test_a_new_user_has_nothing_yet(api: Api, db: Database) -> None:
         "entitlements": [],
         "features": [],
         "teams": [],
+        "credits": [],
     }
 
 

@@ -128,3 +128,27 @@ def test_a_deleted_product_stops_selling_and_its_rows_stay(
     assert row(db)["is_active"] is False  # kept: purchases refer to it
     assert outcome(db, "evt_deleted") == "product retired"
     assert checkout(api).status_code == 400
+
+
+def test_a_products_credits_are_stored_with_it_and_bad_ones_stop_selling(
+    api: Api, db: Database, stripe: StripeStandIn
+) -> None:
+    meta = {"type": "link", "credits": "generations:500", "credits_period": "once"}
+    stripe.products["prod_kit"]["metadata"] = {**meta, "credits_expire_days": "30"}
+    deliver(api, "product.updated", stripe.products["prod_kit"], T0, "evt_credits")
+    [found] = db.fetch_all(
+        "select credits, credits_period, credits_expire_days, is_active from public.products"
+        " where stripe_price_id = 'price_kit'"
+    )
+    assert found == {
+        "credits": {"generations": 500},
+        "credits_period": "once",
+        "credits_expire_days": 30,
+        "is_active": True,
+    }
+    stripe.products["prod_kit"]["metadata"] = {"type": "link", "credits": "generations:lots"}
+    deliver(api, "product.updated", stripe.products["prod_kit"], T0 + 1, "evt_bad_credits")
+    assert row(db)["is_active"] is False
+    assert outcome(db, "evt_bad_credits") == (
+        "product prod_kit not sold: metadata credits has 'generations:lots', not <feature>:<amount>"
+    )

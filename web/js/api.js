@@ -16,7 +16,23 @@ import { request } from "./http.js";
  */
 
 /**
+ * @typedef {{ id: string, kind: ("personal" | "team"), customerId: (string | null), hasAccess: boolean, customers: Array<string>, team: (TeamPlace | null) }} AccountAnswer
+ */
+
+/**
+ * @typedef {{ items: Array<AuditRow>, nextCursor: (string | null) }} AuditAnswer
+ */
+
+/**
+ * @typedef {{ id: number, at: string, adminId: string, adminEmail: (string | null), action: string, subjectUserId: (string | null), subject: (string | null), reason: (string | null), request: Record<string, never> }} AuditRow
+ */
+
+/**
  * @typedef {{ priceId: string, successUrl: string, cancelUrl: string, mode: ("payment" | "subscription"), teamId?: (string | null), quantity?: (number | null) }} CheckoutRequest
+ */
+
+/**
+ * @typedef {{ priceId: string, until: (string | null), reason: string }} CompRequest
  */
 
 /** GET /api/me's answer to the session's signed-in buyer; the session's grant to a guest token's holder.
@@ -29,6 +45,30 @@ import { request } from "./http.js";
 
 /**
  * @typedef {{ name: string }} CreateTeamRequest
+ */
+
+/**
+ * @typedef {{ feature: string, balance: number, granted: number, used: number, resetsAt: (string | null), teamId: (string | null) }} CreditsAnswer
+ */
+
+/**
+ * @typedef {{ person: Person, accounts: Array<AccountAnswer>, grants: Array<GrantAnswer>, purchases: Array<PurchaseAnswer>, events: Array<LedgerEvent>, emails: Array<SentEmailAnswer>, deadLetters: Array<DeadLetterAnswer> }} CustomerAnswer
+ */
+
+/**
+ * @typedef {{ id: string, email: (string | null), name: (string | null), hasAccess: boolean, stripeAccess: boolean, customerId: (string | null), createdAt: string }} CustomerSummary
+ */
+
+/**
+ * @typedef {{ items: Array<CustomerSummary>, nextCursor: (string | null) }} CustomersAnswer
+ */
+
+/**
+ * @typedef {{ q: string, limit?: (number | null), cursor?: (string | null) }} CustomersQuery
+ */
+
+/**
+ * @typedef {{ subscriber: string, eventId: string, type: string, created: string, appliedSince: (string | null) }} DeadLetterAnswer
  */
 
 /**
@@ -48,7 +88,7 @@ import { request } from "./http.js";
  */
 
 /**
- * @typedef {{ product: (EntitledProduct | null), priceId: (string | null), kind: ("subscription" | "purchase"), status: string, active: boolean, currentPeriodEnd: (string | null), cancelAtPeriodEnd: boolean, trialEnd: (string | null), endedAt: (string | null), teamId?: (string | null) }} EntitlementAnswer
+ * @typedef {{ product: (EntitledProduct | null), priceId: (string | null), kind: ("subscription" | "purchase" | "comp"), status: string, active: boolean, currentPeriodEnd: (string | null), cancelAtPeriodEnd: boolean, trialEnd: (string | null), endedAt: (string | null), teamId?: (string | null) }} EntitlementAnswer
  */
 
 /**
@@ -57,6 +97,22 @@ import { request } from "./http.js";
 
 /** Every row stored about the person, by table; the rows' fields as stored.
  * @typedef {{ exportedAt: string, profile: (Record<string, never> | null), accounts: Array<Record<string, never>>, grants: Array<Record<string, never>>, purchases: Array<Record<string, never>>, githubGrants: Array<Record<string, never>>, teams: Array<Record<string, never>>, teamGithubGrants: Array<Record<string, never>>, emailsSent: Array<Record<string, never>>, leads: Array<Record<string, never>> }} ExportAnswer
+ */
+
+/**
+ * @typedef {{ id: string, kind: string, subject: string, detail: string, deletionId: (string | null), createdAt: string, doneAt: (string | null) }} FounderTask
+ */
+
+/**
+ * @typedef {{ items: Array<FounderTask> }} FounderTasksAnswer
+ */
+
+/**
+ * @typedef {{ id: string, accountId: string, kind: ("subscription" | "purchase" | "comp"), sourceId: string, priceId: (string | null), product: (string | null), status: string, active: boolean, currentPeriodEnd: (string | null), endedAt: (string | null), teamId: (string | null), cause: GrantCause }} GrantAnswer
+ */
+
+/**
+ * @typedef {{ kind: ("comp" | "stripe subscription" | "stripe checkout"), at: (string | null), grantedBy?: (string | null), reason?: (string | null), subscription?: (string | null), checkoutSession?: (string | null), lastEvent?: (string | null) }} GrantCause
  */
 
 /**
@@ -76,11 +132,31 @@ import { request } from "./http.js";
  */
 
 /**
- * @typedef {{ id: string, email: (string | null), name: (string | null), hasAccess: boolean, portalAvailable: boolean, entitlements: Array<EntitlementAnswer>, features: Array<string>, teams?: Array<TeamOfMe> }} MeAnswer
+ * @typedef {{ id: string, type: string, consumer: string, created: string, processedAt: string, outcome: string }} LedgerEvent
+ */
+
+/**
+ * @typedef {{ id: string, email: (string | null), name: (string | null), hasAccess: boolean, portalAvailable: boolean, entitlements: Array<EntitlementAnswer>, features: Array<string>, teams?: Array<TeamOfMe>, credits?: Array<CreditsAnswer> }} MeAnswer
  */
 
 /**
  * @typedef {{ userId: string, email: (string | null), role: ("owner" | "admin" | "member"), hasSeat: boolean }} MemberAnswer
+ */
+
+/**
+ * @typedef {{ mrr: Record<string, never>, activeSubscriptions: number, trials: number, newLast30Days: number, churnedLast30Days: number, refundsLast30Days: Record<string, never>, computedAt: string }} MetricsAnswer
+ */
+
+/**
+ * @typedef {{ error: string, balance: number }} NotEnoughAnswer
+ */
+
+/**
+ * @typedef {{ limit?: (number | null), cursor?: (string | null) }} PageQuery
+ */
+
+/**
+ * @typedef {{ id: string, email: (string | null), name: (string | null), isAdmin: boolean, hasAccess: boolean, stripeAccess: boolean, customerId: (string | null), createdAt: string }} Person
  */
 
 /**
@@ -96,7 +172,19 @@ import { request } from "./http.js";
  */
 
 /**
- * @typedef {{ name: (string | null), priceId: (string | null), kind: ("subscription" | "purchase") }} PurchasedProduct
+ * @typedef {{ id: string, accountId: (string | null), checkoutSession: string, customerId: (string | null), paymentIntent: (string | null), amountTotal: (number | null), currency: (string | null), paid: boolean, amountRefunded: number, refundedAt: (string | null), product: (string | null), createdAt: string }} PurchaseAnswer
+ */
+
+/**
+ * @typedef {{ name: (string | null), priceId: (string | null), kind: ("subscription" | "purchase" | "comp") }} PurchasedProduct
+ */
+
+/**
+ * @typedef {{ reason: string }} ReasonRequest
+ */
+
+/**
+ * @typedef {{ count: number, amount: number }} Refunds
  */
 
 /**
@@ -104,7 +192,15 @@ import { request } from "./http.js";
  */
 
 /**
+ * @typedef {{ eventId: string, type: string, outcome: (string | null), appliedBefore: boolean, republished: boolean }} ReplayAnswer
+ */
+
+/**
  * @typedef {{ success: boolean, repositories: Array<string> }} RepositoriesAnswer
+ */
+
+/**
+ * @typedef {{ sentEmailId: string, kind: string, recipient: string }} ResendAnswer
  */
 
 /**
@@ -116,7 +212,7 @@ import { request } from "./http.js";
  */
 
 /**
- * @typedef {{ type?: ("account-deleted" | "checkout-expired" | "github-access-granted" | "invoice-paid" | "new-signup" | "payment-failed" | "purchase-confirmation" | "signin-link" | "subscription-cancelled" | "team-invitation" | "team-seat-lost" | "team-seat-restored" | "trial-ending" | "all"), email?: string }} SampleEmailQuery
+ * @typedef {{ type?: ("account-deleted" | "checkout-expired" | "credits-low" | "github-access-granted" | "invoice-paid" | "new-signup" | "payment-failed" | "purchase-confirmation" | "signin-link" | "subscription-cancelled" | "team-invitation" | "team-seat-lost" | "team-seat-restored" | "trial-ending" | "all"), email?: string }} SampleEmailQuery
  */
 
 /**
@@ -133,6 +229,10 @@ import { request } from "./http.js";
 
 /**
  * @typedef {{ quantity: number }} SeatsRequest
+ */
+
+/**
+ * @typedef {{ id: string, eventId: string, kind: string, recipient: string, sentAt: string, resentAt: (string | null) }} SentEmailAnswer
  */
 
 /** A guest token's answer: what the session bought, nothing of the account it landed on (an e-mail typed on Stripe's page chose that account, and nobody verified it).
@@ -156,7 +256,19 @@ import { request } from "./http.js";
  */
 
 /**
+ * @typedef {{ name: string, quantity: (number | null), role: string, hasSeat: boolean, joinedAt: string }} TeamPlace
+ */
+
+/**
  * @typedef {{ url: (string | null) }} UrlAnswer
+ */
+
+/**
+ * @typedef {{ feature: string, balance: number, used: number }} UsageAnswer
+ */
+
+/**
+ * @typedef {{ userId?: (string | null), teamId?: (string | null), feature: string, amount: unknown, key: string }} UsageRequest
  */
 
 /** Store a lead
@@ -235,6 +347,14 @@ export function deleteMe(body) {
  */
 export function getMeExport() {
   return request("GET", `/api/me/export`);
+}
+
+/** Consume credits for a user or a team, once per key (the first answer again); 404 while USAGE_API_KEY is unset
+ * @param {UsageRequest} body
+ * @returns {Promise<UsageAnswer>}
+ */
+export function postUsage(body) {
+  return request("POST", `/api/usage`, { body });
 }
 
 /** Create a team; the caller is its owner
@@ -324,11 +444,94 @@ export function getProductsPublic() {
 }
 
 /** Send sample e-mails (not in production by default)
- * @param {{ type?: ("account-deleted" | "checkout-expired" | "github-access-granted" | "invoice-paid" | "new-signup" | "payment-failed" | "purchase-confirmation" | "signin-link" | "subscription-cancelled" | "team-invitation" | "team-seat-lost" | "team-seat-restored" | "trial-ending" | "all"), email?: string }} [query]
+ * @param {{ type?: ("account-deleted" | "checkout-expired" | "credits-low" | "github-access-granted" | "invoice-paid" | "new-signup" | "payment-failed" | "purchase-confirmation" | "signin-link" | "subscription-cancelled" | "team-invitation" | "team-seat-lost" | "team-seat-restored" | "trial-ending" | "all"), email?: string }} [query]
  * @returns {Promise<SampleEmailsAnswer>}
  */
 export function getTestEmail(query = {}) {
   return request("GET", `/api/test-email`, { query });
+}
+
+/** Admins: find people by e-mail, name, Stripe customer id or user id (paged)
+ * @param {{ q: string, limit?: (number | null), cursor?: (string | null) }} [query]
+ * @returns {Promise<CustomersAnswer>}
+ */
+export function getAdminCustomers(query = {}) {
+  return request("GET", `/api/admin/customers`, { query });
+}
+
+/** Admins: a person, their accounts, grants and causes, purchases, events, e-mails, dead letters
+ * @param {string} userId
+ * @returns {Promise<CustomerAnswer>}
+ */
+export function getAdminCustomers(userId) {
+  return request("GET", `/api/admin/customers/${encodeURIComponent(userId)}`);
+}
+
+/** Admins: a complimentary grant (kind comp) until a date or for good, with a reason
+ * @param {string} userId
+ * @param {CompRequest} body
+ * @returns {Promise<GrantAnswer>}
+ */
+export function postAdminCustomersGrants(userId, body) {
+  return request("POST", `/api/admin/customers/${encodeURIComponent(userId)}/grants`, { body });
+}
+
+/** Admins: end a comp (a Stripe grant: 409, it ends in Stripe), with a reason
+ * @param {string} grantId
+ * @param {ReasonRequest} body
+ * @returns {Promise<GrantAnswer>}
+ */
+export function deleteAdminGrants(grantId, body) {
+  return request("DELETE", `/api/admin/grants/${encodeURIComponent(grantId)}`, { body });
+}
+
+/** Admins: fetch an event from Stripe and apply it (the ledger keeps it once)
+ * @param {string} eventId
+ * @param {ReasonRequest} body
+ * @returns {Promise<ReplayAnswer>}
+ */
+export function postAdminEventsReplay(eventId, body) {
+  return request("POST", `/api/admin/events/${encodeURIComponent(eventId)}/replay`, { body });
+}
+
+/** Admins: send a sent e-mail again, once (`<eventId>:<kind>`), with a reason
+ * @param {string} sentEmailId
+ * @param {ReasonRequest} body
+ * @returns {Promise<ResendAnswer>}
+ */
+export function postAdminEmailsResend(sentEmailId, body) {
+  return request("POST", `/api/admin/emails/${encodeURIComponent(sentEmailId)}/resend`, { body });
+}
+
+/** Admins: MRR per currency, subscriptions, trials, new, churned, refunds
+ * @returns {Promise<MetricsAnswer>}
+ */
+export function getAdminMetrics() {
+  return request("GET", `/api/admin/metrics`);
+}
+
+/** Admins: the audit log, newest first (paged)
+ * @param {{ limit?: (number | null), cursor?: (string | null) }} [query]
+ * @returns {Promise<AuditAnswer>}
+ */
+export function getAdminAudit(query = {}) {
+  return request("GET", `/api/admin/audit`, { query });
+}
+
+/** Admins: what the founder must do by hand (a Stripe customer to redact), not done
+ * @returns {Promise<FounderTasksAnswer>}
+ */
+export function getAdminTasks() {
+  return request("GET", `/api/admin/tasks`);
+}
+
+/** Admins: a founder task done by hand, with a reason
+ * @param {string} taskId
+ * @param {ReasonRequest} body
+ * @returns {Promise<FounderTask>}
+ */
+export function postAdminTasksDone(taskId, body) {
+  return request("POST", `/api/admin/tasks/${encodeURIComponent(taskId)}/done`, { body });
 }
 
 /** Liveness

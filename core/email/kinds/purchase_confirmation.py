@@ -39,6 +39,8 @@ class PurchaseConfirmationProps(ChargeProps):
     # receipt and invoice come from Stripe's Link.
     sold_by_stripe: bool = False
     charged: Text | None = None  # in the buyer's own currency, under Adaptive Pricing
+    # A pack's credits, added to the buyer's balance by this purchase: (feature, amount).
+    credits_added: tuple[tuple[Text, int], ...] = ()
 
     @property
     def delivered_as(self) -> Delivery:
@@ -84,6 +86,7 @@ def _about(product: ProductFacts) -> dict[str, Any]:
         "billing": product.billing,
         "repository": None,
         "download_links": [],
+        "credits_added": list(product.credits_added),
     }
     if product.type == "github" and product.github_repo:
         values["repository"] = product.github_repo
@@ -126,6 +129,7 @@ KIND = Kind(
         ],
         "repository": None,
         "invoice_url": "https://invoice.stripe.com/i/acct_1Acme/test_inv_4817",
+        "credits_added": [("generations", 500)],
     },
     triggers={ACCESS_GRANTED: _granted},
     about_product=_about,

@@ -96,3 +96,13 @@ def test_a_repository_sold_as_a_subscription_says_both(billing: str) -> None:
     for part in both(content):
         assert "Add your GitHub username" in part
         assert f"Your access renews every {billing} until you cancel" in part
+
+
+def test_a_pack_says_what_it_added_to_the_balance() -> None:
+    pack = ProductFacts(
+        "Generation Pack", "link", "one_time", None, None, credits_added=(("generations", 500),)
+    )
+    for part in both(confirmation(pack)):
+        assert "Added to your balance: 500 generations credits." in part
+    for part in both(confirmation(LIFETIME)):
+        assert "Added to your balance" not in part

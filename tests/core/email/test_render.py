@@ -43,6 +43,12 @@ REQUIRED: dict[str, dict[str, Any]] = {
     "payment-failed": {"amount": "€19.99"},
     "invoice-paid": {"amount": "$29.00", "invoice_number": "INV-0007"},
     "new-signup": {},
+    "credits-low": {
+        "feature": "generations",
+        "balance": 9,
+        "granted": 100,
+        "as_of": "2026-11-21T14:30:00+00:00",
+    },
     "github-access-granted": {"repository": "acme-labs/saas-starter"},
     "checkout-expired": {
         "product_name": "Starter Kit",
@@ -68,6 +74,7 @@ REQUIRED: dict[str, dict[str, Any]] = {
 
 # Required values a template shows in another form (a date as words).
 DISPLAYED: dict[str, list[str]] = {
+    "credits-low": ["generations credits", "9 of 100", "14:30 UTC on November 21, 2026"],
     "trial-ending": ["December 1, 2026"],
     "team-invitation": [
         "eve@example.com",
@@ -134,6 +141,7 @@ def test_kinds_and_props_models_line_up() -> None:
     assert KINDS == (
         "account-deleted",
         "checkout-expired",
+        "credits-low",
         "github-access-granted",
         "invoice-paid",
         "new-signup",

@@ -1,0 +1,172 @@
+"""Credits as plain data: what a consumption answered, and when a balance is low.
+
+A consumption is decided in Postgres in one statement (`public.credit_take`, under the grants'
+row locks: the only place that can decide it without a race); this module says what each of its
+answers means to the caller, and the rules over balances that need no lock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any, Literal
+
+from core.app_events import CREDITS_LOW, USAGE_RECORDED
+from core.events import Event, app_event
+
+State = Literal["consumed", "reserved", "released", "refused", "conflict", "unknown"]
+# A balance under this share of what was granted is low: its holder is told once a period.
+LOW_SHARE = 0.1
+LONGEST_KEY = 100  # Stripe's meter event identifier holds at most 100 characters
+
+
+@dataclass(frozen=True)
+class Taken:
+    """What one consumption (or its settling) answered: `first` false when its key had
+    answered before (nothing more was taken)."""
+
+    state: State
+    feature: str
+    balance: int = 0
+    overage: int = 0  # units beyond the credits, billed on the account's meter
+    first: bool = False
+    granted: int = 0  # what the live grants gave, when it was taken
+    before: int = 0  # the balance before it
+    mark: int | None = None  # the period (or pack) its low balance is told once for
+
+    @property
+    def allowed(self) -> bool:
+        return self.state in ("consumed", "reserved", "released")
+
+
+@dataclass(frozen=True)
+class Credits:
+    """An account's credits of one feature, as a person sees them."""
+
+    feature: str
+    balance: int
+    granted: int
+    used: int
+    resets_at: datetime | None  # when the current period's credits end; None: a pack's only
+    team_id: str | None  # the team whose pool it is; None: the person's own
+
+
+def not_enough(feature: str) -> str:
+    """The refusal a consumption beyond the balance answers."""
+    return f"Not enough {feature} credits"
+
+
+def fell_low(*, before: int, after: int, granted: int) -> bool:
+    """Whether this consumption took the balance under `LOW_SHARE` of the grant for the first
+    time (later ones, already under, do not: the holder is told once)."""
+    line = granted * LOW_SHARE
+    return granted > 0 and before >= line > after
+
+
+@dataclass(frozen=True)
+class CreditGrant:
+    """Credits a paid period or a pack grants: the products at `price_id` say which and how
+    many (`public.products.credits`), so a grant is written once per source and feature."""
+
+    account_id: str
+    source: str  # `<subscription>@<invoice>` for a paid period, the checkout session for a pack
+    subscription_id: str | None
+    price_id: str
+    starts_at: datetime
+    ends_at: datetime | None  # the period's end; None for a pack (its expiry is the product's)
+    event_id: str
+
+
+@dataclass(frozen=True)
+class CreditEnd:
+    """Credits taken back at `at`: a subscription's period credits when it ends, or what is
+    left of one pack (`source`) when it is refunded in full."""
+
+    subscription_id: str | None
+    source: str | None
+    at: datetime
+
+
+# Stripe takes a meter event dated within the past 35 calendar days; a report is given up (and
+# alerted on) a day before, so a report in flight at the edge is not refused after being sent.
+REPORT_WINDOW = timedelta(days=34)
+
+
+def overage_recorded(key: str, at: datetime) -> tuple[Event, bytes]:
+    """The application event a consumption with overage publishes once committed; its id is
+    derived from the key, so publishing it again is harmless."""
+    return app_event(USAGE_RECORDED, event_id=f"usage_{key}", obj={"key": key}, created=at)
+
+
+def reportable(created_at: datetime, now: datetime) -> bool:
+    """Whether an overage consumed at `created_at` can still be reported to Stripe's meter."""
+    return now - created_at < REPORT_WINDOW
+
+
+# Stripe's thin events about meter events it could not count (sent to an event destination).
+METER_ERROR_TYPES = frozenset(
+    {"v1.billing.meter.error_report_triggered", "v1.billing.meter.no_meter_found"}
+)
+
+
+@dataclass(frozen=True)
+class MeterError:
+    """What a meter error event says: which meter, which of our consumptions (their keys are
+    the meter events' identifiers), and Stripe's summary. `complete` is false for a thin event
+    as delivered (its `data` comes only when the event is fetched)."""
+
+    event_id: str
+    type: str
+    meter: str | None
+    identifiers: tuple[str, ...]
+    summary: str
+    complete: bool
+
+
+def meter_error(body: Mapping[str, Any]) -> MeterError | None:
+    """The meter error a `v2.core.event` body tells of, or None for any other body."""
+    if body.get("object") != "v2.core.event" or body.get("type") not in METER_ERROR_TYPES:
+        return None
+    related = body.get("related_object")
+    data = body.get("data")
+    identifiers: list[str] = []
+    summary = ""
+    if isinstance(data, Mapping):
+        summary = str(data.get("developer_message_summary") or "")
+        reason = data.get("reason")
+        kinds = reason.get("error_types") if isinstance(reason, Mapping) else None
+        for kind in kinds if isinstance(kinds, list) else []:
+            for sample in (kind.get("sample_errors") or []) if isinstance(kind, Mapping) else []:
+                request = sample.get("request") if isinstance(sample, Mapping) else None
+                if isinstance(request, Mapping) and isinstance(request.get("identifier"), str):
+                    identifiers.append(request["identifier"])
+    return MeterError(
+        event_id=str(body.get("id") or ""),
+        type=str(body["type"]),
+        meter=str(related.get("id")) if isinstance(related, Mapping) else None,
+        identifiers=tuple(dict.fromkeys(identifiers)),
+        summary=summary,
+        complete=isinstance(data, Mapping),
+    )
+
+
+def credits_low(
+    taken: Taken, *, account_id: str, to: Mapping[str, Any], at: datetime
+) -> tuple[Event, bytes] | None:
+    """The announcement a consumption makes when it took the balance under `LOW_SHARE` of the
+    grant for the first time: its id is the account's, the feature's and the period's, so it
+    is told once per period (again for a new pack only). `to` is whom the mail addresses."""
+    if not taken.first or taken.mark is None:
+        return None
+    if not fell_low(before=taken.before, after=taken.balance, granted=taken.granted):
+        return None
+    obj = {
+        **to,
+        "feature": taken.feature,
+        "balance": taken.balance,
+        "granted": taken.granted,
+        "at": at.isoformat(),
+    }
+    event_id = f"credits_low_{account_id}_{taken.feature}_{taken.mark}"
+    return app_event(CREDITS_LOW, event_id=event_id, obj=obj, created=at)

@@ -1,0 +1,39 @@
+"""`flask --app main credits report`: announce again the overages not reported to Stripe's
+meter (an announcement lost between a consumption's commit and the bus), for the access
+target to report once each. Safe to run any time: a report goes once per consumption key."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import click
+from flask import current_app
+from flask.cli import AppGroup
+
+from adapters.db import credits
+from core.credits import overage_recorded
+from runtime.container import Container
+
+
+@click.group("credits", cls=AppGroup)
+def credits_group() -> None:
+    """Credits and usage: report overages to Stripe's meters."""
+
+
+@credits_group.command("report")
+@click.option(
+    "--older-than",
+    default=300,
+    show_default=True,
+    type=click.IntRange(min=0),
+    help="Seconds since the consumption: newer ones are still on their way.",
+)
+def report_command(older_than: int) -> None:
+    """Announce each unreported overage again (the reporter sends each once)."""
+    c: Container = current_app.extensions["container"]
+    keys = credits.unreported(c.db, older_than_seconds=older_than)
+    for key in keys:
+        event, data = overage_recorded(key, datetime.now(UTC))
+        c.bus.publish(event, data)
+    c.bus.drain(30)
+    click.echo(f"announced {len(keys)} unreported overage(s)")

@@ -1,0 +1,365 @@
+-- Credits: a product's metadata says what a purchase grants to consume (`credits`,
+-- `credits_period`, `credits_expire_days`) and the meter that bills consumption beyond it
+-- (`meter`); the grants the access cycle writes and the consumptions `consume_credits` decides
+-- in one statement, once per idempotency key (docs/credits.md).
+
+alter table public.products
+  add column credits jsonb not null default '{}'::jsonb check (jsonb_typeof(credits) = 'object'),
+  add column credits_period text check (credits_period in ('period', 'once')),
+  add column credits_expire_days integer check (credits_expire_days between 1 and 3650),
+  add column meter text;
+
+-- One grant of credits of one feature to one account (a team's account: one pool its seated
+-- members share). `source` is what granted it: `<subscription>@<period start>` for a paid
+-- period, `<subscription>` for a subscription's `once` credits, the checkout session for a pack.
+create table public.credit_grants (
+  id bigint generated always as identity primary key,
+  account_id uuid not null references public.accounts (id) on delete cascade,
+  feature text not null check (feature ~ '^[a-z0-9]+([-_][a-z0-9]+)*$'),
+  source text not null,
+  kind text not null check (kind in ('period', 'once')),
+  -- The subscription whose period (or first payment) granted it: its end ends them.
+  subscription_id text,
+  amount integer not null check (amount > 0),
+  used integer not null default 0,
+  starts_at timestamptz not null,
+  -- A period's end, or a pack's `credits_expire_days` after its purchase; null: until used.
+  expires_at timestamptz,
+  -- Taken back (a refunded pack, an ended subscription) or replaced (the next paid period).
+  ended_at timestamptz,
+  event_id text,
+  created_at timestamptz not null default now(),
+  constraint credit_grants_used_within check (used between 0 and amount),
+  constraint credit_grants_once_per_source unique (source, feature)
+);
+create index credit_grants_account_feature on public.credit_grants (account_id, feature);
+create index credit_grants_subscription on public.credit_grants (subscription_id)
+  where subscription_id is not null;
+
+-- One consumption per idempotency key: the first answer is kept and given again. `covered` was
+-- drawn from grants (`draws`: [{"grant": id, "amount": n}], what a release gives back);
+-- `overage` goes beyond them, billed on the meter `meter` (reported once: `reported_at`).
+create table public.credit_uses (
+  key text primary key check (length(key) between 1 and 100),
+  account_id uuid not null references public.accounts (id) on delete cascade,
+  feature text not null,
+  amount integer not null check (amount > 0),
+  state text not null check (state in ('consumed', 'refused', 'reserved', 'released')),
+  covered integer not null default 0 check (covered >= 0),
+  overage integer not null default 0 check (overage >= 0),
+  balance integer not null,
+  draws jsonb not null default '[]'::jsonb,
+  meter text,
+  customer_id text,
+  -- The person who consumed (through `credit_take_for`): their key answers them the same,
+  -- whichever pool they draw from later.
+  user_id uuid,
+  -- The overage's report to the meter: claimed by a reporter (`report_claim`, its token, so a
+  -- claim sent again after a broken connection is its own; a lease: a reporter that crashed
+  -- leaves it to the next after a while), done, or given up (past Stripe's 35-day window).
+  report_claim uuid,
+  report_claimed_at timestamptz,
+  reported_at timestamptz,
+  report_error text,
+  created_at timestamptz not null default now(),
+  settled_at timestamptz
+);
+create index credit_uses_account_feature on public.credit_uses (account_id, feature);
+create index credit_uses_unreported on public.credit_uses (created_at)
+  where overage > 0 and reported_at is null;
+
+-- Server only: no policy; a person reads their own balance through `credits_of`.
+alter table public.credit_grants enable row level security;
+alter table public.credit_uses enable row level security;
+
+-- The grants that count now: not ended, not expired.
+create or replace function public.credit_live(p_account uuid, p_feature text)
+returns setof public.credit_grants
+language sql
+stable
+set search_path = ''
+as $$
+  select g.* from public.credit_grants g
+  where g.account_id = p_account and g.feature = p_feature and g.ended_at is null
+    and (g.expires_at is null or g.expires_at > now())
+$$;
+
+-- The meter an account's consumption beyond its credits of a feature is billed on: an active
+-- grant of a product that names a meter and grants the feature (as credits or as a feature).
+create or replace function public.credit_meter(p_account uuid, p_feature text) returns text
+language sql
+stable
+set search_path = ''
+as $$
+  select p.meter from public.entitlements e
+  join public.products p on p.stripe_price_id = e.price_id
+  where e.account_id = p_account and e.active and p.meter is not null
+    and (p.credits ? p_feature or p_feature = any(p.features))
+  order by p.meter limit 1
+$$;
+
+-- The account whose credits of a feature a person consumes: their own when it holds some (or
+-- is billed for overage), else the first team where they hold a seat that does, else their own.
+create or replace function public.credit_account(p_user uuid, p_feature text) returns uuid
+language sql
+stable
+security definer
+set search_path = ''
+as $$
+  select coalesce(
+    (select a.id from public.access_accounts(p_user) as a(id)
+      join public.accounts acc on acc.id = a.id
+      where exists (select 1 from public.credit_live(a.id, p_feature))
+        or public.credit_meter(a.id, p_feature) is not null
+      order by acc.kind = 'personal' desc, a.id limit 1),
+    (select a.id from public.accounts a where a.owner_id = p_user and a.kind = 'personal')
+  )
+$$;
+
+-- What an account has of a feature now: balance, granted, used, when its period credits end.
+create or replace function public.credit_balance(p_account uuid, p_feature text)
+returns table (balance integer, granted integer, used integer, resets_at timestamptz)
+language sql
+stable
+set search_path = ''
+as $$
+  select coalesce(sum(g.amount - g.used), 0)::integer, coalesce(sum(g.amount), 0)::integer,
+    coalesce(sum(g.used), 0)::integer, min(g.expires_at) filter (where g.kind = 'period')
+  from public.credit_live(p_account, p_feature) g
+$$;
+
+-- Take `p_amount` credits of `p_feature` from `p_account` under the idempotency key `p_key`:
+-- `consumed` (or `reserved`, given back by `credits_release` or settled by `credits_settle`),
+-- `refused` when the balance is short and no meter bills the overage, `conflict` when the key
+-- was used for another account, feature or amount. The same key again answers what it answered
+-- first and takes nothing more. The grants are locked in id order before the balance is read,
+-- so concurrent calls take turns and the balance never goes below zero.
+create or replace function public.credit_take(
+  p_account uuid, p_feature text, p_amount integer, p_key text, p_state text
+) returns jsonb
+language plpgsql
+security definer
+set search_path = ''
+as $$
+declare
+  v_use public.credit_uses;
+  v_grant record;
+  v_left integer := p_amount;
+  v_take integer;
+  v_draws jsonb := '[]'::jsonb;
+  v_balance integer := 0;
+  v_granted integer := 0;
+  v_period bigint;
+  v_pack bigint;
+  v_meter text;
+  v_state text := p_state;
+begin
+  insert into public.credit_uses (key, account_id, feature, amount, state, balance)
+  values (p_key, p_account, p_feature, p_amount, p_state, 0)
+  on conflict (key) do nothing
+  returning * into v_use;
+  if v_use.key is null then  -- taken before (or being taken: the insert waited for it)
+    select * into v_use from public.credit_uses u where u.key = p_key;
+    if v_use.account_id <> p_account or v_use.feature <> p_feature or v_use.amount <> p_amount
+    then
+      return jsonb_build_object('state', 'conflict', 'feature', p_feature);
+    end if;
+    return jsonb_build_object('state', v_use.state, 'feature', v_use.feature,
+      'balance', v_use.balance, 'overage', v_use.overage, 'first', false);
+  end if;
+  for v_grant in
+    select g.id, g.kind, g.amount, g.amount - g.used as left_over from public.credit_grants g
+    where g.account_id = p_account and g.feature = p_feature and g.ended_at is null
+      and (g.expires_at is null or g.expires_at > now())
+    order by g.id for update
+  loop
+    v_balance := v_balance + v_grant.left_over;
+    v_granted := v_granted + v_grant.amount;
+    -- What a low balance is told once for: the current period (its oldest live grant), else
+    -- the newest pack.
+    if v_grant.kind = 'period' then
+      v_period := coalesce(v_period, v_grant.id);
+    else
+      v_pack := v_grant.id;
+    end if;
+  end loop;
+  if v_balance < p_amount then
+    v_meter := public.credit_meter(p_account, p_feature);
+    if v_meter is null then
+      update public.credit_uses set state = 'refused', balance = v_balance where key = p_key;
+      return jsonb_build_object('state', 'refused', 'feature', p_feature,
+        'balance', v_balance, 'overage', 0, 'first', true);
+    end if;
+  end if;
+  -- Period credits first (they end soonest), then packs by expiry, oldest first.
+  for v_grant in
+    select g.id, g.amount - g.used as left_over from public.credit_live(p_account, p_feature) g
+    where g.amount > g.used
+    order by g.kind = 'period' desc, g.expires_at nulls last, g.id
+  loop
+    exit when v_left = 0;
+    v_take := least(v_left, v_grant.left_over);
+    update public.credit_grants set used = used + v_take where id = v_grant.id;
+    v_draws := v_draws || jsonb_build_object('grant', v_grant.id, 'amount', v_take);
+    v_left := v_left - v_take;
+  end loop;
+  v_balance := v_balance - (p_amount - v_left);
+  update public.credit_uses set covered = p_amount - v_left, overage = v_left, draws = v_draws,
+    balance = v_balance, meter = case when v_left > 0 then v_meter end,
+    customer_id = case when v_left > 0
+      then (select a.customer_id from public.accounts a where a.id = p_account) end
+  where key = p_key;
+  return jsonb_build_object('state', v_state, 'feature', p_feature, 'balance', v_balance,
+    'overage', v_left, 'first', true, 'granted', v_granted, 'before', v_balance + p_amount - v_left,
+    'mark', coalesce(v_period, v_pack));
+end
+$$;
+
+-- A person's consumption, the account found in the same statement: the one the key was first
+-- taken from by this person (the same key answers the same even if the pool they draw from
+-- changed since: a seat lost, credits of their own bought), else the pool they consume from
+-- now (`credit_account`); `unknown` for no such person.
+create or replace function public.credit_take_for(
+  p_user uuid, p_feature text, p_amount integer, p_key text, p_state text
+) returns jsonb
+language plpgsql
+security definer
+set search_path = ''
+as $$
+declare
+  v_account uuid;
+  v_taken jsonb;
+begin
+  select u.account_id into v_account from public.credit_uses u
+  where u.key = p_key and u.user_id = p_user;
+  if v_account is null then
+    v_account := public.credit_account(p_user, p_feature);
+  end if;
+  if v_account is null then
+    return jsonb_build_object('state', 'unknown', 'feature', p_feature);
+  end if;
+  v_taken := public.credit_take(v_account, p_feature, p_amount, p_key, p_state);
+  update public.credit_uses u set user_id = p_user
+  where u.key = p_key and u.user_id is null and (v_taken ->> 'first')::boolean;
+  return v_taken || jsonb_build_object('account', v_account);
+end
+$$;
+
+-- Supabase Edge Functions holding the secret key consume here; the API through `credit_take`.
+create or replace function public.consume_credits(
+  account uuid, feature text, amount integer, key text
+) returns jsonb
+language sql
+security definer
+set search_path = ''
+as $$
+  select public.credit_take(account, feature, amount, key, 'consumed')
+$$;
+
+-- A reservation settled at what the work took (at most what was reserved; the rest given
+-- back), or released whole (`p_amount` 0). Settling a key again changes nothing.
+create or replace function public.credits_settle(p_key text, p_amount integer) returns jsonb
+language plpgsql
+security definer
+set search_path = ''
+as $$
+declare
+  v_use public.credit_uses;
+  v_back integer;
+  v_draw jsonb;
+  v_give integer;
+begin
+  select * into v_use from public.credit_uses u where u.key = p_key for update;
+  if v_use.key is null then
+    return jsonb_build_object('state', 'unknown');
+  end if;
+  if v_use.state <> 'reserved' then
+    return jsonb_build_object('state', v_use.state, 'feature', v_use.feature,
+      'balance', v_use.balance, 'first', false);
+  end if;
+  if p_amount < 0 or p_amount > v_use.amount then
+    return jsonb_build_object('state', 'conflict', 'feature', v_use.feature);
+  end if;
+  v_back := least(v_use.amount - p_amount, v_use.covered);
+  -- Given back to the grants drawn last first, so a reservation's own draws are undone.
+  for v_draw in select d from jsonb_array_elements(v_use.draws) with ordinality as x(d, n)
+    order by n desc
+  loop
+    exit when v_back = 0;
+    v_give := least(v_back, (v_draw ->> 'amount')::integer);
+    update public.credit_grants set used = used - v_give where id = (v_draw ->> 'grant')::bigint;
+    v_back := v_back - v_give;
+  end loop;
+  update public.credit_uses u set
+    state = case when p_amount = 0 then 'released' else 'consumed' end,
+    covered = least(u.covered, p_amount),
+    overage = greatest(p_amount - u.covered, 0),
+    amount = case when p_amount = 0 then u.amount else p_amount end,
+    balance = (select b.balance from public.credit_balance(u.account_id, u.feature) b),
+    settled_at = now()
+  where u.key = p_key
+  returning * into v_use;
+  return jsonb_build_object('state', v_use.state, 'feature', v_use.feature,
+    'balance', v_use.balance, 'overage', v_use.overage, 'first', true);
+end
+$$;
+
+-- Every feature's credits a person has, per account they have access through.
+create or replace function public.credits_held(p_user uuid)
+returns table (
+  account_id uuid, team_id uuid, feature text, balance integer, granted integer,
+  used integer, resets_at timestamptz
+)
+language sql
+stable
+security definer
+set search_path = ''
+as $$
+  select a.id, case when acc.kind = 'team' then a.id end, f.feature, b.balance, b.granted,
+    b.used, b.resets_at
+  from public.access_accounts(p_user) as a(id)
+  join public.accounts acc on acc.id = a.id
+  cross join lateral (
+    select distinct g.feature from public.credit_grants g
+    where g.account_id = a.id and g.ended_at is null
+      and (g.expires_at is null or g.expires_at > now())
+  ) as f
+  cross join lateral public.credit_balance(a.id, f.feature) as b
+  order by f.feature, acc.kind = 'personal' desc, a.id
+$$;
+
+-- For row-level security: the signed-in user's balance of a feature (the pool they consume).
+create or replace function public.credits_of(feature text) returns integer
+language sql
+stable
+security definer
+set search_path = ''
+as $$
+  select coalesce((select b.balance from public.credit_balance(
+    public.credit_account((select auth.uid()), feature), feature) b), 0)
+$$;
+
+revoke execute on function
+  public.credit_live(uuid, text),
+  public.credit_meter(uuid, text),
+  public.credit_account(uuid, text),
+  public.credit_balance(uuid, text),
+  public.credit_take(uuid, text, integer, text, text),
+  public.credit_take_for(uuid, text, integer, text, text),
+  public.consume_credits(uuid, text, integer, text),
+  public.credits_settle(text, integer),
+  public.credits_held(uuid),
+  public.credits_of(text)
+  from public, anon, authenticated;
+
+grant execute on function public.credits_of(text) to anon, authenticated;
+
+grant execute on function
+  public.credit_take(uuid, text, integer, text, text),
+  public.credit_take_for(uuid, text, integer, text, text),
+  public.consume_credits(uuid, text, integer, text),
+  public.credits_settle(text, integer),
+  public.credits_held(uuid),
+  public.credit_account(uuid, text),
+  public.credit_balance(uuid, text)
+  to service_role;
