@@ -110,11 +110,11 @@ def problems(s: Settings) -> Iterator[str]:
 
 GROUP = Group(
     fields=SupabaseSettings,
-    # The api checks tokens, asks Auth for sign-in and deletes a leaving person's Auth user
-    # (the admin API takes the secret key); the subscribers make guest buyers' accounts and
-    # sign-in links with it.
+    # The api checks tokens and asks Auth for sign-in; the subscribers make guest buyers'
+    # accounts and sign-in links with the secret key, and access deletes a leaving person's
+    # Auth user with it (the api hands it the deletion: services/leaving.py).
     required={
-        "api": ("supabase_url", "supabase_publishable_key", "supabase_secret_key"),
+        "api": ("supabase_url", "supabase_publishable_key"),
         "access": ("supabase_url", "supabase_secret_key"),
         "emails": ("supabase_url", "supabase_secret_key"),
     },

@@ -22,6 +22,9 @@ TEAM_SEAT_LOST = "app.team.seat_lost"
 TEAM_SEAT_RESTORED = "app.team.seat_restored"
 # A person deleted their account: they are told, at the address they had.
 ACCOUNT_DELETED = "app.account.deleted"
+# A person's account deletion is recorded (with the Pub/Sub design): the access target, which
+# holds the keys its steps need (the api holds none), runs them (services/leaving.py).
+ACCOUNT_DELETION_REQUESTED = "app.account.deletion_requested"
 # A consumption went beyond the credits of an account billed on a meter: its overage is
 # reported to Stripe's meter (`subscribers/usage.py`), once per consumption key.
 USAGE_RECORDED = "app.usage.recorded"
@@ -40,6 +43,7 @@ APP_EVENTS = frozenset(
         TEAM_SEAT_LOST,
         TEAM_SEAT_RESTORED,
         ACCOUNT_DELETED,
+        ACCOUNT_DELETION_REQUESTED,
         USAGE_RECORDED,
         CREDITS_LOW,
     }

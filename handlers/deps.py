@@ -11,7 +11,6 @@ from handlers.caching import depends_on_caller
 from services.identity import current_user
 
 if TYPE_CHECKING:
-    from adapters.accounts import Accounts
     from adapters.bus import EventBus
     from adapters.db.pool import Database
     from adapters.github_api import GitHubGateway
@@ -22,6 +21,7 @@ if TYPE_CHECKING:
     from config import Settings
     from core.email.kind import Senders
     from core.email.render import Brand
+    from services.leaving import Deletions
     from subscribers.access import AccessSubscriber
 
 
@@ -52,7 +52,7 @@ class Collaborators(Protocol):
     @property
     def checkout_completion(self) -> AccessSubscriber: ...
     @property
-    def accounts(self) -> Accounts: ...
+    def account_deletions(self) -> Deletions: ...
 
 
 def container() -> Collaborators:

@@ -8,7 +8,7 @@ from flask import Blueprint, jsonify
 from flask.typing import ResponseReturnValue
 from pydantic import BaseModel, ConfigDict, WithJsonSchema
 
-from handlers.deps import Collaborators, caller, container
+from handlers.deps import caller, container
 from handlers.parsing import RequestModel, json_object, validate
 from services import leaving
 from services.identity import require_user
@@ -45,7 +45,9 @@ class DeletionAnswer(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     deleted: bool
-    finished: bool  # false: Stripe still validates a redaction; a later call finishes it
+    # false: the access target runs the steps (the Pub/Sub design), or Stripe still validates
+    # a redaction; a later call finishes it
+    finished: bool
     remaining: list[str]  # the steps still to run
 
 
@@ -62,24 +64,8 @@ def export() -> ResponseReturnValue:
 def delete_account() -> ResponseReturnValue:
     user = require_user(caller())
     body = validate(DeleteAccountRequest, json_object())
-    c = container()
-    outcome = leaving.delete_account(user, body.confirm, deps=deps(c))
-    # Not finished: Stripe still validates a redaction, the rest is done; a later call (or the
-    # founder's `flask account-deletions resume`) finishes it.
-    finished = not outcome.remaining
-    answer = DeletionAnswer(deleted=True, finished=finished, remaining=outcome.remaining)
-    return jsonify(answer.model_dump()), 200 if finished else 202
-
-
-def deps(c: Collaborators) -> leaving.Leaving:
-    """What a deletion's steps call, from the container."""
-    # Production refuses to start the api without SUPABASE_SECRET_KEY: deleting a person's
-    # Auth user takes it (config/supabase.py).
-    return leaving.Leaving(
-        db=c.db,
-        stripe=c.stripe,
-        github=c.github,
-        accounts=c.accounts,
-        bus=c.bus,
-        redaction_api_version=c.settings.stripe_redaction_api_version,
-    )
+    outcome = leaving.delete_account(user, body.confirm, deletions=container().account_deletions)
+    # Not finished: the access target runs the steps (the Pub/Sub design), or Stripe still
+    # validates a redaction; a later call (or `flask account-deletions resume`) finishes it.
+    answer = DeletionAnswer(deleted=True, finished=outcome.finished, remaining=outcome.remaining)
+    return jsonify(answer.model_dump()), 200 if outcome.finished else 202

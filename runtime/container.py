@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from adapters.tokens import TokenVerifier
     from core.email.brand import Brand
     from core.email.kind import Senders
+    from services.leaving import Deletions, Leaving
     from subscribers.access import AccessSubscriber
     from subscribers.emails import EmailSubscriber
 
@@ -187,7 +188,40 @@ class Container:
             publish=self._publish,
             tell_seats=seats.tell,
             usage=UsageReporter(self.db, self.stripe),
+            resume_deletion=self._resume_deletion,
         )
+
+    @once
+    def leaving(self) -> Leaving:
+        """What an account deletion's steps call: where they run (the access target, the
+        founder's `account-deletions resume`, or the api in one process)."""
+        from services.leaving import Leaving
+
+        return Leaving(
+            db=self.db,
+            stripe=self.stripe,
+            github=self.github,
+            accounts=self.accounts,
+            bus=self.bus,
+            redaction_api_version=self.settings.stripe_redaction_api_version,
+        )
+
+    @once
+    def account_deletions(self) -> Deletions:
+        """Account deletion as the api takes it. With the Pub/Sub design the api holds no
+        secret key (deleting the Auth user takes Supabase's): it records the deletion and the
+        access target runs its steps; in one process, the api runs them in the request."""
+        from services.leaving import Deletions
+
+        here = None if self.settings.event_bus == "pubsub" else self.leaving
+        return Deletions(db=self.db, bus=self.bus, steps=here)
+
+    def _resume_deletion(self, deletion_id: str) -> str:
+        # The steps' collaborators are built on the first deletion, not with the subscriber:
+        # the in-process bus is built from the subscribers, and the steps publish on it.
+        from services import leaving
+
+        return leaving.resume_requested(deletion_id, deps=self.leaving)
 
     @once
     def checkout_completion(self) -> AccessSubscriber:
@@ -207,6 +241,8 @@ class Container:
             github=self.github,
             publish=self._publish,
             tell_seats=seats.tell,
+            # It only completes checkouts: no delivery reaches it.
+            resume_deletion=self._resume_deletion,
         )
 
     def _publish(self, event: Event, data: bytes) -> None:

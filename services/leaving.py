@@ -20,7 +20,7 @@ from adapters.github_api import GitHubGateway, GitHubNotConfigured, GitHubUnavai
 from adapters.stripe_api import PaymentsUnavailable, StripeCallFailed, StripeGateway
 from adapters.tokens import User
 from core import leaving as rules
-from core.app_events import ACCOUNT_DELETED
+from core.app_events import ACCOUNT_DELETED, ACCOUNT_DELETION_REQUESTED
 from core.events import app_event
 from services import seats
 from services.errors import Conflict, InvalidRequest, NotConfigured, NotFound, Unavailable
@@ -30,6 +30,7 @@ log = logging.getLogger(__name__)
 # A redaction job's statuses: Stripe still validating it, and those in which it went ahead.
 _VALIDATING = frozenset({"created", "validating"})
 _UNDER_WAY = frozenset({"redacting", "succeeded"})
+_RUNNING_NOW = "Your account's deletion is running now; ask again in a minute"
 
 
 @dataclass(frozen=True)
@@ -46,9 +47,27 @@ class Leaving:
 
 
 @dataclass(frozen=True)
+class Deletions:
+    """How the api takes a deletion. In one process its steps run in the request (`steps`).
+    With the Pub/Sub design the api holds no secret key (deleting the Auth user takes
+    Supabase's): it records the deletion and publishes `app.account.deletion_requested`, and
+    the access target, which holds the keys, runs the steps (`steps` None)."""
+
+    db: Database
+    bus: EventBus
+    steps: Leaving | None
+
+
+@dataclass(frozen=True)
 class Outcome:
     deletion_id: str
     remaining: list[str]  # steps still to run (Stripe still validating a redaction): none when done
+    # The steps are the access target's to run (the Pub/Sub design).
+    handed_over: bool = False
+
+    @property
+    def finished(self) -> bool:
+        return not self.remaining and not self.handed_over
 
 
 def export(user: User, *, db: Database) -> dict[str, Any]:
@@ -58,23 +77,32 @@ def export(user: User, *, db: Database) -> dict[str, Any]:
     return {"exportedAt": datetime.now(UTC).isoformat(), **store.export_of(db, user.id, email)}
 
 
-def delete_account(user: User, confirm: Any, *, deps: Leaving) -> Outcome:
-    """Delete the signed-in person's account: recorded first, then every step not done yet. A
-    deletion under way is resumed (the same call again)."""
-    under_way = store.open_deletion(deps.db, user.id)
+def delete_account(user: User, confirm: Any, *, deletions: Deletions) -> Outcome:
+    """Delete the signed-in person's account: recorded first, then every step not done yet,
+    here or handed to the access target. A deletion under way is resumed (the same call
+    again)."""
+    deletion = _recorded(user, confirm, deletions.db)
+    if deletions.steps is not None:
+        return resume(deletion, deps=deletions.steps)
+    return _hand_over(deletion, deletions)
+
+
+def _recorded(user: User, confirm: Any, db: Database) -> Deletion:
+    """The person's deletion, confirmed: the one under way, or recorded now with its plan."""
+    under_way = store.open_deletion(db, user.id)
     if under_way is not None:
         _refuse_unconfirmed(confirm, under_way.email or user.email)
-        return resume(under_way, deps=deps)
-    profile = profiles.by_id(deps.db, user.id)
+        return under_way
+    profile = profiles.by_id(db, user.id)
     if profile is None:
         raise NotFound("There is no account to delete")
     email = profile.email or user.email
     _refuse_unconfirmed(confirm, email)
-    teams = store.memberships(deps.db, user.id)
+    teams = store.memberships(db, user.id)
     if (held := rules.last_owner_of(teams)) is not None:
         raise Conflict(rules.refusal_for(held))
     closed = rules.closed_teams(teams)
-    subscriptions, repositories, customers = store.plan_facts(deps.db, user.id, closed)
+    subscriptions, repositories, customers = store.plan_facts(db, user.id, closed)
     plan = rules.Plan(
         email=email,
         name=profile.name,
@@ -84,7 +112,40 @@ def delete_account(user: User, confirm: Any, *, deps: Leaving) -> Outcome:
         teams_closed=closed,
         customers=customers,
     )
-    return resume(store.record(deps.db, user_id=user.id, plan=plan), deps=deps)
+    return store.record(db, user_id=user.id, plan=plan)
+
+
+def _hand_over(deletion: Deletion, deletions: Deletions) -> Outcome:
+    """Ask the access target to run the steps. Its id is the deletion's: asking again (the
+    same call, after an outage of the bus) asks for the same, and the record says what is
+    done."""
+    if store.running(deletions.db, deletion.id):
+        raise Conflict(_RUNNING_NOW)
+    event, data = app_event(
+        ACCOUNT_DELETION_REQUESTED,
+        event_id=f"account_deletion_{deletion.id}",
+        obj={"deletion_id": deletion.id},
+        created=datetime.now(UTC),
+    )
+    try:
+        deletions.bus.publish(event, data)
+    except PublishError as exc:
+        raise Unavailable(_later("The deletion could not be handed on")) from exc
+    return Outcome(deletion.id, rules.remaining(deletion.steps_done), handed_over=True)
+
+
+def resume_requested(deletion_id: str, *, deps: Leaving) -> str:
+    """The access target's handling of `app.account.deletion_requested`: the steps not done
+    yet. A step that fails raises, and so does finding the deletion held by another call
+    (running now): the delivery comes back later, and the steps recorded are not done again.
+    What it returns acknowledges the delivery: `deleted`, `waiting` (Stripe still validates a
+    redaction: a later call or `account-deletions resume` finishes it), or `duplicate`."""
+    deletion = store.by_id(deps.db, deletion_id)
+    if deletion is None:
+        raise NotFound(f"No account deletion {deletion_id}")
+    if deletion.finished:
+        return "duplicate"
+    return "waiting" if resume(deletion, deps=deps).remaining else "deleted"
 
 
 def resume(deletion: Deletion, *, deps: Leaving) -> Outcome:
@@ -101,7 +162,7 @@ def resume(deletion: Deletion, *, deps: Leaving) -> Outcome:
     }
     held = store.take(deps.db, deletion.id)
     if held is None:
-        raise Conflict("Your account's deletion is running now; ask again in a minute")
+        raise Conflict(_RUNNING_NOW)
     try:
         return _run(held, steps, deps)
     finally:

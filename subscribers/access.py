@@ -33,7 +33,7 @@ from adapters.stripe_api import (
     StripeGateway,
 )
 from core.access import Checkout
-from core.app_events import USAGE_RECORDED
+from core.app_events import ACCOUNT_DELETION_REQUESTED, USAGE_RECORDED
 from core.billing.catalogue import CatalogueChange
 from core.billing.changes import Change, to_changes
 from core.billing.decide import Answers, Asks, Pending, Plan, decide
@@ -79,6 +79,10 @@ class AccessSubscriber:
     github: GitHubGateway
     publish: Publish
     tell_seats: TellSeats
+    # Runs the steps of the account deletion an `app.account.deletion_requested` names, not
+    # done yet; raises while one fails or another call runs them, so that the delivery comes
+    # back (services/leaving.py `resume_requested`, given by the composition root).
+    resume_deletion: Callable[[str], str]
     # Reports consumptions' overage to Stripe's meters (`app.usage.recorded`), beside the cycle.
     usage: UsageReporter | None = None
 
@@ -104,6 +108,9 @@ class AccessSubscriber:
         batch: list[tuple[int, Pending]] = []
         receipts: dict[str, str | None] = {}
         for n, event in enumerate(events):
+            if event.type == ACCOUNT_DELETION_REQUESTED:
+                results[n] = _attempt_deletion(self.resume_deletion, event)
+                continue
             if is_app_event(event.type):
                 continue  # the application's own announcements change no access
             try:
@@ -268,6 +275,15 @@ def _attempt(
     except Exception as exc:  # handed back to the bus, which retries or drops the delivery
         return exc
     return outcome
+
+
+def _attempt_deletion(resume: Callable[[str], str], event: Event) -> str | Exception:
+    """A deletion's steps, on their own: no transaction of the batch is open, and each step
+    is recorded as it succeeds (its calls to Stripe, GitHub and Supabase Auth come first)."""
+    try:
+        return resume(str(event.object["deletion_id"]))
+    except Exception as exc:  # retried by the bus; the steps done stay done
+        return exc
 
 
 def _attempt_check(

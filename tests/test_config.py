@@ -88,6 +88,7 @@ def test_production_names_each_missing_secret_of_its_target(
     ("target", "unneeded"),
     [
         ("api", "RESEND_API_KEY"),
+        ("api", "SUPABASE_SECRET_KEY"),
         ("emails", "STRIPE_SECRET_KEY"),
     ],
 )

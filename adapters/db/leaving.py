@@ -170,6 +170,11 @@ def open_deletion(db: Database, user_id: str) -> Deletion | None:
     return _deletion(rows[0]) if rows else None
 
 
+def by_id(db: Database, deletion_id: str) -> Deletion | None:
+    rows = db.fetch_all("select * from public.account_deletions where id = %s", (deletion_id,))
+    return _deletion(rows[0]) if rows else None
+
+
 def unfinished(db: Database) -> list[Deletion]:
     """Every deletion not finished yet, oldest first (for the resume command)."""
     rows = db.fetch_all(
@@ -211,6 +216,15 @@ def take(db: Database, deletion_id: str) -> Deletion | None:
             (LEASE_SECONDS, deletion_id),
         ).fetchone()
     return _deletion(row) if row else None
+
+
+def running(db: Database, deletion_id: str) -> bool:
+    """Whether a call holds the deletion now (its lease not run out)."""
+    rows = db.fetch_all(
+        "select 1 from public.account_deletions where id = %s and running_until > now()",
+        (deletion_id,),
+    )
+    return bool(rows)
 
 
 def release(db: Database, deletion_id: str) -> None:

@@ -1,5 +1,6 @@
 """`flask account-deletions resume`: finish every account deletion a crash or an outage left
-half-done (each step not done yet, in order; docs/leaving.md)."""
+half-done (each step not done yet, in order; docs/leaving.md). It runs where the access
+target's keys are: Supabase's secret key deletes the Auth user."""
 
 from __future__ import annotations
 
@@ -7,7 +8,6 @@ import click
 from flask import current_app
 from flask.cli import AppGroup
 
-from handlers.leaving import deps
 from runtime.container import Container
 from services import leaving
 from services.leaving import Outcome
@@ -19,7 +19,7 @@ account_deletions = AppGroup("account-deletions", help="Account deletions under 
 def resume_command() -> None:
     """Finish the deletions not finished yet; exits non-zero while one could not go on."""
     container: Container = current_app.extensions["container"]
-    outcomes = leaving.resume_all(deps=deps(container))
+    outcomes = leaving.resume_all(deps=container.leaving)
     failed = 0
     for outcome in outcomes:
         if isinstance(outcome, Outcome):

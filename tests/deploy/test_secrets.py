@@ -4,7 +4,8 @@ The secrets a target reads are found by running its code: the target's collabora
 by the real container over settings that record every field read (properties included, so
 `jwt_secret` counts as SUPABASE_JWT_SECRET). For the api, the collaborators are those its
 registered routes use (each handler module's `container().<name>` / `c.<name>`, read from its
-source, and `deps.caller`'s); for a subscriber, those its subscriber is built with. A new call
+source, and `deps.caller`'s); for a subscriber, those its subscriber is built with (access's
+also those an account deletion's steps call, built on its first deletion request). A new call
 to a SaaS API from a target therefore changes what this test derives, and fails it until
 the settings (config/) and cloudbuild.yaml agree.
 """
@@ -138,6 +139,8 @@ def secrets_read_by(target: str, settings: Settings) -> set[str]:
             getattr(container.settings if owner else container, attribute)
     else:
         container.subscriber(target)
+        if target == "access":  # built on its first account deletion request
+            assert container.leaving.accounts
     if "db" in container.__dict__:
         assert container.db.url  # the pool reads DATABASE_URL when it first connects
     return recording.read & SECRETS

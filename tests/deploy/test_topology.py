@@ -11,7 +11,7 @@ import yaml
 from adapters.bus.filters import MESSAGE_FILTERS, message_filter
 from adapters.bus.topology import DEAD_LETTER_TOPIC_RETENTION, DELIVERY_ATTEMPTS, PushPolicy
 from config import Settings
-from core.app_events import APP_EVENTS, USAGE_RECORDED
+from core.app_events import ACCOUNT_DELETION_REQUESTED, APP_EVENTS, USAGE_RECORDED
 from core.consumers import CONSUMED, ON_THE_BUS
 from core.email.plan import handled_types
 from core.events import APP_EVENT_PREFIX, SUBSCRIBED_TYPES
@@ -77,8 +77,9 @@ def test_the_filters_let_through_exactly_what_each_subscriber_acts_on() -> None:
     every = SUBSCRIBED_TYPES | APP_EVENTS
     access = {t for t in every if admits(MESSAGE_FILTERS["access"], t)}
     emails = {t for t in every | handled_types() if admits(MESSAGE_FILTERS["emails"], t)}
-    # Every Stripe event, and of the announcements only a consumption's overage to report.
-    assert access == SUBSCRIBED_TYPES | {USAGE_RECORDED}
+    # Every Stripe event; of our own, a consumption's overage to report and the account
+    # deletions it runs (no announcement).
+    assert access == SUBSCRIBED_TYPES | {USAGE_RECORDED, ACCOUNT_DELETION_REQUESTED}
     assert USAGE_RECORDED not in emails
     assert handled_types() <= emails  # every type an e-mail is planned for
     assert not {t for t in emails if not t.startswith(APP_EVENT_PREFIX)} - handled_types()
