@@ -91,7 +91,7 @@ def _answer_type(operation: dict[str, Any]) -> str:
     return "void"
 
 
-def _function(method: str, path: str, operation: dict[str, Any]) -> str:
+def _function(method: str, path: str, operation: dict[str, Any], exported: str) -> str:
     parameters = operation.get("parameters", [])
     names = [p["name"] for p in parameters if p["in"] == "path"]
     query = [p for p in parameters if p["in"] == "query"]
@@ -119,7 +119,7 @@ def _function(method: str, path: str, operation: dict[str, Any]) -> str:
     call = f'request("{method.upper()}", `{url}`' + (f", {{ {options} }})" if options else ")")
     return (
         "\n".join(docs)
-        + f"\nexport function {function_name(method, path)}({', '.join(args)}) {{\n"
+        + f"\nexport function {exported}({', '.join(args)}) {{\n"
         + f"  return {call};\n}}\n"
     )
 
@@ -131,11 +131,22 @@ def generate(document: dict[str, Any]) -> str:
         description = " ".join(str(schema.get("description", "")).split())
         comment = f"/** {description}\n * " if description else "/**\n * "
         parts.append(f"{comment}@typedef {{{js_type(schema)}}} {name}\n */\n")
+    taken: set[str] = set()
     for path, operations in document.get("paths", {}).items():
         if path in SKIPPED:
             continue
         for method, operation in operations.items():
-            parts.append(_function(method, path, operation))
+            name = function_name(method, path)
+            if name in taken:
+                # A route under another of the same words (GET /admin/customers/{userId} beside
+                # GET /admin/customers): named by its parameters too, since a module's exports
+                # must differ.
+                params = re.findall(r"{(\w+)}", path)
+                name += "By" + "And".join(p[:1].upper() + p[1:] for p in params)
+            if name in taken:
+                raise ValueError(f"two operations would both be {name}: {method} {path}")
+            taken.add(name)
+            parts.append(_function(method, path, operation, name))
     return "\n".join(parts)
 
 

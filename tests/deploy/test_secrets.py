@@ -39,9 +39,16 @@ SECRETS = {
     "github_token",
     "usage_api_key",
     "stripe_meter_events_secret",
+    "lead_link_secret",
 }
 # Read when set, not required: the deploy gives them only where they exist.
-OPTIONAL = {"supabase_jwt_secret", "github_token", "usage_api_key", "stripe_meter_events_secret"}
+OPTIONAL = {
+    "supabase_jwt_secret",
+    "github_token",
+    "usage_api_key",
+    "stripe_meter_events_secret",
+    "lead_link_secret",
+}
 # Collaborators `handlers.deps.caller` uses for every signed-in route.
 CALLER = {"supabase_auth", "tokens"}
 
@@ -81,6 +88,7 @@ def everything(tmp_path: Path) -> Settings:
             "stripe_webhook_secret": "whsec_x",
             "resend_api_key": "re_x",
             "github_token": "ghp_x",
+            "lead_link_secret": "lead-link-secret-of-this-deployment-0123456789",
             "usage_api_key": "usage-key-of-at-least-thirty-two-characters",
             "stripe_meter_events_secret": "whsec_meter_x",
             "enable_test_email": False,

@@ -8,6 +8,8 @@ import copy
 import re
 from pathlib import Path
 
+import pytest
+
 from dev import web_client
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -37,6 +39,20 @@ def test_a_changed_answer_or_a_new_route_changes_the_client() -> None:
     assert "shade?: string" in after
     assert "shade" not in before
     assert "export function getThings()" in after
+
+
+def test_each_route_has_a_name_of_its_own() -> None:
+    # A module exporting one name twice does not load: every page would stay on "Loading…".
+    exported = re.findall(r"export function (\w+)", web_client.OUT.read_text())
+    assert len(exported) == len(set(exported))
+    assert "export function getAdminCustomersByUserId(userId)" in web_client.OUT.read_text()
+    document = web_client.app_document()
+    twice = copy.deepcopy(document)
+    twice["paths"]["/api/things/{thingId}/x"] = {"get": {"responses": {}}}
+    twice["paths"]["/api/things/x/{thingId}"] = {"get": {"responses": {}}}
+    twice["paths"]["/api/{thingId}/things/x"] = {"get": {"responses": {}}}
+    with pytest.raises(ValueError, match="getThingsXByThingId"):
+        web_client.generate(twice)
 
 
 def test_every_route_a_page_calls_is_in_the_client() -> None:

@@ -463,7 +463,7 @@ export function getAdminCustomers(query = {}) {
  * @param {string} userId
  * @returns {Promise<CustomerAnswer>}
  */
-export function getAdminCustomers(userId) {
+export function getAdminCustomersByUserId(userId) {
   return request("GET", `/api/admin/customers/${encodeURIComponent(userId)}`);
 }
 
