@@ -260,6 +260,22 @@ def claim_resend(db: Database, sent: SentEmail, *, admin_id: str) -> bool:
     return bool(rows)
 
 
+@dataclass(frozen=True)
+class ResendClaim:
+    admin_id: str
+    sent: bool  # the provider took the copy (its id recorded)
+
+
+def resend_claim(db: Database, sent: SentEmail) -> ResendClaim | None:
+    """The claim of a resend of this e-mail; None when there is none (never, or undone)."""
+    rows = db.fetch_all(
+        "select admin_id::text, provider_id is not null as sent from public.email_resends"
+        " where event_id = %s and kind = %s",
+        (sent.event_id, sent.kind),
+    )
+    return ResendClaim(**rows[0]) if rows else None
+
+
 def resent(db: Database, sent: SentEmail, *, provider_id: str | None) -> None:
     db.run(
         [

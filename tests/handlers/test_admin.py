@@ -460,12 +460,14 @@ def _without_headers(eml: bytes) -> list[str]:
 
 
 def test_a_resend_through_resend_is_the_message_resend_keeps(
-    production_api: Callable[..., Api], db: Database, resend: Any
+    api_factory: Callable[..., Api], db: Database, resend: Any
 ) -> None:
+    """In one process, the api sends it with Resend's key (on the Pub/Sub design, the emails
+    target does: tests/handlers/test_resend_on_pubsub.py)."""
     from adapters.db import sent_emails
     from adapters.mail.message import send_email
 
-    api = production_api()
+    api = api_factory(resend_api_key="re_test_x", resend_api_url=resend.server.url)
     admin = make_admin(db)
     founder = bearer(token(api, admin, "founder@example.com"))
     sent = send_email(
