@@ -249,6 +249,9 @@ def resend(resends: Resends, *, sent_email_id: str, admin: User) -> Resent:
     if mailer is not None and not isinstance(mailer, KeepsSent):
         raise NotConfigured("This mail provider cannot read back what it sent")
     if not support.claim_resend(db, sent, admin_id=admin.id):
+        claim = support.resend_claim(db, sent)
+        if claim is not None and not claim.sent:
+            raise Conflict("This e-mail is being sent again already; it is sent again only once")
         raise Conflict("This e-mail was sent again already; it is sent again only once")
     answer = {"sentEmailId": f"{event_id}:{kind}", "kind": kind, "recipient": sent.recipient}
     if mailer is None:

@@ -97,7 +97,8 @@ def customer(db: Database, user_id: str) -> dict[str, Any] | None:
         "   where pe.event_id in (select event_id from about)), '[]'),"
         "  'emails', coalesce((select jsonb_agg(jsonb_build_object('id', s.event_id || ':' ||"
         "   s.kind, 'eventId', s.event_id, 'kind', s.kind, 'recipient', s.recipient,"
-        "   'sentAt', s.sent_at, 'resentAt', r.resent_at) order by s.sent_at desc)"
+        "   'sentAt', s.sent_at, 'resentAt', case when r.provider_id is not null"
+        "   then r.resent_at end) order by s.sent_at desc)"
         "   from mailed s left join public.email_resends r using (event_id, kind)), '[]')"
         " ) as found from person p",
         {"u": user_id},
@@ -280,7 +281,8 @@ def resent(db: Database, sent: SentEmail, *, provider_id: str | None) -> None:
     db.run(
         [
             Statement(
-                "update public.email_resends set provider_id = %s"
+                # Sent now: on the Pub/Sub design the emails target sends it after the claim.
+                "update public.email_resends set provider_id = %s, resent_at = now()"
                 " where event_id = %s and kind = %s",
                 (provider_id, sent.event_id, sent.kind),
             )

@@ -213,11 +213,24 @@ def test_a_provider_failure_is_sent_by_the_redelivery(
     stripe, _ = fakes
     event_id = confirmed(api, stripe, db)
     failed = emails.output().count("Resend error")
-    resend_api.fail_next(3)  # every attempt of the first delivery's send
+    resend_api.fail_next(10_000)  # Resend down until the test says otherwise
+    admin = founder(api, db)
 
-    assert resend_of(api, founder(api, db), event_id).status_code == 202
+    assert resend_of(api, admin, event_id).status_code == 202
 
     wait_for(lambda: emails.output().count("Resend error") > failed)
+    # Meanwhile the admin is told it is on its way, not that it was sent.
+    user = db.fetch_all("select id::text from public.profiles where email = %s", (ADA,))[0]["id"]
+    [mail] = [
+        e
+        for e in api.get(f"/api/admin/customers/{user}", headers=admin).json()["emails"]
+        if e["kind"] == KIND
+    ]
+    assert mail["resentAt"] is None
+    pending = resend_of(api, admin, event_id)
+    assert pending.status_code == 409
+    assert "being sent again" in pending.json()["error"]
+    resend_api.recover()
     wait_for(lambda: f"email_resend_{event_id}:{KIND} -> resent {KIND}" in emails.output())
     assert len(copies(resend_api, event_id)) == 1
     [claim] = db.fetch_all("select provider_id from public.email_resends")
