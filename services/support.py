@@ -248,14 +248,19 @@ def resend(resends: Resends, *, sent_email_id: str, admin: User) -> Resent:
         )
     if mailer is not None and not isinstance(mailer, KeepsSent):
         raise NotConfigured("This mail provider cannot read back what it sent")
+    answer = {"sentEmailId": f"{event_id}:{kind}", "kind": kind, "recipient": sent.recipient}
     if not support.claim_resend(db, sent, admin_id=admin.id):
         claim = support.resend_claim(db, sent)
-        if claim is not None and not claim.sent:
+        if claim is None or claim.sent:
+            raise Conflict("This e-mail was sent again already; it is sent again only once")
+        if mailer is not None:  # another request is sending it now
             raise Conflict("This e-mail is being sent again already; it is sent again only once")
-        raise Conflict("This e-mail was sent again already; it is sent again only once")
-    answer = {"sentEmailId": f"{event_id}:{kind}", "kind": kind, "recipient": sent.recipient}
+        # Handed on before and not sent yet (the emails target retrying, or its delivery
+        # dead-lettered): asked again, the same event goes again, and is sent at most once.
+        _hand_over(resends, sent, undo=False)
+        return Resent(answer, handed_over=True)
     if mailer is None:
-        _hand_over(resends, sent)
+        _hand_over(resends, sent, undo=True)
         return Resent(answer, handed_over=True)
     try:
         _send_copy(db, sent, mailer)
@@ -286,10 +291,10 @@ def _send_copy(db: Database, sent: support.SentEmail, mailer: Mailer) -> None:
     support.resent(db, sent, provider_id=str(provider_id) if provider_id else None)
 
 
-def _hand_over(resends: Resends, sent: support.SentEmail) -> None:
+def _hand_over(resends: Resends, sent: support.SentEmail, *, undo: bool) -> None:
     """Ask the emails target to send the copy. The event's id is the sent e-mail's: asking
     again publishes the same event, and the claim says whether it went out. Not handed on
-    (the bus down), the claim is undone: the admin may ask again."""
+    (the bus down), a claim made for it is undone (`undo`): the admin may ask again."""
     event, data = app_event(
         EMAIL_RESEND_REQUESTED,
         event_id=f"email_resend_{sent.event_id}:{sent.kind}",
@@ -299,7 +304,8 @@ def _hand_over(resends: Resends, sent: support.SentEmail) -> None:
     try:
         resends.bus.publish(event, data)
     except PublishError as exc:
-        support.unclaim_resend(resends.db, sent)
+        if undo:
+            support.unclaim_resend(resends.db, sent)
         raise Unavailable("The resend could not be handed on; try again shortly") from exc
 
 
