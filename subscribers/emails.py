@@ -229,7 +229,7 @@ def _log_outcome(event: Event, outcome: str | Exception) -> None:
     verb, _, kind = outcome.partition(" ")
     fields = (
         outcome_fields(CONSUMER, event, verb, email_kind=kind)
-        if verb == "sent"
+        if verb in ("sent", "resent")  # an admin's resend: its kind too
         else outcome_fields(CONSUMER, event, outcome)
     )
     log.info("emails: %s %s -> %s", event.type, event.id, outcome, extra=fields)
