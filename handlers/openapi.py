@@ -233,8 +233,7 @@ OPERATIONS = (
               "Admins: fetch an event from Stripe and apply it (the ledger keeps it once)",
               {200: ReplayAnswer, 409: ErrorAnswer, **ADMIN}, ReasonRequest, signed_in=True),
     Operation("post", "/api/admin/emails/{sentEmailId}/resend",
-              "Admins: send a sent e-mail again, once (`<eventId>:<kind>`), with a reason"
-              " (202: the emails target sends it, on the Pub/Sub design)",
+              "Admins: send a sent e-mail again, once (`<eventId>:<kind>`), with a reason",
               {200: ResendAnswer, 202: ResendAnswer, 409: ErrorAnswer, **ADMIN}, ReasonRequest,
               signed_in=True),
     Operation("get", "/api/admin/metrics",
