@@ -25,6 +25,10 @@ ACCOUNT_DELETED = "app.account.deleted"
 # A person's account deletion is recorded (with the Pub/Sub design): the access target, which
 # holds the keys its steps need (the api holds none), runs them (services/leaving.py).
 ACCOUNT_DELETION_REQUESTED = "app.account.deletion_requested"
+# An admin asked to send a sent e-mail again (with the Pub/Sub design): the emails target,
+# which holds the Resend key (the api holds none), reads the copy back and sends it, once
+# (services/support.py `resend_requested`).
+EMAIL_RESEND_REQUESTED = "app.email.resend_requested"
 # A consumption went beyond the credits of an account billed on a meter: its overage is
 # reported to Stripe's meter (`subscribers/usage.py`), once per consumption key.
 USAGE_RECORDED = "app.usage.recorded"
@@ -44,6 +48,7 @@ APP_EVENTS = frozenset(
         TEAM_SEAT_RESTORED,
         ACCOUNT_DELETED,
         ACCOUNT_DELETION_REQUESTED,
+        EMAIL_RESEND_REQUESTED,
         USAGE_RECORDED,
         CREDITS_LOW,
     }

@@ -4,7 +4,12 @@ emulator and, through `flask --app main events filters`, for the deploy (cloudbu
 
 from __future__ import annotations
 
-from core.app_events import ACCOUNT_DELETION_REQUESTED, APP_EVENTS, USAGE_RECORDED
+from core.app_events import (
+    ACCOUNT_DELETION_REQUESTED,
+    APP_EVENTS,
+    EMAIL_RESEND_REQUESTED,
+    USAGE_RECORDED,
+)
 from core.email.plan import handled_types
 from core.events import SUBSCRIBED_TYPES
 
@@ -17,8 +22,9 @@ CONSUMED: dict[str, frozenset[str]] = {
     # a consumption, reported to Stripe's meter beside the access cycle; the account
     # deletions the api recorded, whose steps take the keys access holds (docs/leaving.md).
     "access": SUBSCRIBED_TYPES | {USAGE_RECORDED, ACCOUNT_DELETION_REQUESTED},
-    # The events an e-mail kind is sent for (each kind's triggers, core/email/kinds/), and the
-    # deletion requests, for which it plans no mail: a filter refusing that one of our events
-    # too, beside those it refuses, is over Pub/Sub's 256 bytes.
-    "emails": handled_types() | {ACCOUNT_DELETION_REQUESTED},
+    # The events an e-mail kind is sent for (each kind's triggers, core/email/kinds/); the
+    # resends an admin asked for, whose copy takes the Resend key emails holds
+    # (docs/support.md); and the deletion requests, for which it plans no mail: a filter
+    # refusing that one of our events too, beside those it refuses, is over Pub/Sub's 256 bytes.
+    "emails": handled_types() | {EMAIL_RESEND_REQUESTED, ACCOUNT_DELETION_REQUESTED},
 }

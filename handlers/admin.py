@@ -416,12 +416,12 @@ def replay(eventId: str) -> ResponseReturnValue:
 
 @bp.post(f"{PREFIX}/emails/<sentEmailId>/resend")
 def resend(sentEmailId: str) -> ResponseReturnValue:
-    c = container()
     reason_body()
-    return _as(
-        ResendAnswer,
-        support.resend(c.db, sent_email_id=sentEmailId, mailer=c.mailer, admin=current_admin()),
+    done = support.resend(
+        container().email_resends, sent_email_id=sentEmailId, admin=current_admin()
     )
+    # 202: the emails target sends it (the Pub/Sub design, where the api holds no Resend key).
+    return _as(ResendAnswer, done.answer, 202 if done.handed_over else 200)
 
 
 @bp.get(f"{PREFIX}/metrics")

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from core.email.kind import Senders
     from core.email.render import Brand
     from services.leaving import Deletions
+    from services.support import Resends
     from subscribers.access import AccessSubscriber
 
 
@@ -53,6 +54,8 @@ class Collaborators(Protocol):
     def checkout_completion(self) -> AccessSubscriber: ...
     @property
     def account_deletions(self) -> Deletions: ...
+    @property
+    def email_resends(self) -> Resends: ...
 
 
 def container() -> Collaborators:

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from core.email.brand import Brand
     from core.email.kind import Senders
     from services.leaving import Deletions, Leaving
+    from services.support import Resends
     from subscribers.access import AccessSubscriber
     from subscribers.emails import EmailSubscriber
 
@@ -261,7 +262,23 @@ class Container:
             accounts=self.accounts,
             senders=self.senders,
             reply_to=self.settings.support_email,
+            resend=self._resend_requested,
         )
+
+    def _resend_requested(self, event: Event) -> str:
+        from services import support
+
+        return support.resend_requested(event, db=self.db, mailer=self.mailer)
+
+    @once
+    def email_resends(self) -> Resends:
+        """A resend as the api takes it. With the Pub/Sub design the api holds no Resend key
+        (reading the copy back and sending it take it): it claims the resend and the emails
+        target sends it; in one process, the api sends it in the request."""
+        from services.support import Resends
+
+        here = None if self.settings.event_bus == "pubsub" else self.mailer
+        return Resends(db=self.db, bus=self.bus, mailer=here)
 
     def pushes(self, target: str) -> BatchHandler:
         """The push target's handler of a message's events (the api publishes the events of

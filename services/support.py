@@ -19,7 +19,8 @@ from adapters.stripe_api import PaymentsNotConfigured, PaymentsUnavailable, Stri
 from adapters.tokens import User
 from core import stripe_objects
 from core import support as rules
-from core.events import Event, events_in, parse_event
+from core.app_events import EMAIL_RESEND_REQUESTED
+from core.events import Event, app_event, events_in, parse_event
 from services.errors import Conflict, InvalidRequest, NotConfigured, NotFound, Unavailable
 
 if TYPE_CHECKING:
@@ -212,9 +213,30 @@ def replay(
     }
 
 
-def resend(db: Database, *, sent_email_id: str, mailer: Mailer, admin: User) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Resends:
+    """How the api takes a resend. In one process the copy is read back and sent in the
+    request (`mailer`). With the Pub/Sub design the api holds no Resend key: it claims the
+    resend and publishes `app.email.resend_requested`, and the emails target, which holds the
+    key, sends it (`mailer` None; `resend_requested`)."""
+
+    db: Database
+    bus: EventBus
+    mailer: Mailer | None
+
+
+@dataclass(frozen=True)
+class Resent:
+    answer: dict[str, Any]
+    # The emails target sends it (the Pub/Sub design): not sent yet when answered.
+    handed_over: bool = False
+
+
+def resend(resends: Resends, *, sent_email_id: str, admin: User) -> Resent:
     """Send a sent e-mail again, the same message to the same address, once: a second resend
-    of the same e-mail is refused (409), so no loop or double click floods a customer."""
+    of the same e-mail is refused (409), so no loop or double click floods a customer. Sent
+    here, or claimed here and handed to the emails target."""
+    db, mailer = resends.db, resends.mailer
     event_id, _, kind = sent_email_id.rpartition(":")
     sent = support.sent_email(db, event_id, kind) if event_id else None
     if sent is None:
@@ -224,24 +246,89 @@ def resend(db: Database, *, sent_email_id: str, mailer: Mailer, admin: User) -> 
             f"A {kind} e-mail is not sent again: what it says may no longer be true (sent again:"
             f" {', '.join(sorted(rules.RESENDABLE))})"
         )
-    if not isinstance(mailer, KeepsSent):
+    if mailer is not None and not isinstance(mailer, KeepsSent):
         raise NotConfigured("This mail provider cannot read back what it sent")
+    answer = {"sentEmailId": f"{event_id}:{kind}", "kind": kind, "recipient": sent.recipient}
     if not support.claim_resend(db, sent, admin_id=admin.id):
-        raise Conflict("This e-mail was sent again already; it is sent again only once")
+        claim = support.resend_claim(db, sent)
+        if claim is None or claim.sent:
+            raise Conflict("This e-mail was sent again already; it is sent again only once")
+        if mailer is not None:  # another request is sending it now
+            raise Conflict("This e-mail is being sent again already; it is sent again only once")
+        # Handed on before and not sent yet (the emails target retrying, or its delivery
+        # dead-lettered): asked again, the same event goes again, and is sent at most once.
+        _hand_over(resends, sent, undo=False)
+        return Resent(answer, handed_over=True)
+    if mailer is None:
+        _hand_over(resends, sent, undo=True)
+        return Resent(answer, handed_over=True)
     try:
-        copy = mailer.sent_copy(provider_id=sent.provider_id, idempotency_key=f"{event_id}/{kind}")
-        if copy is None:
-            raise Conflict("The mail provider no longer keeps this e-mail")
-        result = mailer.send(copy, idempotency_key=f"resend/{event_id}/{kind}")
+        _send_copy(db, sent, mailer)
     except MailError as exc:
         support.unclaim_resend(db, sent)
         raise Unavailable("The mail provider failed; try again shortly") from exc
-    except Conflict:
+    except NotKept as exc:
         support.unclaim_resend(db, sent)
-        raise
+        raise Conflict(str(exc)) from exc
+    return Resent(answer)
+
+
+class NotKept(Exception):
+    """The mail provider no longer keeps the e-mail: there is no copy to send again."""
+
+
+def _send_copy(db: Database, sent: support.SentEmail, mailer: Mailer) -> None:
+    """Read the copy back from the provider and send it, under a key of its own: the same
+    resend sent twice (a redelivery, a retry) is sent once by the provider."""
+    if not isinstance(mailer, KeepsSent):
+        raise NotConfigured("This mail provider cannot read back what it sent")
+    event_id, kind = sent.event_id, sent.kind
+    copy = mailer.sent_copy(provider_id=sent.provider_id, idempotency_key=f"{event_id}/{kind}")
+    if copy is None:
+        raise NotKept("The mail provider no longer keeps this e-mail")
+    result = mailer.send(copy, idempotency_key=f"resend/{event_id}/{kind}")
     provider_id = result.get("id")
     support.resent(db, sent, provider_id=str(provider_id) if provider_id else None)
-    return {"sentEmailId": f"{event_id}:{kind}", "kind": kind, "recipient": sent.recipient}
+
+
+def _hand_over(resends: Resends, sent: support.SentEmail, *, undo: bool) -> None:
+    """Ask the emails target to send the copy. The event's id is the sent e-mail's: asking
+    again publishes the same event, and the claim says whether it went out. Not handed on
+    (the bus down), a claim made for it is undone (`undo`): the admin may ask again."""
+    event, data = app_event(
+        EMAIL_RESEND_REQUESTED,
+        event_id=f"email_resend_{sent.event_id}:{sent.kind}",
+        obj={"event_id": sent.event_id, "kind": sent.kind},
+        created=datetime.now(UTC),
+    )
+    try:
+        resends.bus.publish(event, data)
+    except PublishError as exc:
+        if undo:
+            support.unclaim_resend(resends.db, sent)
+        raise Unavailable("The resend could not be handed on; try again shortly") from exc
+
+
+def resend_requested(event: Event, *, db: Database, mailer: Mailer) -> str:
+    """The emails target's handling of `app.email.resend_requested`: read the copy back and
+    send it, once. What it returns acknowledges the delivery: `resent <kind>`; `duplicate`
+    (sent already: a redelivery sends nothing); `no e-mail` (no longer claimed); or `not
+    kept` (the provider no longer keeps it: the claim is undone, so the admin sees it not
+    resent and may ask again). A provider failure raises: Pub/Sub delivers it again, and the
+    key makes the provider send it once."""
+    sent = support.sent_email(db, str(event.object["event_id"]), str(event.object["kind"]))
+    claim = support.resend_claim(db, sent) if sent is not None else None
+    if sent is None or claim is None:
+        return "no e-mail"  # gone since (its account deleted) or undone: nothing to send
+    if claim.sent:
+        return "duplicate"
+    try:
+        _send_copy(db, sent, mailer)
+    except NotKept:
+        support.unclaim_resend(db, sent)
+        log.warning("resend of %s:%s: the provider no longer keeps it", sent.event_id, sent.kind)
+        return "not kept"
+    return f"resent {sent.kind}"
 
 
 def metrics(db: Database, *, now: datetime | None = None) -> dict[str, Any]:

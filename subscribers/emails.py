@@ -19,6 +19,7 @@ from adapters.db.pool import Database
 from adapters.db.profiles import Profile
 from adapters.db.sent_emails import SendInProgress
 from adapters.mail.message import Mailer, MailError, UndeliverableEmail, send_email
+from core.app_events import EMAIL_RESEND_REQUESTED
 from core.email.kind import Senders
 from core.email.kinds import kind_of, signin_link
 from core.email.plan import (
@@ -50,6 +51,10 @@ class EmailSubscriber:
     accounts: Accounts
     senders: Senders
     reply_to: str
+    # Sends again the sent e-mail an `app.email.resend_requested` names, once: its outcome;
+    # raises when the provider fails, so that the delivery comes back (services/support.py
+    # `resend_requested`, given by the composition root).
+    resend: Callable[[Event], str]
 
     def __call__(self, event: Event) -> str:
         [outcome] = self.send_many([event])
@@ -66,6 +71,10 @@ class EmailSubscriber:
         outcomes: dict[str, str | Exception] = {}
         wanted: list[tuple[Event, sent_emails.Wanted]] = []
         for event in unique:
+            if event.type == EMAIL_RESEND_REQUESTED:
+                # Its own claim (the admin's), not a (event, kind) row of this batch.
+                outcomes[event.id] = _attempt(partial(self.resend, event))
+                continue
             # An event's type names the one e-mail it may call for: claimed before its facts
             # are known, released when they call for none.
             if (kind := kind_for(event.type)) is None:
@@ -220,7 +229,7 @@ def _log_outcome(event: Event, outcome: str | Exception) -> None:
     verb, _, kind = outcome.partition(" ")
     fields = (
         outcome_fields(CONSUMER, event, verb, email_kind=kind)
-        if verb == "sent"
+        if verb in ("sent", "resent")  # an admin's resend: its kind too
         else outcome_fields(CONSUMER, event, outcome)
     )
     log.info("emails: %s %s -> %s", event.type, event.id, outcome, extra=fields)

@@ -97,7 +97,8 @@ def customer(db: Database, user_id: str) -> dict[str, Any] | None:
         "   where pe.event_id in (select event_id from about)), '[]'),"
         "  'emails', coalesce((select jsonb_agg(jsonb_build_object('id', s.event_id || ':' ||"
         "   s.kind, 'eventId', s.event_id, 'kind', s.kind, 'recipient', s.recipient,"
-        "   'sentAt', s.sent_at, 'resentAt', r.resent_at) order by s.sent_at desc)"
+        "   'sentAt', s.sent_at, 'resentAt', case when r.provider_id is not null"
+        "   then r.resent_at end) order by s.sent_at desc)"
         "   from mailed s left join public.email_resends r using (event_id, kind)), '[]')"
         " ) as found from person p",
         {"u": user_id},
@@ -260,11 +261,28 @@ def claim_resend(db: Database, sent: SentEmail, *, admin_id: str) -> bool:
     return bool(rows)
 
 
+@dataclass(frozen=True)
+class ResendClaim:
+    admin_id: str
+    sent: bool  # the provider took the copy (its id recorded)
+
+
+def resend_claim(db: Database, sent: SentEmail) -> ResendClaim | None:
+    """The claim of a resend of this e-mail; None when there is none (never, or undone)."""
+    rows = db.fetch_all(
+        "select admin_id::text, provider_id is not null as sent from public.email_resends"
+        " where event_id = %s and kind = %s",
+        (sent.event_id, sent.kind),
+    )
+    return ResendClaim(**rows[0]) if rows else None
+
+
 def resent(db: Database, sent: SentEmail, *, provider_id: str | None) -> None:
     db.run(
         [
             Statement(
-                "update public.email_resends set provider_id = %s"
+                # Sent now: on the Pub/Sub design the emails target sends it after the claim.
+                "update public.email_resends set provider_id = %s, resent_at = now()"
                 " where event_id = %s and kind = %s",
                 (provider_id, sent.event_id, sent.kind),
             )

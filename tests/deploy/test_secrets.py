@@ -5,7 +5,9 @@ by the real container over settings that record every field read (properties inc
 `jwt_secret` counts as SUPABASE_JWT_SECRET). For the api, the collaborators are those its
 registered routes use (each handler module's `container().<name>` / `c.<name>`, read from its
 source, and `deps.caller`'s); for a subscriber, those its subscriber is built with (access's
-also those an account deletion's steps call, built on its first deletion request). A new call
+also those an account deletion's steps call, built on its first deletion request; emails's
+also those a resend an admin asked for calls). On the Pub/Sub design the api holds neither:
+it hands both to the targets. A new call
 to a SaaS API from a target therefore changes what this test derives, and fails it until
 the settings (config/) and cloudbuild.yaml agree.
 """
@@ -149,6 +151,8 @@ def secrets_read_by(target: str, settings: Settings) -> set[str]:
         container.subscriber(target)
         if target == "access":  # built on its first account deletion request
             assert container.leaving.accounts
+        if target == "emails":  # a resend reads the copy back and sends it with its mailer
+            assert container.mailer
     if "db" in container.__dict__:
         assert container.db.url  # the pool reads DATABASE_URL when it first connects
     return recording.read & SECRETS

@@ -11,7 +11,12 @@ import yaml
 from adapters.bus.filters import MESSAGE_FILTERS, message_filter
 from adapters.bus.topology import DEAD_LETTER_TOPIC_RETENTION, DELIVERY_ATTEMPTS, PushPolicy
 from config import Settings
-from core.app_events import ACCOUNT_DELETION_REQUESTED, APP_EVENTS, USAGE_RECORDED
+from core.app_events import (
+    ACCOUNT_DELETION_REQUESTED,
+    APP_EVENTS,
+    EMAIL_RESEND_REQUESTED,
+    USAGE_RECORDED,
+)
 from core.consumers import CONSUMED, ON_THE_BUS
 from core.email.plan import handled_types
 from core.events import APP_EVENT_PREFIX, SUBSCRIBED_TYPES
@@ -82,6 +87,7 @@ def test_the_filters_let_through_exactly_what_each_subscriber_acts_on() -> None:
     assert access == SUBSCRIBED_TYPES | {USAGE_RECORDED, ACCOUNT_DELETION_REQUESTED}
     assert USAGE_RECORDED not in emails
     assert handled_types() <= emails  # every type an e-mail is planned for
+    assert EMAIL_RESEND_REQUESTED in emails  # an admin's resend, sent where the key is
     assert not {t for t in emails if not t.startswith(APP_EVENT_PREFIX)} - handled_types()
     for expression in MESSAGE_FILTERS.values():
         assert len(expression.encode()) <= 256, "Pub/Sub's limit on a filter"

@@ -65,6 +65,11 @@ class FakeResend:
         with self._lock:
             self.failures_left += count
 
+    def recover(self) -> None:
+        """Answer normally again: the failures still due are dropped (Resend is back)."""
+        with self._lock:
+            self.failures_left = 0
+
     def _send(self, request: Request) -> Response:
         self.responding.wait(timeout=30)
         with self._lock:

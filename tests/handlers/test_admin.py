@@ -460,12 +460,14 @@ def _without_headers(eml: bytes) -> list[str]:
 
 
 def test_a_resend_through_resend_is_the_message_resend_keeps(
-    production_api: Callable[..., Api], db: Database, resend: Any
+    api_factory: Callable[..., Api], db: Database, resend: Any
 ) -> None:
+    """In one process, the api sends it with Resend's key (on the Pub/Sub design, the emails
+    target does: tests/handlers/test_resend_on_pubsub.py)."""
     from adapters.db import sent_emails
     from adapters.mail.message import send_email
 
-    api = production_api()
+    api = api_factory(resend_api_key="re_test_x", resend_api_url=resend.server.url)
     admin = make_admin(db)
     founder = bearer(token(api, admin, "founder@example.com"))
     sent = send_email(
@@ -501,6 +503,44 @@ def test_a_resend_through_resend_is_the_message_resend_keeps(
     )
     assert stale.status_code == 409
     assert "may no longer be true" in stale.json()["error"]
+
+
+def test_a_resend_the_provider_fails_is_503_and_may_be_asked_again(
+    api_factory: Callable[..., Api], db: Database, resend: Any
+) -> None:
+    """In one process: the claim is undone, so the admin's next ask sends it."""
+    from adapters.db import sent_emails
+    from adapters.mail.message import send_email
+
+    api = api_factory(resend_api_key="re_test_x", resend_api_url=resend.server.url)
+    founder = bearer(token(api, make_admin(db), "founder@example.com"))
+    sent = send_email(
+        api.container.mailer,
+        to="ada@example.com",
+        subject="Your invoice is paid",
+        text="Thank you",
+        html="<p>Thank you</p>",
+        from_="Acme <billing@acme.dev>",
+        idempotency_key="evt_paid/invoice-paid",
+    )
+    sent_emails.record(
+        db,
+        event_id="evt_paid",
+        kind="invoice-paid",
+        recipient="ada@example.com",
+        provider_id=sent["id"],
+    )
+    path = "/api/admin/emails/evt_paid:invoice-paid/resend"
+    resend.fail_next(3)  # every attempt of the mailer's send
+
+    failed = api.post(path, json={"reason": "Lost it"}, headers=founder)
+
+    assert failed.status_code == 503, failed.text
+    assert db.fetch_all("select 1 from public.email_resends") == []
+    assert len(resend.delivered) == 1
+    again = api.post(path, json={"reason": "Lost it"}, headers=founder)
+    assert again.status_code == 200, again.text
+    assert resend.delivered_keys == ["evt_paid/invoice-paid", "resend/evt_paid/invoice-paid"]
 
 
 def test_a_local_founder_makes_themselves_admin_and_signs_in_with_a_second_factor(
