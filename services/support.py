@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from adapters.bus import EventBus, PublishError
-from adapters.db import audit, ledger, profiles, support
+from adapters.db import audit, leaving, ledger, profiles, support
 from adapters.db.pool import Database
 from adapters.mail.message import KeepsSent, Mailer, MailError
 from adapters.stripe_api import PaymentsNotConfigured, PaymentsUnavailable, StripeGateway
@@ -410,26 +410,12 @@ def _uuid(value: str, name: str) -> str:
 
 def founder_tasks(db: Database) -> list[dict[str, Any]]:
     """What the founder must do by hand (a Stripe customer to redact, ...), not done yet."""
-    from adapters.db import leaving
-
     return leaving.open_founder_tasks(db)
 
 
 def finish_founder_task(db: Database, task_id: str) -> dict[str, Any]:
     """A task the founder did by hand, marked done; 404 for one that does not exist."""
-    from adapters.db import leaving
-
-    found = leaving.finish_founder_task(db, task_id) if _is_uuid(task_id) else None
+    found = leaving.finish_founder_task(db, _uuid(task_id, "taskId"))
     if found is None:
         raise NotFound(f"No founder task {task_id}")
     return found
-
-
-def _is_uuid(value: str) -> bool:
-    import uuid
-
-    try:
-        uuid.UUID(value)
-    except ValueError:
-        return False
-    return True

@@ -640,3 +640,6 @@ def test_a_founder_task_is_listed_until_an_admin_marks_it_done(api: Api, db: Dat
         f"/api/admin/tasks/{uuid.uuid4()}/done", json={"reason": "x"}, headers=founder
     )
     assert unknown.status_code == 404
+    malformed = api.post("/api/admin/tasks/nope/done", json={"reason": "x"}, headers=founder)
+    assert malformed.status_code == 400
+    assert malformed.json() == {"error": "taskId is not an id"}
