@@ -51,12 +51,17 @@ def web_url(value: str) -> str:
 
 # What a mail client or a reader takes for a link or an address in plain text: a scheme
 # (`https://`, `http:/`), `www.`, a bare domain (`evil.com`, `example.co/path`, any script's
-# letters in the last label), or `someone@somewhere`. Read on the NFKC form with the ideographic
-# full stop as a dot and the joiners taken out, so a domain in full-width letters, or with
-# U+3002 for its dot, is a domain too.
+# letters in the last label, or a last label in punycode: `evil.xn--p1ai` is `evil.рф`), an IP
+# address (`1.2.3.4/login`, `[2001:db8::1]`), or `someone@somewhere`. Read on the NFKC form with
+# the ideographic full stop as a dot and the joiners taken out, so a domain in full-width
+# letters, or with U+3002 for its dot, is a domain too.
 _SCHEME = re.compile(r"(?<![a-z0-9+.-])[a-z][a-z0-9+.-]*:/", re.IGNORECASE)
 _WWW = re.compile(r"(?<![\w-])www\d{0,3}\.", re.IGNORECASE)
-_DOMAIN = re.compile(r"(?<![\w-])(?:[^\W_](?:[\w-]*[^\W_])?\.)+[^\W\d_]{2,63}(?![\w-])")
+_DOMAIN = re.compile(
+    r"(?<![\w-])(?:[^\W_](?:[\w-]*[^\W_])?\.)+(?:[^\W\d_]{2,63}|(?i:xn--)[\w-]{1,59})(?![\w-])"
+)
+_IPV4 = re.compile(r"(?<![\w.-])\d{1,3}(?:\.\d{1,3}){3}(?![\w-]|\.\d)")
+_IPV6 = re.compile(r"\[[0-9a-f]*:[0-9a-f:.]*\]", re.IGNORECASE)
 _AT = re.compile(r"[^\s@]@[^\s@]")
 _AS_DOT = str.maketrans({"\u3002": ".", "\u200c": None, "\u200d": None})
 
@@ -65,7 +70,7 @@ def carries_address(text: str) -> bool:
     """Whether `text` holds a link, a domain name or an e-mail address. For short text (a name):
     the time it takes grows with the square of the length."""
     plain = unicodedata.normalize("NFKC", text).translate(_AS_DOT)
-    return any(p.search(plain) for p in (_SCHEME, _WWW, _DOMAIN, _AT))
+    return any(p.search(plain) for p in (_SCHEME, _WWW, _DOMAIN, _IPV4, _IPV6, _AT))
 
 
 # Characters that change how text around them reads without being seen: controls, line and

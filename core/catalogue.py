@@ -31,8 +31,9 @@ METADATA: Mapping[str, str] = {
     "meter": "the Stripe meter's event name that bills consumption beyond the credits",
 }
 
-FEATURE = re.compile(r"^[a-z0-9]+(?:[-_][a-z0-9]+)*$")
-REPOSITORY = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})/[A-Za-z0-9._-]{1,100}$")
+# Anchored with \Z, not $: `$` also matches before a final newline, which a name may not carry.
+FEATURE = re.compile(r"\A[a-z0-9]+(?:[-_][a-z0-9]+)*\Z")
+REPOSITORY = re.compile(r"\A[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})/[A-Za-z0-9._-]{1,100}\Z")
 TYPES = ("link", "github")
 INTERVALS = ("month", "year")
 LONGEST_TRIAL = 730

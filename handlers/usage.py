@@ -46,7 +46,7 @@ class UsageRequest(RequestModel):
     @field_validator("feature", mode="before")
     @classmethod
     def _feature(cls, value: Any) -> str:
-        if not isinstance(value, str) or not FEATURE.match(value):
+        if not isinstance(value, str) or not FEATURE.fullmatch(value):
             raise ValueError("feature must be a feature name (a lowercase slug)")
         return value
 

@@ -141,6 +141,9 @@ LINK = "Team name must not contain a link or an e-mail address"
         "Team @ Acme",
         "Family \U0001f468\u200d\U0001f469\u200d\U0001f467",
         "x" * NAME_LIMIT,
+        "Release 2.0.1",
+        "Standup at 10:30",
+        "Team xn",
     ],
 )
 def test_plain_team_names_are_accepted(name: str) -> None:
@@ -163,6 +166,12 @@ def test_plain_team_names_are_accepted(name: str) -> None:
         ("evil\u200d.com", LINK),
         ("write to security@acme.example", LINK),
         ("security@acme", LINK),
+        ("1.2.3.4/login", LINK),
+        ("sign in at 203.0.113.9", LINK),
+        ("\uff11.\uff12.\uff13.\uff14", LINK),  # full-width 1.2.3.4
+        ("http to [2001:db8::1]", LINK),
+        ("evil.xn--p1ai", LINK),
+        ("login.XN--P1AI/verify", LINK),
         ("x" * (NAME_LIMIT + 1), f"Team name is longer than {NAME_LIMIT} characters"),
         ("Night\nOwls", "Team name must not contain line breaks or control characters"),
         ("Night\tOwls", "Team name must not contain line breaks or control characters"),

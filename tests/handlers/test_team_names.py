@@ -34,6 +34,8 @@ def teams_stored(db: Database) -> int:
         "Verify at www.acme-login",
         "Acme Security evil.com",
         "Acme example.co/path",
+        "Acme Security 1.2.3.4/login",
+        "Acme Security evil.xn--p1ai",
     ],
 )
 def test_a_team_name_with_a_link_is_refused_and_nothing_is_created(

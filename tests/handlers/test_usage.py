@@ -192,6 +192,7 @@ def test_a_subscriptions_end_ends_its_period_credits(
         ({"feature": "generations", "amount": 1, "key": "k"}, "Give userId or teamId"),
         ({"userId": "x", "feature": "generations", "amount": 1, "key": "k"}, "(userId)"),
         ({"userId": "{ada}", "feature": "Gen X", "amount": 1, "key": "k"}, "feature must"),
+        ({"userId": "{ada}", "feature": "generations\n", "amount": 1, "key": "k"}, "feature must"),
         ({"userId": "{ada}", "feature": "generations", "amount": 0, "key": "k"}, "amount must"),
         ({"userId": "{ada}", "feature": "generations", "amount": "1", "key": "k"}, "amount must"),
         ({"userId": "{ada}", "feature": "generations", "amount": 1, "key": ""}, "key must"),
