@@ -1,5 +1,5 @@
-"""Limits: per-client request rates, a team's daily invitations, the proxies in front that name
-the client, and how long any call to a vendor may take."""
+"""Limits: per-client request rates, a team's and a person's daily invitations, the proxies in
+front that name the client, and how long any call to a vendor may take."""
 
 from __future__ import annotations
 
@@ -27,6 +27,9 @@ class LimitSettings(Environment):
     # Invitation mails (new or resent) one team sends in any 24 hours, whoever sends them and
     # from wherever: counted in Postgres, so across instances.
     team_invitations_per_day: int = Field(default=20, ge=1, le=10_000)
+    # Invitation mails (new or resent) one person sends in any 24 hours from all their teams
+    # together: a team made anew gives its creator no new day. Counted in Postgres too.
+    invitations_per_person_per_day: int = Field(default=20, ge=1, le=10_000)
     # Proxies that append to X-Forwarded-For in front of the app (Cloud Run: 1; with an
     # external load balancer in front of Cloud Run: 2); the client is the entry before them.
     trusted_proxy_hops: int = Field(default=1, ge=0, le=5)

@@ -8,7 +8,8 @@ the same order in `public.team_refresh`, and a test holds the two together).
 
 A team's name is text its creator wrote that goes out in mails from the product's own sender, to
 addresses anyone may type: it is short plain text (`name_problem`), every mail quotes it and
-names who wrote it (core/email/kinds/), and a team sends a bounded number of invitations a day.
+names who wrote it (core/email/kinds/), and a team sends a bounded number of invitations a day,
+and so does each person from all their teams together (a new team gives no new day).
 """
 
 from __future__ import annotations
@@ -189,6 +190,16 @@ def daily_invitations_message(limit: int) -> str:
     return (
         f"This team reached its daily invitation limit: {limit} {plural} (sent or resent) in"
         " 24 hours. Try again later"
+    )
+
+
+def personal_daily_invitations_message(limit: int) -> str:
+    """What an invitation past its sender's daily limit (across all their teams) is told: a
+    new team gives no new day."""
+    plural = "invitation" if limit == 1 else "invitations"
+    return (
+        f"You reached your daily invitation limit: {limit} {plural} (sent or resent) in"
+        " 24 hours, across all your teams. Try again later"
     )
 
 

@@ -160,6 +160,7 @@ def _links(c: Collaborators) -> teams.Links:
         site_url=c.brand.site_url,
         ttl=timedelta(days=c.settings.team_invitation_ttl_days),
         daily_limit=c.settings.team_invitations_per_day,
+        person_limit=c.settings.invitations_per_person_per_day,
     )
 
 

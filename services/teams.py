@@ -58,11 +58,12 @@ class TeamView:
 @dataclass(frozen=True)
 class Links:
     """Where the invitation e-mail's link points, how long it works, and how many invitation
-    mails (new or resent) a team sends in 24 hours."""
+    mails (new or resent) a team sends in 24 hours, and a person from all their teams."""
 
     site_url: str
     ttl: timedelta
     daily_limit: int
+    person_limit: int
 
 
 def create_team(*, user: User, name: str, db: Database) -> Team:
@@ -120,6 +121,7 @@ def invite(
             invited_by=user.id,
             expires_at=datetime.now(UTC) + links.ttl,
             daily_limit=links.daily_limit,
+            sender_limit=links.person_limit,
         )
     except store.NoSeat as no_seat:
         raise Conflict(rules.no_seat_message(no_seat.seats)) from None
@@ -153,7 +155,9 @@ def resend(
                 invitation_id=invitation_id,
                 token_hash=rules.token_hash(token),
                 expires_at=datetime.now(UTC) + links.ttl,
+                sent_by=user.id,
                 daily_limit=links.daily_limit,
+                sender_limit=links.person_limit,
             )
             if _is_uuid(invitation_id)
             else None
@@ -275,8 +279,13 @@ def _inviter(user: User, db: Database) -> dict[str, str | None]:
 
 
 def _too_many(limited: store.DailyLimit) -> TooManyRequests:
+    message = (
+        rules.daily_invitations_message(limited.limit)
+        if limited.whose == "team"
+        else rules.personal_daily_invitations_message(limited.limit)
+    )
     return TooManyRequests(
-        rules.daily_invitations_message(limited.limit),
+        message,
         retry_after=math.ceil(limited.retry_after.total_seconds()),
     )
 

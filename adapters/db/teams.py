@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Literal
 
 from adapters.db.pool import Connection, Database
 from core.teams import Invitation, Role, SeatChange, Seats
@@ -57,11 +57,13 @@ class NoSeat(Exception):
 
 
 class DailyLimit(Exception):
-    """The team sent `limit` invitation mails in the last 24 hours; one more may go in
+    """The team (`whose` "team") or the person sending (`whose` "sender", across all their
+    teams) sent `limit` invitation mails in the last 24 hours; one more may go in
     `retry_after`."""
 
-    def __init__(self, limit: int, retry_after: timedelta) -> None:
-        super().__init__(f"{limit} invitation mails in 24 hours")
+    def __init__(self, whose: Literal["team", "sender"], limit: int, retry_after: timedelta) -> None:
+        super().__init__(f"{limit} invitation mails of the {whose} in 24 hours")
+        self.whose = whose
         self.limit = limit
         self.retry_after = retry_after
 
@@ -181,13 +183,15 @@ def invite(
     invited_by: str,
     expires_at: datetime,
     daily_limit: int,
+    sender_limit: int,
 ) -> InvitationRow:
     """A new invitation, unless the team sent `daily_limit` invitation mails in the last 24
-    hours (DailyLimit) or its seats are all used (NoSeat); a pending invitation to the same
-    address is replaced (its link stops working). Its mail is counted."""
+    hours, or `invited_by` sent `sender_limit` from all their teams (DailyLimit), or its seats
+    are all used (NoSeat); a pending invitation to the same address is replaced (its link stops
+    working). Its mail is counted."""
     with db.transaction() as conn:
-        _lock(conn, team_id)
-        _count_mail(conn, team_id, daily_limit)
+        _lock(conn, team_id, [invited_by])
+        _count_mail(conn, team_id, invited_by, daily_limit, sender_limit)
         conn.execute(
             "update public.team_invitations set revoked_at = now()"
             " where team_id = %s and lower(email) = lower(%s)"
@@ -225,14 +229,16 @@ def renew(
     invitation_id: str,
     token_hash: str,
     expires_at: datetime,
+    sent_by: str,
     daily_limit: int,
+    sender_limit: int,
 ) -> InvitationRow | None:
     """A pending invitation with a new token (the old one is dead) and a new expiry, its mail
-    counted as a new invitation's is (DailyLimit past `daily_limit`). An expired one held no
-    seat: it takes one again, unless the team's seats are all used (NoSeat); an unexpired one
-    keeps its own."""
+    counted as a new invitation's is (DailyLimit past `daily_limit` of the team or
+    `sender_limit` of `sent_by`). An expired one held no seat: it takes one again, unless the
+    team's seats are all used (NoSeat); an unexpired one keeps its own."""
     with db.transaction() as conn:
-        _lock(conn, team_id)
+        _lock(conn, team_id, [sent_by])
         found = conn.execute(
             "select expires_at <= now() as expired from public.team_invitations"
             " where team_id = %s and id = %s and accepted_at is null and revoked_at is null",
@@ -240,7 +246,7 @@ def renew(
         ).fetchone()
         if found is None:
             return None
-        _count_mail(conn, team_id, daily_limit)
+        _count_mail(conn, team_id, sent_by, daily_limit, sender_limit)
         if found["expired"]:
             taken = seats(conn, team_id)
             if taken is not None and taken.used >= taken.total:
@@ -333,24 +339,37 @@ def set_quantity(db: Database, team_id: str, quantity: int) -> None:
         conn.execute("update public.teams set quantity = %s where id = %s", (quantity, team_id))
 
 
-def _count_mail(conn: Connection, team_id: str, daily_limit: int) -> None:
-    """Count one more invitation mail of the team (held by the caller's `_lock`), or raise
-    DailyLimit when `daily_limit` went out in the last 24 hours: the next may go once the
-    `daily_limit`-th newest of them is 24 hours old."""
+def _count_mail(
+    conn: Connection, team_id: str, sender: str, team_limit: int, sender_limit: int
+) -> None:
+    """Count one more invitation mail of the team and of its sender (both held by the caller's
+    `_lock`: the team's rows, and the sender's own account, which every team of theirs locks
+    too), or raise DailyLimit when `team_limit` of the team's, or `sender_limit` of the
+    sender's from any team, went out in the last 24 hours: the next may go once the
+    limit-th newest of them is 24 hours old. Nothing is written when either is reached."""
     conn.execute(
         "delete from public.team_invitation_mails"
-        " where team_id = %s and sent_at <= now() - interval '24 hours'",
-        (team_id,),
+        " where (team_id = %s or sent_by = %s) and sent_at <= now() - interval '24 hours'",
+        (team_id, sender),
     )
-    full = conn.execute(
-        "select extract(epoch from sent_at + interval '24 hours' - now()) as wait"
-        " from public.team_invitation_mails where team_id = %s"
-        " order by sent_at desc offset %s limit 1",
-        (team_id, daily_limit - 1),
-    ).fetchone()
-    if full is not None:
-        raise DailyLimit(daily_limit, timedelta(seconds=max(float(full["wait"]), 1.0)))
-    conn.execute("insert into public.team_invitation_mails (team_id) values (%s)", (team_id,))
+    counts: tuple[tuple[Literal["team", "sender"], str, str, int], ...] = (
+        ("team", "team_id", team_id, team_limit),
+        ("sender", "sent_by", sender, sender_limit),
+    )
+    for whose, column, key, limit in counts:
+        full = conn.execute(
+            "select extract(epoch from sent_at + interval '24 hours' - now()) as wait"  # noqa: S608 - constant
+            f" from public.team_invitation_mails where {column} = %s"
+            " order by sent_at desc offset %s limit 1",
+            (key, limit - 1),
+        ).fetchone()
+        if full is not None:
+            wait = timedelta(seconds=max(float(full["wait"]), 1.0))
+            raise DailyLimit(whose, limit, wait)
+    conn.execute(
+        "insert into public.team_invitation_mails (team_id, sent_by) values (%s, %s)",
+        (team_id, sender),
+    )
 
 
 def _lock(conn: Connection, team_id: str, users: Sequence[str] = ()) -> None:

@@ -86,7 +86,8 @@ def settings(
     # The run's people call the teams' routes far more often than one person would, and its
     # teams invite far more than a team does in a day.
     limits: dict[str, object] = dict.fromkeys(ROUTE_LIMITS.values(), "100000/minute")
-    return settings.model_copy(update={**limits, "team_invitations_per_day": 10_000})
+    days = {"team_invitations_per_day": 10_000, "invitations_per_person_per_day": 10_000}
+    return settings.model_copy(update={**limits, **days})
 
 
 @contextmanager

@@ -232,6 +232,88 @@ def test_invitations_at_once_never_pass_the_daily_limit_together(
     assert db.fetch_all("select count(*) as n from public.team_invitations")[0]["n"] == 2
 
 
+PERSON_LIMIT = (
+    "You reached your daily invitation limit: {n} invitations (sent or resent) in 24 hours,"
+    " across all your teams. Try again later"
+)
+
+
+def test_a_person_sends_at_most_their_daily_invitations_across_all_their_teams(
+    api_factory: Callable[..., Api], db: Database
+) -> None:
+    """A new team does not give its creator a new day's invitations: the limit counts each
+    inviter across their teams, as well as each team."""
+    api = api_factory(team_invitations_per_day=3, invitations_per_person_per_day=4)
+    eve = Person(api, db, "eve@example.com", "Eve")
+    first = new_team(eve, "Night Owls")
+    for n in range(3):
+        assert _invite(eve, first, f"a{n}@example.com", "198.51.100.1").status_code == 201
+    second = new_team(eve, "Early Birds")
+    assert _invite(eve, second, "b0@example.com", "198.51.100.2").status_code == 201
+    settle(api)
+    stored = db.fetch_all("select count(*) as n from public.team_invitations")[0]["n"]
+    mailed = len(outbox(api))
+
+    # A third team, a fresh address, another client: refused all the same; a resend too.
+    third = new_team(eve, "Late Owls")
+    refused = _invite(eve, third, "c0@example.com", "203.0.113.9")
+    pending: list[dict[str, Any]] = eve.call("GET", f"/api/teams/{second}").json()["invitations"]
+    resent = requests.post(
+        f"{api.url}/api/teams/{second}/invitations/{pending[0]['id']}/resend",
+        headers={"Authorization": f"Bearer {eve.token}", "X-Forwarded-For": "192.0.2.7"},
+        timeout=10,
+    )
+
+    for answer in (refused, resent):
+        assert answer.status_code == 429, answer.text
+        assert answer.json() == {"error": PERSON_LIMIT.format(n=4)}
+        assert 23 * 3600 < int(answer.headers["Retry-After"]) <= 24 * 3600
+    settle(api)
+    assert db.fetch_all("select count(*) as n from public.team_invitations")[0]["n"] == stored
+    assert len(outbox(api)) == mailed
+    assert eve.call("GET", f"/api/teams/{second}").json()["invitations"] == pending
+
+    # Another admin of the same team still invites: the team's own limit has room.
+    grace = Person(api, db, "grace@example.com", "Grace")
+    _admit(db, second, grace)
+    assert _invite(grace, second, "d0@example.com", "203.0.113.10").status_code == 201
+
+    # A day later, Eve invites again.
+    with db.transaction() as conn:
+        conn.execute(
+            "update public.team_invitation_mails set sent_at = sent_at - interval '24 hours'"
+        )
+    assert _invite(eve, third, "c0@example.com", "203.0.113.9").status_code == 201
+
+
+def _admit(db: Database, team: str, person: Person) -> None:
+    """`person` made an admin of the team directly (an invitation would be one of the day's)."""
+    with db.transaction() as conn:
+        conn.execute(
+            "insert into public.team_members (team_id, user_id, role) values (%s, %s, 'admin')",
+            (team, person.id),
+        )
+
+
+def test_invitations_at_once_from_several_teams_never_pass_the_persons_limit_together(
+    api_factory: Callable[..., Api], db: Database
+) -> None:
+    api = api_factory(invitations_per_person_per_day=2)
+    eve = Person(api, db, "eve@example.com", "Eve")
+    teams = [new_team(eve, f"Team {n}") for n in range(3)]
+
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        answers = list(
+            pool.map(
+                lambda n: _invite(eve, teams[n % 3], f"guest{n}@example.com", f"198.51.100.{n}"),
+                range(6),
+            )
+        )
+
+    assert sorted(a.status_code for a in answers) == [201, 201, 429, 429, 429, 429]
+    assert db.fetch_all("select count(*) as n from public.team_invitations")[0]["n"] == 2
+
+
 def test_someone_signed_in_without_an_address_cannot_send_an_invitation(
     api: Api, db: Database
 ) -> None:
