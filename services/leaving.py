@@ -112,7 +112,10 @@ def _recorded(user: User, confirm: Any, db: Database) -> Deletion:
         teams_closed=closed,
         customers=customers,
     )
-    return store.record(db, user_id=user.id, plan=plan)
+    try:
+        return store.record(db, user_id=user.id, plan=plan, holds=rules.last_owner_of)
+    except store.Held as late:  # another owner's deletion was recorded since the read above
+        raise Conflict(rules.refusal_for(late.team)) from None
 
 
 def _hand_over(deletion: Deletion, deletions: Deletions) -> Outcome:

@@ -3,7 +3,7 @@ and the writes of its steps."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -93,21 +93,33 @@ def export_of(db: Database, user_id: str, email: str | None) -> dict[str, Any]:
     }
 
 
+# A person whose account deletion is under way (recorded, not finished) is leaving: the teams'
+# counts leave them out, as if they had gone, so that two owners leaving at once are two owners
+# gone (`record` counts under the teams' locks).
+_LEAVING = (
+    "exists (select 1 from public.account_deletions d"
+    " where d.user_id = o.user_id and d.finished_at is null and o.user_id <> m.user_id)"
+)
+_MEMBERSHIPS = (
+    "select t.id::text as team_id, t.name, m.role,"  # noqa: S608 - constant
+    " (select count(*) from public.team_members o where o.team_id = t.id"
+    f"  and o.role = 'owner' and not {_LEAVING}) as owners,"
+    " (select count(*) from public.team_members o where o.team_id = t.id"
+    f"  and not {_LEAVING}) as members"
+    " from public.team_members m join public.teams t on t.id = m.team_id"
+    " where m.user_id = %s order by m.joined_at"
+)
+
+
 def memberships(db: Database, user_id: str) -> list[TeamMembership]:
-    """The person's teams, with how many owners and members each has."""
-    rows = db.fetch_all(
-        "select t.id::text as team_id, t.name, m.role,"
-        " (select count(*) from public.team_members o where o.team_id = t.id"
-        "  and o.role = 'owner') as owners,"
-        " (select count(*) from public.team_members o where o.team_id = t.id) as members"
-        " from public.team_members m join public.teams t on t.id = m.team_id"
-        " where m.user_id = %s order by m.joined_at",
-        (user_id,),
+    """The person's teams, with how many owners and members each has who are not leaving."""
+    return [_membership(r) for r in db.fetch_all(_MEMBERSHIPS, (user_id,))]
+
+
+def _membership(row: dict[str, Any]) -> TeamMembership:
+    return TeamMembership(
+        row["team_id"], row["name"], row["role"], int(row["owners"]), int(row["members"])
     )
-    return [
-        TeamMembership(r["team_id"], r["name"], r["role"], int(r["owners"]), int(r["members"]))
-        for r in rows
-    ]
 
 
 def plan_facts(
@@ -183,9 +195,36 @@ def unfinished(db: Database) -> list[Deletion]:
     return [_deletion(r) for r in rows]
 
 
-def record(db: Database, *, user_id: str, plan: Plan) -> Deletion:
-    """The deletion, recorded before any step; the one under way when there is one already."""
+class Held(Exception):
+    """The person may not go: `team` would be left without an owner (core/leaving.py)."""
+
+    def __init__(self, team: TeamMembership) -> None:
+        super().__init__(f"the last owner of the team {team.team_id}")
+        self.team = team
+
+
+def record(
+    db: Database,
+    *,
+    user_id: str,
+    plan: Plan,
+    holds: Callable[[Sequence[TeamMembership]], TeamMembership | None],
+) -> Deletion:
+    """The deletion, recorded before any step; the one under way when there is one already.
+    Raises Held, recording nothing, when `holds` finds a team the person may not leave, asked
+    with the person's teams locked (their account rows, in id order, as every writer of a team
+    takes them first) and counted under that lock: of two owners leaving at once, the second
+    counts the first as gone."""
     with db.transaction() as conn:
+        conn.execute(
+            "select 1 from public.accounts a where a.kind = 'team' and a.id in ("
+            " select m.team_id from public.team_members m where m.user_id = %s)"
+            " order by a.id for update",
+            (user_id,),
+        )
+        teams = [_membership(r) for r in conn.execute(_MEMBERSHIPS, (user_id,)).fetchall()]
+        if (held := holds(teams)) is not None:
+            raise Held(held)
         conn.execute(
             "insert into public.account_deletions (user_id, email, plan) values (%s, %s, %s)"
             " on conflict (user_id) where finished_at is null do nothing",

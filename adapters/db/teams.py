@@ -61,7 +61,9 @@ class DailyLimit(Exception):
     teams) sent `limit` invitation mails in the last 24 hours; one more may go in
     `retry_after`."""
 
-    def __init__(self, whose: Literal["team", "sender"], limit: int, retry_after: timedelta) -> None:
+    def __init__(
+        self, whose: Literal["team", "sender"], limit: int, retry_after: timedelta
+    ) -> None:
         super().__init__(f"{limit} invitation mails of the {whose} in 24 hours")
         self.whose = whose
         self.limit = limit
@@ -296,8 +298,12 @@ def accept(db: Database, *, team_id: str, token_hash: str, user_id: str) -> Invi
 
 
 def owners(conn: Connection, team_id: str) -> int:
+    """The team's owners who stay: one whose account deletion is under way is leaving, so no
+    other owner may step down or leave on the strength of them."""
     row = conn.execute(
-        "select count(*) as n from public.team_members where team_id = %s and role = 'owner'",
+        "select count(*) as n from public.team_members m where m.team_id = %s"
+        " and m.role = 'owner' and not exists (select 1 from public.account_deletions d"
+        " where d.user_id = m.user_id and d.finished_at is null)",
         (team_id,),
     ).fetchone()
     return int(row["n"]) if row else 0

@@ -4,7 +4,9 @@
 create table public.accounts (
   id uuid primary key default gen_random_uuid(),
   kind text not null default 'personal' check (kind in ('personal', 'team')),
-  -- A personal account's person; a team's owner.
+  -- A personal account's person; a team's creator, for the books only, which passes to another
+  -- member when they go (`profile_leaves_teams`, teams.sql): the cascade takes a team only with
+  -- the last of its people.
   owner_id uuid not null references public.profiles (id) on delete cascade,
   customer_id text unique,
   price_id text,

@@ -6,10 +6,13 @@ its steps is finished by a retry with nothing done twice."""
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 import requests
 
@@ -516,3 +519,154 @@ def test_a_team_its_creator_leaves_goes_on_with_its_other_owner(app: Api, db: Da
     ]
     seen = app.get(f"/api/teams/{team['id']}", headers=bearer(app, grace, GRACE))
     assert seen.status_code == 200
+
+
+# A team outlives its creator and keeps an owner, by any path.
+
+
+def _team_of(app: Api, db: Database, creator: str, others: dict[str, str]) -> str:
+    """A team Ada (`creator`) made through the route, with these other members (id: role) and
+    a subscription of its own: a paying team."""
+    team = str(
+        app.post("/api/teams", json={"name": "Engines"}, headers=bearer(app, creator, ADA)).json()[
+            "id"
+        ]
+    )
+    with db.transaction() as conn:
+        for user_id, role in others.items():
+            conn.execute(
+                "insert into public.team_members (team_id, user_id, role) values (%s, %s, %s)",
+                (team, user_id, role),
+            )
+        conn.execute(
+            "insert into public.entitlements (account_id, source_id, kind, price_id, status,"
+            " active) values (%s, 'sub_engines', 'subscription', 'price_demo_team_monthly',"
+            " 'active', true)",
+            (team,),
+        )
+    return team
+
+
+def test_a_team_outlives_its_creator_deleted_from_the_dashboard(app: Api, db: Database) -> None:
+    """Deleting the creator's auth user by SQL (as the Supabase dashboard does) passes the
+    team's account to its longest-standing owner, as DELETE /api/me does: the team, its
+    members and its subscription stay."""
+    ada = create_user(db, ADA)
+    grace = create_user(db, GRACE)
+    bob = create_user(db, "bob@example.com")
+    team = _team_of(app, db, ada, {grace: "owner", bob: "member"})
+
+    with db.transaction() as conn:
+        conn.execute("delete from auth.users where id = %s", (ada,))
+
+    [account] = db.fetch_all("select owner_id::text from public.accounts where id = %s", (team,))
+    assert account["owner_id"] == grace
+    assert db.fetch_all("select name from public.teams") == [{"name": "Engines"}]
+    assert db.fetch_all("select user_id::text, role from public.team_members order by role") == [
+        {"user_id": bob, "role": "member"},
+        {"user_id": grace, "role": "owner"},
+    ]
+    assert db.fetch_all(
+        "select source_id from public.entitlements where account_id = %s", (team,)
+    ) == [{"source_id": "sub_engines"}]
+    seen = app.get(f"/api/teams/{team}", headers=bearer(app, grace, GRACE))
+    assert seen.status_code == 200
+
+
+def test_the_last_owner_deleted_from_the_dashboard_is_refused_naming_the_team(
+    app: Api, db: Database
+) -> None:
+    ada = create_user(db, ADA)
+    grace = create_user(db, GRACE)
+    team = _team_of(app, db, ada, {grace: "member"})
+
+    with pytest.raises(psycopg.errors.RestrictViolation) as refused, db.transaction() as conn:
+        conn.execute("delete from auth.users where id = %s", (ada,))
+
+    assert "last owner of the team 'Engines'" in str(refused.value)
+    assert team in str(refused.value)
+    assert db.fetch_all("select 1 from auth.users where id = %s", (ada,)) == [{"?column?": 1}]
+    assert len(db.fetch_all("select 1 from public.team_members where team_id = %s", (team,))) == 2
+    # Alone in the team, its creator goes and the team with them, as DELETE /api/me closes it.
+    with db.transaction() as conn:
+        conn.execute("delete from public.team_members where user_id = %s", (grace,))
+        conn.execute("delete from auth.users where id = %s", (ada,))
+    assert db.fetch_all("select 1 from public.teams") == []
+
+
+def test_two_owners_deleting_their_accounts_at_once_leave_the_team_an_owner(
+    app: Api, db: Database
+) -> None:
+    """Ada and Grace, the two owners of a team with a member, delete their accounts at the same
+    moment: one deletion goes ahead, the other is the last owner's 409."""
+    ada = create_user(db, ADA)
+    grace = create_user(db, GRACE)
+    bob = create_user(db, "bob@example.com")
+    team = _team_of(app, db, ada, {grace: "owner", bob: "member"})
+    start = threading.Barrier(2)
+
+    def leave(user_id: str, email: str) -> Any:
+        start.wait()
+        return delete(app, user_id, email=email)
+
+    # Both deletions held where they record themselves until both got that far (the lock is
+    # let go before the pool waits for them).
+    with ThreadPoolExecutor(max_workers=2) as pool, db.transaction() as holder:
+        holder.execute("lock table public.account_deletions in exclusive mode")
+        answers = [pool.submit(leave, ada, ADA), pool.submit(leave, grace, GRACE)]
+        wait_for(
+            lambda: (
+                db.fetch_all(
+                    "select count(*) as n from pg_stat_activity"
+                    " where wait_event_type = 'Lock' and datname = current_database()"
+                )[0]["n"]
+                >= 2
+            )
+        )
+    statuses = sorted(a.result().status_code for a in answers)
+
+    assert statuses == [200, 409]
+    owners = db.fetch_all(
+        "select user_id::text from public.team_members where team_id = %s and role = 'owner'",
+        (team,),
+    )
+    assert len(owners) == 1
+    assert db.fetch_all(
+        "select user_id::text from public.team_members where team_id = %s and role = 'member'",
+        (team,),
+    ) == [{"user_id": bob}]
+
+
+def test_no_owner_steps_down_or_leaves_while_the_other_owners_deletion_is_under_way(
+    app: Api, db: Database, injected: list[Callable[[], None]]
+) -> None:
+    """Ada's deletion is recorded but stopped before she left the team: she is leaving, so
+    Grace, the other owner, is the team's last and may neither leave nor step down."""
+    ada = create_user(db, ADA)
+    grace = create_user(db, GRACE)
+    bob = create_user(db, "bob@example.com")
+    team = _team_of(app, db, ada, {grace: "owner", bob: "member"})
+    injected.append(_refuse_recording("cancel_subscriptions")(db))
+    assert delete(app, ada).status_code >= 500
+    assert len(db.fetch_all("select 1 from public.account_deletions where finished_at is null"))
+
+    as_grace = bearer(app, grace, GRACE)
+    left = requests.delete(
+        f"{app.url}/api/teams/{team}/members/{grace}", headers=as_grace, timeout=10
+    )
+    stepped_down = requests.patch(
+        f"{app.url}/api/teams/{team}/members/{grace}",
+        json={"role": "admin"},
+        headers=as_grace,
+        timeout=10,
+    )
+
+    for answer in (left, stepped_down):
+        assert answer.status_code == 409, answer.text
+        assert "at least one owner" in answer.json()["error"]
+    injected.pop()()
+    assert delete(app, ada).status_code == 200
+    assert db.fetch_all("select user_id::text, role from public.team_members order by role") == [
+        {"user_id": bob, "role": "member"},
+        {"user_id": grace, "role": "owner"},
+    ]

@@ -87,6 +87,7 @@ FUNCTIONS: dict[str, set[str]] = {
     "features_of(uuid)": {HOOK},
     "grant_features(uuid[],text[])": set(),
     "product_features(products)": set(),
+    "profile_leaves_teams()": set(),
     "handle_new_user()": set(),
     "has_access()": {"anon", "authenticated"},
     "has_feature(text)": {"anon", "authenticated"},
