@@ -557,7 +557,15 @@ def test_a_team_outlives_its_creator_deleted_from_the_dashboard(app: Api, db: Da
     team = _team_of(app, db, ada, {grace: "owner", bob: "member"})
 
     with db.transaction() as conn:
+        # As Supabase Auth's admin API deletes a user: as its own role, which owns auth.users
+        # there (granted here for the one statement).
+        conn.execute("grant usage on schema auth to supabase_auth_admin")
+        conn.execute("grant select, delete on auth.users to supabase_auth_admin")
+        conn.execute("set local role supabase_auth_admin")
         conn.execute("delete from auth.users where id = %s", (ada,))
+        conn.execute("reset role")
+        conn.execute("revoke select, delete on auth.users from supabase_auth_admin")
+        conn.execute("revoke usage on schema auth from supabase_auth_admin")
 
     [account] = db.fetch_all("select owner_id::text from public.accounts where id = %s", (team,))
     assert account["owner_id"] == grace
