@@ -5,8 +5,8 @@ TRUNCATE, TRIGGER, REFERENCES or MAINTAIN, and it says nothing about functions. 
 and function in `public` is held against the allow-lists below: a new one that is not listed,
 or that hands a role a privilege not listed (Supabase's default privileges hand out all of
 them), fails here by name. `service_role` is the server's secret key, bypasses row-level
-security and keeps Supabase's defaults; the migrations' role owns everything: neither is
-checked.
+security and keeps Supabase's defaults, and each object's owner holds all of it: neither is
+checked (the migrations' role owns everything but the audit log, whose roles are tried below).
 """
 
 from __future__ import annotations
