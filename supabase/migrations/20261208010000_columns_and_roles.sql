@@ -39,14 +39,21 @@ grant select (
 ) on public.entitlements to authenticated;
 
 -- The audit log: its own owner and writer (support.sql says why).
+-- Roles belong to the server, not the database: another database of it may have made them
+-- already, or be making them at this moment.
 do $$
+declare
+  v_role text;
 begin
-  if not exists (select 1 from pg_roles where rolname = 'admin_audit_owner') then
-    create role admin_audit_owner nologin;
-  end if;
-  if not exists (select 1 from pg_roles where rolname = 'admin_audit_writer') then
-    create role admin_audit_writer nologin;
-  end if;
+  foreach v_role in array array['admin_audit_owner', 'admin_audit_writer'] loop
+    begin
+      if not exists (select 1 from pg_roles where rolname = v_role) then
+        execute format('create role %I nologin', v_role);
+      end if;
+    exception when duplicate_object or unique_violation then
+      null;
+    end;
+  end loop;
 end
 $$;
 

@@ -13,14 +13,21 @@
 -- - a trigger refuses UPDATE, DELETE and TRUNCATE to every role, the owner included;
 -- - `service_role` reads the rows and calls `admin_audit_record`, nothing more (no INSERT, no
 --   TRIGGER, which would let a trigger of its own drop or rewrite rows to come).
+-- Roles belong to the server, not the database: another database of it may have made them
+-- already, or be making them at this moment.
 do $$
+declare
+  v_role text;
 begin
-  if not exists (select 1 from pg_roles where rolname = 'admin_audit_owner') then
-    create role admin_audit_owner nologin;
-  end if;
-  if not exists (select 1 from pg_roles where rolname = 'admin_audit_writer') then
-    create role admin_audit_writer nologin;
-  end if;
+  foreach v_role in array array['admin_audit_owner', 'admin_audit_writer'] loop
+    begin
+      if not exists (select 1 from pg_roles where rolname = v_role) then
+        execute format('create role %I nologin', v_role);
+      end if;
+    exception when duplicate_object or unique_violation then
+      null;
+    end;
+  end loop;
 end
 $$;
 

@@ -358,7 +358,7 @@ def as_supabase_postgres(database_url: str) -> Iterator[psycopg.Connection[tuple
                         "   with admin true, inherit false, set false"
                     ).format(
                         role=sql.Identifier(role),
-                        db=sql.Identifier(psycopg.conninfo.conninfo_to_dict(url)["dbname"]),
+                        db=sql.Identifier(str(psycopg.conninfo.conninfo_to_dict(url)["dbname"])),
                     )
                 )
                 runtime = psycopg.conninfo.make_conninfo(url, user=role, password="local")
