@@ -79,7 +79,7 @@ def _entry(user: User) -> Entry:
     subject = next(iter(args.values()), None)
     subject = digest_addresses(subject) if subject else searched(q) if q else None
     query = "&".join(
-        f"{name}={searched(value) if name == 'q' else digest_addresses(value)}"
+        f"{digest_addresses(name)}={searched(value) if name == 'q' else digest_addresses(value)}"
         for name, value in request.args.items(multi=True)
     )
     return Entry(
