@@ -4,6 +4,9 @@ complimentary grant may run, which events concern a person, and the figures a fo
 
 from __future__ import annotations
 
+import hashlib
+import re
+import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -35,6 +38,26 @@ MONTHS = {"month": Decimal(1), "year": Decimal(12)}
 # A subscription Stripe still bills (past_due: it retries the card) or lets run free.
 BILLED = frozenset({"active", "past_due"})
 TRIAL = "trialing"
+
+
+# A Stripe customer's id, as a search names one.
+_STRIPE_CUSTOMER = re.compile(r"cus_[A-Za-z0-9]+")
+
+
+def searched(q: str) -> str:
+    """What the audit log keeps of a customer search's `q`. The log is kept for good and the
+    person may be deleted: an id (a user's, a Stripe customer's) is kept as typed, since it
+    names no one once they are gone; anything else (a name, an address, part of either) as the
+    SHA-256 of its trimmed lower-case form, so a founder can still check whether a given name or
+    address was looked up, and nobody reads it back."""
+    term = q.strip()
+    if _STRIPE_CUSTOMER.fullmatch(term):
+        return term
+    try:
+        uuid.UUID(term)
+    except ValueError:
+        return "sha256:" + hashlib.sha256(term.lower().encode()).hexdigest()
+    return term
 
 
 def reason_problem(reason: object) -> str | None:

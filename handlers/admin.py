@@ -13,7 +13,6 @@ import logging
 import uuid
 from datetime import datetime
 from typing import Any, Literal
-from urllib.parse import unquote_plus
 
 from flask import Blueprint, g, jsonify, request
 from flask.blueprints import BlueprintSetupState
@@ -25,6 +24,7 @@ from werkzeug.exceptions import NotFound as RouteNotFound
 from adapters.db.audit import Entry
 from adapters.tokens import User
 from core.addresses import digest_addresses
+from core.support import searched
 from handlers.caching import depends_on_caller
 from handlers.deps import container
 from handlers.parsing import RequestModel, json_object, validate
@@ -39,6 +39,8 @@ bp = Blueprint("admin", __name__)
 PREFIX = "/api/admin"
 # Request details kept in the audit log, beside who, what, whom and why.
 _HEADERS = ("User-Agent",)
+# A change's fields kept beside its reason: what a comp gives, and until when.
+_BODY = ("priceId", "until")
 
 
 def admin_only() -> None:
@@ -72,10 +74,14 @@ def _entry(user: User) -> Entry:
     subject_user = _user_id(args["userId"]) if "userId" in args else None
     if subject_user is not None:
         del args["userId"]
-    subject = next(iter(args.values()), None) or request.args.get("q")
-    # Kept for good: a searched address is kept as its digest, so it outlives a deletion.
-    subject = digest_addresses(subject) if subject else None
-    query = digest_addresses(unquote_plus(request.query_string.decode("utf-8", "replace")))
+    # Kept for good, past a person's deletion: a searched name or address as its digest only.
+    q = request.args.get("q")
+    subject = next(iter(args.values()), None)
+    subject = digest_addresses(subject) if subject else searched(q) if q else None
+    query = "&".join(
+        f"{digest_addresses(name)}={searched(value) if name == 'q' else digest_addresses(value)}"
+        for name, value in request.args.items(multi=True)
+    )
     return Entry(
         admin_id=user.id,
         admin_email=user.email,
@@ -89,6 +95,7 @@ def _entry(user: User) -> Entry:
             "query": query,
             "client": request.remote_addr,
             **{h.lower(): request.headers.get(h) for h in _HEADERS if h in request.headers},
+            **({"body": body} if (body := _body()) else {}),
         },
     )
 
@@ -98,6 +105,23 @@ def _user_id(value: str) -> str | None:
         return str(uuid.UUID(value))
     except ValueError:
         return None
+
+
+def _body() -> dict[str, str | None]:
+    """What a change asked for beyond its reason, as given (a comp's price and end): the row
+    says what was given, not only that something was."""
+    if request.method not in ("POST", "DELETE", "PATCH", "PUT"):
+        return {}
+    try:
+        data = json_object()
+    except (HTTPException, ServiceError):
+        return {}
+    kept: dict[str, str | None] = {}
+    for name in _BODY:
+        value = data.get(name, False)  # False: absent; a value of another type: refused anyway
+        if value is None or isinstance(value, str):
+            kept[name] = None if value is None else value[:200]
+    return kept
 
 
 def _reason() -> str | None:

@@ -1,5 +1,6 @@
 """The admin audit log in Postgres (`public.admin_audit`): rows are added and read, never
-changed (a trigger refuses UPDATE, DELETE and TRUNCATE to every role)."""
+changed (a trigger refuses UPDATE, DELETE and TRUNCATE to every role). A row is added through
+`public.admin_audit_record`, the one way in: the database sets its id and time."""
 
 from __future__ import annotations
 
@@ -28,9 +29,7 @@ def record(db: Database, entry: Entry) -> int:
     """Append the entry; returns its id."""
     with db.transaction() as conn:
         rows = conn.execute(
-            "insert into public.admin_audit (admin_id, admin_email, action, subject_user_id,"
-            " subject, reason, request) values (%s::uuid, %s, %s, %s::uuid, %s, %s, %s)"
-            " returning id",
+            "select public.admin_audit_record(%s::uuid, %s, %s, %s::uuid, %s, %s, %s) as id",
             (
                 entry.admin_id,
                 entry.admin_email,

@@ -1,5 +1,6 @@
 -- The catalogue: one row per Stripe price, written from Stripe (`flask --app main products
--- sync`, and product and price events), never by hand. Anyone reads the active products.
+-- sync`, and product and price events), never by hand. Anyone reads the active products, all
+-- but their download links.
 
 create table public.products (
   id uuid primary key default gen_random_uuid(),
@@ -64,4 +65,11 @@ create policy "products: all for admins" on public.products
   for select to authenticated
   using ((select public.is_admin()));
 
-grant select on public.products to anon, authenticated;
+-- Every column but the download link, which reaches a product's holders only, through the API
+-- (`GET /api/me`): a query names its columns (`select=*` is refused).
+grant select (
+  id, name, description, price, stripe_price_id, type, billing_type, billing_interval,
+  trial_days, is_active, is_featured, github_repo, created_at, updated_at, features, per_seat,
+  stripe_product_id, synced_at, credits, credits_period, credits_expire_days, meter, currency,
+  tax_behavior, tax_code
+) on public.products to anon, authenticated;

@@ -40,4 +40,8 @@ create policy "entitlements: own rows or admin" on public.entitlements
     or (select public.is_admin())
   );
 
-grant select on public.entitlements to authenticated;
+-- Every column but a comp's admin and reason (`granted_by`, `reason`): the support API's alone.
+grant select (
+  id, account_id, source_id, kind, price_id, status, active, current_period_end,
+  cancel_at_period_end, trial_end, ended_at, changed_at, event_id, created_at, updated_at
+) on public.entitlements to authenticated;

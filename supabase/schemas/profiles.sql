@@ -24,6 +24,9 @@ create trigger profiles_touch before update on public.profiles
   for each row execute function public.touch_updated_at();
 
 -- Security definer so the profiles policy can ask about admins without recursing into itself.
+-- An admin is one only with a second factor (the token's `aal` is `aal2`), as the support API
+-- requires (handlers/admin.py); always, here: `ADMIN_MFA=off` relaxes the API in development
+-- alone, and nothing local reads through these policies as an admin.
 create or replace function public.is_admin() returns boolean
 language sql
 stable
@@ -31,6 +34,7 @@ security definer
 set search_path = ''
 as $$
   select coalesce((select p.is_admin from public.profiles p where p.id = auth.uid()), false)
+    and coalesce(auth.jwt() ->> 'aal', '') = 'aal2'
 $$;
 
 alter table public.profiles enable row level security;

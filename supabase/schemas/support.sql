@@ -3,8 +3,34 @@
 
 -- One row per call of the support API, written before the call does anything (so nothing an
 -- admin does goes unrecorded): who, what, about whom, why, when, and the request. Nobody
--- changes or removes a row: the API roles hold nothing on it, and a trigger refuses UPDATE,
--- DELETE and TRUNCATE to every role, service_role and the owner included.
+-- changes or removes a row, nor writes one of their own making:
+-- - the table (and its trigger's function) belong to `admin_audit_owner`, a role no one logs in
+--   as and no runtime path uses, so the role that applies the schema and serves the app
+--   (Supabase's `postgres`) cannot turn the trigger off, rewrite its function or alter the
+--   table;
+-- - rows are added by `admin_audit_record` alone, which runs as `admin_audit_writer`, a role
+--   that may only insert the call's own columns: `id` and `at` are the database's (`now()`);
+-- - a trigger refuses UPDATE, DELETE and TRUNCATE to every role, the owner included;
+-- - `service_role` reads the rows and calls `admin_audit_record`, nothing more (no INSERT, no
+--   TRIGGER, which would let a trigger of its own drop or rewrite rows to come).
+-- Roles belong to the server, not the database: another database of it may have made them
+-- already, or be making them at this moment.
+do $$
+declare
+  v_role text;
+begin
+  foreach v_role in array array['admin_audit_owner', 'admin_audit_writer'] loop
+    begin
+      if not exists (select 1 from pg_roles where rolname = v_role) then
+        execute format('create role %I nologin', v_role);
+      end if;
+    exception when duplicate_object or unique_violation then
+      null;
+    end;
+  end loop;
+end
+$$;
+
 create table public.admin_audit (
   id bigint generated always as identity primary key,
   at timestamptz not null default now(),
@@ -35,11 +61,61 @@ create trigger admin_audit_append_only before update or delete on public.admin_a
 create trigger admin_audit_no_truncate before truncate on public.admin_audit
   for each statement execute function public.admin_audit_refuse_change();
 
--- Server only: no policy, nobody reads or writes it through the API; service_role may add
--- rows and read them, never change them (the trigger above holds even where a grant would not).
+-- The one way a row is added: the call's own columns, at the database's time; its id.
+create or replace function public.admin_audit_record(
+  p_admin_id uuid,
+  p_admin_email text,
+  p_action text,
+  p_subject_user_id uuid,
+  p_subject text,
+  p_reason text,
+  p_request jsonb
+) returns bigint
+language sql
+volatile
+security definer
+set search_path = ''
+as $$
+  insert into public.admin_audit
+    (admin_id, admin_email, action, subject_user_id, subject, reason, request)
+  values (p_admin_id, p_admin_email, p_action, p_subject_user_id, p_subject, p_reason,
+    coalesce(p_request, '{}'::jsonb))
+  returning id
+$$;
+revoke execute on function public.admin_audit_record(uuid, text, text, uuid, text, text, jsonb)
+  from public, anon, authenticated;
+grant execute on function public.admin_audit_record(uuid, text, text, uuid, text, text, jsonb)
+  to service_role;
+
+-- Server only: no policy for the API roles, nobody reads or writes it through the API;
+-- service_role reads it (bypassing row-level security), the writer adds rows and sees their
+-- ids (an INSERT's RETURNING reads the new row).
 alter table public.admin_audit enable row level security;
-revoke all on public.admin_audit from anon, authenticated;
-revoke update, delete, truncate on public.admin_audit from service_role;
+create policy "admin_audit: the writer adds rows" on public.admin_audit
+  for insert to admin_audit_writer
+  with check (true);
+create policy "admin_audit: the writer reads the ids it returns" on public.admin_audit
+  for select to admin_audit_writer
+  using (true);
+revoke all on public.admin_audit from anon, authenticated, service_role;
+grant select on public.admin_audit to service_role;
+revoke all on sequence public.admin_audit_id_seq from anon, authenticated, service_role;
+grant insert (admin_id, admin_email, action, subject_user_id, subject, reason, request)
+  on public.admin_audit to admin_audit_writer;
+grant select (id) on public.admin_audit to admin_audit_writer;
+
+-- Handed to their roles last. The role applying the schema may hand them over (a role's
+-- creator administers it) and lets go at once; a new owner needs CREATE on the schema only for
+-- the hand-over.
+grant usage on schema public to admin_audit_owner, admin_audit_writer;
+grant create on schema public to admin_audit_owner, admin_audit_writer;
+grant admin_audit_owner, admin_audit_writer to current_user;
+alter table public.admin_audit owner to admin_audit_owner;
+alter function public.admin_audit_refuse_change() owner to admin_audit_owner;
+alter function public.admin_audit_record(uuid, text, text, uuid, text, text, jsonb)
+  owner to admin_audit_writer;
+revoke admin_audit_owner, admin_audit_writer from current_user;
+revoke create on schema public from admin_audit_owner, admin_audit_writer;
 
 -- An e-mail sent again by an admin, at most once per sent e-mail (event, kind): the second
 -- request is refused (409), so a resend loop cannot flood a customer.

@@ -131,6 +131,40 @@ def test_no_role_can_change_or_remove_an_audit_row(db: Database) -> None:
     row = audit.record(
         db, audit.Entry(admin_id=str(uuid.uuid4()), admin_email=None, action="t", reason="r")
     )
+    # The one way in is `admin_audit_record`, and the database sets the time: no role inserts
+    # a row of its own making (a backdated one), nor adds a trigger that would drop or rewrite
+    # the rows to come.
+    backdated = (
+        "insert into public.admin_audit (admin_id, action, at)"
+        " values (gen_random_uuid(), 'forged', now() - interval '1 year')"
+    )
+    for role in ("authenticated", "anon", "service_role"):
+        for statement in (
+            backdated,
+            "insert into public.admin_audit (admin_id, action) values (gen_random_uuid(), 'x')",
+            "create trigger quiet before insert on public.admin_audit for each row"
+            " execute function public.touch_updated_at()",
+            "alter table public.admin_audit disable trigger admin_audit_append_only",
+            "select setval(pg_get_serial_sequence('public.admin_audit', 'id'), 1)",
+        ):
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):  # noqa: SIM117
+                with as_role(db, role) as conn:
+                    conn.execute(statement)
+    with as_role(db, "service_role") as conn:
+        [written] = conn.execute(
+            "select public.admin_audit_record(gen_random_uuid(), null, 'through the function',"
+            " null, null, 'r', '{}'::jsonb) as id"
+        ).fetchall()
+        [kept_at] = conn.execute(
+            "select at = now() as now from public.admin_audit where id = %s", (written["id"],)
+        ).fetchall()
+        assert kept_at["now"] is True
+    for role in ("authenticated", "anon"):
+        with pytest.raises(psycopg.errors.InsufficientPrivilege), as_role(db, role) as conn:
+            conn.execute(
+                "select public.admin_audit_record(gen_random_uuid(), null, 'x', null, null,"
+                " null, '{}'::jsonb)"
+            )
     for role in ("authenticated", "anon", "service_role"):
         for statement in (
             "update public.admin_audit set reason = 'changed'",
@@ -219,6 +253,26 @@ def test_a_checkout_that_dead_lettered_is_found_replayed_and_gives_access(
     assert [p["checkoutSession"] for p in after["purchases"]] == [event["data"]["object"]["id"]]
 
 
+def test_a_searched_name_is_kept_as_its_digest_only(api: Api, db: Database) -> None:
+    """The log outlives a person's deletion: what an admin typed to find them (a name, an
+    address, part of either) is kept as its digest; an id stays as typed."""
+    admin = make_admin(db)
+    founder = bearer(token(api, admin, "founder@example.com"))
+    ada = create_user(db, "ada@example.com", name="Ada Lovelace")
+    for q in ("Ada Lovelace", "lovelace", ada):
+        found = api.get("/api/admin/customers", params={"q": q, "limit": "5"}, headers=founder)
+        assert [p["id"] for p in found.json()["items"]] == [ada], q
+    rows = db.fetch_all(
+        "select subject, request from public.admin_audit where admin_id = %s"
+        " and action = 'admin.customers' order by id",
+        (admin,),
+    )
+    digests = ["sha256:" + hashlib.sha256(q).hexdigest() for q in (b"ada lovelace", b"lovelace")]
+    assert [r["subject"] for r in rows] == [*digests, ada]
+    assert [r["request"]["query"] for r in rows] == [f"q={d}&limit=5" for d in [*digests, ada]]
+    assert "lovelace" not in json.dumps(rows).lower()
+
+
 def test_a_comp_for_30_days_shows_in_me_and_in_the_audit_log(api: Api, db: Database) -> None:
     seed_demo_products(db)
     bob = create_user(db, "bob@example.com")
@@ -253,6 +307,16 @@ def test_a_comp_for_30_days_shows_in_me_and_in_the_audit_log(api: Api, db: Datab
     assert (held["kind"], held["priceId"], held["active"]) == ("comp", MONTHLY, True)
     assert datetime.fromisoformat(held["currentPeriodEnd"]) == until
     assert me["features"]
+    # Through the Data API, Bob reads his grant, never who gave it or why.
+    with as_role(db, "authenticated", bob, aal="aal2") as conn:
+        [own] = conn.execute("select id, kind, current_period_end from public.entitlements")
+        assert (str(own["id"]), own["kind"]) == (grant["id"], "comp")
+    for column in ("reason", "granted_by", "*"):
+        with (
+            as_role(db, "authenticated", bob) as conn,
+            pytest.raises(psycopg.errors.InsufficientPrivilege, match="entitlements"),
+        ):
+            conn.execute(f"select {column} from public.entitlements")  # noqa: S608 - constants
     [hook] = db.fetch_all(
         "select public.custom_access_token_hook(jsonb_build_object('user_id', %s::text,"
         " 'claims', '{}'::jsonb)) as claims",
@@ -264,6 +328,8 @@ def test_a_comp_for_30_days_shows_in_me_and_in_the_audit_log(api: Api, db: Datab
     gave = next(r for r in log if r["action"] == "admin.give_comp" and r["adminId"] == admin)
     assert (gave["adminId"], gave["subjectUserId"], gave["reason"]) == (admin, bob, "Beta tester")
     assert gave["request"]["method"] == "POST"
+    # What was given: the price and its end, as asked.
+    assert gave["request"]["body"] == {"priceId": MONTHLY, "until": until.isoformat()}
 
     # Past its end, everything that reads access stops counting it, with nothing run.
     with db.transaction() as conn:

@@ -92,6 +92,40 @@ def test_a_lifetime_purchase_and_an_ended_subscription(api: Api, db: Database) -
     assert sub["endedAt"] is not None
 
 
+def test_a_download_link_reaches_its_holder_through_the_api_alone(api: Api, db: Database) -> None:
+    """The catalogue is public through the Data API, its download links are not: a guest, a
+    signed-in stranger and the holder herself are refused the column there; `GET /api/me`
+    gives the holder the link of what she holds."""
+    import psycopg
+
+    from tests.adapters.db.test_schema import as_role
+
+    seed_demo_products(db)
+    ada = create_user(db, "ada@example.com")
+    eve = create_user(db, "eve@example.com")
+    post_event(api, stripe_event("checkout.session.completed", session(ada), created=T0))
+    settle(api)
+
+    body = me(api, api.token(sub=ada, email="ada@example.com")).json()
+    [held] = body["entitlements"]
+    assert held["product"]["downloadUrl"] == "https://example.com/downloads/starter-kit.zip"
+    assert me(api, api.token(sub=eve, email="eve@example.com")).json()["entitlements"] == []
+    for role, user in (("anon", None), ("authenticated", eve), ("authenticated", ada)):
+        with as_role(db, role, user) as conn:
+            names = conn.execute("select name from public.products where is_active").fetchall()
+            assert "Starter Kit" in {r["name"] for r in names}
+        with (
+            as_role(db, role, user) as conn,
+            pytest.raises(psycopg.errors.InsufficientPrivilege, match="products"),
+        ):
+            conn.execute("select download_url from public.products")
+        with (
+            as_role(db, role, user) as conn,
+            pytest.raises(psycopg.errors.InsufficientPrivilege, match="products"),
+        ):
+            conn.execute("select * from public.products")  # what `select=*` asks for
+
+
 def test_me_is_in_the_openapi_document(api: Api) -> None:
     document = api.get("/api/openapi.json").json()
     operation = document["paths"]["/api/me"]["get"]

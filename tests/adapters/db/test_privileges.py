@@ -5,13 +5,17 @@ TRUNCATE, TRIGGER, REFERENCES or MAINTAIN, and it says nothing about functions. 
 and function in `public` is held against the allow-lists below: a new one that is not listed,
 or that hands a role a privilege not listed (Supabase's default privileges hand out all of
 them), fails here by name. `service_role` is the server's secret key, bypasses row-level
-security and keeps Supabase's defaults; the migrations' role owns everything: neither is
-checked.
+security and keeps Supabase's defaults, and each object's owner holds all of it: neither is
+checked (the migrations' role owns everything but the audit log, whose roles are tried below).
 """
 
 from __future__ import annotations
 
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
@@ -35,13 +39,13 @@ TABLES: dict[str, dict[str, set[str]]] = {
     "disputes": {},
     "email_claims": {},
     "email_resends": {},
-    "entitlements": {"authenticated": {"SELECT"}},
+    "entitlements": {},
     "founder_tasks": {},
     "erased_customers": {},
     "github_grants": {"authenticated": {"SELECT"}},
     "leads": {},
     "processed_events": {},
-    "products": {"anon": {"SELECT"}, "authenticated": {"SELECT"}},
+    "products": {},
     "profiles": {"authenticated": {"SELECT"}},
     "purchases": {"authenticated": {"SELECT"}},
     "sent_emails": {},
@@ -54,8 +58,30 @@ TABLES: dict[str, dict[str, set[str]]] = {
     "teams": {"authenticated": {"SELECT"}},
 }
 
-# (table, role, privilege) -> the columns granted one by one (never a token's hash).
+# What anyone reads of the catalogue: all but a product's download link, which reaches its
+# holders only, through the API (`GET /api/me`).
+CATALOGUE = {
+    "id", "name", "description", "price", "stripe_price_id", "type", "billing_type",
+    "billing_interval", "trial_days", "is_active", "is_featured", "github_repo", "created_at",
+    "updated_at", "features", "per_seat", "stripe_product_id", "synced_at", "credits",
+    "credits_period", "credits_expire_days", "meter", "currency", "tax_behavior", "tax_code",
+}  # fmt: skip
+
+# (table, role, privilege) -> the columns granted one by one (never a token's hash, a download
+# link, or a comp's admin and reason).
 COLUMNS: dict[tuple[str, str, str], set[str]] = {
+    # The audit log's writer adds a call's own columns (never `id` or `at`) and reads back the id.
+    ("admin_audit", "admin_audit_writer", "INSERT"): {
+        "admin_id", "admin_email", "action", "subject_user_id", "subject", "reason", "request",
+    },
+    ("admin_audit", "admin_audit_writer", "SELECT"): {"id"},
+    ("entitlements", "authenticated", "SELECT"): {
+        "id", "account_id", "source_id", "kind", "price_id", "status", "active",
+        "current_period_end", "cancel_at_period_end", "trial_end", "ended_at", "changed_at",
+        "event_id", "created_at", "updated_at",
+    },
+    ("products", "anon", "SELECT"): CATALOGUE,
+    ("products", "authenticated", "SELECT"): CATALOGUE,
     ("team_invitations", "authenticated", "SELECT"): {
         "id", "team_id", "email", "role", "invited_by", "expires_at", "accepted_at",
         "revoked_at", "created_at",
@@ -72,6 +98,7 @@ FUNCTIONS: dict[str, set[str]] = {
     "access_refresh(uuid[])": set(),
     "accounts_record_customer()": set(),
     "accounts_refresh()": set(),
+    "admin_audit_record(uuid,text,text,uuid,text,text,jsonb)": set(),
     "admin_audit_refuse_change()": set(),
     "consume_credits(uuid,text,integer,text)": set(),
     "credit_account(uuid,text)": set(),
@@ -304,3 +331,94 @@ def test_supabases_defaults_without_the_migration_would_hand_out_truncate(
                 " has_function_privilege('anon', 'public.handle_new_user()', 'execute')"
             ).fetchall()
     assert row == (True, True, True)
+
+
+@contextmanager
+def as_supabase_postgres(database_url: str) -> Iterator[psycopg.Connection[tuple[Any, ...]]]:
+    """A database whose migrations a role like Supabase's `postgres` applied (no superuser; it
+    creates roles, bypasses row-level security and holds the API roles), connected as that
+    role, as the app connects at run time: one `DATABASE_URL` serves both."""
+    role = f"supabase_postgres_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(database_url, autocommit=True) as server:
+        server.execute(
+            sql.SQL("create role {} login password 'local' createrole bypassrls").format(
+                sql.Identifier(role)
+            )
+        )
+        try:
+            with empty_database(database_url) as url:
+                server.execute(sql.SQL(STAND_IN_ROLES))
+                server.execute(
+                    sql.SQL(
+                        "grant anon, authenticated, service_role to {role};"
+                        # It owns the project's database, and so its `public` schema.
+                        " alter database {db} owner to {role};"
+                        # On Supabase this role creates the audit log's roles, and so
+                        # administers them; here an earlier database of this server made them.
+                        " grant admin_audit_owner, admin_audit_writer to {role}"
+                        "   with admin true, inherit false, set false"
+                    ).format(
+                        role=sql.Identifier(role),
+                        db=sql.Identifier(str(psycopg.conninfo.conninfo_to_dict(url)["dbname"])),
+                    )
+                )
+                runtime = psycopg.conninfo.make_conninfo(url, user=role, password="local")
+                migrations.apply_all(runtime, allow_auth_stand_in=True)
+                with psycopg.connect(runtime, autocommit=True) as conn:
+                    yield conn
+        finally:
+            server.execute(sql.SQL("drop role {}").format(sql.Identifier(role)))
+
+
+STAND_IN_ROLES = """
+do $$
+begin
+  if not exists (select 1 from pg_roles where rolname = 'admin_audit_owner') then
+    create role admin_audit_owner nologin;
+  end if;
+  if not exists (select 1 from pg_roles where rolname = 'admin_audit_writer') then
+    create role admin_audit_writer nologin;
+  end if;
+end
+$$
+"""
+
+
+def test_the_role_that_migrates_and_runs_the_app_cannot_silence_the_audit_log(
+    database_url: str,
+) -> None:
+    """The audit log belongs to a role no one logs in as: the role that applied the schema and
+    serves the app (Supabase's `postgres`) cannot turn its append-only trigger off, rewrite the
+    trigger's function, backdate a row or change one; it appends through
+    `admin_audit_record` alone, at the database's time."""
+    with as_supabase_postgres(database_url) as conn:
+        [owner] = conn.execute(
+            "select pg_get_userbyid(c.relowner), r.rolcanlogin from pg_class c"
+            " join pg_roles r on r.oid = c.relowner where c.oid = 'public.admin_audit'::regclass"
+        ).fetchall()
+        assert owner == ("admin_audit_owner", False)
+        for statement in (
+            "alter table public.admin_audit disable trigger admin_audit_append_only",
+            "alter table public.admin_audit disable trigger all",
+            "drop trigger admin_audit_append_only on public.admin_audit",
+            "create or replace function public.admin_audit_refuse_change() returns trigger"
+            " language plpgsql as $$ begin return old; end $$",
+            "alter table public.admin_audit alter column at drop default",
+            "insert into public.admin_audit (admin_id, action, at)"
+            " values (gen_random_uuid(), 'forged', now() - interval '1 year')",
+            "update public.admin_audit set reason = 'changed'",
+            "delete from public.admin_audit",
+            "set role admin_audit_owner",
+            "set role admin_audit_writer",
+        ):
+            with pytest.raises(psycopg.errors.InsufficientPrivilege), conn.transaction():
+                conn.execute(statement)
+        with conn.transaction():
+            [(row,)] = conn.execute(
+                "select public.admin_audit_record(gen_random_uuid(), null, 'kept', null, null,"
+                " 'r', '{}'::jsonb)"
+            ).fetchall()
+            [(at_now,)] = conn.execute(
+                "select at = now() from public.admin_audit where id = %s", (row,)
+            ).fetchall()
+        assert at_now is True

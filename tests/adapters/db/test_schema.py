@@ -17,9 +17,15 @@ from tests.helpers import create_user, empty_database
 
 
 @contextmanager
-def as_role(db: Database, role: str, user_id: str | None = None) -> Iterator[Connection]:
-    """A transaction running as `role` with `request.jwt.claims` set, as PostgREST does."""
-    claims = json.dumps({"sub": user_id, "role": role} if user_id else {"role": role})
+def as_role(
+    db: Database, role: str, user_id: str | None = None, *, aal: str | None = None
+) -> Iterator[Connection]:
+    """A transaction running as `role` with `request.jwt.claims` set, as PostgREST does (with
+    the token's `aal` when given: `aal2` after a second factor)."""
+    found: dict[str, str] = {"sub": user_id, "role": role} if user_id else {"role": role}
+    if aal is not None:
+        found["aal"] = aal
+    claims = json.dumps(found)
     with db.pool.connection() as conn:
         try:
             with conn.transaction():
@@ -61,8 +67,49 @@ def test_users_read_only_their_own_profile_and_admins_read_all(db: Database) -> 
         ids(conn, "profiles")
     with db.transaction() as conn:
         conn.execute("update public.profiles set is_admin = true where id = %s", (bob,))
-    with as_role(db, "authenticated", bob) as conn:
+    with as_role(db, "authenticated", bob, aal="aal2") as conn:
         assert ids(conn, "profiles") == {alice, bob}
+
+
+def test_an_admin_without_a_second_factor_reads_only_their_own_rows(db: Database) -> None:
+    """As the support API refuses an admin whose token lacks a second factor, so do the
+    policies: `is_admin()` holds only for a token with `aal` = `aal2`, whatever ADMIN_MFA says
+    (a development setting of the API alone)."""
+    seed_demo_products(db)
+    alice, bob = create_user(db, "alice@example.com"), create_user(db, "bob@example.com")
+    with db.transaction() as conn:
+        conn.execute("update public.profiles set is_admin = true where id = %s", (bob,))
+        conn.execute("update public.products set is_active = false where ctid in"
+                     " (select ctid from public.products limit 1)")  # fmt: skip
+        conn.execute(
+            "insert into public.entitlements (account_id, source_id, kind, status, active)"
+            " select id, 'comp_alice', 'comp', 'active', true from public.accounts"
+            " where owner_id = %s",
+            (alice,),
+        )
+    every_product = {str(r["id"]) for r in db.fetch_all("select id from public.products")}
+    for aal in (None, "aal1", "AAL2", "aal3"):
+        with as_role(db, "authenticated", bob, aal=aal) as conn:
+            assert ids(conn, "profiles") == {bob}, aal
+            assert ids(conn, "accounts") == ids_owned(conn, bob), aal
+            assert ids(conn, "products") < every_product, aal
+            assert ids(conn, "entitlements") == set(), aal
+            assert conn.execute("select public.is_admin() as yes").fetchone() == {"yes": False}
+    with as_role(db, "authenticated", bob, aal="aal2") as conn:
+        assert ids(conn, "profiles") == {alice, bob}
+        assert ids(conn, "products") == every_product
+        assert len(ids(conn, "accounts")) == 2
+        assert len(ids(conn, "entitlements")) == 1
+    # A customer with two factors is still a customer.
+    with as_role(db, "authenticated", alice, aal="aal2") as conn:
+        assert ids(conn, "profiles") == {alice}
+
+
+def ids_owned(conn: Connection, user: str) -> set[str]:
+    rows = conn.execute(
+        "select id from public.accounts where kind = 'personal' and owner_id = %s", (user,)
+    ).fetchall()
+    return {str(r["id"]) for r in rows}
 
 
 def test_users_cannot_grant_themselves_access(db: Database) -> None:
