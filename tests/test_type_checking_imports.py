@@ -32,8 +32,10 @@ def _bound_locally(function: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda
     """Names a function binds itself (imports, parameters, assignments): they shadow the
     module's."""
     names = {a.arg for a in ast.walk(function.args) if isinstance(a, ast.arg)}
-    body = function.body if isinstance(function.body, list) else [function.body]
-    names |= _bound_by_imports(body)
+    body: list[ast.AST] = (
+        list(function.body) if isinstance(function.body, list) else [function.body]
+    )
+    names |= _bound_by_imports([n for n in body if isinstance(n, ast.stmt)])
     for node in body:
         for inner in ast.walk(node):
             if isinstance(inner, ast.Name) and isinstance(inner.ctx, ast.Store):
