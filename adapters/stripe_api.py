@@ -174,6 +174,8 @@ class StripeGateway:
     def product_now(self, product_id: str) -> StripeProduct | None:
         """A product as Stripe holds it now, with every price of it (active or not) and its
         features; None when Stripe no longer has it."""
+        import stripe
+
         try:
             product = self.client.v1.products.retrieve(product_id).to_dict()
         except stripe.InvalidRequestError as exc:

@@ -13,6 +13,7 @@ import logging
 import uuid
 from datetime import datetime
 from typing import Any, Literal
+from urllib.parse import unquote
 
 from flask import Blueprint, g, jsonify, request
 from flask.blueprints import BlueprintSetupState
@@ -43,10 +44,21 @@ _HEADERS = ("User-Agent",)
 _BODY = ("priceId", "until")
 
 
+def in_admin_area(path: str) -> bool:
+    """Whether a path is /api/admin or under it by any spelling a router or proxy might fold
+    into it (doubled or trailing slashes, another case, encoded characters): each such spelling
+    must be as missing as the route itself, or its 308 or 405 would tell a prober it exists."""
+    decoded = path
+    while "%" in decoded and unquote(decoded) != decoded:
+        decoded = unquote(decoded)
+    folded = "/" + "/".join(part for part in decoded.lower().split("/") if part)
+    return folded == PREFIX or folded.startswith(PREFIX + "/")
+
+
 def admin_only() -> None:
     """Let a request under /api/admin through only for an admin (see the module's docstring);
     record it in the audit log once let through."""
-    if not (request.path == PREFIX or request.path.startswith(PREFIX + "/")):
+    if not in_admin_area(request.path):
         return
     c = container()
     try:

@@ -241,6 +241,8 @@ def resend(resends: Resends, *, sent_email_id: str, admin: User) -> Resent:
     sent = support.sent_email(db, event_id, kind) if event_id else None
     if sent is None:
         raise NotFound("No such sent e-mail (sentEmailId is `<eventId>:<kind>`)")
+    if not sent.recipient:
+        raise Conflict(ERASED)
     if kind not in rules.RESENDABLE:
         raise Conflict(
             f"A {kind} e-mail is not sent again: what it says may no longer be true (sent again:"
@@ -267,14 +269,23 @@ def resend(resends: Resends, *, sent_email_id: str, admin: User) -> Resent:
     except MailError as exc:
         support.unclaim_resend(db, sent)
         raise Unavailable("The mail provider failed; try again shortly") from exc
-    except NotKept as exc:
+    except (NotKept, Erased) as exc:
         support.unclaim_resend(db, sent)
         raise Conflict(str(exc)) from exc
     return Resent(answer)
 
 
+# The provider keeps its copy of a mail, address and all, after the person's deletion erased
+# that address here: a deleted person's mail is never sent again.
+ERASED = "The recipient deleted their account: their e-mails are not sent again"
+
+
 class NotKept(Exception):
     """The mail provider no longer keeps the e-mail: there is no copy to send again."""
+
+
+class Erased(Exception):
+    """The recipient's address was erased (their deletion) since the resend was asked."""
 
 
 def _send_copy(db: Database, sent: support.SentEmail, mailer: Mailer) -> None:
@@ -286,6 +297,10 @@ def _send_copy(db: Database, sent: support.SentEmail, mailer: Mailer) -> None:
     copy = mailer.sent_copy(provider_id=sent.provider_id, idempotency_key=f"{event_id}/{kind}")
     if copy is None:
         raise NotKept("The mail provider no longer keeps this e-mail")
+    # Asked again at the last moment: a deletion may have run since the resend was asked.
+    now = support.sent_email(db, event_id, kind)
+    if now is None or not now.recipient:
+        raise Erased(ERASED)
     result = mailer.send(copy, idempotency_key=f"resend/{event_id}/{kind}")
     provider_id = result.get("id")
     support.resent(db, sent, provider_id=str(provider_id) if provider_id else None)
@@ -314,7 +329,8 @@ def resend_requested(event: Event, *, db: Database, mailer: Mailer) -> str:
     send it, once. What it returns acknowledges the delivery: `resent <kind>`; `duplicate`
     (sent already: a redelivery sends nothing); `no e-mail` (no longer claimed); or `not
     kept` (the provider no longer keeps it: the claim is undone, so the admin sees it not
-    resent and may ask again). A provider failure raises: Pub/Sub delivers it again, and the
+    resent and may ask again); `erased` (the recipient deleted their account since: nothing
+    is sent, ever). A provider failure raises: Pub/Sub delivers it again, and the
     key makes the provider send it once."""
     sent = support.sent_email(db, str(event.object["event_id"]), str(event.object["kind"]))
     claim = support.resend_claim(db, sent) if sent is not None else None
@@ -328,6 +344,9 @@ def resend_requested(event: Event, *, db: Database, mailer: Mailer) -> str:
         support.unclaim_resend(db, sent)
         log.warning("resend of %s:%s: the provider no longer keeps it", sent.event_id, sent.kind)
         return "not kept"
+    except Erased:
+        support.unclaim_resend(db, sent)
+        return "erased"
     return f"resent {sent.kind}"
 
 

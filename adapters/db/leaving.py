@@ -417,6 +417,10 @@ def erase_personal_data(
                 "update public.sent_emails set recipient = '' where lower(recipient) = lower(%s)",
                 (email,),
             )
+            conn.execute(
+                "update public.email_resends set recipient = '' where lower(recipient) = lower(%s)",
+                (email,),
+            )
         conn.execute(
             "update public.profiles set email = null, name = null where id = %s", (user_id,)
         )

@@ -102,7 +102,7 @@ def everything(tmp_path: Path) -> Settings:
 def handler_collaborators(module: object) -> set[str]:
     """The container attributes a handler module's functions use (`settings.<name>` for a
     setting they read themselves)."""
-    tree = ast.parse(inspect.getsource(cast(Any, module)))
+    tree = ast.parse(inspect.getsource(cast("Any", module)))
     names: set[str] = set()
     holders: set[str] = set()
     for node in ast.walk(tree):
@@ -138,7 +138,7 @@ def _is_container_call(node: ast.AST) -> bool:
 
 def secrets_read_by(target: str, settings: Settings) -> set[str]:
     recording = Recording(settings)
-    container = Container(cast(Settings, recording))
+    container = Container(cast("Settings", recording))
     if target == "api":
         app = build_api(container)
         modules = {importlib.import_module(bp.import_name) for bp in app.blueprints.values()}

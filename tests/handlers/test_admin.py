@@ -81,6 +81,40 @@ def assert_all_look_missing(api: Api, headers: dict[str, str]) -> None:
         assert same == {k: v for k, v in missing.headers.items() if k != "Date"}, (method, path)
 
 
+# Other spellings of an admin path that a router or proxy might bring to the same route.
+SPELLINGS: tuple[Callable[[str], str], ...] = (
+    lambda p: p.replace("/api/admin", "/api//admin"),
+    lambda p: "/" + p,
+    lambda p: p.replace("/api/admin/", "/api/admin//"),
+    lambda p: p + "/",
+    lambda p: p + "//",
+    lambda p: p.replace("/api/admin", "/api/ADMIN"),
+    lambda p: p.replace("/api/admin", "/API/Admin"),
+    lambda p: p.replace("/api/admin", "/api%2Fadmin"),
+    lambda p: p.replace("/api/admin", "/api%2F%2Fadmin"),
+    lambda p: p.replace("/api/admin/", "/api/admin%2F"),
+    lambda p: p.replace("/api/admin", "/api/%61dmin"),
+    lambda p: p.replace("/api/admin", "/api%252Fadmin"),
+)
+# A method the route has and one it has not (a 405 would name the route's methods).
+METHODS = ("GET", "POST", "PUT", "OPTIONS")
+
+
+def assert_no_spelling_is_found(api: Api, headers: dict[str, str]) -> None:
+    """Every spelling of every admin path, by every method, answers as a path that does not
+    exist: no redirect to the route, no 405 naming its methods."""
+    paths = sorted({p for _, p in admin_routes(api)})
+    for path in paths:
+        for spelled in (spell(path) for spell in SPELLINGS):
+            for method in METHODS:
+                missing = call(api, method, "/api/no-such-route" + spelled)
+                found = call(api, method, spelled, headers=headers)
+                assert found.status_code == 404, (method, spelled, found.status_code)
+                assert found.content == missing.content, (method, spelled)
+                assert "Location" not in found.headers
+                assert "Allow" not in found.headers
+
+
 def test_every_admin_route_is_missing_for_everyone_but_an_admin(api: Api, db: Database) -> None:
     user = create_user(db, "eve@example.com")
     admin = make_admin(db)
@@ -92,6 +126,9 @@ def test_every_admin_route_is_missing_for_everyone_but_an_admin(api: Api, db: Da
         bearer(token(api, admin, "founder@example.com", aal="aal1")),
     ):
         assert_all_look_missing(api, headers)
+    # The stranger and the nearest to an admin, by every spelling (the same guard for all).
+    assert_no_spelling_is_found(api, {})
+    assert_no_spelling_is_found(api, bearer(token(api, admin, "founder@example.com", aal="aal1")))
     # Nothing of theirs reached the audit log (rows are never removed: it is read per admin).
     assert db.fetch_all("select * from public.admin_audit where admin_id = %s", (admin,)) == []
     ok = api.get("/api/admin/metrics", headers=bearer(token(api, admin, "founder@example.com")))
@@ -607,6 +644,58 @@ def test_a_resend_the_provider_fails_is_503_and_may_be_asked_again(
     again = api.post(path, json={"reason": "Lost it"}, headers=founder)
     assert again.status_code == 200, again.text
     assert resend.delivered_keys == ["evt_paid/invoice-paid", "resend/evt_paid/invoice-paid"]
+
+
+def test_no_mail_of_a_deleted_person_is_sent_again(
+    api_factory: Callable[..., Api], db: Database, resend: Any
+) -> None:
+    """Resend keeps its copy of what it sent, erased address and all: after the person's
+    deletion, a resend of their mail is refused (409) and nothing goes out."""
+    from adapters.db import sent_emails
+    from adapters.mail.message import send_email
+
+    api = api_factory(resend_api_key="re_test_x", resend_api_url=resend.server.url)
+    founder = bearer(token(api, make_admin(db), "founder@example.com"))
+    ada = create_user(db, "ada@example.com")
+    for kind in ("invoice-paid", "purchase-confirmation"):
+        sent = send_email(
+            api.container.mailer,
+            to="ada@example.com",
+            subject="Your invoice is paid",
+            text="Thank you",
+            html="<p>Thank you</p>",
+            from_="Acme <billing@acme.dev>",
+            idempotency_key=f"evt_paid/{kind}",
+        )
+        sent_emails.record(
+            db, event_id="evt_paid", kind=kind, recipient="ada@example.com", provider_id=sent["id"]
+        )
+    # One resend asked before the deletion: what it recorded goes with the address.
+    path = "/api/admin/emails/evt_paid:{}/resend"
+    before = api.post(path.format("invoice-paid"), json={"reason": "Lost it"}, headers=founder)
+    assert before.status_code == 200, before.text
+    gone = requests.delete(
+        api.url + "/api/me",
+        json={"confirm": "ada@example.com"},
+        headers=bearer(token(api, ada, "ada@example.com", aal="aal1")),
+        timeout=30,
+    )
+    assert gone.status_code == 200, gone.text
+    delivered = len(resend.delivered)
+
+    after = api.post(
+        path.format("purchase-confirmation"), json={"reason": "Lost it"}, headers=founder
+    )
+
+    assert after.status_code == 409, after.text
+    assert "deleted" in after.json()["error"]
+    assert len(resend.delivered) == delivered
+    assert (
+        db.fetch_all("select 1 from public.email_resends where kind = 'purchase-confirmation'")
+        == []
+    )
+    kept = db.fetch_all("select recipient from public.email_resends")
+    assert [r["recipient"] for r in kept] == [""]
 
 
 def test_a_local_founder_makes_themselves_admin_and_signs_in_with_a_second_factor(

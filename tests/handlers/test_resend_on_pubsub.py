@@ -238,3 +238,45 @@ def test_a_provider_failure_is_sent_by_the_redelivery(
     assert len(copies(resend_api, event_id)) == 1
     [claim] = db.fetch_all("select provider_id from public.email_resends")
     assert claim["provider_id"] is not None
+
+
+def _emails_pushed_to(endpoint: str | None, pubsub: PubSub, access_target: Service) -> None:
+    """The emails subscription pushing to `endpoint`, or held (a pull subscription nobody
+    pulls: its messages wait), as the api fixture sets it up otherwise."""
+    ensure_topology(
+        project=PROJECT,
+        topic=TOPIC,
+        push_endpoints={"access": access_target.url + "/", "emails": endpoint},
+        policy=replace(TEST_POLICY, max_delivery_attempts=50),
+        emulator_host=pubsub.host,
+    )
+
+
+def test_a_resend_asked_before_a_deletion_sends_nothing_after_it(
+    api: Api,
+    emails: Service,
+    access_target: Service,
+    pubsub: PubSub,
+    fakes: tuple[StripeStandIn, Any],
+    resend_api: FakeResend,
+    db: Database,
+) -> None:
+    """Handed to the emails target, which has not taken it yet when Ada's deletion erases
+    her address: Resend still keeps the copy, address and all, and nothing is sent to it."""
+    from adapters.db import leaving
+
+    stripe, _ = fakes
+    event_id = confirmed(api, stripe, db)
+    _emails_pushed_to(None, pubsub, access_target)
+    try:
+        assert resend_of(api, founder(api, db), event_id).status_code == 202
+        [ada] = db.fetch_all("select id::text from public.profiles where email = %s", (ADA,))
+        # The deletion's erasing step, as the access target runs it.
+        leaving.erase_personal_data(db, ada["id"], ADA, [])
+    finally:
+        _emails_pushed_to(emails.url + "/", pubsub, access_target)
+
+    request_id = f"email_resend_{event_id}:{KIND}"
+    wait_for(lambda: f"{request_id} -> erased" in emails.output())
+    assert copies(resend_api, event_id) == []
+    assert db.fetch_all("select 1 from public.email_resends") == []

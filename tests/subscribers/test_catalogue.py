@@ -130,6 +130,22 @@ def test_a_deleted_product_stops_selling_and_its_rows_stay(
     assert checkout(api).status_code == 400
 
 
+def test_a_change_of_a_product_stripe_no_longer_has_retires_it_at_once(
+    api: Api, db: Database, stripe: StripeStandIn
+) -> None:
+    """An update that arrives after the product was deleted in Stripe: asked for it, Stripe
+    answers 404, so the product stops selling; the event is applied, not retried."""
+    deliver(api, "price.created", stripe.prices["price_kit"], T0, "evt_price")
+    gone = stripe.products.pop("prod_kit")
+    deliver(api, "product.updated", {**gone, "name": "Kit, renamed"}, T0 + 1, "evt_late")
+    assert outcome(db, "evt_late") == "product retired"
+    assert row(db)["is_active"] is False  # kept: purchases refer to it
+    assert checkout(api).status_code == 400
+    deliver(api, "price.updated", stripe.prices["price_kit"], T0 + 2, "evt_price_late")
+    assert outcome(db, "evt_price_late") == "product retired"
+    assert row(db)["is_active"] is False
+
+
 def test_a_products_credits_are_stored_with_it_and_bad_ones_stop_selling(
     api: Api, db: Database, stripe: StripeStandIn
 ) -> None:

@@ -10,6 +10,7 @@ import re
 import secrets
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from playwright.sync_api import Browser, BrowserContext, Page, expect
@@ -67,6 +68,13 @@ class Person:
         page.get_by_label("Password", exact=True).fill("correct horse battery")
         page.get_by_role("button", name="Create an account").click()
         page.wait_for_url(f"{self.site.url}/dashboard")
+
+    def session(self) -> dict[str, Any] | None:
+        """The session this browser keeps (the auth cookie), as the pages read it."""
+        found: dict[str, Any] | None = self.page.evaluate(
+            "async () => (await import('/js/auth.js')).session()"
+        )
+        return found
 
     def pay_on_the_stand_ins_page(self) -> None:
         """On Stripe's (stand-in) checkout page: pay, then follow its link back to the site."""
@@ -145,6 +153,10 @@ def test_a_guest_pays_and_the_success_page_says_what_they_bought_and_how_to_sign
     # whose session arrives in the address's fragment, kept by the dashboard.
     page.goto(site.link(guest.email, VERIFY_LINK))
     page.wait_for_url(f"{site.url}/dashboard")
+    # Kept only once the guest chose the account the link names (a link proves no one).
+    expect(page.get_by_text(f"This link signs you in as {guest.email}")).to_be_visible()
+    assert guest.session() is None
+    page.get_by_role("button", name=f"Continue as {guest.email}").click()
     expect(page.locator("#access-state")).to_have_text("You have access.")
     expect(page.get_by_text(f"Signed in as {guest.email}").first).to_be_visible()
     assert "access_token" not in page.url
@@ -313,3 +325,49 @@ def test_an_owner_changes_a_role_revokes_an_invitation_and_removes_a_member(
     expect(member.page.get_by_role("alert")).to_have_text("Team not found")
     assert ian.errors == []
     assert member.errors == []
+
+
+def test_a_link_carrying_someone_elses_session_signs_nobody_in(
+    browser: Browser, site: Site, contexts: list[BrowserContext]
+) -> None:
+    """Login CSRF: Mallory hands Ada a link carrying Mallory's own session in its fragment, on
+    any page. Nobody is signed in by opening it: the dashboard names the account and keeps
+    nothing unless asked to; Ada, signed in, stays herself. Password and e-mail link sign-ins
+    still land signed in."""
+    mallory = Person(browser, site, contexts, unique("mallory"))
+    mallory.page.goto("/signin")
+    mallory.sign_up_with_a_password()
+    stolen = mallory.session()
+    assert stolen is not None
+    fragment = (
+        f"#access_token={stolen['access_token']}&refresh_token={stolen['refresh_token']}"
+        "&token_type=bearer&expires_in=3600&type=magiclink"
+    )
+
+    ada = Person(browser, site, contexts, unique("ada"))
+    page = ada.page
+    for path in ("/", "/dashboard", "/team"):
+        page.goto("about:blank")  # a link followed from elsewhere: the page loads anew
+        page.goto(path + fragment)
+        page.wait_for_url(f"{site.url}/dashboard")
+        expect(page.get_by_text(f"This link signs you in as {mallory.email}")).to_be_visible()
+        assert "access_token" not in page.url
+        assert ada.session() is None, path
+        page.get_by_role("button", name="Not me").click()
+        expect(page.get_by_text("Sign in to see your dashboard.")).to_be_visible()
+        assert ada.session() is None, path
+
+    page.goto("/signin")
+    ada.sign_in_by_email_link()
+    expect(page.get_by_text(f"Signed in as {ada.email}").first).to_be_visible()
+    page.goto("about:blank")
+    page.goto("/" + fragment)
+    page.wait_for_url(f"{site.url}/dashboard")
+    expect(page.get_by_text(f"This link signs you in as {mallory.email}")).to_be_visible()
+    page.get_by_role("button", name="Not me").click()
+    expect(page.get_by_text(f"Signed in as {ada.email}").first).to_be_visible()
+    kept = ada.session()
+    assert kept is not None
+    assert kept["access_token"] != stolen["access_token"]
+    assert ada.errors == []
+    assert mallory.errors == []

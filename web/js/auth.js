@@ -218,27 +218,40 @@ export async function signOut() {
   }
 }
 
+/** Whether the address's fragment carries a session or a sign-in's failure. */
+export function hasFragmentSession() {
+  return /(^#|&)(access_token|error|error_description)=/.test(location.hash);
+}
+
 /** A sign-in link made by Supabase's admin API (a guest buyer's) is implicit-flow: it lands
  * with the session in the address's fragment (`#access_token=...&refresh_token=...`), or the
- * reason it failed (`#error_description=...`). The session is kept as any other; the fragment
- * is removed from the address (and so from the history). */
-export async function adoptFragmentSession() {
-  if (!/(^#|&)(access_token|error|error_description)=/.test(location.hash)) return false;
+ * reason it failed (`#error_description=...`). Such a link proves nothing about who opens it:
+ * anyone can hand a victim a link carrying the attacker's own session (login CSRF), and no
+ * sign-in this browser starts ever lands so (a password answers here, an e-mail link goes
+ * through the API's PKCE callback). So the fragment is removed from the address (and so from
+ * the history) and what it offers is returned, never kept: `adoptOffered` keeps it, once the
+ * person chose to continue as the account it names. Null when the fragment offers nothing. */
+export async function offeredSession() {
+  if (!hasFragmentSession()) return null;
   const fragment = new URLSearchParams(location.hash.slice(1));
   history.replaceState(null, "", location.pathname + location.search);
   const failed = fragment.get("error_description") || fragment.get("error");
   if (failed) throw new AuthError(failed);
   const accessToken = fragment.get("access_token");
   const refreshToken = fragment.get("refresh_token");
-  if (!accessToken || !refreshToken) return false;
+  if (!accessToken || !refreshToken) return null;
   const user = await gotrue("/user", { method: "GET", token: accessToken });
-  storeSession({
+  return {
     access_token: accessToken,
     refresh_token: refreshToken,
     token_type: fragment.get("token_type") || "bearer",
     expires_in: Number(fragment.get("expires_in") || 3600),
     expires_at: Number(fragment.get("expires_at") || 0) || Math.floor(Date.now() / 1000) + 3600,
     user,
-  });
-  return true;
+  };
+}
+
+/** An offered session kept: the person chose it (or it is the account already signed in). */
+export function adoptOffered(offered) {
+  storeSession(offered);
 }

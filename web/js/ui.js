@@ -1,7 +1,7 @@
 // What every page shares: building elements (text always as text, never as HTML), the site's
 // header, the loading, error and signed-out states, and what a person chose before signing in.
 import { CONFIG } from "../config.js";
-import { adoptFragmentSession, session, signOut } from "./auth.js";
+import { adoptOffered, claims, hasFragmentSession, offeredSession, session, signOut } from "./auth.js";
 
 /**
  * An element with attributes (on* as listeners) and children (strings become text).
@@ -144,16 +144,42 @@ export function header() {
   document.getElementById("site-header")?.replaceChildren(brand, nav, account);
 }
 
-/** Every page's start: a session arriving in the address's fragment (a sign-in link made by
- * Supabase's admin API) kept, or the reason it failed shown; then the header. True when a
- * session just arrived. */
-export async function begin() {
-  let arrived = false;
-  try {
-    arrived = await adoptFragmentSession();
-  } catch (error) {
-    document.getElementById("page")?.before(errorBox(error));
+/** Every page's start, then the header. Only the sign-in callback page (the dashboard:
+ * AUTH_CALLBACK_URL) looks at a session arriving in the address's fragment (a guest's sign-in
+ * link, made by Supabase's admin API), and keeps it only when the person chooses to continue
+ * as the account it names, or it is the account signed in already; any other page sends such
+ * an address on to the dashboard unread (a link landing on Supabase's Site URL, the home
+ * page). On the callback page: the offered session, when one waits for the person's choice. */
+export async function begin({ callback = false } = {}) {
+  if (!callback && hasFragmentSession()) {
+    location.replace("/dashboard" + location.hash);
+    await new Promise(() => {}); // this page is being left
+  }
+  let offered = null;
+  if (callback) {
+    try {
+      offered = await offeredSession();
+    } catch (error) {
+      document.getElementById("page")?.before(errorBox(error));
+    }
+    if (offered && offered.user && offered.user.id === claims()?.sub) {
+      adoptOffered(offered); // fresh tokens of the account signed in already
+      offered = null;
+    }
   }
   header();
-  return arrived;
+  return offered;
+}
+
+/** What a session offered by a link asks before it is kept: whose it is, and a choice. */
+export function offer(offered, done) {
+  const who = offered.user?.email || offered.user?.id || "another account";
+  return h(
+    "section",
+    { class: "card notice", "aria-label": "Sign-in link" },
+    h("p", {}, `This link signs you in as ${who}.`),
+    h("button", { type: "button", onclick: () => { adoptOffered(offered); header(); done(); } }, `Continue as ${who}`),
+    " ",
+    h("button", { type: "button", class: "link", onclick: () => done() }, "Not me"),
+  );
 }

@@ -4,12 +4,13 @@ import { getMe, postGithubAccess, postPaymentsCreateCheckout, postPaymentsCreate
 import { session } from "../auth.js";
 import { checkoutRequest } from "../plans.js";
 import { source } from "../entitlements.js";
-import { busy, clearPending, errorBox, h, begin, pending, setError, show, signedOut } from "../ui.js";
+import { busy, clearPending, errorBox, h, begin, offer, pending, setError, show, signedOut } from "../ui.js";
 
 /** @typedef {import("../api.js").MeAnswer} MeAnswer */
 /** @typedef {import("../api.js").EntitlementAnswer} EntitlementAnswer */
 
-await begin();
+// The sign-in callback page: a session a link offers is kept only once its account is chosen.
+const offered = await begin({ callback: true });
 
 function resume(chosen) {
   if (!chosen) return null;
@@ -140,4 +141,5 @@ async function main() {
   );
 }
 
-main();
+if (offered) show(offer(offered, main));
+else main();

@@ -7,9 +7,9 @@ import { busy, errorBox, h, begin, setError, setPending, show } from "../ui.js";
 
 /** @typedef {import("../api.js").PublicProduct} PublicProduct */
 
-// A sign-in link landing on the home page (Supabase's Site URL) goes on to the dashboard, as
-// the API's callback sends a browser there (AUTH_CALLBACK_URL).
-const arrived = await begin();
+// A sign-in link landing on the home page (Supabase's Site URL) is sent on to the dashboard,
+// the sign-in callback page (AUTH_CALLBACK_URL), by `begin`.
+await begin();
 
 /** @param {PublicProduct} product */
 function card(product) {
@@ -105,5 +105,4 @@ async function main() {
   if (location.hash === "#pricing") pricing.scrollIntoView();
 }
 
-if (arrived) location.replace("/dashboard");
-else main();
+main();
