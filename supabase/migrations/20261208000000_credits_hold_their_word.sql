@@ -68,8 +68,8 @@ $$;
 -- `refused` when the balance is short and no meter bills the overage, `conflict` when the key
 -- was used for another account, feature or amount. The same key again answers what it answered
 -- first (`first` false, with the first request's `answer` when one was kept) and takes nothing
--- more. The grants are locked in id order before the balance is read,
--- so concurrent calls take turns and the balance never goes below zero.
+-- more. The grants are locked in id order before the balance is read, so concurrent calls take
+-- turns and the balance never goes below zero.
 create or replace function public.credit_take(
   p_account uuid, p_feature text, p_amount integer, p_key text, p_state text
 ) returns jsonb
