@@ -171,7 +171,12 @@ def access_change(event: Event) -> AccessChange | None:
             return None
         period_start, period_end = invoice_period(obj)
         change = Change(
-            subscription, SUBSCRIPTION, grant=True, status="active", current_period_end=period_end
+            subscription,
+            SUBSCRIPTION,
+            grant=True,
+            status="active",
+            current_period_end=period_end,
+            customer_id=customer,
         )
         invoice_id = stripe_id(obj.get("id"))
         reason = obj.get("billing_reason")
@@ -210,6 +215,8 @@ def _subscription_change(
         cancel_at_period_end=_bool(subscription.get("cancel_at_period_end")),
         trial_end=_int(subscription.get("trial_end")),
         ended_at=_int(subscription.get("ended_at")),
+        customer_id=customer,
+        payment_method=payment_method(subscription),
     )
     # The plan: what an active subscription is on now (an ended one names the plan it was on).
     return AccessChange(
@@ -218,6 +225,16 @@ def _subscription_change(
         price_id=price if grant else None,
         quantity=subscription_quantity(subscription) if grant else None,
     )
+
+
+def payment_method(subscription: Mapping[str, Any]) -> bool | None:
+    """Whether a payment method backs the subscription (its own default, which Checkout sets
+    from the card it collected), None when the object does not say. A trial without one is
+    cancelled (or paused) at its end: nobody pays what it consumed beyond its credits."""
+    said = [
+        subscription[k] for k in ("default_payment_method", "default_source") if k in subscription
+    ]
+    return any(said) if said else None
 
 
 def checkout_change(checkout: Checkout) -> Change:
@@ -229,9 +246,15 @@ def checkout_change(checkout: Checkout) -> Change:
             grant=True,
             status="active",
             price_id=checkout.price_id,
+            customer_id=checkout.customer_id,
         )
     return Change(
-        checkout.session_id, PURCHASE, grant=True, status="paid", price_id=checkout.price_id
+        checkout.session_id,
+        PURCHASE,
+        grant=True,
+        status="paid",
+        price_id=checkout.price_id,
+        customer_id=checkout.customer_id,
     )
 
 

@@ -22,6 +22,16 @@ LONGEST_KEY = 100  # Stripe's meter event identifier holds at most 100 character
 
 
 @dataclass(frozen=True)
+class Answer:
+    """What the first request under a key answered (a route's status, content type and
+    body): a request sent again with the key is given it, and the work does not run again."""
+
+    status: int
+    content_type: str | None
+    body: bytes
+
+
+@dataclass(frozen=True)
 class Taken:
     """What one consumption (or its settling) answered: `first` false when its key had
     answered before (nothing more was taken)."""
@@ -34,6 +44,7 @@ class Taken:
     granted: int = 0  # what the live grants gave, when it was taken
     before: int = 0  # the balance before it
     mark: int | None = None  # the period (or pack) its low balance is told once for
+    answer: Answer | None = None  # the first request's answer, kept (given to a replay)
 
     @property
     def allowed(self) -> bool:
@@ -50,6 +61,23 @@ class Credits:
     used: int
     resets_at: datetime | None  # when the current period's credits end; None: a pack's only
     team_id: str | None  # the team whose pool it is; None: the person's own
+
+
+# What a request sent again with a key is told when its first request's answer is not there to
+# give: the first still runs (or its answer was not kept yet), or its work failed.
+STILL_RUNNING = "A request with this Idempotency-Key is still running; retry it later"
+GIVEN_BACK = "A request with this Idempotency-Key failed and was given back; send a new key"
+
+
+def replay(taken: Taken) -> Answer | str | None:
+    """How a request under a key is answered, from what the key's first request decided: None
+    when this request is the first (its work runs), the first's kept answer, or why it is
+    refused (409). The work behind a key never runs twice."""
+    if taken.first:
+        return None
+    if taken.answer is not None:
+        return taken.answer
+    return GIVEN_BACK if taken.state == "released" else STILL_RUNNING
 
 
 def not_enough(feature: str) -> str:

@@ -83,6 +83,11 @@ class Entitlement:
     ended_at: datetime | None = None
     changed_at: datetime | None = None  # Stripe's `created` of the newest change applied
     event_id: str | None = None
+    # The Stripe customer who pays it: its meter's overage is reported on this one.
+    customer_id: str | None = None
+    # Whether a payment method backs the subscription (None: not said): a trial without one
+    # bills no overage (Stripe cancels it at its end and nobody pays).
+    payment_method: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -98,6 +103,8 @@ class Change:
     cancel_at_period_end: bool | None = None
     trial_end: int | None = None
     ended_at: int | None = None
+    customer_id: str | None = None
+    payment_method: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -162,6 +169,8 @@ def step(
         ended_at=None if grant else (_when(change.ended_at) or before.ended_at or created),
         changed_at=created,
         event_id=event_id,
+        customer_id=change.customer_id or before.customer_id,
+        payment_method=_either_none(change.payment_method, before.payment_method),
     )
     if grant:
         return Stepped(after, GRANTED, applied=True)
@@ -202,4 +211,8 @@ def _when(timestamp: int | None) -> datetime | None:
 
 
 def _either(value: bool | None, kept: bool) -> bool:
+    return kept if value is None else value
+
+
+def _either_none(value: bool | None, kept: bool | None) -> bool | None:
     return kept if value is None else value

@@ -9,6 +9,7 @@ from flask.typing import ResponseReturnValue
 from werkzeug.exceptions import HTTPException
 
 from adapters.db.pool import DatabaseUnavailable
+from services.credits import Replayed
 from services.errors import (
     Conflict,
     Forbidden,
@@ -79,6 +80,12 @@ def register(app: Flask) -> None:
         if isinstance(exc, TooManyRequests):
             response.headers["Retry-After"] = str(max(1, exc.retry_after))
         return response
+
+    @app.errorhandler(Replayed)
+    def _replayed(exc: Replayed) -> ResponseReturnValue:
+        # A consumption key's first answer, given again (handlers/guards.py).
+        answer = exc.answer
+        return Response(answer.body, status=answer.status, content_type=answer.content_type)
 
     @app.errorhandler(DatabaseUnavailable)
     def _database(exc: DatabaseUnavailable) -> ResponseReturnValue:

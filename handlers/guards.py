@@ -15,14 +15,15 @@ import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import wraps
-from typing import ParamSpec, TypeVar
+from typing import ParamSpec, TypeVar, cast
 
-from flask import make_response, request
+from flask import Response, after_this_request, make_response, request
 
 from adapters.db import features
+from core.credits import Answer
 from handlers.deps import caller, container
 from services import credits
-from services.errors import Conflict, Forbidden, InvalidRequest
+from services.errors import Forbidden, InvalidRequest
 from services.identity import require_user
 
 P = ParamSpec("P")
@@ -55,28 +56,35 @@ def consumes(feature: str, amount: int = 1) -> Callable[[Callable[P, R]], Callab
     seated team's pool) cover `amount`: reserved before the view, consumed when it answers
     below 400, given back when it fails or answers an error. Short: 402
     `{"error": "Not enough <feature> credits", "balance": n}`. A request sent again with the
-    same `Idempotency-Key` header consumes once."""
+    same `Idempotency-Key` header is answered what the first was answered (its status and
+    body, kept with the consumption), 409 while the first still runs: the view runs once."""
 
     def guard(view: Callable[P, R]) -> Callable[P, R]:
         @wraps(view)
         def guarded(*args: P.args, **kwargs: P.kwargs) -> R:
             user = require_user(caller())
             db = container().db
-            key = _consumption_key(user.id)
+            key, given = _consumption_key(user.id)
             payer = credits.Payer(user_id=user.id)
             taken = credits.consume(db, payer, feature, amount, key, reserve=True)
-            if taken.state == "released":
-                raise Conflict(f"This {IDEMPOTENCY_HEADER} was given back; send a new one")
-            if taken.state != "reserved":  # consumed before, under the same key
-                return view(*args, **kwargs)
             try:
-                answer = view(*args, **kwargs)
-                status = make_response(answer).status_code
+                credits.first_time(taken)
+            except credits.Replayed as replayed:
+                return cast(R, as_response(replayed.answer))
+            try:
+                response = make_response(view(*args, **kwargs))
             except BaseException:
                 credits.settle(db, key, 0)
                 raise
-            credits.settle(db, key, amount if status < 400 else 0, publish=container().bus.publish)
-            return answer
+            ok = response.status_code < 400
+            credits.settle(
+                db,
+                key,
+                amount if ok else 0,
+                answer=answer_of(response) if given else None,
+                publish=container().bus.publish,
+            )
+            return cast(R, response)
 
         return guarded
 
@@ -87,21 +95,40 @@ def consumes(feature: str, amount: int = 1) -> Callable[[Callable[P, R]], Callab
 def reserved_credits(feature: str, up_to: int) -> Iterator[credits.Reservation]:
     """For work whose amount is known only once done: reserve `up_to` credits of the signed-in
     user, say what it took (`reservation.took(n)`), and the rest is given back (all of it when
-    the block raises). Short of `up_to`: 402 before the work starts."""
+    the block raises). Short of `up_to`: 402 before the work starts. A request sent again with
+    the same `Idempotency-Key` header is answered what the first was answered (kept once it
+    answered), 409 until then: the work runs once."""
     user = require_user(caller())
     payer = credits.Payer(user_id=user.id)
     c = container()
-    key = _consumption_key(user.id)
+    key, given = _consumption_key(user.id)
     with credits.reserved(c.db, payer, feature, up_to, key, publish=c.bus.publish) as r:
         yield r
+    if given:
+
+        @after_this_request
+        def keep(response: Response) -> Response:
+            credits.answered(c.db, key, answer_of(response))
+            return response
 
 
-def _consumption_key(user_id: str) -> str:
+def answer_of(response: Response) -> Answer:
+    """What a request answered, as kept for a request sent again with its key."""
+    return Answer(response.status_code, response.content_type, response.get_data())
+
+
+def as_response(answer: Answer) -> Response:
+    """A kept answer given again."""
+    return Response(answer.body, status=answer.status, content_type=answer.content_type)
+
+
+def _consumption_key(user_id: str) -> tuple[str, bool]:
+    """The consumption's key, and whether the client gave it (a retry may send it again)."""
     given = request.headers.get(IDEMPOTENCY_HEADER)
     if given is None:
-        return f"{user_id}:{uuid.uuid4()}"
+        return f"{user_id}:{uuid.uuid4()}", False
     if not 1 <= len(given) <= LONGEST_IDEMPOTENCY_KEY or not given.isprintable():
         raise InvalidRequest(
             f"{IDEMPOTENCY_HEADER} must be 1 to {LONGEST_IDEMPOTENCY_KEY} printable characters"
         )
-    return f"{user_id}:{given}"
+    return f"{user_id}:{given}", True

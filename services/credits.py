@@ -16,7 +16,15 @@ from datetime import UTC, datetime
 
 from adapters.db import credits as store
 from adapters.db.pool import Database
-from core.credits import Credits, Taken, credits_low, not_enough, overage_recorded
+from core.credits import (
+    Answer,
+    Credits,
+    Taken,
+    credits_low,
+    not_enough,
+    overage_recorded,
+    replay,
+)
 from core.events import Event
 from services.errors import Conflict, NotEnoughCredits, NotFound
 
@@ -24,6 +32,15 @@ log = logging.getLogger(__name__)
 
 # Hands an application event to the bus (raises when the bus does not take it).
 Publish = Callable[[Event, bytes], None]
+
+
+class Replayed(Exception):  # an answer, not a failure
+    """A request sent again with a key whose first request answered: that answer, given again
+    (handlers/errors.py turns it into the response)."""
+
+    def __init__(self, answer: Answer) -> None:
+        super().__init__(f"replayed answer {answer.status}")
+        self.answer = answer
 
 
 @dataclass(frozen=True)
@@ -65,9 +82,28 @@ def consume(
     return taken
 
 
-def settle(db: Database, key: str, amount: int, *, publish: Publish | None = None) -> Taken:
-    """A reservation settled at what the work took (0: released whole)."""
-    taken = checked(store.settle(db, key, amount), key)
+def first_time(taken: Taken) -> None:
+    """Let the work behind a key run only for the key's first request: a request sent again
+    is given the first one's kept answer (`Replayed`), or 409 while it still runs or when its
+    work failed (`replay`, core/credits.py)."""
+    kept = replay(taken)
+    if isinstance(kept, Answer):
+        raise Replayed(kept)
+    if kept is not None:
+        raise Conflict(kept)
+
+
+def settle(
+    db: Database,
+    key: str,
+    amount: int,
+    *,
+    answer: Answer | None = None,
+    publish: Publish | None = None,
+) -> Taken:
+    """A reservation settled at what the work took (0: released whole), with its request's
+    answer kept for a request sent again with the key."""
+    taken = checked(store.settle(db, key, amount, answer), key)
     _announce(taken, key, publish)
     return taken
 
@@ -99,7 +135,7 @@ def reserved(
     """Reserve up to `amount` before the work; the block says what it took
     (`reservation.took(n)`), and the rest is given back. Work that fails releases it all."""
     reservation = Reservation(key or str(uuid.uuid4()), amount)
-    consume(db, payer, feature, amount, reservation.key, reserve=True)
+    first_time(consume(db, payer, feature, amount, reservation.key, reserve=True))
     try:
         yield reservation
     except BaseException:
@@ -118,6 +154,15 @@ class Reservation:
         if not 0 <= used <= self.amount:
             raise ValueError(f"took {used}, reserved {self.amount}")
         self.used = used
+
+
+def answered(db: Database, key: str, answer: Answer) -> None:
+    """Keep the answer of a request whose reservation was settled before it answered. Should
+    it not be kept, the consumption stands and a request sent again with its key is 409."""
+    try:
+        store.answered(db, key, answer)
+    except Exception as exc:
+        log.warning("credits: the answer under %s not kept: %s", key, exc)
 
 
 def checked(taken: Taken, key: str) -> Taken:

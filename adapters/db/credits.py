@@ -9,11 +9,12 @@ is one round trip and safe to send again (the key makes a second run answer the 
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from adapters.db.pool import Database
-from core.credits import CreditEnd, CreditGrant, Credits, Taken
+from core.credits import Answer, CreditEnd, CreditGrant, Credits, Taken
 
 # The access cycle's writes of credits (parts of its one statement: adapters/db/billing.py).
 # A grant's features and amounts are the product's at its price; a source grants each feature
@@ -97,10 +98,29 @@ def take_for(
     return _taken(row["taken"]), str(account) if account else None
 
 
-def settle(db: Database, key: str, amount: int) -> Taken:
-    """A reservation settled at `amount` (the rest given back); 0 releases it whole."""
-    [row] = db.fetch_all("select public.credits_settle(%s, %s) as taken", (key, amount))
+def settle(db: Database, key: str, amount: int, answer: Answer | None = None) -> Taken:
+    """A reservation settled at `amount` (the rest given back; 0 releases it whole), with its
+    request's answer kept for a request sent again with the key."""
+    [row] = db.fetch_all(
+        "select public.credits_settle_answered(%s, %s, %s, %s, %s) as taken",
+        (
+            key,
+            amount,
+            answer.status if answer else None,
+            answer.content_type if answer else None,
+            answer.body if answer else None,
+        ),
+    )
     return _taken(row["taken"])
+
+
+def answered(db: Database, key: str, answer: Answer) -> bool:
+    """Keep the answer of a request whose consumption was settled before it answered (once)."""
+    [row] = db.fetch_all(
+        "select public.credits_answered(%s, %s, %s, %s) as kept",
+        (key, answer.status, answer.content_type, answer.body),
+    )
+    return bool(row["kept"])
 
 
 def team_account(db: Database, team_id: str) -> str | None:
@@ -142,7 +162,14 @@ def _taken(answer: Mapping[str, Any]) -> Taken:
         granted=int(answer.get("granted") or 0),
         before=int(answer.get("before") or 0),
         mark=int(answer["mark"]) if answer.get("mark") is not None else None,
+        answer=_answer(answer.get("answer")),
     )
+
+
+def _answer(kept: Any) -> Answer | None:
+    if not isinstance(kept, Mapping):
+        return None
+    return Answer(int(kept["status"]), kept.get("type"), base64.b64decode(kept.get("body") or ""))
 
 
 # A report's lease: a reporter that crashed after claiming leaves the overage to the next

@@ -12,17 +12,23 @@ from core.entitlements import Entitlement
 
 COLUMNS = (
     "account_id, source_id, kind, price_id, status, active, current_period_end,"
-    " cancel_at_period_end, trial_end, ended_at, changed_at, event_id"
+    " cancel_at_period_end, trial_end, ended_at, changed_at, event_id, customer_id,"
+    " payment_method"
 )
 _FIELDS = [name.strip() for name in COLUMNS.split(",")]
 _TYPES = (
     "uuid", "text", "text", "text", "text", "bool", "timestamptz",
-    "bool", "timestamptz", "timestamptz", "timestamptz", "text",
+    "bool", "timestamptz", "timestamptz", "timestamptz", "text", "text", "bool",
 )  # fmt: skip
+# Said by some events only (a subscription's, not an invoice's): an event that does not say
+# them leaves what is stored.
+_KEPT = ("customer_id", "payment_method")
 
 
 def _from_row(row: dict[str, Any]) -> Entitlement:
-    return Entitlement(**{**{k: row[k] for k in _FIELDS}, "account_id": str(row["account_id"])})
+    found: dict[str, Any] = {k: row.get(k) for k in _FIELDS}
+    found["account_id"] = str(row["account_id"])
+    return Entitlement(**found)
 
 
 _CASTS = ", ".join(f"%s::{kind}[]" for kind in _TYPES)
@@ -30,7 +36,12 @@ _CASTS = ", ".join(f"%s::{kind}[]" for kind in _TYPES)
 UPSERT = (
     f"insert into public.entitlements ({COLUMNS}) select * from unnest({_CASTS})"  # noqa: S608
     " on conflict (source_id) do update set "
-    + ", ".join(f"{name} = excluded.{name}" for name in _FIELDS[2:])
+    + ", ".join(
+        f"{name} = coalesce(excluded.{name}, public.entitlements.{name})"
+        if name in _KEPT
+        else f"{name} = excluded.{name}"
+        for name in _FIELDS[2:]
+    )
     # A subscription is one customer's: a grant of another account's is never written over.
     + " where public.entitlements.account_id = excluded.account_id"
 )

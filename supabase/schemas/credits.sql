@@ -32,7 +32,8 @@ create index credit_grants_subscription on public.credit_grants (subscription_id
 
 -- One consumption per idempotency key: the first answer is kept and given again. `covered` was
 -- drawn from grants (`draws`: [{"grant": id, "amount": n}], what a release gives back);
--- `overage` goes beyond them, billed on the meter `meter` (reported once: `reported_at`).
+-- `overage` goes beyond them, billed on the meter `meter` to the customer `customer_id` (the
+-- customer of the subscription carrying the meter), reported once (`reported_at`).
 create table public.credit_uses (
   key text primary key check (length(key) between 1 and 100),
   account_id uuid not null references public.accounts (id) on delete cascade,
@@ -56,7 +57,15 @@ create table public.credit_uses (
   reported_at timestamptz,
   report_error text,
   created_at timestamptz not null default now(),
-  settled_at timestamptz
+  settled_at timestamptz,
+  -- The first request's answer (a route's status, content type and body), given again to a
+  -- request sent again with its key: the work behind a key runs once.
+  answer_status integer,
+  answer_type text,
+  answer_body bytea,
+  -- What a reservation asked for (its `amount` becomes what the work took): a key sent again
+  -- is compared with it.
+  reserved integer
 );
 create index credit_uses_account_feature on public.credit_uses (account_id, feature);
 create index credit_uses_unreported on public.credit_uses (created_at)
@@ -78,19 +87,36 @@ as $$
     and (g.expires_at is null or g.expires_at > now())
 $$;
 
--- The meter an account's consumption beyond its credits of a feature is billed on: an active
--- subscription to a product that names a meter and grants the feature (as credits or as a
--- feature). A complimentary grant bills nothing: Stripe has no subscription to bill it on.
+-- Who pays an account's consumption beyond its credits of a feature: the meter and the Stripe
+-- customer of the subscription carrying it (a subscription to a product that names a meter and
+-- grants the feature, as credits or as a feature). The rule: only a subscription Stripe will
+-- charge bills overage: `active` (paid), or on trial with a payment method behind it (a trial
+-- without one is cancelled at its end, and nobody pays; a trial's paid invoice of nothing says
+-- `active`, so its `trial_end` says it is one). A complimentary grant, a past-due or ended
+-- subscription, one whose customer is not known: none, so the consumption is refused.
+create or replace function public.credit_billing(p_account uuid, p_feature text)
+returns table (meter text, customer_id text)
+language sql
+stable
+set search_path = ''
+as $$
+  select p.meter, e.customer_id from public.entitlements e
+  join public.products p on p.stripe_price_id = e.price_id
+  where e.account_id = p_account and e.active and e.kind = 'subscription'
+    and e.customer_id is not null
+    and e.status in ('active', 'trialing')
+    and (e.payment_method or (e.status = 'active' and coalesce(e.trial_end <= now(), true)))
+    and p.meter is not null and (p.credits ? p_feature or p_feature = any(p.features))
+  order by p.meter, e.source_id limit 1
+$$;
+
+-- The meter an account's overage of a feature is billed on (`credit_billing`), else null.
 create or replace function public.credit_meter(p_account uuid, p_feature text) returns text
 language sql
 stable
 set search_path = ''
 as $$
-  select p.meter from public.entitlements e
-  join public.products p on p.stripe_price_id = e.price_id
-  where e.account_id = p_account and e.active and e.kind = 'subscription'
-    and p.meter is not null and (p.credits ? p_feature or p_feature = any(p.features))
-  order by p.meter limit 1
+  select b.meter from public.credit_billing(p_account, p_feature) b
 $$;
 
 -- The account whose credits of a feature a person consumes: their own when it holds some (or
@@ -127,8 +153,9 @@ $$;
 -- `consumed` (or `reserved`, given back by `credits_release` or settled by `credits_settle`),
 -- `refused` when the balance is short and no meter bills the overage, `conflict` when the key
 -- was used for another account, feature or amount. The same key again answers what it answered
--- first and takes nothing more. The grants are locked in id order before the balance is read,
--- so concurrent calls take turns and the balance never goes below zero.
+-- first (`first` false, with the first request's `answer` when one was kept) and takes nothing
+-- more. The grants are locked in id order before the balance is read, so concurrent calls take
+-- turns and the balance never goes below zero.
 create or replace function public.credit_take(
   p_account uuid, p_feature text, p_amount integer, p_key text, p_state text
 ) returns jsonb
@@ -147,20 +174,24 @@ declare
   v_period bigint;
   v_pack bigint;
   v_meter text;
+  v_customer text;
   v_state text := p_state;
 begin
-  insert into public.credit_uses (key, account_id, feature, amount, state, balance)
-  values (p_key, p_account, p_feature, p_amount, p_state, 0)
+  insert into public.credit_uses (key, account_id, feature, amount, state, balance, reserved)
+  values (p_key, p_account, p_feature, p_amount, p_state, 0,
+    case when p_state = 'reserved' then p_amount end)
   on conflict (key) do nothing
   returning * into v_use;
   if v_use.key is null then  -- taken before (or being taken: the insert waited for it)
     select * into v_use from public.credit_uses u where u.key = p_key;
-    if v_use.account_id <> p_account or v_use.feature <> p_feature or v_use.amount <> p_amount
+    if v_use.account_id <> p_account or v_use.feature <> p_feature
+      or coalesce(v_use.reserved, v_use.amount) <> p_amount
     then
       return jsonb_build_object('state', 'conflict', 'feature', p_feature);
     end if;
     return jsonb_build_object('state', v_use.state, 'feature', v_use.feature,
-      'balance', v_use.balance, 'overage', v_use.overage, 'first', false);
+      'balance', v_use.balance, 'overage', v_use.overage, 'first', false,
+      'answer', public.credit_answer(v_use));
   end if;
   for v_grant in
     select g.id, g.kind, g.amount, g.amount - g.used as left_over from public.credit_grants g
@@ -179,7 +210,8 @@ begin
     end if;
   end loop;
   if v_balance < p_amount then
-    v_meter := public.credit_meter(p_account, p_feature);
+    select b.meter, b.customer_id into v_meter, v_customer
+    from public.credit_billing(p_account, p_feature) b;
     if v_meter is null then
       update public.credit_uses set state = 'refused', balance = v_balance where key = p_key;
       return jsonb_build_object('state', 'refused', 'feature', p_feature,
@@ -201,8 +233,7 @@ begin
   v_balance := v_balance - (p_amount - v_left);
   update public.credit_uses set covered = p_amount - v_left, overage = v_left, draws = v_draws,
     balance = v_balance, meter = case when v_left > 0 then v_meter end,
-    customer_id = case when v_left > 0
-      then (select a.customer_id from public.accounts a where a.id = p_account) end
+    customer_id = case when v_left > 0 then v_customer end
   where key = p_key;
   return jsonb_build_object('state', v_state, 'feature', p_feature, 'balance', v_balance,
     'overage', v_left, 'first', true, 'granted', v_granted, 'before', v_balance + p_amount - v_left,
@@ -251,9 +282,25 @@ as $$
   select public.credit_take(account, feature, amount, key, 'consumed')
 $$;
 
+-- The first request's answer kept with a consumption, for a request sent again with its key.
+create or replace function public.credit_answer(p_use public.credit_uses) returns jsonb
+language sql
+immutable
+set search_path = ''
+as $$
+  select case when p_use.answer_status is not null then jsonb_build_object(
+    'status', p_use.answer_status, 'type', p_use.answer_type,
+    'body', encode(coalesce(p_use.answer_body, ''::bytea), 'base64')) end
+$$;
+
 -- A reservation settled at what the work took (at most what was reserved; the rest given
--- back), or released whole (`p_amount` 0). Settling a key again changes nothing.
-create or replace function public.credits_settle(p_key text, p_amount integer) returns jsonb
+-- back), or released whole (`p_amount` 0), with the answer its request gave (kept for a request
+-- sent again with the key). Settling a key again changes nothing and answers the kept answer.
+-- What the reservation drew from the grants (`covered`) is used first: only what the work took
+-- beyond it is overage, and only what it did not take of it is given back.
+create or replace function public.credits_settle_answered(
+  p_key text, p_amount integer, p_status integer, p_type text, p_body bytea
+) returns jsonb
 language plpgsql
 security definer
 set search_path = ''
@@ -270,12 +317,12 @@ begin
   end if;
   if v_use.state <> 'reserved' then
     return jsonb_build_object('state', v_use.state, 'feature', v_use.feature,
-      'balance', v_use.balance, 'first', false);
+      'balance', v_use.balance, 'first', false, 'answer', public.credit_answer(v_use));
   end if;
   if p_amount < 0 or p_amount > v_use.amount then
     return jsonb_build_object('state', 'conflict', 'feature', v_use.feature);
   end if;
-  v_back := least(v_use.amount - p_amount, v_use.covered);
+  v_back := greatest(v_use.covered - p_amount, 0);
   -- Given back to the grants drawn last first, so a reservation's own draws are undone.
   for v_draw in select d from jsonb_array_elements(v_use.draws) with ordinality as x(d, n)
     order by n desc
@@ -291,12 +338,39 @@ begin
     overage = greatest(p_amount - u.covered, 0),
     amount = case when p_amount = 0 then u.amount else p_amount end,
     balance = (select b.balance from public.credit_balance(u.account_id, u.feature) b),
-    settled_at = now()
+    settled_at = now(), answer_status = p_status, answer_type = p_type, answer_body = p_body
   where u.key = p_key
   returning * into v_use;
   return jsonb_build_object('state', v_use.state, 'feature', v_use.feature,
     'balance', v_use.balance, 'overage', v_use.overage, 'first', true);
 end
+$$;
+
+-- A reservation settled with no answer kept (a request sent again with its key is refused).
+create or replace function public.credits_settle(p_key text, p_amount integer) returns jsonb
+language sql
+security definer
+set search_path = ''
+as $$
+  select public.credits_settle_answered(p_key, p_amount, null, null, null)
+$$;
+
+-- The answer a request gave once its consumption was settled (a reservation settled within
+-- the work, its route's answer known only after): kept once, for a request sent again.
+create or replace function public.credits_answered(
+  p_key text, p_status integer, p_type text, p_body bytea
+) returns boolean
+language sql
+security definer
+set search_path = ''
+as $$
+  with kept as (
+    update public.credit_uses u set answer_status = p_status, answer_type = p_type,
+      answer_body = p_body
+    where u.key = p_key and u.state in ('consumed', 'released') and u.answer_status is null
+    returning 1
+  )
+  select exists (select 1 from kept)
 $$;
 
 -- Every feature's credits a person has, per account they have access through.
@@ -336,13 +410,17 @@ $$;
 
 revoke execute on function
   public.credit_live(uuid, text),
+  public.credit_billing(uuid, text),
   public.credit_meter(uuid, text),
+  public.credit_answer(public.credit_uses),
   public.credit_account(uuid, text),
   public.credit_balance(uuid, text),
   public.credit_take(uuid, text, integer, text, text),
   public.credit_take_for(uuid, text, integer, text, text),
   public.consume_credits(uuid, text, integer, text),
   public.credits_settle(text, integer),
+  public.credits_settle_answered(text, integer, integer, text, bytea),
+  public.credits_answered(text, integer, text, bytea),
   public.credits_held(uuid),
   public.credits_of(text)
   from public, anon, authenticated;
@@ -354,6 +432,8 @@ grant execute on function
   public.credit_take_for(uuid, text, integer, text, text),
   public.consume_credits(uuid, text, integer, text),
   public.credits_settle(text, integer),
+  public.credits_settle_answered(text, integer, integer, text, bytea),
+  public.credits_answered(text, integer, text, bytea),
   public.credits_held(uuid),
   public.credit_account(uuid, text),
   public.credit_balance(uuid, text)

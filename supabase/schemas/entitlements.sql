@@ -22,7 +22,14 @@ create table public.entitlements (
   updated_at timestamptz not null default now(),
   -- A comp's cause: the admin who gave it and why (the audit log has the call itself).
   granted_by uuid,
-  reason text
+  reason text,
+  -- The Stripe customer who pays it (a subscription's own, one of the account's customers):
+  -- the one its meter's overage is reported on (credits.sql, `credit_billing`).
+  customer_id text,
+  -- Whether a payment method backs the subscription (its `default_payment_method` or
+  -- `default_source`), as its latest event said; null: not said yet. A trial without one is
+  -- cancelled at its end, so nobody would pay its overage.
+  payment_method boolean
 );
 create index entitlements_account_idx on public.entitlements (account_id);
 create trigger entitlements_touch before update on public.entitlements

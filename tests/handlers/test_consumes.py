@@ -4,8 +4,11 @@ Idempotency-Key; a reservation consumes what the work took."""
 
 from __future__ import annotations
 
+import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 import requests
@@ -24,21 +27,43 @@ from tests.helpers import create_user
 from tests.subscribers.lifecycle_helpers import link
 
 bp = Blueprint("generate", __name__)
+# How many times each route's work ran (what a replay must never add to).
+RUNS: Counter[str] = Counter()
+# The slow route's work waits on this (set by the test), and says it started on the other.
+RELEASE, STARTED = threading.Event(), threading.Event()
 
 
 @bp.post("/api/generate")
 @consumes("generations", amount=2)
 def generate() -> ResponseReturnValue:
+    RUNS["generate"] += 1
     if request.args.get("fail"):
         return jsonify(error="the model is down"), 503
-    return jsonify(image="done")
+    return jsonify(image="done", run=RUNS["generate"])
 
 
 @bp.post("/api/write")
 def write() -> ResponseReturnValue:
     with reserved_credits("generations", up_to=10) as reservation:
+        RUNS["write"] += 1
         reservation.took(int(request.args["took"]))
-    return jsonify(written=True)
+    return jsonify(written=True, run=RUNS["write"])
+
+
+@bp.post("/api/slow")
+@consumes("generations", amount=1)
+def slow() -> ResponseReturnValue:
+    RUNS["slow"] += 1
+    STARTED.set()
+    assert RELEASE.wait(30)
+    return jsonify(slow="done")
+
+
+@pytest.fixture(autouse=True)
+def _fresh_runs() -> None:
+    RUNS.clear()
+    RELEASE.clear()
+    STARTED.clear()
 
 
 @pytest.fixture
@@ -89,6 +114,7 @@ def test_a_route_that_consumes(app: Api, db: Database, ada: str) -> None:
     for _ in range(2):  # a retry with the same key consumes once
         assert call(app, ada, "/api/generate", **{"Idempotency-Key": "req-1"}).status_code == 200
     assert balance(db) == 7
+    RUNS.clear()
     for _ in range(3):
         call(app, ada, "/api/generate")
     assert balance(db) == 1
@@ -103,3 +129,63 @@ def test_a_reservation_consumes_what_the_work_took(app: Api, db: Database, ada: 
     assert balance(db) == 8
     assert call(app, ada, "/api/write?took=3").status_code == 402  # 10 are not left
     assert balance(db) == 8
+
+
+def test_a_repeated_key_answers_the_first_answer_and_never_runs_the_work_again(
+    app: Api, db: Database, ada: str
+) -> None:
+    key = {"Idempotency-Key": "gen-once"}
+    with ThreadPoolExecutor(8) as pool:
+        answers = list(pool.map(lambda _: call(app, ada, "/api/generate", **key), range(20)))
+    assert RUNS["generate"] == 1  # the paid work ran once for one consumption
+    done = [a for a in answers if a.status_code == 200]
+    assert {a.json()["run"] for a in done} == {1}  # every 200 is the first answer itself
+    assert {a.status_code for a in answers} <= {200, 409}  # 409: the first was still running
+    assert balance(db) == 9
+    again = call(app, ada, "/api/generate", **key)
+    assert (again.status_code, again.json()) == (200, {"image": "done", "run": 1})
+    assert RUNS["generate"] == 1
+
+    failed = {"Idempotency-Key": "gen-fails"}
+    first = call(app, ada, "/api/generate?fail=1", **failed)
+    assert first.status_code == 503
+    replayed = call(app, ada, "/api/generate", **failed)  # the same key: the first answer
+    assert (replayed.status_code, replayed.json()) == (503, {"error": "the model is down"})
+    assert RUNS["generate"] == 2
+    assert balance(db) == 9  # the failed work's credits given back, once
+
+
+def test_a_repeated_key_of_a_reservation_answers_the_first_answer(
+    app: Api, db: Database, ada: str
+) -> None:
+    key = {"Idempotency-Key": "write-once"}
+    answers = [call(app, ada, "/api/write?took=3", **key) for _ in range(5)]
+    assert RUNS["write"] == 1
+    assert [(a.status_code, a.json()) for a in answers] == [(200, {"written": True, "run": 1})] * 5
+    assert balance(db) == 8
+
+
+def test_a_key_whose_first_request_still_runs_is_409_and_runs_nothing(
+    app: Api, db: Database, ada: str
+) -> None:
+    key = {"Idempotency-Key": "slow-1"}
+    with ThreadPoolExecutor(1) as pool:
+        first = pool.submit(call, app, ada, "/api/slow", **key)
+        assert STARTED.wait(30)
+        second = call(app, ada, "/api/slow", **key)
+        assert second.status_code == 409
+        assert "still running" in second.json()["error"]
+        RELEASE.set()
+        assert first.result().status_code == 200
+    assert RUNS["slow"] == 1
+    assert balance(db) == 10
+    assert call(app, ada, "/api/slow", **key).json() == {"slow": "done"}
+    assert RUNS["slow"] == 1
+
+
+def test_a_key_sent_for_another_amount_is_409(app: Api, db: Database, ada: str) -> None:
+    key = {"Idempotency-Key": "mixed"}
+    assert call(app, ada, "/api/generate", **key).status_code == 200
+    assert call(app, ada, "/api/slow", **key).status_code == 409  # 1 credit, not 2
+    assert RUNS == {"generate": 1}
+    assert balance(db) == 9

@@ -241,3 +241,91 @@ def test_a_comp_of_a_metered_plan_bills_no_overage(
     assert refused.json() == {"error": "Not enough generations credits", "balance": 0}
     assert db.fetch_all("select 1 from public.credit_uses where overage > 0") == []
     assert fakes[0].calls("POST", "/v1/billing/meter_events") == []
+
+
+def _consume(api: Api, user: str, amount: int, key: str) -> requests.Response:
+    return use(api, {"userId": user, "feature": "generations", "amount": amount, "key": key})
+
+
+def test_overage_is_reported_on_the_customer_of_the_subscription_that_carries_the_meter(
+    metered: tuple[Api, str], db: Database, fakes: tuple[StripeStandIn, Any]
+) -> None:
+    """Ada's billing customer is cus_ada (a purchase made signed in); she bought the metered
+    plan as a guest under her own address, as cus_guest: the overage is cus_guest's to pay."""
+    api, ada = metered
+    stripe = fakes[0]
+    now = int(time.time())
+    ended = {
+        "id": "sub_ada", "object": "subscription", "customer": "cus_ada", "status": "canceled",
+        "items": {"object": "list", "data": [{"id": "si_1", "price": {"id": PLAN}}]},
+    }  # fmt: skip
+    deliver(api, "customer.subscription.deleted", ended, created=now - 4)
+    guest = {
+        "id": "cs_guest", "object": "checkout.session", "client_reference_id": None,
+        "customer": "cus_guest", "mode": "subscription", "subscription": "sub_guest",
+        "metadata": {"price_id": PLAN}, "payment_status": "paid", "amount_total": 1900,
+        "currency": "usd", "created": now - 3,
+        "customer_details": {"email": "ada@example.com", "name": "Ada"},
+    }  # fmt: skip
+    deliver(api, "checkout.session.completed", guest, created=now - 3)
+    subscription = {
+        "id": "sub_guest", "object": "subscription", "customer": "cus_guest",
+        "status": "active",
+        "items": {"object": "list", "data": [{"id": "si_2", "price": {"id": PLAN}}]},
+    }  # fmt: skip
+    deliver(api, "customer.subscription.created", subscription, created=now - 2)
+    paid = invoice(2, now - 2) | {
+        "id": "in_guest", "customer": "cus_guest", "subscription": "sub_guest",
+        "billing_reason": "subscription_create",
+    }  # fmt: skip
+    deliver(api, "invoice.paid", paid, created=now - 1)
+    [billing] = db.fetch_all("select customer_id from public.accounts where owner_id = %s", (ada,))
+    assert billing["customer_id"] == "cus_ada"  # the guest checkout changed no link
+
+    assert _consume(api, ada, 103, "over-guest").status_code == 200
+    assert api.container.bus.wait_idle(30)  # type: ignore[attr-defined]
+    [use_row] = db.fetch_all("select customer_id, overage from public.credit_uses")
+    assert use_row == {"customer_id": "cus_guest", "overage": 3}
+    assert stripe.meter_usage(METER, "cus_guest") == 3
+    assert stripe.meter_usage(METER, "cus_ada") == 0
+
+
+def test_a_trial_without_a_payment_method_consumes_no_overage(
+    api_factory: Any, fakes: tuple[StripeStandIn, Any], db: Database
+) -> None:
+    """A trial Stripe cancels at its end when no payment method was added: past its credits,
+    402; once a card backs it, the overage is billed."""
+    api = api_factory(usage_api_key=KEY)
+    stripe = fakes[0]
+    stripe.meters["mtr_gen"] = shapes.meter(
+        "mtr_gen", display_name="Generations", event_name=METER, created=int(time.time())
+    )
+    meta = {"type": "link", "credits": "generations:2", "meter": METER}
+    stripe.products["prod_gen"] = product("prod_gen", "Generator", "", meta)
+    stripe.prices[PLAN] = price(PLAN, "prod_gen", 1900, "month")
+    deliver(api, "product.updated", stripe.products["prod_gen"], created=1_000)
+    ada = create_user(db, "ada@example.com")
+    link(db, ada, "cus_ada")
+    now = int(time.time())
+    trial = {
+        "id": "sub_ada", "object": "subscription", "customer": "cus_ada", "status": "trialing",
+        "trial_start": now - 10, "trial_end": now + 14 * 86_400,
+        "trial_settings": {"end_behavior": {"missing_payment_method": "cancel"}},
+        "default_payment_method": None, "default_source": None,
+        "items": {"object": "list", "data": [{"id": "si_1", "price": {"id": PLAN}}]},
+    }  # fmt: skip
+    deliver(api, "customer.subscription.created", trial, created=now - 10)
+    deliver(api, "invoice.paid", invoice(1, now - 10), created=now - 9)
+    answers = [_consume(api, ada, 1_000, f"trial-{n}") for n in range(3)]
+    assert [(a.status_code, a.json()) for a in answers] == [
+        (402, {"error": "Not enough generations credits", "balance": 2})
+    ] * 3
+    assert _consume(api, ada, 2, "within").status_code == 200  # its credits are its own
+    [row] = db.fetch_all("select coalesce(sum(overage), 0) as units from public.credit_uses")
+    assert row["units"] == 0
+
+    carded = trial | {"default_payment_method": "pm_ada"}
+    deliver(api, "customer.subscription.updated", carded, created=now - 5)
+    assert _consume(api, ada, 4, "carded").status_code == 200
+    assert api.container.bus.wait_idle(30)
+    assert stripe.meter_usage(METER, "cus_ada") == 4

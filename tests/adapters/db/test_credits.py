@@ -130,7 +130,8 @@ def test_beyond_the_credits_an_account_billed_on_a_meter_consumes_the_overage(
         )
         conn.execute(
             "insert into public.entitlements (account_id, source_id, kind, price_id, status,"
-            " active) values (%s, 'sub_1', 'subscription', 'price_pro', 'active', true)",
+            " active, customer_id) values (%s, 'sub_1', 'subscription', 'price_pro', 'active',"
+            " true, 'cus_1')",
             (acct,),
         )
         conn.execute("update public.accounts set customer_id = 'cus_1' where id = %s", (acct,))
@@ -190,3 +191,45 @@ def test_a_reports_claim_sent_again_is_its_own_and_no_one_elses(db: Database) ->
     assert credits.claim_reports(db, ["k"], theirs) == []  # held by the first
     credits.reported(db, ["k"])
     assert credits.claim_reports(db, ["k"], mine) == []
+
+
+def metered_plan(db: Database, acct: str, *, status: str = "active") -> None:
+    """A plan of `generations` whose overage a meter bills, held by `acct` as cus_1 pays it."""
+    with db.transaction() as conn:
+        conn.execute(
+            "insert into public.products (name, price, stripe_price_id, type, billing_type,"
+            " billing_interval, credits, meter) values ('Pro', 9, 'price_pro', 'link',"
+            " 'subscription', 'month', '{\"generations\": 4}', 'gen_over')"
+            " on conflict do nothing"
+        )
+        conn.execute("update public.accounts set customer_id = 'cus_1' where id = %s", (acct,))
+        conn.execute(
+            "insert into public.entitlements (account_id, source_id, kind, price_id, status,"
+            " active, customer_id) values (%s, 'sub_1', 'subscription', 'price_pro', %s, true,"
+            " 'cus_1')",
+            (acct, status),
+        )
+
+
+def test_settling_reservations_that_went_into_overage_keeps_what_they_used(
+    db: Database,
+) -> None:
+    """Three reservations of up to 10 over a plan of 4 billed on a meter, each settled at 5:
+    15 used, 4 of them credits, 11 billed; nothing given back that was used."""
+    acct = account(db, create_user(db, "ada@example.com"))
+    metered_plan(db, acct)
+    grant(db, acct, 4, source="sub_1@1")
+    with as_role(db, "service_role") as conn:
+        for n in range(3):
+            conn.execute(
+                "select public.credit_take(%s, 'generations', 10, %s, 'reserved')",
+                (acct, f"r{n}"),
+            )
+        for n in range(3):
+            conn.execute("select public.credits_settle(%s, 5)", (f"r{n}",))
+        row = conn.execute(
+            "select (select sum(amount - used) from public.credit_grants) as balance,"
+            " sum(covered) as covered, sum(overage) as overage, sum(amount) as used"
+            " from public.credit_uses"
+        ).fetchone()
+    assert row == {"balance": 0, "covered": 4, "overage": 11, "used": 15}
