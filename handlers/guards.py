@@ -70,7 +70,7 @@ def consumes(feature: str, amount: int = 1) -> Callable[[Callable[P, R]], Callab
             try:
                 credits.first_time(taken)
             except credits.Replayed as replayed:
-                return cast(R, as_response(replayed.answer))
+                return cast("R", as_response(replayed.answer))
             try:
                 response = make_response(view(*args, **kwargs))
             except BaseException:
@@ -84,7 +84,7 @@ def consumes(feature: str, amount: int = 1) -> Callable[[Callable[P, R]], Callab
                 answer=answer_of(response) if given else None,
                 publish=container().bus.publish,
             )
-            return cast(R, response)
+            return cast("R", response)
 
         return guarded
 
