@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import datetime
+import functools
 import html
 import itertools
 import json
@@ -42,6 +42,7 @@ import secrets
 import shlex
 import threading
 import time
+import typing
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -54,6 +55,7 @@ from werkzeug.serving import make_server
 from werkzeug.wrappers import Request, Response
 
 from core.stripe_objects import CURRENT_VERSION
+from dev import stripe_record
 from dev import stripe_shapes as shapes
 from dev.samples import catalogue
 from dev.samples.events import Facts
@@ -72,6 +74,17 @@ TAX_RATE_PERCENT = 19
 METER_EVENT_PAST = 35 * 86_400
 METER_EVENT_AHEAD = 300
 METER_IDENTIFIER_DAY = 86_400
+# What the state file keeps, by id.
+_HELD = (
+    "sessions",
+    "customers",
+    "subscriptions",
+    "invoices",
+    "payment_intents",
+    "charges",
+    "products",
+    "prices",
+)
 log = logging.getLogger(__name__)
 
 _ROUTES = Map(
@@ -104,7 +117,12 @@ _ROUTES = Map(
         Rule("/v1/billing/meters", methods=["GET"], endpoint="list_meters"),
         Rule("/v1/billing/meters", methods=["POST"], endpoint="create_meter"),
         Rule("/v1/billing/meter_events", methods=["POST"], endpoint="create_meter_event"),
+        Rule("/v1/invoices/<iid>", methods=["GET"], endpoint="get_invoice"),
+        Rule("/v1/payment_intents/<pid>", methods=["GET"], endpoint="get_payment_intent"),
+        Rule("/v1/charges/<cid>", methods=["GET"], endpoint="get_charge"),
         Rule("/v2/core/events/<eid>", methods=["GET"], endpoint="get_thin_event"),
+        Rule("/invoice/<iid>", methods=["GET"], endpoint="invoice_page"),
+        Rule("/receipt/<cid>", methods=["GET"], endpoint="receipt_page"),
         Rule("/pay/<sid>", methods=["GET"], endpoint="pay_page"),
         Rule("/pay/<sid>", methods=["POST"], endpoint="pay"),
         Rule("/portal", methods=["GET"], endpoint="portal_page"),
@@ -173,6 +191,11 @@ class StripeStandIn:
         self.sessions: dict[str, dict[str, Any]] = {}
         self.customers: dict[str, dict[str, Any]] = {}
         self.subscriptions: dict[str, dict[str, Any]] = {}
+        # What a paid checkout leaves besides: a subscription's first invoice, a one-time
+        # payment's intent and its charge (each with the page its receipt link opens).
+        self.invoices: dict[str, dict[str, Any]] = {}
+        self.payment_intents: dict[str, dict[str, Any]] = {}
+        self.charges: dict[str, dict[str, Any]] = {}
         self.products: dict[str, dict[str, Any]] = {}
         self.prices: dict[str, dict[str, Any]] = {}
         self.features: dict[str, list[dict[str, Any]]] = {}
@@ -216,6 +239,8 @@ class StripeStandIn:
         with self.lock:
             self.requests.clear()
             for held in (self.sessions, self.customers, self.subscriptions, self.products):
+                held.clear()
+            for held in (self.invoices, self.payment_intents, self.charges):
                 held.clear()
             self.prices.clear()
             self.features.clear()
@@ -291,6 +316,13 @@ class StripeStandIn:
             response = _json(exc.body, exc.status)
         except HTTPException:
             response = _json(shapes.error(f"Unrecognized request URL ({request.path})"), 404)
+        if response.mimetype == "application/json" and response.status_code == 200:
+            stripe_record.record(
+                "answer",
+                json.loads(response.get_data()),
+                what=f"{request.method} {request.path}",
+                api_version=request.headers.get("Stripe-Version"),
+            )
         return response(environ, start_response)
 
     def _as_stripe(self, request: Request) -> None:
@@ -460,9 +492,40 @@ class StripeStandIn:
                 raise _no_such("checkout.session", sid, param="session")
             found = copy.deepcopy(session)
             lines = self._extras.get(sid, {}).get("line_items")
-        if "line_items" in _expanded(request) and lines is not None:
+        expand = _expanded(request)
+        if "line_items" in expand and lines is not None:
             found["line_items"] = shapes.listed(lines, f"/v1/checkout/sessions/{sid}/line_items")
-        return _json(found)
+        return _json(self._expand(found, expand - {"line_items"}))
+
+    def _expand(self, found: dict[str, Any], paths: set[str]) -> dict[str, Any]:
+        """`found` with the ids `expand[]` names replaced by the objects they name (a dotted
+        path expands inside an expanded object, as `payment_intent.latest_charge`), as Stripe
+        expands them; an id it holds no object for stays an id."""
+        for path in sorted(paths):
+            node: Any = found
+            for part in path.split("."):
+                if not isinstance(node, dict) or part not in node:
+                    break
+                if isinstance(node[part], str):
+                    node[part] = copy.deepcopy(self._by_id(node[part])) or node[part]
+                node = node[part]
+        return found
+
+    def _by_id(self, found_id: str) -> dict[str, Any] | None:
+        """The object it holds of this id, whatever its type (ids carry their type's prefix)."""
+        for held in (
+            self.invoices,
+            self.payment_intents,
+            self.charges,
+            self.customers,
+            self.subscriptions,
+            self.sessions,
+            self.products,
+            self.prices,
+        ):
+            if found_id in held:
+                return held[found_id]
+        return None
 
     def line_items(self, request: Request, sid: str) -> Response:
         if sid not in self.sessions:
@@ -506,6 +569,40 @@ class StripeStandIn:
         if found is None:
             raise _no_such("customer", cid)
         return _json(found)
+
+    def get_invoice(self, request: Request, iid: str) -> Response:
+        return self._held_answer(request, self.invoices, "invoice", iid)
+
+    def get_payment_intent(self, request: Request, pid: str) -> Response:
+        return self._held_answer(request, self.payment_intents, "payment_intent", pid)
+
+    def get_charge(self, request: Request, cid: str) -> Response:
+        return self._held_answer(request, self.charges, "charge", cid)
+
+    def _held_answer(
+        self, request: Request, held: dict[str, dict[str, Any]], kind: str, found_id: str
+    ) -> Response:
+        with self.lock:
+            found = copy.deepcopy(held.get(found_id))
+        if found is None:
+            raise _no_such(kind, found_id)
+        return _json(self._expand(found, _expanded(request)))
+
+    def invoice_page(self, request: Request, iid: str) -> Response:
+        """The page an invoice's `hosted_invoice_url` opens."""
+        found = self.invoices.get(iid)
+        if found is None:
+            return _page(self.brand, "No such invoice", "", status=404)
+        amount = f"{found['amount_paid'] / 100:.2f} {found['currency'].upper()}"
+        return _page(self.brand, "Invoice", f"<p>Invoice {html.escape(iid)}: paid {amount}.</p>")
+
+    def receipt_page(self, request: Request, cid: str) -> Response:
+        """The page a charge's `receipt_url` opens."""
+        found = self.charges.get(cid)
+        if found is None:
+            return _page(self.brand, "No such receipt", "", status=404)
+        amount = f"{found['amount'] / 100:.2f} {found['currency'].upper()}"
+        return _page(self.brand, "Receipt", f"<p>Receipt for {html.escape(cid)}: {amount}.</p>")
 
     # Subscriptions.
 
@@ -575,7 +672,8 @@ class StripeStandIn:
             }
             self._save()
             answer = copy.deepcopy(found)
-        self._send_later("customer.subscription.deleted", answer, {"status": "active"})
+        # Stripe sends `previous_attributes` with `*.updated` events only.
+        self._send_later("customer.subscription.deleted", answer, None)
         return _json(answer)
 
     # Redaction jobs (Privacy), a preview API: only under a preview API version. A job starts
@@ -973,8 +1071,11 @@ class StripeStandIn:
                 session["subscription"] = subscription["id"]
                 if subscription["status"] == "trialing":
                     session |= {"payment_status": "no_payment_required", "amount_total": 0}
+                # Its first invoice, paid by this checkout (Stripe names it on the session).
+                paid = self._first_invoice(session, subscription, email=email, created=now)
+                session["invoice"] = subscription["latest_invoice"] = paid["id"]
             else:
-                session["payment_intent"] = f"pi_local_{secrets.token_hex(12)}"
+                session["payment_intent"] = self._payment_of(session, created=now)["id"]
             types: list[tuple[str, dict[str, Any]]] = [("checkout.session.completed", session)]
             if subscription is not None:
                 types.append(("customer.subscription.created", subscription))
@@ -985,6 +1086,80 @@ class StripeStandIn:
             ]
             self._save()
         return events
+
+    def _first_invoice(
+        self,
+        session: dict[str, Any],
+        subscription: dict[str, Any],
+        *,
+        email: str,
+        created: int,
+    ) -> dict[str, Any]:
+        """The invoice a subscription's checkout pays: a line per item, for its first period
+        (nothing due on a trial), tax as the session calculated it."""
+        invoice_id = f"in_local_{secrets.token_hex(12)}"
+        trialing = subscription["status"] == "trialing"
+        lines = [
+            shapes.invoice_line(
+                f"il_local_{secrets.token_hex(8)}",
+                invoice_id=invoice_id,
+                subscription_id=subscription["id"],
+                subscription_item=item["id"],
+                price_id=item["price"]["id"],
+                product_id=str(item["price"].get("product")),
+                amount=0 if trialing else (item["price"].get("unit_amount") or 0) * item["quantity"],
+                currency=subscription["currency"],
+                quantity=item["quantity"],
+                start=item["current_period_start"],
+                end=subscription["trial_end"] or item["current_period_end"],
+            )
+            for item in subscription["items"]["data"]
+        ]
+        tax = 0 if trialing else (session.get("total_details") or {}).get("amount_tax") or 0
+        made = shapes.invoice(
+            invoice_id,
+            customer_id=subscription["customer"],
+            subscription_id=subscription["id"],
+            lines=lines,
+            created=created,
+            currency=subscription["currency"],
+            paid=True,
+            tax=tax,
+        )
+        number = f"{str(subscription['customer']).removeprefix('cus_')[-8:].upper()}-0001"
+        made |= {
+            "billing_reason": "subscription_create",
+            "customer_email": email,
+            "hosted_invoice_url": f"{self.url}/invoice/{invoice_id}",
+            "number": number,
+        }
+        self.invoices[invoice_id] = made
+        return made
+
+    def _payment_of(self, session: dict[str, Any], *, created: int) -> dict[str, Any]:
+        """The payment intent a one-time checkout succeeds with, and its charge."""
+        intent_id = f"pi_local_{secrets.token_hex(12)}"
+        charge_id = f"ch_local_{secrets.token_hex(12)}"
+        amount = session.get("amount_total") or 0
+        currency = session.get("currency") or "usd"
+        self.charges[charge_id] = shapes.charge(
+            charge_id,
+            amount=amount,
+            currency=currency,
+            customer_id=session.get("customer"),
+            payment_intent=intent_id,
+            created=created,
+            receipt_url=f"{self.url}/receipt/{charge_id}",
+        )
+        self.payment_intents[intent_id] = shapes.payment_intent(
+            intent_id,
+            amount=amount,
+            currency=currency,
+            customer_id=session.get("customer"),
+            latest_charge=charge_id,
+            created=created,
+        )
+        return self.payment_intents[intent_id]
 
     def _subscription_of(
         self,
@@ -1041,13 +1216,16 @@ class StripeStandIn:
         with self.lock:
             self.events.insert(0, event)
             del self.events[MOST_EVENTS:]
+        stripe_record.record("event", event, what="the Stripe stand-in")
         return event
 
     def _deliver(self, event: dict[str, Any]) -> Delivery:
         assert self.webhook is not None
         return deliver(event, url=self.webhook.url, secret=self.webhook.secret)
 
-    def _send_later(self, event_type: str, obj: dict[str, Any], previous: dict[str, Any]) -> None:
+    def _send_later(
+        self, event_type: str, obj: dict[str, Any], previous: dict[str, Any] | None
+    ) -> None:
         """An event about a change made through the API, recorded, and delivered once the call
         that made it has been answered (Stripe's webhooks never come inside the call)."""
         event = self._record(event_type, obj, created=int(time.time()), previous=previous)
@@ -1121,7 +1299,7 @@ class StripeStandIn:
             return
         held = json.loads(self.state.read_text())
         with self.lock:
-            for name in ("sessions", "customers", "subscriptions", "products", "prices"):
+            for name in _HELD:
                 getattr(self, name).clear()
                 getattr(self, name).update(held.get(name) or {})
             self.features.clear()
@@ -1135,12 +1313,7 @@ class StripeStandIn:
         if self.state is None:
             return
         with self.lock:
-            held = {
-                "sessions": self.sessions,
-                "customers": self.customers,
-                "subscriptions": self.subscriptions,
-                "products": self.products,
-                "prices": self.prices,
+            held = {name: getattr(self, name) for name in _HELD} | {
                 "features": self.features,
                 "events": self.events,
                 "session_extras": self._extras,
@@ -1348,13 +1521,28 @@ def _listed(request: Request, objects: list[dict[str, Any]], url: str) -> Respon
 
 
 def _released(version: str) -> bool:
-    """Whether `version` names an API version Stripe has released (a date, maybe a name)."""
+    """Whether Stripe knows `version`: one it has released (as the pinned stripe-python lists
+    them), or a preview version on the date of a release."""
     date, _, name = version.partition(".")
-    try:
-        datetime.date.fromisoformat(date)
-    except ValueError:
-        return False
-    return name in {"", "acacia", "basil", "clover", "dahlia", "endive", "preview"}
+    if name == "preview":
+        return any(known.startswith(f"{date}") for known in released_versions())
+    return version in released_versions()
+
+
+@functools.cache
+def released_versions() -> frozenset[str]:
+    """The API versions Stripe has released, up to the one the pinned stripe-python is
+    generated for: the values its webhook endpoint's `api_version` parameter takes."""
+    from stripe.params._webhook_endpoint_create_params import WebhookEndpointCreateParams
+
+    hint = WebhookEndpointCreateParams.__annotations__["api_version"]
+    return frozenset(_literal_values(hint))
+
+
+def _literal_values(hint: Any) -> set[str]:
+    if typing.get_origin(hint) is typing.Literal:
+        return {str(v) for v in typing.get_args(hint)}
+    return set().union(*(_literal_values(arg) for arg in typing.get_args(hint)))
 
 
 def _int(value: Any, param: str) -> int:
