@@ -44,6 +44,7 @@ PREVIEW_OBJECTS = {
     "privacy.redaction_job": "Redaction jobs (Privacy), a preview API",
 }
 _NONE = type(None)
+_SCALARS = (str, int, float, bool, decimal.Decimal)
 
 
 def problems(obj: Any, *, where: str = "") -> list[str]:
@@ -252,6 +253,10 @@ def _check_union(
             found.append(f"{where}: {value!r}, not one of {sorted(map(str, enum))}")
         return
     candidates = [a for a in args if a is not _NONE and typing.get_origin(a) is not Literal]
+    if isinstance(value, (dict, list)):
+        # An object or a list is judged by the candidates that can hold one (an expanded
+        # object, not the id it could have been).
+        candidates = [a for a in candidates if a not in _SCALARS] or candidates
     attempts: list[list[str]] = []
     for candidate in candidates:
         attempt: list[str] = []
@@ -314,3 +319,19 @@ def _is_decimal(value: str) -> bool:
     except decimal.InvalidOperation:
         return False
     return True
+
+
+def recorded_problems(path: Path, start: int = 0) -> list[str]:
+    """What differs from Stripe's types in the answers and events recorded in `path` (written
+    by dev/stripe_record.py) from byte `start` on, each named by what said it."""
+    if not path.exists():
+        return []
+    with path.open("rb") as file:
+        file.seek(start)
+        lines = file.read().splitlines()
+    found: list[str] = []
+    for line in lines:
+        said = json.loads(line)
+        where = f"{said['what']}: {said['body'].get('object', 'answer')}"
+        found.extend(problems(said["body"], where=where))
+    return found
