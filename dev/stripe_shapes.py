@@ -20,6 +20,16 @@ ADDRESS: dict[str, Any] = {
 }
 
 
+def merged(base: Any, over: Any) -> Any:
+    """`over` laid on `base`: objects key by key, lists of as many objects item by item (a
+    partial object's values over a whole one's)."""
+    if isinstance(base, dict) and isinstance(over, dict):
+        return base | {k: merged(base.get(k), v) for k, v in over.items()}
+    if isinstance(base, list) and isinstance(over, list) and len(base) == len(over):
+        return [merged(b, o) for b, o in zip(base, over, strict=True)]
+    return over
+
+
 def listed(data: list[dict[str, Any]], url: str, *, has_more: bool = False) -> dict[str, Any]:
     """A `list` object, as Stripe pages one."""
     return {"object": "list", "data": data, "has_more": has_more, "url": url}

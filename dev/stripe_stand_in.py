@@ -293,6 +293,84 @@ class StripeStandIn:
             self.subscriptions[subscription_id] = made
         return made
 
+    def hold_session(self, found: dict[str, Any]) -> dict[str, Any]:
+        """A checkout session a test describes (some of its fields; its line items, payment
+        intent and invoice expanded or not), held whole as Stripe holds one: a new session's
+        fields under the test's values, what it expands held as objects of their own (each
+        answered whole where `expand[]` asks for it). Returns the session held."""
+        partial = copy.deepcopy(found)
+        sid = str(partial["id"])
+        mode = str(partial.get("mode") or "payment")
+        created = int(partial.get("created") or time.time())
+        currency = str(partial.get("currency") or "usd")
+        amount = int(partial.get("amount_total") or 0)
+        session = shapes.checkout_session(
+            sid, mode=mode, url=f"{self.url}/pay/{sid}", created=created, params={}
+        )
+        lines = []
+        for n, line in enumerate((partial.pop("line_items", None) or {}).get("data") or []):
+            price = line.get("price")
+            price_id = str(price.get("id") if isinstance(price, dict) else price)
+            whole_price = self._price_or_stub(price_id, recurring=mode == "subscription")
+            made = shapes.line_item(
+                str(line.get("id") or f"li_local_{n}"),
+                whole_price,
+                int(line.get("quantity") or 1),
+                None,
+            )
+            lines.append(shapes.merged(made, line))
+        details = partial.get("customer_details")
+        if isinstance(details, dict):
+            whole_details = shapes.customer_details(
+                str(details.get("email") or ""), details.get("name")
+            )
+            partial["customer_details"] = shapes.merged(whole_details, details)
+        intent = partial.get("payment_intent")
+        if isinstance(intent, dict):
+            charge = intent.get("latest_charge")
+            if isinstance(charge, dict):
+                whole_charge = shapes.charge(
+                    str(charge["id"]),
+                    amount=amount,
+                    currency=currency,
+                    customer_id=partial.get("customer"),
+                    payment_intent=str(intent["id"]),
+                    created=created,
+                    receipt_url=None,
+                )
+                self.charges[str(charge["id"])] = shapes.merged(whole_charge, charge)
+                charge = str(charge["id"])
+            whole_intent = shapes.payment_intent(
+                str(intent["id"]),
+                amount=amount,
+                currency=currency,
+                customer_id=partial.get("customer"),
+                latest_charge=charge,
+                created=created,
+            )
+            self.payment_intents[str(intent["id"])] = shapes.merged(
+                whole_intent, intent | {"latest_charge": charge}
+            )
+            partial["payment_intent"] = str(intent["id"])
+        invoice = partial.get("invoice")
+        if isinstance(invoice, dict):
+            whole_invoice = shapes.invoice(
+                str(invoice["id"]),
+                customer_id=str(partial.get("customer") or "cus_local"),
+                subscription_id=partial.get("subscription"),
+                lines=[],
+                created=created,
+                currency=currency,
+                paid=True,
+            )
+            self.invoices[str(invoice["id"])] = shapes.merged(whole_invoice, invoice)
+            partial["invoice"] = str(invoice["id"])
+        held = shapes.merged(session, partial)
+        with self.lock:
+            self.sessions[sid] = held
+            self._extras[sid] = {"line_items": lines, "subscription_data": {}}
+        return held
+
     # The WSGI app.
 
     def __call__(self, environ: dict[str, Any], start_response: Any) -> Any:

@@ -146,16 +146,7 @@ def whole(obj: dict[str, Any]) -> dict[str, Any]:
     """A current-shaped object with every field Stripe sends of its type: its own values over a
     new test-mode object's (dev/stripe_shapes.py)."""
     template = _TEMPLATES.get(str(obj.get("object")))
-    return _merged(template(obj), obj) if template else obj
-
-
-def _merged(base: Any, over: Any) -> Any:
-    """`over` laid on `base`: objects key by key, lists of as many objects item by item."""
-    if isinstance(base, dict) and isinstance(over, dict):
-        return base | {k: _merged(base.get(k), v) for k, v in over.items()}
-    if isinstance(base, list) and isinstance(over, list) and len(base) == len(over):
-        return [_merged(b, o) for b, o in zip(base, over, strict=True)]
-    return over
+    return shapes.merged(template(obj), obj) if template else obj
 
 
 def _whole_session(obj: dict[str, Any]) -> dict[str, Any]:
@@ -180,7 +171,7 @@ def _whole_price(obj: dict[str, Any]) -> dict[str, Any]:
         created=obj.get("created") or 0,
         currency=obj.get("currency") or "usd",
     )
-    return _merged(made, obj)
+    return shapes.merged(made, obj)
 
 
 def _whole_subscription(obj: dict[str, Any]) -> dict[str, Any]:

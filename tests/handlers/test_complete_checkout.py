@@ -41,7 +41,7 @@ def paid_session(
     }
     if user_id:
         found["metadata"] = {**found["metadata"], "user_id": user_id}
-    stripe.sessions[session] = found
+    stripe.hold_session(found)
     return found
 
 
