@@ -858,15 +858,35 @@ def dispute(
     status: str,
 ) -> dict[str, Any]:
     """A dispute the card holder's bank opened on a charge, evidence not yet given."""
-    evidence_fields = (
-        "access_activity_log billing_address cancellation_policy cancellation_policy_disclosure"
-        " cancellation_rebuttal customer_communication customer_email_address customer_name"
-        " customer_purchase_ip customer_signature duplicate_charge_documentation"
-        " duplicate_charge_explanation duplicate_charge_id product_description receipt"
-        " refund_policy refund_policy_disclosure refund_refusal_explanation service_date"
-        " service_documentation shipping_address shipping_carrier shipping_date"
-        " shipping_documentation shipping_tracking_number uncategorized_file uncategorized_text"
-    ).split()
+    evidence_fields = [
+        "access_activity_log",
+        "billing_address",
+        "cancellation_policy",
+        "cancellation_policy_disclosure",
+        "cancellation_rebuttal",
+        "customer_communication",
+        "customer_email_address",
+        "customer_name",
+        "customer_purchase_ip",
+        "customer_signature",
+        "duplicate_charge_documentation",
+        "duplicate_charge_explanation",
+        "duplicate_charge_id",
+        "product_description",
+        "receipt",
+        "refund_policy",
+        "refund_policy_disclosure",
+        "refund_refusal_explanation",
+        "service_date",
+        "service_documentation",
+        "shipping_address",
+        "shipping_carrier",
+        "shipping_date",
+        "shipping_documentation",
+        "shipping_tracking_number",
+        "uncategorized_file",
+        "uncategorized_text",
+    ]
     return {
         "id": dispute_id,
         "object": "dispute",

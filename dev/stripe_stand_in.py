@@ -365,7 +365,7 @@ class StripeStandIn:
             )
             self.invoices[str(invoice["id"])] = shapes.merged(whole_invoice, invoice)
             partial["invoice"] = str(invoice["id"])
-        held = shapes.merged(session, partial)
+        held: dict[str, Any] = shapes.merged(session, partial)
         with self.lock:
             self.sessions[sid] = held
             self._extras[sid] = {"line_items": lines, "subscription_data": {}}
@@ -1185,7 +1185,9 @@ class StripeStandIn:
                 subscription_item=item["id"],
                 price_id=item["price"]["id"],
                 product_id=str(item["price"].get("product")),
-                amount=0 if trialing else (item["price"].get("unit_amount") or 0) * item["quantity"],
+                amount=0
+                if trialing
+                else (item["price"].get("unit_amount") or 0) * item["quantity"],
                 currency=subscription["currency"],
                 quantity=item["quantity"],
                 start=item["current_period_start"],

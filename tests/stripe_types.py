@@ -45,6 +45,8 @@ PREVIEW_OBJECTS = {
 }
 _NONE = type(None)
 _SCALARS = (str, int, float, bool, decimal.Decimal)
+_CLASS_VAR: Any = typing.ClassVar
+_FIELDS: dict[type, dict[str, Any]] = {}
 
 
 def problems(obj: Any, *, where: str = "") -> list[str]:
@@ -117,15 +119,20 @@ def _class_of(kind: Any) -> type[StripeObject] | None:
     return None if cls is StripeObject else cls
 
 
-@functools.cache
 def _fields(cls: type) -> dict[str, Any]:
     """The typed attributes a generated class declares (its own and its generated bases')."""
+    if cls not in _FIELDS:
+        _FIELDS[cls] = _declared(cls)
+    return _FIELDS[cls]
+
+
+def _declared(cls: type) -> dict[str, Any]:
     fields: dict[str, Any] = {}
     for base in reversed(cls.__mro__):
         if base is StripeObject or not issubclass(base, StripeObject):
             continue
-        for name, annotation in base.__dict__.get("__annotations__", {}).items():
-            if name.startswith("_") or typing.get_origin(annotation) is typing.ClassVar:
+        for name, annotation in inspect.get_annotations(base).items():
+            if name.startswith("_") or typing.get_origin(annotation) is _CLASS_VAR:
                 continue
             if isinstance(annotation, str) and annotation.startswith("ClassVar"):
                 continue
@@ -265,12 +272,14 @@ def _check_union(
             return
         attempts.append(attempt)
     # The closest candidate's problems (an object's field, rather than "not a string").
-    found.extend(min(attempts, key=len) if attempts else [f"{where}: no type accepts it"])
+    if not attempts:
+        found.append(f"{where}: no type accepts it")
+        return
+    closest: list[str] = min(attempts, key=len)
+    found.extend(closest)
 
 
-def _check_page(
-    value: Any, item: tuple[Any, type] | None, where: str, found: list[str]
-) -> None:
+def _check_page(value: Any, item: tuple[Any, type] | None, where: str, found: list[str]) -> None:
     if not isinstance(value, dict) or value.get("object") != "list":
         found.append(f"{where}: not a list object")
         return

@@ -171,7 +171,8 @@ def _whole_price(obj: dict[str, Any]) -> dict[str, Any]:
         created=obj.get("created") or 0,
         currency=obj.get("currency") or "usd",
     )
-    return shapes.merged(made, obj)
+    whole_price: dict[str, Any] = shapes.merged(made, obj)
+    return whole_price
 
 
 def _whole_subscription(obj: dict[str, Any]) -> dict[str, Any]:
@@ -191,9 +192,7 @@ def _whole_subscription(obj: dict[str, Any]) -> dict[str, Any]:
 
 
 def _whole_invoice(obj: dict[str, Any]) -> dict[str, Any]:
-    subscription = ((obj.get("parent") or {}).get("subscription_details") or {}).get(
-        "subscription"
-    )
+    subscription = ((obj.get("parent") or {}).get("subscription_details") or {}).get("subscription")
     lines = [
         shapes.invoice_line(
             line["id"],

@@ -59,7 +59,9 @@ def buy(
     session = post(stand_in, "/v1/checkout/sessions", form)
     assert problems(session) == []
     stand_in.complete(session["id"], email="ada@example.com")
-    return get(stand_in, f"/v1/checkout/sessions/{session['id']}", [("expand[]", e) for e in EXPAND])
+    return get(
+        stand_in, f"/v1/checkout/sessions/{session['id']}", [("expand[]", e) for e in EXPAND]
+    )
 
 
 def post(stand_in: StripeStandIn, path: str, form: dict[str, Any]) -> dict[str, Any]:
@@ -274,8 +276,7 @@ def test_a_missing_field_a_wrong_enum_a_null_and_a_wrong_type_fail_the_check(
         "subscription.invoice_settings.footer: missing; Stripe always sends it"
     ]
     assert problems({"object": "checkout.sesion", "id": "cs_1"}) == [
-        "checkout.sesion: no object `checkout.sesion` in stripe-python"
-        f" {stripe.VERSION}"
+        f"checkout.sesion: no object `checkout.sesion` in stripe-python {stripe.VERSION}"
     ]
 
 
