@@ -83,7 +83,15 @@ def test_there_is_a_sample_for_every_subscribed_type() -> None:
 # refunded charge names no invoice, and the refund is matched by its payment intent (Stripe is
 # asked whether a checkout was paid with it), as in production.
 OUTCOMES = {
-    "checkout.session.completed": "PLACEHOLDER",
+    "checkout.session.completed": "granted",
+    "invoice.paid": "granted",
+    "customer.subscription.updated": "granted",
+    "customer.subscription.created": "granted",
+    "customer.subscription.deleted": "revoked",
+    "checkout.session.async_payment_succeeded": "granted",
+    "charge.refunded": "refund of no purchase recorded",
+    "charge.dispute.created": "dispute recorded",
+    "entitlements.active_entitlement_summary.updated": "ignored",
 }
 
 
