@@ -105,16 +105,23 @@ def _check_resource(obj: Mapping[str, Any], where: str, found: list[str]) -> Non
     kind = obj.get("object")
     if kind in PREVIEW_OBJECTS:
         return
-    cls = _class_of(kind)
+    cls = _class_of(kind, obj.get("type"))
     if cls is None:
         found.append(f"{where}: no object `{kind}` in stripe-python {stripe.VERSION}")
         return
     _check_object(obj, cls, where, FIXTURES.get(str(kind)), found)
 
 
-def _class_of(kind: Any) -> type[StripeObject] | None:
+def _class_of(kind: Any, event_type: Any = None) -> type[StripeObject] | None:
     if not isinstance(kind, str):
         return None
+    if kind == "v2.core.event" and isinstance(event_type, str):
+        # A thin event is typed by its `type`: its `related_object` and fetched `data`.
+        from stripe.events._event_classes import get_v2_event_class
+
+        typed: type[StripeObject] = get_v2_event_class(event_type)
+        if typed is not StripeObject:
+            return typed
     cls = get_object_class("V2" if kind.startswith("v2.") else "V1", kind)
     return None if cls is StripeObject else cls
 
