@@ -6,8 +6,13 @@ line items), the customers and subscriptions a paid checkout makes (retrieved wi
 updated to another quantity, prorated, cancelled at once), redaction jobs (a preview API), portal
 sessions, the catalogue (products, prices and
 Entitlements features, created, updated and paged as Stripe pages them) and the events it sent.
-Where Stripe refuses a combination of parameters this service could send, it refuses it the same
-way (`invalid_request_error`, HTTP 400, naming the parameter).
+What a call asks to expand (`expand[]`, nested as `payment_intent.latest_charge`) comes whole, as
+Stripe expands it: a paid subscription's first invoice (named by its checkout session) and a
+one-time payment's intent and charge, each with the page its receipt link opens here. Where Stripe
+refuses a combination of parameters this service could send, it refuses it the same way
+(`invalid_request_error`, HTTP 400, naming the parameter), and it refuses an API version Stripe
+never released. Each answer and event it makes is recorded for the suite (dev/stripe_record.py),
+which holds them to Stripe's published types.
 
 With `automatic_tax[enabled]` it calculates tax as Stripe Tax would for one buyer: every buyer
 of the stand-in is in TAX_LOCATION, where a flat TAX_RATE_PERCENT applies to every product (a
