@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
@@ -43,6 +44,8 @@ TABLES = (
 # Figures a test prints in a section of pytest's summary, so `make test` shows them without -s.
 SECTIONS = pytest.StashKey[dict[str, list[str]]]()
 SummaryLines = Callable[[str], list[str]]
+# Where this process records what the Stripe stand-in says (see `pytest_configure`).
+STRIPE_SAID = pytest.StashKey[Path]()
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -52,7 +55,14 @@ def pytest_configure(config: pytest.Config) -> None:
     # process's own and held to Stripe's published types after each test
     # (`stripe_answers_are_stripes`).
     worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
-    os.environ[STRIPE_RECORD] = str(Path(tempfile.mkdtemp(prefix="stripe-said-")) / worker)
+    config.stash[STRIPE_SAID] = Path(tempfile.mkdtemp(prefix="stripe-said-"))
+    os.environ[STRIPE_RECORD] = str(config.stash[STRIPE_SAID] / worker)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    said = config.stash.get(STRIPE_SAID, None)
+    if said is not None:
+        shutil.rmtree(said, ignore_errors=True)
     # An xdist worker prints no summary: it hands its sections (this very dict, filled as its
     # tests run) to the controller when it finishes, and the controller prints them.
     worker_output: dict[str, Any] | None = getattr(config, "workeroutput", None)
