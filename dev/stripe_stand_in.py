@@ -648,10 +648,7 @@ class StripeStandIn:
         return _json(made)
 
     def get_customer(self, request: Request, cid: str) -> Response:
-        found = self.customers.get(cid)
-        if found is None:
-            raise _no_such("customer", cid)
-        return _json(found)
+        return self._held_answer(request, self.customers, "customer", cid)
 
     def get_invoice(self, request: Request, iid: str) -> Response:
         return self._held_answer(request, self.invoices, "invoice", iid)
@@ -690,10 +687,7 @@ class StripeStandIn:
     # Subscriptions.
 
     def get_subscription(self, request: Request, sid: str) -> Response:
-        found = self.subscriptions.get(sid)
-        if found is None:
-            raise _no_such("subscription", sid)
-        return _json(found)
+        return self._held_answer(request, self.subscriptions, "subscription", sid)
 
     def update_subscription(self, request: Request, sid: str) -> Response:
         """Items' quantities (`items[0][id]`, `items[0][quantity]`) and `proration_behavior`;

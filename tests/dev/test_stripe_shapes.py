@@ -101,6 +101,13 @@ def test_a_paid_subscription_checkout_names_its_invoice_expanded_with_its_page(
     assert "line_items" not in plain
     subscription = get(stand_in, f"/v1/subscriptions/{session['subscription']}")
     assert subscription["latest_invoice"] == invoice["id"]
+    expanded = get(
+        stand_in,
+        f"/v1/subscriptions/{session['subscription']}",
+        [("expand[]", "latest_invoice"), ("expand[]", "customer")],
+    )
+    assert expanded["latest_invoice"]["hosted_invoice_url"] == invoice["hosted_invoice_url"]
+    assert expanded["customer"]["email"] == "ada@example.com"
     assert get(stand_in, f"/v1/invoices/{invoice['id']}")["id"] == invoice["id"]
 
 
