@@ -6,6 +6,7 @@ The commands the page prints deliver the same."""
 from __future__ import annotations
 
 import contextlib
+import re
 import shlex
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -164,6 +165,12 @@ def test_the_page_pays_for_the_chosen_product_as_the_signed_in_buyer(
     text = confirmation_to(local.api, email)
     assert says in text
     assert f"The {BRAND} team" in text
+    # Its receipt link, found as in production in the session Stripe expands: the paid
+    # invoice's page (a subscription) or the payment's charge's receipt; it opens.
+    link = re.search(rf"{re.escape(local.stand_in.url)}/(invoice|receipt)/[a-z0-9_]+", text)
+    assert link is not None, text
+    assert link[1] == ("invoice" if mode == "subscription" else "receipt")
+    assert requests.get(link[0], timeout=5).status_code == 200
     # Paid once: the page says so and a second payment is refused.
     again = requests.post(local.stand_in.url + action, data=fields, timeout=30)
     assert again.status_code == 400

@@ -41,8 +41,7 @@ def paid_session(
     }
     if user_id:
         found["metadata"] = {**found["metadata"], "user_id": user_id}
-    stripe.sessions[session] = found
-    return found
+    return stripe.hold_session(found)  # the session held: what changes it changes Stripe's
 
 
 def complete(api: Api, body: dict[str, Any], token: str | None = None) -> Any:

@@ -339,13 +339,15 @@ def test_lifetime_seats_bought_for_a_team_limit_its_members(
         "created": T0,
         "customer_details": {"email": "ada@example.com", "name": "Ada Lovelace"},
     }
-    stripe_fake.sessions["cs_test_lifetime01"] = {
-        **session,
-        "line_items": {
-            "object": "list",
-            "data": [{"id": "li_1", "quantity": 2, "price": {"id": LIFETIME_SEAT}}],
-        },
-    }
+    stripe_fake.hold_session(
+        {
+            **session,
+            "line_items": {
+                "object": "list",
+                "data": [{"id": "li_1", "quantity": 2, "price": {"id": LIFETIME_SEAT}}],
+            },
+        }
+    )
     post_event(api, stripe_event("checkout.session.completed", session, created=T0))
     settle(api)
 

@@ -199,7 +199,7 @@ def test_spec_header_name_is_accepted(api: Api, db: Database, buyer: str) -> Non
 def test_price_comes_from_line_items_when_metadata_lacks_it(
     api: Api, db: Database, buyer: str, stripe_fake: StripeStandIn
 ) -> None:
-    stripe_fake.sessions["cs_9"] = checkout_session_with_items("cs_9", PRICE)
+    stripe_fake.hold_session(checkout_session_with_items("cs_9", PRICE))
     post_event(
         api,
         stripe_event("checkout.session.completed", completed(buyer, session="cs_9", price=None)),
