@@ -38,6 +38,7 @@ from core.email.money import format_amount
 from dev import local_users
 from dev import stack as local_stack
 from dev.samples import send as sample_events
+from dev.samples.catalogue import TAX_CODE
 from dev.samples.events import DEFAULT_PRICE, Facts
 from runtime import logs
 from runtime.container import Container
@@ -210,7 +211,8 @@ def run_credits(c: Container, url: str) -> None:
         {"credits": f"generations:{PLAN_CREDITS}", "meter": METER},
         recurring=True,
     )
-    catalogue.sync(c.db, c.stripe)
+    # Synced as the service syncs under this setting: a product it could not sell is left out.
+    catalogue.sync(c.db, c.stripe, needs_tax_code=c.settings.products_need_tax_code)
     stamp = f"{datetime.now(UTC):%Y%m%d-%H%M%S}"
     for name, price, mode in (("pack", pack, "payment"), ("plan", plan, "subscription")):
         email = f"credits-{name}-{stamp}@example.com"
@@ -278,10 +280,12 @@ def _new_mails(c: Container, before: set[Any], count: int) -> list[tuple[str, st
 
 
 def _product(c: Container, name: str, metadata: dict[str, str], *, recurring: bool) -> str:
-    """A product and its price at the stand-in, as a founder makes them in the Dashboard."""
+    """A product and its price at the stand-in, as a founder makes them in the Dashboard: with
+    the demo catalogue's tax code, which every CHECKOUT_TAX setting can sell (Managed Payments
+    refuses a product without an eligible one)."""
     client = c.stripe.client
     product = client.v1.products.create(
-        params={"name": name, "metadata": {"type": "link", **metadata}}
+        params={"name": name, "metadata": {"type": "link", **metadata}, "tax_code": TAX_CODE}
     )
     if recurring:
         price = client.v1.prices.create(
