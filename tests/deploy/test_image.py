@@ -94,7 +94,7 @@ class Containers:
         )
         container = Container(name, target, f"http://127.0.0.1:{port}")
         self.started.append(container)
-        wait_for(lambda: _answers(container.url) or not self.running(name), timeout=60)
+        wait_for(lambda: _answers(container.url) or not self.running(name))
         assert self.running(name), f"{target} exited:\n{self.logs(name)}"
         container.first_answer = time.monotonic() - began
         return container
@@ -410,8 +410,8 @@ def test_the_loop_runs_in_containers_with_production_settings(
         rows = db.fetch_all("select has_access from public.profiles where id = %s", (user,))
         return bool(rows and rows[0]["has_access"])
 
-    wait_for(granted, timeout=60)
-    wait_for(lambda: resend_fake.delivered, timeout=60)
+    wait_for(granted)
+    wait_for(lambda: resend_fake.delivered)
     [sent] = resend_fake.delivered
     assert sent["to"] == ["image@example.com"], json.dumps(sent)[:500]
     assert "Idempotency-Key" in resend_fake.server.calls("POST", "/emails")[0].headers

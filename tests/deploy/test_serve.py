@@ -88,7 +88,7 @@ def serve(
         log = tmp_path / f"{target}.log"
         process, url = start(target, environment(settings_factory(**overrides)), log)
         processes.append(process)
-        wait_for(lambda: answers(url) or process.poll() is not None, timeout=30)
+        wait_for(lambda: answers(url) or process.poll() is not None)
         assert process.poll() is None, log.read_text()
         return url
 

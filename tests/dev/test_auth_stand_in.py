@@ -28,7 +28,7 @@ from dev.stack import with_auth_stand_in
 from services.errors import ServiceError
 from tests.conftest import Api
 from tests.fakes.supabase import PUBLISHABLE_KEY, SECRET_KEY
-from tests.helpers import stripe_event, wait_for
+from tests.helpers import HANG_GUARD, stripe_event, wait_for
 from tests.subscribers.test_access import completed, post_event
 from tests.test_config import PRODUCTION
 
@@ -166,7 +166,7 @@ def test_a_refresh_after_a_purchase_carries_the_new_claims(
 
     post_event(api, stripe_event("checkout.session.completed", completed(session.user.id)))
     wait_for(lambda: db.fetch_all("select 1 from public.profiles where has_access"))
-    assert api.container.bus.wait_idle(15)  # type: ignore[attr-defined]
+    assert api.container.bus.wait_idle(HANG_GUARD)  # type: ignore[attr-defined]
 
     refreshed = browser.refresh_session().session
     assert refreshed is not None

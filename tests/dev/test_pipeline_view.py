@@ -27,7 +27,7 @@ from dev import pipeline_view, stripe_stand_in
 from dev import stack as local_stack
 from dev.samples.catalogue import seed_demo_products
 from tests.conftest import Api
-from tests.helpers import create_user, stripe_event, wait_for
+from tests.helpers import HANG_GUARD, create_user, stripe_event, wait_for
 from tests.subscribers.lifecycle_helpers import subscription
 from tests.subscribers.test_access import completed, post_event
 
@@ -120,7 +120,7 @@ def test_a_checkout_paid_on_stripes_page_lists_its_confirmation_with_its_event(
         session = made.json()["url"].rsplit("/", 1)[-1]
         paid = requests.post(f"{stand_in.url}/pay/{session}", data={"email": email}, timeout=30)
         assert paid.status_code == 200, paid.text
-        assert api.container.bus.wait_idle(15)  # type: ignore[attr-defined]
+        assert api.container.bus.wait_idle(HANG_GUARD)  # type: ignore[attr-defined]
         [event] = [e for e in stand_in.events if e["type"] == "checkout.session.completed"]
         [sent] = db.fetch_all("select event_id, kind, recipient from public.sent_emails")
         assert (sent["event_id"], sent["kind"]) == (f"granted_{session}", "purchase-confirmation")
@@ -144,7 +144,7 @@ def test_the_page_shows_each_event_its_outcomes_and_the_mail_it_caused(
     body = stripe_event("checkout.session.completed", completed(buyer))
     event_id = json.loads(body)["id"]
     assert post_event(api, body).status_code == 200
-    assert api.container.bus.wait_idle()  # type: ignore[attr-defined]
+    assert api.container.bus.wait_idle(HANG_GUARD)  # type: ignore[attr-defined]
     [ledger] = db.fetch_all(
         "select outcome from public.processed_events where event_id = %s and consumer = 'access'",
         (event_id,),
@@ -197,7 +197,7 @@ def test_an_event_no_one_could_apply_is_listed_as_a_dead_letter(
     event_id = json.loads(body)["id"]
     assert post_event(api, body).status_code == 200
     dead = api.container.bus.dead_letters  # type: ignore[attr-defined]
-    wait_for(lambda: any(event.id == event_id for _, event in dead), timeout=60)
+    wait_for(lambda: any(event.id == event_id for _, event in dead))
 
     dom = rendered(page, tmp_path)
 

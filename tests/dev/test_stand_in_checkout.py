@@ -24,7 +24,7 @@ from dev.stripe_stand_in import StripeStandIn
 from main import create_app
 from tests.conftest import Api
 from tests.dev.test_pipeline_view import rendered
-from tests.helpers import create_user, wait_for
+from tests.helpers import HANG_GUARD, create_user, wait_for
 from tests.subscribers.test_emails import outbox, text_of
 
 NS = {"h": "http://www.w3.org/1999/xhtml"}
@@ -101,7 +101,7 @@ def entitlements(db: Database, user: str) -> dict[str, dict[str, Any]]:
 
 def kinds_sent(api: Api, db: Database, email: str) -> set[str]:
     """The kinds of e-mail recorded as sent to `email`, once the bus is idle."""
-    assert api.container.bus.wait_idle(15)  # type: ignore[attr-defined]
+    assert api.container.bus.wait_idle(HANG_GUARD)  # type: ignore[attr-defined]
     rows = db.fetch_all("select kind from public.sent_emails where recipient = %s", (email,))
     return {r["kind"] for r in rows}
 
@@ -150,15 +150,15 @@ def test_the_page_pays_for_the_chosen_product_as_the_signed_in_buyer(
 
     assert paid.status_code == 200, paid.text
     assert "-&gt; 200" in paid.text or "&rarr; 200" in paid.text
-    wait_for(lambda: bought(db, session), timeout=15)
+    wait_for(lambda: bought(db, session))
     [purchase] = bought(db, session)
     assert (purchase["user_id"], purchase["name"], purchase["paid"]) == (user, product, True)
     held = wait_for(lambda: entitlements(db, user).get(
         "subscription" if mode == "subscription" else "purchase"
-    ), timeout=15)  # fmt: skip
+    ))  # fmt: skip
     assert (held["price_id"], held["active"]) == (price, True)
     if mode == "subscription":
-        wait_for(lambda: entitlements(db, user)["subscription"]["current_period_end"], timeout=15)
+        wait_for(lambda: entitlements(db, user)["subscription"]["current_period_end"])
     # Signed in: no "you bought this while signed out" sign-in mail.
     assert kinds_sent(local.api, db, email) == {"purchase-confirmation"}
     text = confirmation_to(local.api, email)
@@ -185,7 +185,7 @@ def test_the_printed_commands_record_the_same_purchase(local: Local, db: Databas
     done = runner.invoke(args=[*args[5:], "--url", url])
 
     assert done.exit_code == 0, done.output
-    wait_for(lambda: bought(db, session), timeout=15)
+    wait_for(lambda: bought(db, session))
     [purchase] = bought(db, session)
     assert (purchase["user_id"], purchase["name"]) == (user, "Pro Repository")
     assert kinds_sent(local.api, db, email) == {"purchase-confirmation"}

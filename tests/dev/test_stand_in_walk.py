@@ -183,7 +183,7 @@ def test_a_team_buys_3_seats_on_the_page_and_gives_one_back(local: Local, db: Da
             "POST", f"/api/teams/{team}/invitations", owner, {"email": email, "role": "member"}
         )
         assert invited.status_code in (200, 201), invited.text
-        token = wait_for(partial(invitation_token, local, email), timeout=20)
+        token = wait_for(partial(invitation_token, local, email))
         accepted = local.call("POST", "/api/invitations/accept", email, {"token": token})
         assert accepted.status_code == 200, accepted.text
         assert local.call("GET", "/api/me", email).json()["hasAccess"] is True

@@ -142,7 +142,7 @@ def test_a_failing_push_is_an_error_report_of_its_service_under_the_trace(
             if line["severity"] == "ERROR" and str(line.get(logs.TRACE_KEY, "")).endswith(trace_id)
         ]
 
-    [error, *_] = wait_for(errors, timeout=30)
+    [error, *_] = wait_for(errors)
     assert error["@type"] == logs.REPORTED_ERROR_TYPE
     assert error["serviceContext"] == {"service": "access", "version": "access-00001-local"}
     assert "ProfileNotLinked" in error["stack_trace"]

@@ -161,7 +161,7 @@ def test_a_checkout_that_dead_lettered_is_found_replayed_and_gives_access(
     stripe_fake.events.insert(0, event)  # Stripe keeps the events it sent
     post_event(api, body)
     dead = api.container.bus.dead_letters  # type: ignore[attr-defined]
-    wait_for(lambda: any(e.id == event["id"] for _, e in dead), timeout=90)
+    wait_for(lambda: any(e.id == event["id"] for _, e in dead))
     with db.transaction() as conn:
         conn.execute(
             "insert into auth.users (id, email, raw_user_meta_data) values (%s, %s, '{}')",

@@ -22,7 +22,7 @@ from main import create_app
 from tests.conftest import Api
 from tests.fakes.github import FakeGitHub
 from tests.fakes.supabase import SECRET_KEY
-from tests.helpers import create_user, wait_for
+from tests.helpers import HANG_GUARD, create_user, wait_for
 from tests.subscribers.test_access import post_event
 
 REPO = "example-org/saas-starter-pro"
@@ -65,7 +65,7 @@ def buy(api: Api, stripe: StripeStandIn, user_id: str, email: str, price: str, m
     session = list(stripe.sessions)[-1]
     for event in stripe.complete(session, email=email):
         assert post_event(api, json.dumps(event).encode()).status_code == 200
-    assert api.container.bus.wait_idle()  # type: ignore[attr-defined]
+    assert api.container.bus.wait_idle(HANG_GUARD)  # type: ignore[attr-defined]
     return session
 
 
@@ -84,7 +84,7 @@ def ada(
     assert granted.status_code == 200, granted.text
     github.accepted.add((REPO, "ada-l"))
     assert app.post("/api/lead", json={"email": ADA}).status_code == 200
-    assert app.container.bus.wait_idle()  # type: ignore[attr-defined]
+    assert app.container.bus.wait_idle(HANG_GUARD)  # type: ignore[attr-defined]
     return user
 
 
@@ -192,7 +192,7 @@ def test_deleting_cancels_at_stripe_removes_github_deletes_the_user_and_keeps_bo
         )
         == []
     )
-    assert app.container.bus.wait_idle()  # type: ignore[attr-defined]
+    assert app.container.bus.wait_idle(HANG_GUARD)  # type: ignore[attr-defined]
     [goodbye] = goodbyes(app)
     assert f"To: {ADA}" in goodbye or ADA in goodbye
     [row] = db.fetch_all(
@@ -218,7 +218,7 @@ def test_the_cancellation_a_deletion_asked_for_is_settled_not_dead_lettered(
     # Stripe answers the cancellation with its event, about a customer no account has now.
     [ended] = [e for e in stripe.events if e["type"] == "customer.subscription.deleted"]
     assert post_event(app, json.dumps(ended).encode()).status_code == 200
-    assert app.container.bus.wait_idle()  # type: ignore[attr-defined]
+    assert app.container.bus.wait_idle(HANG_GUARD)  # type: ignore[attr-defined]
 
     [row] = db.fetch_all(
         "select outcome from public.processed_events where event_id = %s and consumer = 'access'",
@@ -370,7 +370,7 @@ def test_a_crash_between_any_two_steps_is_finished_by_a_retry(
     purchases = db.fetch_all("select user_id, customer_email from public.purchases")
     assert purchases
     assert all(p["customer_email"] is None for p in purchases)
-    assert app.container.bus.wait_idle()  # type: ignore[attr-defined]
+    assert app.container.bus.wait_idle(HANG_GUARD)  # type: ignore[attr-defined]
     wait_for(lambda: goodbyes(app))
     assert len(goodbyes(app)) == 1
     [done] = db.fetch_all("select finished_at, steps_done from public.account_deletions")

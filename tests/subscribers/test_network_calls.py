@@ -19,7 +19,7 @@ from dev.samples.catalogue import seed_demo_products
 from dev.stripe_stand_in import StripeStandIn
 from tests.conftest import Api
 from tests.fakes.resend import FakeResend
-from tests.helpers import create_user, stripe_event, wait_for
+from tests.helpers import HANG_GUARD, create_user, stripe_event, wait_for
 from tests.subscribers.lifecycle_helpers import subscription
 from tests.subscribers.test_access import completed, post_event
 
@@ -65,11 +65,11 @@ def test_access_applies_while_resend_hangs_on_a_send(
             ).status_code
             == 200
         )
-        wait_for(lambda: has_access(db, second), timeout=4)
+        wait_for(lambda: has_access(db, second))
         assert resend.delivered == [], "the first send still hangs"
     finally:
         resend.responding.set()
-    assert api.container.bus.wait_idle(30)  # type: ignore[attr-defined]
+    assert api.container.bus.wait_idle(HANG_GUARD)  # type: ignore[attr-defined]
     assert len(mails_for(db, first_body)) == 1
     assert db.fetch_all("select * from public.email_claims") == []
 
@@ -120,9 +120,9 @@ def test_access_applies_other_events_while_stripe_hangs_on_a_tie(
         wait_for(lambda: stripe_fake.calls("GET", "/v1/subscriptions/sub_tied"))
 
         assert post_event(api, renewal).status_code == 200
-        wait_for(lambda: has_access(db, other), timeout=4)
+        wait_for(lambda: has_access(db, other))
     finally:
         stripe_fake.responding.set()
-    assert api.container.bus.wait_idle(30)  # type: ignore[attr-defined]
+    assert api.container.bus.wait_idle(HANG_GUARD)  # type: ignore[attr-defined]
     # Stripe says active at the tie (its default here): access stays as it was.
     assert has_access(db, tied)

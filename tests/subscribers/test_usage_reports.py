@@ -24,7 +24,7 @@ from main import create_app
 from tests.conftest import Api
 from tests.handlers.test_admin import bearer, make_admin, token
 from tests.handlers.test_usage import KEY, PLAN, deliver, invoice, use
-from tests.helpers import create_user, stripe_signature
+from tests.helpers import HANG_GUARD, create_user, stripe_signature
 from tests.subscribers.lifecycle_helpers import link
 
 METER = "generations_overage"
@@ -72,7 +72,7 @@ def test_the_overage_is_reported_once_per_key(
     with ThreadPoolExecutor(16) as pool:
         statuses = list(pool.map(one, range(150)))
     assert statuses == [200] * 150  # beyond the credits, billed on the meter
-    assert api.container.bus.wait_idle(30)  # type: ignore[attr-defined]
+    assert api.container.bus.wait_idle(HANG_GUARD)  # type: ignore[attr-defined]
     [row] = db.fetch_all(
         "select count(*) filter (where overage > 0) as over, sum(overage) as units,"
         " count(*) filter (where overage > 0 and reported_at is not null) as reported"
@@ -216,7 +216,7 @@ def test_an_overage_whose_announcement_was_lost_is_reported_by_the_sweep(
         for _ in range(2):  # run twice: reported once
             result = app.test_cli_runner().invoke(args=["credits", "report"])
             assert result.exit_code == 0, result.output
-            assert api.container.bus.wait_idle(30)  # type: ignore[attr-defined]
+            assert api.container.bus.wait_idle(HANG_GUARD)  # type: ignore[attr-defined]
     assert meter_posts(fakes[0]) == ["lost"]
     assert fakes[0].meter_usage(METER, "cus_ada") == 2
 

@@ -164,7 +164,7 @@ def test_a_burst_is_applied_in_batches_and_every_message_acknowledged(
         for customer in customers:
             publisher(renewal(customer, n))
     container = pulling("access")
-    wait_for(lambda: len(applied(db, "cus_pb")) == 40, timeout=20)
+    wait_for(lambda: len(applied(db, "cus_pb")) == 40)
     # Two workers apply two batches at once: an event older than one the other applied first
     # is stale; either way each customer ends at its newest renewal.
     assert set(applied(db, "cus_pb").values()) <= {"granted", "stale"}
@@ -192,10 +192,10 @@ def test_a_failed_event_is_refused_then_applied_when_redelivered(
     caplog.set_level(logging.WARNING, logger="adapters.bus.pull")
     publisher(renewal("cus_pf", 1))  # no profile has this customer yet
     pulling("access")
-    wait_for(lambda: "failed, redelivered" in caplog.text, timeout=15)
+    wait_for(lambda: "failed, redelivered" in caplog.text)
     assert applied(db, "cus_pf") == {}
     user = linked(db, "cus_pf")
-    wait_for(lambda: applied(db, "cus_pf") == {"evt_cus_pf_1": "granted"}, timeout=15)
+    wait_for(lambda: applied(db, "cus_pf") == {"evt_cus_pf_1": "granted"})
     [row] = db.fetch_all("select has_access from public.profiles where id = %s", (user,))
     assert row["has_access"] is True
 
@@ -217,10 +217,10 @@ def test_a_message_of_several_events_is_acknowledged_once_each_is_applied(
         data = b"[" + b",".join(carried) + b"]"
         raw.publish(path, data, event_type="invoice.paid").result(timeout=10)
     container = pulling("access")
-    wait_for(lambda: "evt_cus_ph_1 failed, redelivered" in caplog.text, timeout=15)
+    wait_for(lambda: "evt_cus_ph_1 failed, redelivered" in caplog.text)
     assert applied(db, "cus_pg") == {"evt_cus_pg_1": "granted"}
     linked(db, "cus_ph")
-    wait_for(lambda: applied(db, "cus_ph") == {"evt_cus_ph_1": "granted"}, timeout=15)
+    wait_for(lambda: applied(db, "cus_ph") == {"evt_cus_ph_1": "granted"})
     container.pull_consumer.stop()
     assert leftover(pubsub, topic, "access") == []
     assert applied(db, "cus_pg") == {"evt_cus_pg_1": "granted"}  # its redelivery: a duplicate
@@ -241,7 +241,7 @@ def test_a_message_that_is_not_an_event_is_dropped_and_the_rest_applied(
         raw.publish(path, b"{not json", event_type="invoice.paid").result(timeout=10)
     publisher(renewal("cus_pn", 1))
     container = pulling("access")
-    wait_for(lambda: applied(db, "cus_pn") == {"evt_cus_pn_1": "granted"}, timeout=15)
+    wait_for(lambda: applied(db, "cus_pn") == {"evt_cus_pn_1": "granted"})
     wait_for(lambda: "not an event" in caplog.text)
     container.pull_consumer.stop()
     assert leftover(pubsub, topic, "access") == []
@@ -268,7 +268,7 @@ def test_e_mail_by_pull_sends_a_renewal_once_for_two_deliveries(
         timeout=15,
     )
     # Both deliveries handled (the second a duplicate) before the consumer lets go.
-    wait_for(lambda: "evt_cus_pm_2 -> duplicate" in caplog.text, timeout=15)
+    wait_for(lambda: "evt_cus_pm_2 -> duplicate" in caplog.text)
     container.pull_consumer.stop()
     assert leftover(pubsub, topic, "emails") == []
     [eml] = sorted(outbox.glob("*.eml"))
@@ -337,9 +337,9 @@ def test_bin_serve_pulls_answers_its_probe_and_stops_on_sigterm(
     with (tmp_path / "serve.log").open("wb") as log:
         process = subprocess.Popen([str(ROOT / "bin" / "serve")], env=env, stdout=log, stderr=log)
     try:
-        wait_for(lambda: healthz(port) == 200, timeout=30)
+        wait_for(lambda: healthz(port) == 200)
         publisher(renewal("cus_ps", 1))
-        wait_for(lambda: applied(db, "cus_ps") == {"evt_cus_ps_1": "granted"}, timeout=15)
+        wait_for(lambda: applied(db, "cus_ps") == {"evt_cus_ps_1": "granted"})
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=10) == 0
     finally:
@@ -412,7 +412,7 @@ def test_a_batch_holds_whole_messages_up_to_its_size_in_events(pubsub: PubSub, t
     )
     consumer.start()
     try:
-        wait_for(lambda: sum(len(b) for b in batches) == 9, timeout=15)
+        wait_for(lambda: sum(len(b) for b in batches) == 9)
     finally:
         consumer.stop()
     assert sorted(len(b) for b in batches) == [3, 6]
