@@ -166,7 +166,6 @@ def test_a_team_buys_3_seats_on_the_page_and_gives_one_back(local: Local, db: Da
         lambda: (
             (local.call("GET", f"/api/teams/{team}", owner).json()["seats"] or {}).get("total") == 3
         ),
-        timeout=60,
     )
     assert seats
     # Nobody's personal account holds it: the team's does.

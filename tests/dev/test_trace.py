@@ -92,7 +92,6 @@ def test_a_webhook_requests_trace_reaches_the_access_and_email_lines(
             "select 1 from public.sent_emails where event_id = any(%s)",
             (list(announced_ids(event_id, json.loads(body)["data"]["object"]["id"])),),
         ),
-        timeout=60,
     )
 
     access = settings.data_dir / "access.log"

@@ -265,7 +265,6 @@ def test_e_mail_by_pull_sends_a_renewal_once_for_two_deliveries(
     outbox = Path(container.settings.email_outbox_dir)
     wait_for(
         lambda: db.fetch_all("select 1 from public.sent_emails where event_id = 'evt_cus_pm_2'"),
-        timeout=15,
     )
     # Both deliveries handled (the second a duplicate) before the consumer lets go.
     wait_for(lambda: "evt_cus_pm_2 -> duplicate" in caplog.text)
