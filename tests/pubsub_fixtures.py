@@ -24,7 +24,7 @@ from dev.processes import Target
 from dev.processes import spawn as start_process
 from dev.stripe_stand_in import StripeStandIn
 from tests.conftest import SETTINGS_VARIABLES
-from tests.helpers import stripe_signature
+from tests.helpers import HANG_GUARD, stripe_signature
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
@@ -97,7 +97,7 @@ Service = Target
 def spawn(command: list[str], *, env: dict[str, str], port: int, log: Path) -> Service:
     """Start a server on 127.0.0.1:`port`; returns once it answers HTTP (fails the test if not)."""
     try:
-        return start_process(command[0], command, env=env, port=port, log=log, timeout=30)
+        return start_process(command[0], command, env=env, port=port, log=log, timeout=HANG_GUARD)
     except RuntimeError as exc:
         pytest.fail(str(exc))
 

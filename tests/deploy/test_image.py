@@ -40,7 +40,7 @@ from tests.conftest import serving
 from tests.deploy import topology
 from tests.deploy.conftest import Image
 from tests.fakes.resend import FakeResend
-from tests.helpers import create_user, stripe_event, stripe_signature, wait_for
+from tests.helpers import HANG_GUARD, create_user, stripe_event, stripe_signature, wait_for
 from tests.pubsub_fixtures import (
     PubSub,
     pubsub_fixture,  # noqa: F401  # fixture: pytest finds it by name
@@ -136,7 +136,7 @@ def in_image(image: Image, *command: str) -> subprocess.CompletedProcess[str]:
         *("run", "--rm", *image.engine.run_options, f"--entrypoint={entry}", image.tag, *args),
         check=False,
         capture=True,
-        timeout=120,
+        timeout=HANG_GUARD,
     )
 
 
@@ -167,7 +167,11 @@ def front(google: LocalGoogle) -> Iterator[Callable[..., CloudRunFront]]:
         def start(url: str, *, account: str, audience: str) -> CloudRunFront:
             return stack.enter_context(
                 cloudrun_front.running(
-                    url, google, invokers=frozenset({account}), aliases=(audience,), timeout=60
+                    url,
+                    google,
+                    invokers=frozenset({account}),
+                    aliases=(audience,),
+                    timeout=HANG_GUARD,
                 )
             )
 
@@ -303,7 +307,7 @@ def test_production_without_secrets_exits_and_names_them(image: Image, target: s
         image.tag,
         check=False,
         capture=True,
-        timeout=120,
+        timeout=HANG_GUARD,
     )
     output = result.stdout + result.stderr
     assert result.returncode != 0, output[-2000:]

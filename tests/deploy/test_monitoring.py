@@ -219,7 +219,12 @@ def run_apply(tmp_path: Path, *, alert_email: str) -> list[str]:
         "ALERT_EMAIL": alert_email,
     }
     done = subprocess.run(
-        ["bash", str(APPLY)], env=env, capture_output=True, text=True, check=False, timeout=60
+        ["bash", str(APPLY)],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=HANG_GUARD,
     )
     assert done.returncode == 0, done.stderr
     return calls.read_text().splitlines()

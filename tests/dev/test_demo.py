@@ -17,7 +17,7 @@ import pytest
 
 from config.stripe import StripeSettings
 from tests.conftest import SETTINGS_VARIABLES
-from tests.helpers import postgres_home
+from tests.helpers import HANG_GUARD, postgres_home
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -32,7 +32,7 @@ def run_demo(tmp_path: Path, **settings: str) -> subprocess.CompletedProcess[str
         env=env,
         capture_output=True,
         text=True,
-        timeout=90,
+        timeout=HANG_GUARD,
         check=False,
     )
 

@@ -57,7 +57,7 @@ def rendered(url: str, tmp_path: Path) -> str:
         ],
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=HANG_GUARD,
         check=False,
     )
     assert done.returncode == 0, done.stderr[-2000:]

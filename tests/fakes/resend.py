@@ -37,7 +37,8 @@ class FakeResend:
     latency: float = 0.0
     max_in_flight: int = 0
     _in_flight: int = 0
-    # Cleared, Resend answers nothing until it is set again (a slow API, as seen from here).
+    # Cleared, Resend answers nothing until it is set again (a stuck API, as seen from here);
+    # `reset` sets it.
     responding: threading.Event = field(default_factory=threading.Event)
     _recent: deque[float] = field(default_factory=deque)
     _by_key: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -107,7 +108,7 @@ class FakeResend:
             self.failures_left = 0
 
     def _send(self, request: Request) -> Response:
-        self.responding.wait(timeout=30)
+        self.responding.wait()  # until the test lets Resend answer again
         with self._lock:
             self._in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self._in_flight)

@@ -41,8 +41,13 @@ def mails_for(db: Database, body: bytes) -> list[dict[str, object]]:
 def test_access_applies_while_resend_hangs_on_a_send(
     api_factory: Callable[..., Api], resend: FakeResend, db: Database
 ) -> None:
+    # The send hangs until the mailer's deadline, here the longest allowed: the second event's
+    # access is awaited, and must apply within the first send's first attempt.
     api = api_factory(
-        resend_api_key="re_test_key", resend_api_url=resend.server.url, database_pool_size=1
+        resend_api_key="re_test_key",
+        resend_api_url=resend.server.url,
+        database_pool_size=1,
+        outbound_timeout_seconds=30,
     )
     seed_demo_products(db)
     first = create_user(db, "first@example.com")
@@ -67,6 +72,7 @@ def test_access_applies_while_resend_hangs_on_a_send(
         )
         wait_for(lambda: has_access(db, second))
         assert resend.delivered == [], "the first send still hangs"
+        assert len(resend.server.calls("POST", "/emails")) == 1, "in its first attempt"
     finally:
         resend.responding.set()
     assert api.container.bus.wait_idle(HANG_GUARD)  # type: ignore[attr-defined]
@@ -77,7 +83,8 @@ def test_access_applies_while_resend_hangs_on_a_send(
 def test_access_applies_other_events_while_stripe_hangs_on_a_tie(
     api_factory: Callable[..., Api], stripe_fake: StripeStandIn, db: Database
 ) -> None:
-    api = api_factory(database_pool_size=1)
+    # Stripe hangs until the client's deadline, here the longest allowed (see above).
+    api = api_factory(database_pool_size=1, outbound_timeout_seconds=30)
     seed_demo_products(db)
     tied, other = create_user(db, "tied@example.com"), create_user(db, "other@example.com")
     now = int(time.time())
@@ -121,6 +128,7 @@ def test_access_applies_other_events_while_stripe_hangs_on_a_tie(
 
         assert post_event(api, renewal).status_code == 200
         wait_for(lambda: has_access(db, other))
+        assert len(stripe_fake.calls("GET", "/v1/subscriptions/sub_tied")) == 1, "still hangs"
     finally:
         stripe_fake.responding.set()
     assert api.container.bus.wait_idle(HANG_GUARD)  # type: ignore[attr-defined]

@@ -15,9 +15,10 @@ from playwright.sync_api import Browser, expect
 
 from dev import stripe_stand_in
 from tests.conftest import SETTINGS_VARIABLES
+from tests.helpers import HANG_GUARD
 from tests.web.conftest import Site
 
-expect.set_options(timeout=30_000)
+expect.set_options(timeout=HANG_GUARD * 1000)
 
 
 def stand_in(site: Site) -> dict[str, str]:
@@ -52,13 +53,14 @@ def test_a_plan_sold_monthly_and_yearly_with_a_trial_shows_one_interval_at_a_tim
     clean = {k: v for k, v in os.environ.items() if k not in SETTINGS_VARIABLES}
     synced = subprocess.run(
         [sys.executable, "-m", "flask", "--app", "main", "products", "sync"],
-        env=clean | env, capture_output=True, text=True, timeout=120, check=False,
+        env=clean | env, capture_output=True, text=True, timeout=HANG_GUARD, check=False,
     )  # fmt: skip
     assert synced.returncode == 0, synced.stderr
 
     context = browser.new_context(base_url=site.url)
     try:
         page = context.new_page()
+        page.set_default_timeout(HANG_GUARD * 1000)
         page.goto("/")
         billing = page.get_by_role("group", name="Billing")
         expect(billing.get_by_label("Monthly")).to_be_checked()

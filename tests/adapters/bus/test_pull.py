@@ -30,7 +30,7 @@ from dev import pubsub_emulator
 from dev.samples.catalogue import seed_demo_products
 from runtime.container import Container
 from tests.conftest import SETTINGS_VARIABLES
-from tests.helpers import create_user, stripe_event, wait_for
+from tests.helpers import HANG_GUARD, create_user, stripe_event, wait_for
 from tests.pubsub_fixtures import (  # noqa: F401  # fixtures: pytest finds them by name
     PROJECT,
     ROOT,
@@ -215,7 +215,7 @@ def test_a_message_of_several_events_is_acknowledged_once_each_is_applied(
     with clients(pubsub.host) as (raw, _):
         path = f"projects/{PROJECT}/topics/{topic}"
         data = b"[" + b",".join(carried) + b"]"
-        raw.publish(path, data, event_type="invoice.paid").result(timeout=10)
+        raw.publish(path, data, event_type="invoice.paid").result(timeout=HANG_GUARD)
     container = pulling("access")
     wait_for(lambda: "evt_cus_ph_1 failed, redelivered" in caplog.text)
     assert applied(db, "cus_pg") == {"evt_cus_pg_1": "granted"}
@@ -238,7 +238,7 @@ def test_a_message_that_is_not_an_event_is_dropped_and_the_rest_applied(
     linked(db, "cus_pn")
     with clients(pubsub.host) as (raw, _):
         path = f"projects/{PROJECT}/topics/{topic}"
-        raw.publish(path, b"{not json", event_type="invoice.paid").result(timeout=10)
+        raw.publish(path, b"{not json", event_type="invoice.paid").result(timeout=HANG_GUARD)
     publisher(renewal("cus_pn", 1))
     container = pulling("access")
     wait_for(lambda: applied(db, "cus_pn") == {"evt_cus_pn_1": "granted"})
@@ -340,7 +340,7 @@ def test_bin_serve_pulls_answers_its_probe_and_stops_on_sigterm(
         publisher(renewal("cus_ps", 1))
         wait_for(lambda: applied(db, "cus_ps") == {"evt_cus_ps_1": "granted"})
         process.send_signal(signal.SIGTERM)
-        assert process.wait(timeout=10) == 0
+        assert process.wait(timeout=HANG_GUARD) == 0
     finally:
         if process.poll() is None:
             process.kill()
@@ -356,7 +356,7 @@ def test_bin_serve_exits_non_zero_when_its_subscription_is_missing(
         pubsub, database_url, f"absent-{uuid.uuid4().hex[:8]}", tmp_path, PORT=str(port)
     )
     done = subprocess.run(
-        [str(ROOT / "bin" / "serve")], env=env, capture_output=True, text=True, timeout=60
+        [str(ROOT / "bin" / "serve")], env=env, capture_output=True, text=True, timeout=HANG_GUARD
     )
     assert done.returncode == 1
     assert "the stream ended" in done.stdout + done.stderr
@@ -378,7 +378,7 @@ def test_bin_serve_refuses_pull_where_it_cannot_work(
 ) -> None:
     env = serve_env(pubsub, database_url, "unused", tmp_path, **settings)
     done = subprocess.run(
-        [str(ROOT / "bin" / "serve")], env=env, capture_output=True, text=True, timeout=60
+        [str(ROOT / "bin" / "serve")], env=env, capture_output=True, text=True, timeout=HANG_GUARD
     )
     assert done.returncode == 1
     assert message in done.stderr
@@ -399,7 +399,9 @@ def test_a_batch_holds_whole_messages_up_to_its_size_in_events(pubsub: PubSub, t
             bodies = [renewal(f"cus_pb{m}", n) for n in range(3)]
             ids = " ".join(f"evt_cus_pb{m}_{n}" for n in range(3))
             data = b"[" + b",".join(bodies) + b"]"
-            raw.publish(path, data, event_type="invoice.paid", event_ids=ids).result(timeout=10)
+            raw.publish(path, data, event_type="invoice.paid", event_ids=ids).result(
+                timeout=HANG_GUARD
+            )
     consumer = PullConsumer(
         subscription=f"projects/{PROJECT}/subscriptions/{subscription_name(topic, 'access')}",
         handle=handle,

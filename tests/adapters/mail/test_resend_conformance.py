@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 import requests
 import yaml
+from werkzeug.datastructures import Headers
 from werkzeug.test import EnvironBuilder
 from werkzeug.wrappers import Request, Response
 
@@ -177,7 +178,9 @@ def test_a_broken_copy_of_the_document_refuses_an_answer_the_published_one_takes
     broken.write_text(yaml.safe_dump(document))
     request = Request(
         EnvironBuilder(
-            path="/emails/e1", method="GET", headers={"Authorization": "Bearer re_test"}
+            path="/emails/e1",
+            method="GET",
+            headers=Headers({"Authorization": "Bearer re_test"}),
         ).get_environ()
     )
     answer = json_response({"object": "email", "id": "e1", "cc": ["a@example.com"]})
@@ -192,7 +195,9 @@ def test_an_answer_whose_status_the_document_does_not_describe_is_not_judged() -
     """Resend's errors are not in its document: their shape is held by the adapter's tests."""
     request = Request(
         EnvironBuilder(
-            path="/emails/e1", method="GET", headers={"Authorization": "Bearer re_test"}
+            path="/emails/e1",
+            method="GET",
+            headers=Headers({"Authorization": "Bearer re_test"}),
         ).get_environ()
     )
     error = json_response({"statusCode": 404, "name": "not_found", "message": "no"}, 404)
