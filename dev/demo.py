@@ -44,7 +44,10 @@ from runtime import logs
 from runtime.container import Container
 from services import catalogue
 
-WAIT = 20.0  # seconds a step may take before the demo gives up (Pub/Sub retries after 1 s)
+# Seconds a step may take before the demo gives up: only a hang guard. A step takes well under
+# a second on an idle machine (Pub/Sub retries after 1 s) but many times that on a loaded one,
+# where the suite runs the demo too.
+WAIT = 120.0
 OFFLINE = {
     "app_env": "development",
     "supabase_url": None,

@@ -64,7 +64,9 @@ class PubSub:
         """Start it again (same port, empty state) if a test stopped it."""
         if self.emulator.process.poll() is None:
             return
-        self.emulator = pubsub_emulator.start(project=PROJECT, port=self.emulator.port)
+        self.emulator = pubsub_emulator.start(
+            project=PROJECT, port=self.emulator.port, timeout=HANG_GUARD
+        )
 
     def ensure_topology(self, push_endpoints: dict[str, str]) -> None:
         ensure_topology(
@@ -80,7 +82,7 @@ class PubSub:
 def pubsub_fixture() -> Iterator[PubSub]:
     """The real Pub/Sub emulator (fails the tests when it cannot run; see docs/testing.md)."""
     try:
-        emulator = pubsub_emulator.start(project=PROJECT)
+        emulator = pubsub_emulator.start(project=PROJECT, timeout=HANG_GUARD)
     except pubsub_emulator.EmulatorUnavailable as exc:
         # Failing, not skipping, also outside CI: these tests are the proof that nothing is lost.
         pytest.fail(f"the Pub/Sub emulator is required (CI={IN_CI}): {exc}")
