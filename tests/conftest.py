@@ -25,7 +25,7 @@ from tests.fakes.github import FakeGitHub
 from tests.fakes.http import FakeServer, serve
 from tests.fakes.resend import FakeResend
 from tests.fakes.supabase import JWT_SECRET, SECRET_KEY, hs256_token
-from tests.helpers import empty_database, postgres_home, stripe_signature
+from tests.helpers import HANG_GUARD, empty_database, postgres_home, stripe_signature
 
 # Read before any test strips the environment: a CI may point the suite at its own Postgres.
 EXTERNAL_DATABASE_URL = os.environ.get("DATABASE_URL")
@@ -244,13 +244,15 @@ class Api:
     container: Container
 
     def post(self, path: str, **kwargs: Any) -> requests.Response:
-        return requests.post(self.url + path, timeout=10, allow_redirects=False, **kwargs)
+        return requests.post(self.url + path, timeout=HANG_GUARD, allow_redirects=False, **kwargs)
 
     def get(self, path: str, **kwargs: Any) -> requests.Response:
-        return requests.get(self.url + path, timeout=10, allow_redirects=False, **kwargs)
+        return requests.get(self.url + path, timeout=HANG_GUARD, allow_redirects=False, **kwargs)
 
     def options(self, path: str, **kwargs: Any) -> requests.Response:
-        return requests.options(self.url + path, timeout=10, allow_redirects=False, **kwargs)
+        return requests.options(
+            self.url + path, timeout=HANG_GUARD, allow_redirects=False, **kwargs
+        )
 
     def token(self, **claims: Any) -> str:
         """An HS256 access token as the project this app trusts issues it; override any part."""

@@ -185,7 +185,7 @@ class Pipeline:
                 "Stripe-Signature": stripe_signature(body),
                 "Content-Type": "application/json",
             },
-            timeout=15,
+            timeout=HANG_GUARD,
         )
 
     def access_log_count(self, *needles: str) -> int:
@@ -199,7 +199,7 @@ def post_event(api_url: str, body: bytes) -> requests.Response:
         api_url + "/api/webhook/payments",
         data=body,
         headers={"Stripe-Signature": stripe_signature(body), "Content-Type": "application/json"},
-        timeout=15,
+        timeout=HANG_GUARD,
     )
 
 

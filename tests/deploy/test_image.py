@@ -371,7 +371,7 @@ def test_the_loop_runs_in_containers_with_production_settings(
         for target, audience in audiences.items()
     }
     started = {t: containers.run(t, env | push.get(t, {}), mounts=mounts) for t in TARGETS}
-    health = requests.get(started["api"].url + "/healthz", timeout=10)
+    health = requests.get(started["api"].url + "/healthz", timeout=HANG_GUARD)
     assert health.status_code == 200
     assert health.json() == {"status": "ok"}
 
@@ -405,7 +405,7 @@ def test_the_loop_runs_in_containers_with_production_settings(
             "Stripe-Signature": stripe_signature(body, secret=WEBHOOK_SECRET),
             "Content-Type": "application/json",
         },
-        timeout=15,
+        timeout=HANG_GUARD,
     )
     assert answer.status_code == 200, containers.logs(started["api"].name)
     assert answer.json() == {}

@@ -19,7 +19,7 @@ from dev import cloudrun_front, local_google
 from dev.cloudrun_front import CloudRunFront
 from dev.local_google import PUSH_ACCOUNT, LocalGoogle, id_token_claims, sign
 from tests.fakes.http import FakeServer, json_response, serve
-from tests.helpers import wait_for
+from tests.helpers import HANG_GUARD, wait_for
 
 INVOKERS = frozenset({PUSH_ACCOUNT})
 
@@ -73,7 +73,7 @@ def post(
     headers = dict(headers or {})
     if token:
         headers["Authorization"] = f"Bearer {token}"
-    return requests.post(url, json={"message": {}}, headers=headers, timeout=10)
+    return requests.post(url, json={"message": {}}, headers=headers, timeout=HANG_GUARD)
 
 
 def test_the_token_reaches_the_target_with_its_signature_removed(
@@ -151,11 +151,11 @@ def test_google_attaches_the_push_token_the_emulator_cannot(
         front.url,
         True,
     )
-    assert requests.post(google.url + "/push/emails", timeout=5).status_code == 404
+    assert requests.post(google.url + "/push/emails", timeout=HANG_GUARD).status_code == 404
 
 
 def test_the_certificates_verify_googles_tokens(google: LocalGoogle) -> None:
-    certs = requests.get(google.certs_url, timeout=5).json()
+    certs = requests.get(google.certs_url, timeout=HANG_GUARD).json()
     assert list(certs) == [google.kid]
     assert certs[google.kid].startswith("-----BEGIN CERTIFICATE-----")
     claims = jwt.decode(google.token(audience="a"), certs=certs, audience="a")  # type: ignore[no-untyped-call]

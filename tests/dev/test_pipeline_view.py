@@ -118,7 +118,9 @@ def test_a_checkout_paid_on_stripes_page_lists_its_confirmation_with_its_event(
         )
         assert made.status_code == 200, made.text
         session = made.json()["url"].rsplit("/", 1)[-1]
-        paid = requests.post(f"{stand_in.url}/pay/{session}", data={"email": email}, timeout=30)
+        paid = requests.post(
+            f"{stand_in.url}/pay/{session}", data={"email": email}, timeout=HANG_GUARD
+        )
         assert paid.status_code == 200, paid.text
         assert api.container.bus.wait_idle(HANG_GUARD)  # type: ignore[attr-defined]
         [event] = [e for e in stand_in.events if e["type"] == "checkout.session.completed"]
@@ -207,5 +209,5 @@ def test_an_event_no_one_could_apply_is_listed_as_a_dead_letter(
 def test_an_e_mail_that_was_not_sent_is_not_found(api: Api, page: str) -> None:
     import requests
 
-    response = requests.get(page + "emails/evt_none/receipt", timeout=10)
+    response = requests.get(page + "emails/evt_none/receipt", timeout=HANG_GUARD)
     assert response.status_code == 404

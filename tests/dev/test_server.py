@@ -131,13 +131,13 @@ def test_make_run_serves_supabase_auth_beside_the_api(database_url: str, tmp_pat
             f"{server.url}/auth/v1/signup",
             json={"email": "page@example.com", "password": "long enough"},
             headers={"apikey": auth_stand_in.PUBLISHABLE_KEY, "Origin": site},
-            timeout=10,
+            timeout=HANG_GUARD,
         )
         assert signed_up.status_code == 200, signed_up.text
         assert signed_up.headers["Access-Control-Allow-Origin"] == site
         token = signed_up.json()["access_token"]
         me = requests.get(
-            f"{server.url}/api/me", headers={"Authorization": f"Bearer {token}"}, timeout=10
+            f"{server.url}/api/me", headers={"Authorization": f"Bearer {token}"}, timeout=HANG_GUARD
         )
         assert me.status_code == 200, me.text
         # `users token`, with run.env's settings, signs tokens the same API accepts.
@@ -155,7 +155,7 @@ def test_make_run_serves_supabase_auth_beside_the_api(database_url: str, tmp_pat
         cli = requests.get(
             f"{server.url}/api/me",
             headers={"Authorization": f"Bearer {printed.stdout.strip()}"},
-            timeout=10,
+            timeout=HANG_GUARD,
         )
         assert cli.status_code == 200, cli.text
     finally:

@@ -146,7 +146,7 @@ def test_the_page_pays_for_the_chosen_product_as_the_signed_in_buyer(
         ["customer.subscription.created"] if mode == "subscription" else []
     )
 
-    paid = requests.post(local.stand_in.url + action, data=fields, timeout=30)
+    paid = requests.post(local.stand_in.url + action, data=fields, timeout=HANG_GUARD)
 
     assert paid.status_code == 200, paid.text
     assert "-&gt; 200" in paid.text or "&rarr; 200" in paid.text
@@ -165,7 +165,7 @@ def test_the_page_pays_for_the_chosen_product_as_the_signed_in_buyer(
     assert says in text
     assert f"The {BRAND} team" in text
     # Paid once: the page says so and a second payment is refused.
-    again = requests.post(local.stand_in.url + action, data=fields, timeout=30)
+    again = requests.post(local.stand_in.url + action, data=fields, timeout=HANG_GUARD)
     assert again.status_code == 400
 
 
@@ -175,7 +175,7 @@ def test_the_printed_commands_record_the_same_purchase(local: Local, db: Databas
     user = create_user(db, email)
     page = checkout(local.api, user, email, "price_demo_pro_github", "payment")
     session = page.rsplit("/", 1)[-1]
-    html = requests.get(page, timeout=10).text
+    html = requests.get(page, timeout=HANG_GUARD).text
     [command] = commands_of(html)
     args = shlex.split(command)
     assert args[:5] == ["uv", "run", "flask", "--app", "main"]
@@ -196,10 +196,10 @@ def test_without_a_webhook_the_page_prints_the_commands_only() -> None:
         created = http.post(
             stand_in.url + "/v1/checkout/sessions",
             data={"mode": "payment", "line_items[0][price]": "price_x"},
-            timeout=10,
+            timeout=HANG_GUARD,
         ).json()
-        page = http.get(created["url"], timeout=10).text
-        paid = http.post(created["url"], data={"email": "a@example.com"}, timeout=10)
+        page = http.get(created["url"], timeout=HANG_GUARD).text
+        paid = http.post(created["url"], data={"email": "a@example.com"}, timeout=HANG_GUARD)
     assert "<form" not in page
     assert commands_of(page) == [
         "uv run flask --app main events send checkout.session.completed --email"

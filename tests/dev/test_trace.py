@@ -26,7 +26,7 @@ from config import Settings
 from core.announcements import announced_ids
 from dev import stack as local_stack
 from runtime import logs
-from tests.helpers import create_user, stripe_event, stripe_signature, wait_for
+from tests.helpers import HANG_GUARD, create_user, stripe_event, stripe_signature, wait_for
 from tests.pubsub_fixtures import PubSub, pubsub_fixture  # noqa: F401  # fixture by name
 from tests.subscribers.lifecycle_helpers import subscription
 from tests.subscribers.test_access import completed
@@ -84,7 +84,7 @@ def test_a_webhook_requests_trace_reaches_the_access_and_email_lines(
             "Content-Type": "application/json",
             "traceparent": f"00-{TRACE_ID}-{WEBHOOK_SPAN}-01",
         },
-        timeout=10,
+        timeout=HANG_GUARD,
     )
     assert response.status_code == 200
     wait_for(
@@ -128,7 +128,7 @@ def test_a_failing_push_is_an_error_report_of_its_service_under_the_trace(
             "Content-Type": "application/json",
             "traceparent": f"00-{trace_id}-{WEBHOOK_SPAN}-01",
         },
-        timeout=10,
+        timeout=HANG_GUARD,
     )
     assert response.status_code == 200
 

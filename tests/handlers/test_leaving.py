@@ -93,7 +93,7 @@ def delete(api: Api, user_id: str, body: Any = None, email: str = ADA) -> Any:
         api.url + "/api/me",
         json={"confirm": email} if body is None else body,
         headers=bearer(api, user_id, email),
-        timeout=30,
+        timeout=HANG_GUARD,
     )
 
 

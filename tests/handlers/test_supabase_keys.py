@@ -252,7 +252,7 @@ def test_the_gateway_refuses_a_bearer_that_is_neither_the_key_nor_a_jwt(
         url,
         json={"email": "x@example.com"},
         headers={"apikey": SECRET_KEY, "Authorization": f"Bearer {PUBLISHABLE_KEY}"},
-        timeout=5,
+        timeout=HANG_GUARD,
     )
     assert wrong.status_code == 401
     assert wrong.json() == {"message": "Invalid authorization header"}

@@ -233,7 +233,7 @@ def test_a_comp_of_a_metered_plan_bills_no_overage(
         f"{api.url}/api/admin/customers/{bob}/grants",
         json={"priceId": PLAN, "until": None, "reason": "Beta tester"},
         headers=bearer(token(api, admin, "founder@example.com")),
-        timeout=30,
+        timeout=HANG_GUARD,
     )
     assert given.status_code == 201, given.text
     refused = use(api, {"userId": bob, "feature": "generations", "amount": 1, "key": "bob-1"})

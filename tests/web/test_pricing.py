@@ -39,7 +39,7 @@ def test_a_plan_sold_monthly_and_yearly_with_a_trial_shows_one_interval_at_a_tim
         f"{base}/v1/products",
         data={"name": "Studio", "description": "Every template, every month.",
               "metadata[type]": "link", "metadata[trial_days]": "14"},
-        auth=auth, timeout=10,
+        auth=auth, timeout=HANG_GUARD,
     )  # fmt: skip
     assert made.status_code == 200, made.text
     for amount, interval in ((2900, "month"), (29000, "year")):
@@ -47,7 +47,7 @@ def test_a_plan_sold_monthly_and_yearly_with_a_trial_shows_one_interval_at_a_tim
             f"{base}/v1/prices",
             data={"product": made.json()["id"], "unit_amount": amount, "currency": "eur",
                   "tax_behavior": "inclusive", "recurring[interval]": interval},
-            auth=auth, timeout=10,
+            auth=auth, timeout=HANG_GUARD,
         )  # fmt: skip
         assert price.status_code == 200, price.text
     clean = {k: v for k, v in os.environ.items() if k not in SETTINGS_VARIABLES}

@@ -318,7 +318,7 @@ def serve_env(
 def healthz(port: int) -> int:
     try:
         return requests.get(f"http://127.0.0.1:{port}/healthz", timeout=2).status_code
-    except requests.ConnectionError:
+    except requests.RequestException:  # not answering yet (or too slowly): asked again
         return 0
 
 

@@ -25,6 +25,7 @@ from tests.conftest import serving
 from tests.fakes.http import json_response, serve
 from tests.fakes.resend import FakeResend
 from tests.fakes.resend_openapi import DOCUMENT, nonconformities, resend_openapi
+from tests.helpers import HANG_GUARD
 
 SENDER = "Acme Team <hello@acme.example.com>"
 
@@ -106,7 +107,7 @@ def test_the_fakes_kept_e_mail_lists_its_addresses_as_the_document_types_them(
     kept = requests.get(
         f"{resend.server.url}/emails/{sent['id']}",
         headers={"Authorization": "Bearer re_test"},
-        timeout=5,
+        timeout=HANG_GUARD,
     ).json()
 
     assert (kept["cc"], kept["bcc"], kept["reply_to"]) == ([], [], [])
@@ -161,7 +162,7 @@ def test_a_request_the_document_refuses_is_named(
             f"{url}/emails",
             json=sent,
             headers={"Authorization": "Bearer re_test"} if headers is None else headers,
-            timeout=5,
+            timeout=HANG_GUARD,
         )
 
     assert len(fake.nonconforming) == 1

@@ -134,7 +134,7 @@ def test_show_names_the_checkout_paid_on_stripes_page_that_each_mail_was_for(
         assert made.status_code == 200, made.text
         session = made.json()["url"].rsplit("/", 1)[-1]
         paid = requests.post(
-            f"{stand_in.url}/pay/{session}", data={"email": "grace@example.com"}, timeout=30
+            f"{stand_in.url}/pay/{session}", data={"email": "grace@example.com"}, timeout=HANG_GUARD
         )
         assert paid.status_code == 200, paid.text
         assert api.container.bus.wait_idle(HANG_GUARD)  # type: ignore[attr-defined]
