@@ -301,7 +301,8 @@ def test_a_publish_nobody_receives_fails_within_the_timeout() -> None:
     started = time.monotonic()
     with pytest.raises(PublishError):
         bus.publish(parse_event(json.loads(body)), body)
-    assert time.monotonic() - started < 2.5
+    # Its own timeout (a second), not the client library's minute: the bound is far from both.
+    assert time.monotonic() - started < 20
     bus.close()
 
 
