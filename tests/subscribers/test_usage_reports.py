@@ -181,7 +181,7 @@ def test_a_meters_error_event_is_logged_at_error_with_the_customer(
     event_type = "v1.billing.meter.error_report_triggered"
     fakes[0].thin_events["evt_thin_1"] = thin("evt_thin_1", event_type, data=data)
     body = json.dumps(thin("evt_thin_1", event_type)).encode()
-    post = functools.partial(requests.post, api.url + "/api/webhook/payments", timeout=10)
+    post = functools.partial(requests.post, api.url + "/api/webhook/payments", timeout=HANG_GUARD)
     with caplog.at_level(logging.ERROR, logger="services.webhook"):
         answer = post(
             data=body, headers={"Stripe-Signature": stripe_signature(body, secret=METER_SECRET)}
