@@ -30,7 +30,7 @@ from tests.handlers.test_team_billing import (
     team_subscription,
 )
 from tests.handlers.test_teams import Person, join, new_team
-from tests.helpers import stripe_event
+from tests.helpers import HANG_GUARD, stripe_event
 from tests.subscribers.lifecycle_helpers import link, post_event, settle
 from tests.subscribers.test_emails import outbox, text_of
 
@@ -242,7 +242,7 @@ def test_a_team_route_and_a_stripe_batch_on_one_team_take_turns(
                 stripe_event(f"customer.subscription.{kind}", grace_own, created=T0 + 100 + n),
             )
         ]
-        start = threading.Barrier(2, timeout=10)
+        start = threading.Barrier(2, timeout=HANG_GUARD)
 
         def route(start: threading.Barrier, role: str) -> int:
             start.wait()
@@ -256,8 +256,8 @@ def test_a_team_route_and_a_stripe_batch_on_one_team_take_turns(
         with ThreadPoolExecutor(2) as pool:
             routed = pool.submit(route, start, "admin" if n % 2 else "member")
             applied = pool.submit(pipeline, start, batch)
-            statuses.append(routed.result(timeout=30))
-            outcomes += applied.result(timeout=30)
+            statuses.append(routed.result(timeout=HANG_GUARD))
+            outcomes += applied.result(timeout=HANG_GUARD)
     settle(api)
 
     assert statuses == [200] * rounds

@@ -127,7 +127,6 @@ def test_a_refund_before_its_checkout_is_recorded_waits_for_it(
         lambda: (
             purchase(db)["refunded"] if db.fetch_all("select 1 from public.purchases") else False
         ),
-        timeout=20,
     )
     settle(gh_api)
     assert profile(db, ada)["has_access"] is False

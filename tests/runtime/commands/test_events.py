@@ -20,7 +20,7 @@ from dev.samples.events import API_VERSION, API_VERSIONS, SAMPLE_TYPES
 from dev.stripe_stand_in import StripeStandIn
 from main import create_app
 from tests.conftest import Api
-from tests.helpers import create_user, wait_for
+from tests.helpers import HANG_GUARD, create_user, wait_for
 from tests.subscribers.test_emails import outbox, text_of
 
 ONE_TIME_CENTS = 4900  # the one-time demo product, at 49.00
@@ -204,7 +204,7 @@ def test_the_lifecycle_variants_and_a_lifetime_purchase_beside_a_subscription(
         assert result.exit_code == 0, result.output
         event_id = delivery(result).split()[1]
         wait_for(lambda: applied(db, event_id))
-        assert api.container.bus.wait_idle(15)  # type: ignore[attr-defined]
+        assert api.container.bus.wait_idle(HANG_GUARD)  # type: ignore[attr-defined]
         return event_id
 
     step("checkout.session.completed", "--price", "price_demo_starter_one_time")
@@ -321,7 +321,7 @@ def test_events_can_address_a_team_and_its_seats(
         assert result.exit_code == 0, result.output
         event_id = delivery(result).split()[1]
         wait_for(partial(applied, db, event_id))
-    assert api.container.bus.wait_idle(15)  # type: ignore[attr-defined]
+    assert api.container.bus.wait_idle(HANG_GUARD)  # type: ignore[attr-defined]
     assert state(db, owner)["has_access"] is True
     assert state(db, member)["has_access"] is False  # one seat: the owner's
     assert teams.seats(db, team) == Seats(total=1, used=2)
