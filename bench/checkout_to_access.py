@@ -109,7 +109,7 @@ def one_buyer(
     session_id = f"cs_test_bench_{way}_{uuid.uuid4().hex[:12]}"
     session = paid_session(session_id, user_id, email, n)
     started = time.perf_counter()
-    stand_in.sessions[session_id] = session  # paid, at Stripe (its metadata names the price)
+    stand_in.hold_session(session)  # paid, at Stripe (its metadata names the price)
     webhook = threading.Thread(target=send_webhook, args=(api, session))
     webhook.start()  # Stripe sends the event as it redirects the buyer
     if way == "route":

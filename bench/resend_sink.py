@@ -43,7 +43,9 @@ class Sink:
 def _serve(cert: Path, key: Path, pipe: Connection) -> None:
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     context.load_cert_chain(cert, key)
-    fake = FakeResend(rate_limit=RATE)
+    # Not held against Resend's document here: the checks' CPU would be counted as the sink's
+    # pace; the suite holds the same exchanges against it.
+    fake = FakeResend(rate_limit=RATE, conformance=False)
     for url in serve(fake.server, keep_alive=True, tls=context):
         pipe.send(url)
         pipe.recv()  # until the bench says stop, or goes away (EOFError)

@@ -38,12 +38,16 @@ from core.email.money import format_amount
 from dev import local_users
 from dev import stack as local_stack
 from dev.samples import send as sample_events
+from dev.samples.catalogue import TAX_CODE
 from dev.samples.events import DEFAULT_PRICE, Facts
 from runtime import logs
 from runtime.container import Container
 from services import catalogue
 
-WAIT = 20.0  # seconds a step may take before the demo gives up (Pub/Sub retries after 1 s)
+# Seconds a step may take before the demo gives up: only a hang guard. A step takes well under
+# a second on an idle machine (Pub/Sub retries after 1 s) but many times that on a loaded one,
+# where the suite runs the demo too.
+WAIT = 120.0
 OFFLINE = {
     "app_env": "development",
     "supabase_url": None,
@@ -210,7 +214,8 @@ def run_credits(c: Container, url: str) -> None:
         {"credits": f"generations:{PLAN_CREDITS}", "meter": METER},
         recurring=True,
     )
-    catalogue.sync(c.db, c.stripe)
+    # Synced as the service syncs under this setting: a product it could not sell is left out.
+    catalogue.sync(c.db, c.stripe, needs_tax_code=c.settings.products_need_tax_code)
     stamp = f"{datetime.now(UTC):%Y%m%d-%H%M%S}"
     for name, price, mode in (("pack", pack, "payment"), ("plan", plan, "subscription")):
         email = f"credits-{name}-{stamp}@example.com"
@@ -278,10 +283,12 @@ def _new_mails(c: Container, before: set[Any], count: int) -> list[tuple[str, st
 
 
 def _product(c: Container, name: str, metadata: dict[str, str], *, recurring: bool) -> str:
-    """A product and its price at the stand-in, as a founder makes them in the Dashboard."""
+    """A product and its price at the stand-in, as a founder makes them in the Dashboard: with
+    the demo catalogue's tax code, which every CHECKOUT_TAX setting can sell (Managed Payments
+    refuses a product without an eligible one)."""
     client = c.stripe.client
     product = client.v1.products.create(
-        params={"name": name, "metadata": {"type": "link", **metadata}}
+        params={"name": name, "metadata": {"type": "link", **metadata}, "tax_code": TAX_CODE}
     )
     if recurring:
         price = client.v1.prices.create(

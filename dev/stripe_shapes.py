@@ -20,6 +20,16 @@ ADDRESS: dict[str, Any] = {
 }
 
 
+def merged(base: Any, over: Any) -> Any:
+    """`over` laid on `base`: objects key by key, lists of as many objects item by item (a
+    partial object's values over a whole one's)."""
+    if isinstance(base, dict) and isinstance(over, dict):
+        return base | {k: merged(base.get(k), v) for k, v in over.items()}
+    if isinstance(base, list) and isinstance(over, list) and len(base) == len(over):
+        return [merged(b, o) for b, o in zip(base, over, strict=True)]
+    return over
+
+
 def listed(data: list[dict[str, Any]], url: str, *, has_more: bool = False) -> dict[str, Any]:
     """A `list` object, as Stripe pages one."""
     return {"object": "list", "data": data, "has_more": has_more, "url": url}
@@ -272,7 +282,7 @@ def checkout_session(
         "subscription": None,
         "success_url": params.get("success_url"),
         "total_details": {"amount_discount": 0, "amount_shipping": 0, "amount_tax": 0},
-        "ui_mode": "hosted",
+        "ui_mode": "hosted_page",
         "url": url,
         "wallet_options": None,
     }
@@ -354,7 +364,13 @@ def subscription(
         "description": None,
         "discounts": [],
         "ended_at": None,
-        "invoice_settings": {"account_tax_ids": None, "issuer": {"type": "self"}},
+        "invoice_settings": {
+            "account_tax_ids": None,
+            "custom_fields": None,
+            "description": None,
+            "footer": None,
+            "issuer": {"type": "self"},
+        },
         "items": listed(items, f"/v1/subscription_items?subscription={subscription_id}"),
         "latest_invoice": None,
         "livemode": False,
@@ -521,4 +537,386 @@ def meter_event(
         "livemode": False,
         "payload": payload,
         "timestamp": timestamp,
+    }
+
+
+def invoice_line(
+    line_id: str,
+    *,
+    invoice_id: str,
+    subscription_id: str | None,
+    subscription_item: str | None,
+    price_id: str,
+    product_id: str,
+    amount: int,
+    currency: str,
+    quantity: int,
+    start: int,
+    end: int,
+) -> dict[str, Any]:
+    """An invoice's line (`line_item`) billing a subscription item for one period."""
+    return {
+        "id": line_id,
+        "object": "line_item",
+        "amount": amount,
+        "currency": currency,
+        "description": None,
+        "discount_amounts": [],
+        "discountable": True,
+        "discounts": [],
+        "invoice": invoice_id,
+        "livemode": False,
+        "metadata": {},
+        "parent": (
+            {
+                "invoice_item_details": None,
+                "subscription_item_details": {
+                    "invoice_item": None,
+                    "proration": False,
+                    "proration_details": {"credited_items": None},
+                    "subscription": subscription_id,
+                    "subscription_item": subscription_item,
+                },
+                "type": "subscription_item_details",
+            }
+            if subscription_id
+            else None
+        ),
+        "period": {"end": end, "start": start},
+        "pretax_credit_amounts": [],
+        "pricing": {
+            "price_details": {"price": price_id, "product": product_id},
+            "type": "price_details",
+            "unit_amount_decimal": str(amount // quantity if quantity else amount),
+        },
+        "quantity": quantity,
+        "quantity_decimal": str(quantity),
+        "subscription": subscription_id,
+        "subtotal": amount,
+        "taxes": [],
+    }
+
+
+def invoice(
+    invoice_id: str,
+    *,
+    customer_id: str,
+    subscription_id: str | None,
+    lines: list[dict[str, Any]],
+    created: int,
+    currency: str,
+    paid: bool,
+    tax: int = 0,
+) -> dict[str, Any]:
+    """A finalized invoice of a subscription's period, paid or still open; `tax` on top of its
+    lines' amounts."""
+    subtotal = sum(line["amount"] for line in lines)
+    total = subtotal + tax
+    start = lines[0]["period"]["start"] if lines else created
+    end = lines[0]["period"]["end"] if lines else created
+    return {
+        "id": invoice_id,
+        "object": "invoice",
+        "account_country": "US",
+        "account_name": None,
+        "account_tax_ids": None,
+        "amount_due": total,
+        "amount_overpaid": 0,
+        "amount_paid": total if paid else 0,
+        "amount_remaining": 0 if paid else total,
+        "amount_shipping": 0,
+        "application": None,
+        "attempt_count": 1,
+        "attempted": True,
+        "auto_advance": not paid,
+        "automatic_tax": {
+            "disabled_reason": None,
+            "enabled": bool(tax),
+            "liability": {"type": "self"} if tax else None,
+            "provider": "stripe" if tax else None,
+            "status": "complete" if tax else None,
+        },
+        "automatically_finalizes_at": None,
+        "billing_reason": "subscription_cycle",
+        "collection_method": "charge_automatically",
+        "created": created,
+        "currency": currency,
+        "custom_fields": None,
+        "customer": customer_id,
+        "customer_account": None,
+        "customer_address": None,
+        "customer_email": None,
+        "customer_name": None,
+        "customer_phone": None,
+        "customer_shipping": None,
+        "customer_tax_exempt": "none",
+        "customer_tax_ids": [],
+        "default_payment_method": None,
+        "default_source": None,
+        "default_tax_rates": [],
+        "description": None,
+        "discounts": [],
+        "due_date": None,
+        "effective_at": created,
+        "ending_balance": 0,
+        "footer": None,
+        "from_invoice": None,
+        "hosted_invoice_url": None,
+        "invoice_pdf": None,
+        "issuer": {"type": "self"},
+        "last_finalization_error": None,
+        "latest_revision": None,
+        "lines": listed(lines, f"/v1/invoices/{invoice_id}/lines"),
+        "livemode": False,
+        "metadata": {},
+        "next_payment_attempt": None,
+        "number": None,
+        "on_behalf_of": None,
+        "parent": (
+            {
+                "quote_details": None,
+                "subscription_details": {"metadata": {}, "subscription": subscription_id},
+                "type": "subscription_details",
+            }
+            if subscription_id
+            else None
+        ),
+        "payment_settings": {
+            "default_mandate": None,
+            "payment_method_options": None,
+            "payment_method_types": None,
+        },
+        "period_end": end,
+        "period_start": start,
+        "post_payment_credit_notes_amount": 0,
+        "pre_payment_credit_notes_amount": 0,
+        "receipt_number": None,
+        "rendering": None,
+        "shipping_cost": None,
+        "shipping_details": None,
+        "starting_balance": 0,
+        "statement_descriptor": None,
+        "status": "paid" if paid else "open",
+        "status_transitions": {
+            "finalized_at": created,
+            "marked_uncollectible_at": None,
+            "paid_at": created if paid else None,
+            "voided_at": None,
+        },
+        "subtotal": subtotal,
+        "subtotal_excluding_tax": subtotal,
+        "test_clock": None,
+        "total": total,
+        "total_discount_amounts": [],
+        "total_excluding_tax": subtotal,
+        "total_pretax_credit_amounts": [],
+        "total_taxes": [],
+        "webhooks_delivered_at": created,
+    }
+
+
+def charge(
+    charge_id: str,
+    *,
+    amount: int,
+    currency: str,
+    customer_id: str | None,
+    payment_intent: str | None,
+    created: int,
+    receipt_url: str | None,
+    refunded: int = 0,
+) -> dict[str, Any]:
+    """A card charge that succeeded (`refunded`: how much of it has been given back)."""
+    return {
+        "id": charge_id,
+        "object": "charge",
+        "amount": amount,
+        "amount_captured": amount,
+        "amount_refunded": refunded,
+        "application": None,
+        "application_fee": None,
+        "application_fee_amount": None,
+        "balance_transaction": None,
+        "billing_details": {
+            "address": dict(ADDRESS),
+            "email": None,
+            "name": None,
+            "phone": None,
+            "tax_id": None,
+        },
+        "calculated_statement_descriptor": None,
+        "captured": True,
+        "created": created,
+        "currency": currency,
+        "customer": customer_id,
+        "description": None,
+        "disputed": False,
+        "failure_balance_transaction": None,
+        "failure_code": None,
+        "failure_message": None,
+        "fraud_details": {},
+        "livemode": False,
+        "metadata": {},
+        "on_behalf_of": None,
+        "outcome": {
+            "advice_code": None,
+            "network_advice_code": None,
+            "network_decline_code": None,
+            "network_status": "approved_by_network",
+            "reason": None,
+            "risk_level": "normal",
+            "seller_message": "Payment complete.",
+            "type": "authorized",
+        },
+        "paid": True,
+        "payment_intent": payment_intent,
+        "payment_method": None,
+        "payment_method_details": None,
+        "receipt_email": None,
+        "receipt_number": None,
+        "receipt_url": receipt_url,
+        "refunded": refunded >= amount > 0,
+        "refunds": listed([], f"/v1/charges/{charge_id}/refunds"),
+        "review": None,
+        "shipping": None,
+        "source": None,
+        "source_transfer": None,
+        "statement_descriptor": None,
+        "statement_descriptor_suffix": None,
+        "status": "succeeded",
+        "transfer_data": None,
+        "transfer_group": None,
+    }
+
+
+def payment_intent(
+    intent_id: str,
+    *,
+    amount: int,
+    currency: str,
+    customer_id: str | None,
+    latest_charge: str | dict[str, Any] | None,
+    created: int,
+) -> dict[str, Any]:
+    """A payment intent that succeeded, its latest charge an id or (expanded) whole."""
+    return {
+        "id": intent_id,
+        "object": "payment_intent",
+        "amount": amount,
+        "amount_capturable": 0,
+        "amount_details": {"tip": {}},
+        "amount_received": amount,
+        "application": None,
+        "application_fee_amount": None,
+        "automatic_payment_methods": None,
+        "canceled_at": None,
+        "cancellation_reason": None,
+        "capture_method": "automatic",
+        "client_secret": None,
+        "confirmation_method": "automatic",
+        "created": created,
+        "currency": currency,
+        "customer": customer_id,
+        "customer_account": None,
+        "description": None,
+        "excluded_payment_method_types": None,
+        "last_payment_error": None,
+        "latest_charge": latest_charge,
+        "livemode": False,
+        "managed_payments": {"enabled": False},
+        "metadata": {},
+        "next_action": None,
+        "on_behalf_of": None,
+        "payment_method": None,
+        "payment_method_configuration_details": None,
+        "payment_method_options": {},
+        "payment_method_types": ["card"],
+        "processing": None,
+        "receipt_email": None,
+        "review": None,
+        "setup_future_usage": None,
+        "shipping": None,
+        "source": None,
+        "statement_descriptor": None,
+        "statement_descriptor_suffix": None,
+        "status": "succeeded",
+        "transfer_data": None,
+        "transfer_group": None,
+    }
+
+
+def dispute(
+    dispute_id: str,
+    *,
+    amount: int,
+    currency: str,
+    charge_id: str,
+    payment_intent: str | None,
+    created: int,
+    due_by: int,
+    reason: str,
+    status: str,
+) -> dict[str, Any]:
+    """A dispute the card holder's bank opened on a charge, evidence not yet given."""
+    evidence_fields = [
+        "access_activity_log",
+        "billing_address",
+        "cancellation_policy",
+        "cancellation_policy_disclosure",
+        "cancellation_rebuttal",
+        "customer_communication",
+        "customer_email_address",
+        "customer_name",
+        "customer_purchase_ip",
+        "customer_signature",
+        "duplicate_charge_documentation",
+        "duplicate_charge_explanation",
+        "duplicate_charge_id",
+        "product_description",
+        "receipt",
+        "refund_policy",
+        "refund_policy_disclosure",
+        "refund_refusal_explanation",
+        "service_date",
+        "service_documentation",
+        "shipping_address",
+        "shipping_carrier",
+        "shipping_date",
+        "shipping_documentation",
+        "shipping_tracking_number",
+        "uncategorized_file",
+        "uncategorized_text",
+    ]
+    return {
+        "id": dispute_id,
+        "object": "dispute",
+        "amount": amount,
+        "balance_transactions": [],
+        "charge": charge_id,
+        "created": created,
+        "currency": currency,
+        "enhanced_eligibility_types": [],
+        "evidence": dict.fromkeys(evidence_fields) | {"enhanced_evidence": {}},
+        "evidence_details": {
+            "due_by": due_by,
+            "enhanced_eligibility": {},
+            "has_evidence": False,
+            "past_due": False,
+            "submission_count": 0,
+        },
+        "is_charge_refundable": False,
+        "livemode": False,
+        "metadata": {},
+        "payment_intent": payment_intent,
+        "payment_method_details": {
+            "card": {
+                "brand": "visa",
+                "case_type": "chargeback",
+                "network": "visa",
+                "network_reason_code": "10.4",
+            },
+            "type": "card",
+        },
+        "reason": reason,
+        "status": status,
     }

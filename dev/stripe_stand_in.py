@@ -6,8 +6,13 @@ line items), the customers and subscriptions a paid checkout makes (retrieved wi
 updated to another quantity, prorated, cancelled at once), redaction jobs (a preview API), portal
 sessions, the catalogue (products, prices and
 Entitlements features, created, updated and paged as Stripe pages them) and the events it sent.
-Where Stripe refuses a combination of parameters this service could send, it refuses it the same
-way (`invalid_request_error`, HTTP 400, naming the parameter).
+What a call asks to expand (`expand[]`, nested as `payment_intent.latest_charge`) comes whole, as
+Stripe expands it: a paid subscription's first invoice (named by its checkout session) and a
+one-time payment's intent and charge, each with the page its receipt link opens here. Where Stripe
+refuses a combination of parameters this service could send, it refuses it the same way
+(`invalid_request_error`, HTTP 400, naming the parameter), and it refuses an API version Stripe
+never released. Each answer and event it makes is recorded for the suite (dev/stripe_record.py),
+which holds them to Stripe's published types.
 
 With `automatic_tax[enabled]` it calculates tax as Stripe Tax would for one buyer: every buyer
 of the stand-in is in TAX_LOCATION, where a flat TAX_RATE_PERCENT applies to every product (a
@@ -32,7 +37,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import datetime
+import functools
 import html
 import itertools
 import json
@@ -42,6 +47,7 @@ import secrets
 import shlex
 import threading
 import time
+import typing
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -54,6 +60,7 @@ from werkzeug.serving import make_server
 from werkzeug.wrappers import Request, Response
 
 from core.stripe_objects import CURRENT_VERSION
+from dev import stripe_record
 from dev import stripe_shapes as shapes
 from dev.samples import catalogue
 from dev.samples.events import Facts
@@ -72,6 +79,17 @@ TAX_RATE_PERCENT = 19
 METER_EVENT_PAST = 35 * 86_400
 METER_EVENT_AHEAD = 300
 METER_IDENTIFIER_DAY = 86_400
+# What the state file keeps, by id.
+_HELD = (
+    "sessions",
+    "customers",
+    "subscriptions",
+    "invoices",
+    "payment_intents",
+    "charges",
+    "products",
+    "prices",
+)
 log = logging.getLogger(__name__)
 
 _ROUTES = Map(
@@ -104,7 +122,12 @@ _ROUTES = Map(
         Rule("/v1/billing/meters", methods=["GET"], endpoint="list_meters"),
         Rule("/v1/billing/meters", methods=["POST"], endpoint="create_meter"),
         Rule("/v1/billing/meter_events", methods=["POST"], endpoint="create_meter_event"),
+        Rule("/v1/invoices/<iid>", methods=["GET"], endpoint="get_invoice"),
+        Rule("/v1/payment_intents/<pid>", methods=["GET"], endpoint="get_payment_intent"),
+        Rule("/v1/charges/<cid>", methods=["GET"], endpoint="get_charge"),
         Rule("/v2/core/events/<eid>", methods=["GET"], endpoint="get_thin_event"),
+        Rule("/invoice/<iid>", methods=["GET"], endpoint="invoice_page"),
+        Rule("/receipt/<cid>", methods=["GET"], endpoint="receipt_page"),
         Rule("/pay/<sid>", methods=["GET"], endpoint="pay_page"),
         Rule("/pay/<sid>", methods=["POST"], endpoint="pay"),
         Rule("/portal", methods=["GET"], endpoint="portal_page"),
@@ -173,6 +196,11 @@ class StripeStandIn:
         self.sessions: dict[str, dict[str, Any]] = {}
         self.customers: dict[str, dict[str, Any]] = {}
         self.subscriptions: dict[str, dict[str, Any]] = {}
+        # What a paid checkout leaves besides: a subscription's first invoice, a one-time
+        # payment's intent and its charge (each with the page its receipt link opens).
+        self.invoices: dict[str, dict[str, Any]] = {}
+        self.payment_intents: dict[str, dict[str, Any]] = {}
+        self.charges: dict[str, dict[str, Any]] = {}
         self.products: dict[str, dict[str, Any]] = {}
         self.prices: dict[str, dict[str, Any]] = {}
         self.features: dict[str, list[dict[str, Any]]] = {}
@@ -216,6 +244,8 @@ class StripeStandIn:
         with self.lock:
             self.requests.clear()
             for held in (self.sessions, self.customers, self.subscriptions, self.products):
+                held.clear()
+            for held in (self.invoices, self.payment_intents, self.charges):
                 held.clear()
             self.prices.clear()
             self.features.clear()
@@ -268,6 +298,84 @@ class StripeStandIn:
             self.subscriptions[subscription_id] = made
         return made
 
+    def hold_session(self, found: dict[str, Any]) -> dict[str, Any]:
+        """A checkout session a test describes (some of its fields; its line items, payment
+        intent and invoice expanded or not), held whole as Stripe holds one: a new session's
+        fields under the test's values, what it expands held as objects of their own (each
+        answered whole where `expand[]` asks for it). Returns the session held."""
+        partial = copy.deepcopy(found)
+        sid = str(partial["id"])
+        mode = str(partial.get("mode") or "payment")
+        created = int(partial.get("created") or time.time())
+        currency = str(partial.get("currency") or "usd")
+        amount = int(partial.get("amount_total") or 0)
+        session = shapes.checkout_session(
+            sid, mode=mode, url=f"{self.url}/pay/{sid}", created=created, params={}
+        )
+        lines = []
+        for n, line in enumerate((partial.pop("line_items", None) or {}).get("data") or []):
+            price = line.get("price")
+            price_id = str(price.get("id") if isinstance(price, dict) else price)
+            whole_price = self._price_or_stub(price_id, recurring=mode == "subscription")
+            made = shapes.line_item(
+                str(line.get("id") or f"li_local_{n}"),
+                whole_price,
+                int(line.get("quantity") or 1),
+                None,
+            )
+            lines.append(shapes.merged(made, line))
+        details = partial.get("customer_details")
+        if isinstance(details, dict):
+            whole_details = shapes.customer_details(
+                str(details.get("email") or ""), details.get("name")
+            )
+            partial["customer_details"] = shapes.merged(whole_details, details)
+        intent = partial.get("payment_intent")
+        if isinstance(intent, dict):
+            charge = intent.get("latest_charge")
+            if isinstance(charge, dict):
+                whole_charge = shapes.charge(
+                    str(charge["id"]),
+                    amount=amount,
+                    currency=currency,
+                    customer_id=partial.get("customer"),
+                    payment_intent=str(intent["id"]),
+                    created=created,
+                    receipt_url=None,
+                )
+                self.charges[str(charge["id"])] = shapes.merged(whole_charge, charge)
+                charge = str(charge["id"])
+            whole_intent = shapes.payment_intent(
+                str(intent["id"]),
+                amount=amount,
+                currency=currency,
+                customer_id=partial.get("customer"),
+                latest_charge=charge,
+                created=created,
+            )
+            self.payment_intents[str(intent["id"])] = shapes.merged(
+                whole_intent, intent | {"latest_charge": charge}
+            )
+            partial["payment_intent"] = str(intent["id"])
+        invoice = partial.get("invoice")
+        if isinstance(invoice, dict):
+            whole_invoice = shapes.invoice(
+                str(invoice["id"]),
+                customer_id=str(partial.get("customer") or "cus_local"),
+                subscription_id=partial.get("subscription"),
+                lines=[],
+                created=created,
+                currency=currency,
+                paid=True,
+            )
+            self.invoices[str(invoice["id"])] = shapes.merged(whole_invoice, invoice)
+            partial["invoice"] = str(invoice["id"])
+        held: dict[str, Any] = shapes.merged(session, partial)
+        with self.lock:
+            self.sessions[sid] = held
+            self._extras[sid] = {"line_items": lines, "subscription_data": {}}
+        return held
+
     # The WSGI app.
 
     def __call__(self, environ: dict[str, Any], start_response: Any) -> Any:
@@ -291,6 +399,13 @@ class StripeStandIn:
             response = _json(exc.body, exc.status)
         except HTTPException:
             response = _json(shapes.error(f"Unrecognized request URL ({request.path})"), 404)
+        if response.mimetype == "application/json" and response.status_code == 200:
+            stripe_record.record(
+                "answer",
+                json.loads(response.get_data()),
+                what=f"{request.method} {request.path}",
+                api_version=request.headers.get("Stripe-Version"),
+            )
         return response(environ, start_response)
 
     def _as_stripe(self, request: Request) -> None:
@@ -460,9 +575,40 @@ class StripeStandIn:
                 raise _no_such("checkout.session", sid, param="session")
             found = copy.deepcopy(session)
             lines = self._extras.get(sid, {}).get("line_items")
-        if "line_items" in _expanded(request) and lines is not None:
+        expand = _expanded(request)
+        if "line_items" in expand and lines is not None:
             found["line_items"] = shapes.listed(lines, f"/v1/checkout/sessions/{sid}/line_items")
-        return _json(found)
+        return _json(self._expand(found, expand - {"line_items"}))
+
+    def _expand(self, found: dict[str, Any], paths: set[str]) -> dict[str, Any]:
+        """`found` with the ids `expand[]` names replaced by the objects they name (a dotted
+        path expands inside an expanded object, as `payment_intent.latest_charge`), as Stripe
+        expands them; an id it holds no object for stays an id."""
+        for path in sorted(paths):
+            node: Any = found
+            for part in path.split("."):
+                if not isinstance(node, dict) or part not in node:
+                    break
+                if isinstance(node[part], str):
+                    node[part] = copy.deepcopy(self._by_id(node[part])) or node[part]
+                node = node[part]
+        return found
+
+    def _by_id(self, found_id: str) -> dict[str, Any] | None:
+        """The object it holds of this id, whatever its type (ids carry their type's prefix)."""
+        for held in (
+            self.invoices,
+            self.payment_intents,
+            self.charges,
+            self.customers,
+            self.subscriptions,
+            self.sessions,
+            self.products,
+            self.prices,
+        ):
+            if found_id in held:
+                return held[found_id]
+        return None
 
     def line_items(self, request: Request, sid: str) -> Response:
         if sid not in self.sessions:
@@ -502,18 +648,46 @@ class StripeStandIn:
         return _json(made)
 
     def get_customer(self, request: Request, cid: str) -> Response:
-        found = self.customers.get(cid)
+        return self._held_answer(request, self.customers, "customer", cid)
+
+    def get_invoice(self, request: Request, iid: str) -> Response:
+        return self._held_answer(request, self.invoices, "invoice", iid)
+
+    def get_payment_intent(self, request: Request, pid: str) -> Response:
+        return self._held_answer(request, self.payment_intents, "payment_intent", pid)
+
+    def get_charge(self, request: Request, cid: str) -> Response:
+        return self._held_answer(request, self.charges, "charge", cid)
+
+    def _held_answer(
+        self, request: Request, held: dict[str, dict[str, Any]], kind: str, found_id: str
+    ) -> Response:
+        with self.lock:
+            found = copy.deepcopy(held.get(found_id))
         if found is None:
-            raise _no_such("customer", cid)
-        return _json(found)
+            raise _no_such(kind, found_id)
+        return _json(self._expand(found, _expanded(request)))
+
+    def invoice_page(self, request: Request, iid: str) -> Response:
+        """The page an invoice's `hosted_invoice_url` opens."""
+        found = self.invoices.get(iid)
+        if found is None:
+            return _page(self.brand, "No such invoice", "", status=404)
+        amount = f"{found['amount_paid'] / 100:.2f} {found['currency'].upper()}"
+        return _page(self.brand, "Invoice", f"<p>Invoice {html.escape(iid)}: paid {amount}.</p>")
+
+    def receipt_page(self, request: Request, cid: str) -> Response:
+        """The page a charge's `receipt_url` opens."""
+        found = self.charges.get(cid)
+        if found is None:
+            return _page(self.brand, "No such receipt", "", status=404)
+        amount = f"{found['amount'] / 100:.2f} {found['currency'].upper()}"
+        return _page(self.brand, "Receipt", f"<p>Receipt for {html.escape(cid)}: {amount}.</p>")
 
     # Subscriptions.
 
     def get_subscription(self, request: Request, sid: str) -> Response:
-        found = self.subscriptions.get(sid)
-        if found is None:
-            raise _no_such("subscription", sid)
-        return _json(found)
+        return self._held_answer(request, self.subscriptions, "subscription", sid)
 
     def update_subscription(self, request: Request, sid: str) -> Response:
         """Items' quantities (`items[0][id]`, `items[0][quantity]`) and `proration_behavior`;
@@ -575,7 +749,8 @@ class StripeStandIn:
             }
             self._save()
             answer = copy.deepcopy(found)
-        self._send_later("customer.subscription.deleted", answer, {"status": "active"})
+        # Stripe sends `previous_attributes` with `*.updated` events only.
+        self._send_later("customer.subscription.deleted", answer, None)
         return _json(answer)
 
     # Redaction jobs (Privacy), a preview API: only under a preview API version. A job starts
@@ -973,8 +1148,11 @@ class StripeStandIn:
                 session["subscription"] = subscription["id"]
                 if subscription["status"] == "trialing":
                     session |= {"payment_status": "no_payment_required", "amount_total": 0}
+                # Its first invoice, paid by this checkout (Stripe names it on the session).
+                paid = self._first_invoice(session, subscription, email=email, created=now)
+                session["invoice"] = subscription["latest_invoice"] = paid["id"]
             else:
-                session["payment_intent"] = f"pi_local_{secrets.token_hex(12)}"
+                session["payment_intent"] = self._payment_of(session, created=now)["id"]
             types: list[tuple[str, dict[str, Any]]] = [("checkout.session.completed", session)]
             if subscription is not None:
                 types.append(("customer.subscription.created", subscription))
@@ -985,6 +1163,82 @@ class StripeStandIn:
             ]
             self._save()
         return events
+
+    def _first_invoice(
+        self,
+        session: dict[str, Any],
+        subscription: dict[str, Any],
+        *,
+        email: str,
+        created: int,
+    ) -> dict[str, Any]:
+        """The invoice a subscription's checkout pays: a line per item, for its first period
+        (nothing due on a trial), tax as the session calculated it."""
+        invoice_id = f"in_local_{secrets.token_hex(12)}"
+        trialing = subscription["status"] == "trialing"
+        lines = [
+            shapes.invoice_line(
+                f"il_local_{secrets.token_hex(8)}",
+                invoice_id=invoice_id,
+                subscription_id=subscription["id"],
+                subscription_item=item["id"],
+                price_id=item["price"]["id"],
+                product_id=str(item["price"].get("product")),
+                amount=0
+                if trialing
+                else (item["price"].get("unit_amount") or 0) * item["quantity"],
+                currency=subscription["currency"],
+                quantity=item["quantity"],
+                start=item["current_period_start"],
+                end=subscription["trial_end"] or item["current_period_end"],
+            )
+            for item in subscription["items"]["data"]
+        ]
+        tax = 0 if trialing else (session.get("total_details") or {}).get("amount_tax") or 0
+        made = shapes.invoice(
+            invoice_id,
+            customer_id=subscription["customer"],
+            subscription_id=subscription["id"],
+            lines=lines,
+            created=created,
+            currency=subscription["currency"],
+            paid=True,
+            tax=tax,
+        )
+        number = f"{str(subscription['customer']).removeprefix('cus_')[-8:].upper()}-0001"
+        made |= {
+            "billing_reason": "subscription_create",
+            "customer_email": email,
+            "hosted_invoice_url": f"{self.url}/invoice/{invoice_id}",
+            "number": number,
+        }
+        self.invoices[invoice_id] = made
+        return made
+
+    def _payment_of(self, session: dict[str, Any], *, created: int) -> dict[str, Any]:
+        """The payment intent a one-time checkout succeeds with, and its charge."""
+        intent_id = f"pi_local_{secrets.token_hex(12)}"
+        charge_id = f"ch_local_{secrets.token_hex(12)}"
+        amount = session.get("amount_total") or 0
+        currency = session.get("currency") or "usd"
+        self.charges[charge_id] = shapes.charge(
+            charge_id,
+            amount=amount,
+            currency=currency,
+            customer_id=session.get("customer"),
+            payment_intent=intent_id,
+            created=created,
+            receipt_url=f"{self.url}/receipt/{charge_id}",
+        )
+        self.payment_intents[intent_id] = shapes.payment_intent(
+            intent_id,
+            amount=amount,
+            currency=currency,
+            customer_id=session.get("customer"),
+            latest_charge=charge_id,
+            created=created,
+        )
+        return self.payment_intents[intent_id]
 
     def _subscription_of(
         self,
@@ -1041,13 +1295,16 @@ class StripeStandIn:
         with self.lock:
             self.events.insert(0, event)
             del self.events[MOST_EVENTS:]
+        stripe_record.record("event", event, what="the Stripe stand-in")
         return event
 
     def _deliver(self, event: dict[str, Any]) -> Delivery:
         assert self.webhook is not None
         return deliver(event, url=self.webhook.url, secret=self.webhook.secret)
 
-    def _send_later(self, event_type: str, obj: dict[str, Any], previous: dict[str, Any]) -> None:
+    def _send_later(
+        self, event_type: str, obj: dict[str, Any], previous: dict[str, Any] | None
+    ) -> None:
         """An event about a change made through the API, recorded, and delivered once the call
         that made it has been answered (Stripe's webhooks never come inside the call)."""
         event = self._record(event_type, obj, created=int(time.time()), previous=previous)
@@ -1121,7 +1378,7 @@ class StripeStandIn:
             return
         held = json.loads(self.state.read_text())
         with self.lock:
-            for name in ("sessions", "customers", "subscriptions", "products", "prices"):
+            for name in _HELD:
                 getattr(self, name).clear()
                 getattr(self, name).update(held.get(name) or {})
             self.features.clear()
@@ -1135,12 +1392,7 @@ class StripeStandIn:
         if self.state is None:
             return
         with self.lock:
-            held = {
-                "sessions": self.sessions,
-                "customers": self.customers,
-                "subscriptions": self.subscriptions,
-                "products": self.products,
-                "prices": self.prices,
+            held = {name: getattr(self, name) for name in _HELD} | {
                 "features": self.features,
                 "events": self.events,
                 "session_extras": self._extras,
@@ -1348,13 +1600,28 @@ def _listed(request: Request, objects: list[dict[str, Any]], url: str) -> Respon
 
 
 def _released(version: str) -> bool:
-    """Whether `version` names an API version Stripe has released (a date, maybe a name)."""
+    """Whether Stripe knows `version`: one it has released (as the pinned stripe-python lists
+    them), or a preview version on the date of a release."""
     date, _, name = version.partition(".")
-    try:
-        datetime.date.fromisoformat(date)
-    except ValueError:
-        return False
-    return name in {"", "acacia", "basil", "clover", "dahlia", "endive", "preview"}
+    if name == "preview":
+        return any(known.startswith(f"{date}") for known in released_versions())
+    return version in released_versions()
+
+
+@functools.cache
+def released_versions() -> frozenset[str]:
+    """The API versions Stripe has released, up to the one the pinned stripe-python is
+    generated for: the values its webhook endpoint's `api_version` parameter takes."""
+    from stripe.params._webhook_endpoint_create_params import WebhookEndpointCreateParams
+
+    hint = WebhookEndpointCreateParams.__annotations__["api_version"]
+    return frozenset(_literal_values(hint))
+
+
+def _literal_values(hint: Any) -> set[str]:
+    if typing.get_origin(hint) is typing.Literal:
+        return {str(v) for v in typing.get_args(hint)}
+    return set().union(*(_literal_values(arg) for arg in typing.get_args(hint)))
 
 
 def _int(value: Any, param: str) -> int:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +19,7 @@ from adapters.db.pool import Database, DatabaseUnavailable
 from config import Settings
 from dev import local_postgres
 from dev.auth_stand_in import AuthStandIn
+from dev.stripe_record import STRIPE_RECORD
 from dev.stripe_stand_in import StripeStandIn
 from main import create_app
 from runtime.container import Container
@@ -25,7 +28,8 @@ from tests.fakes.github import FakeGitHub
 from tests.fakes.http import FakeServer, serve
 from tests.fakes.resend import FakeResend
 from tests.fakes.supabase import JWT_SECRET, SECRET_KEY, hs256_token
-from tests.helpers import empty_database, postgres_home, stripe_signature
+from tests.helpers import HANG_GUARD, empty_database, postgres_home, stripe_signature
+from tests.stripe_types import recorded_problems
 
 # Read before any test strips the environment: a CI may point the suite at its own Postgres.
 EXTERNAL_DATABASE_URL = os.environ.get("DATABASE_URL")
@@ -40,10 +44,25 @@ TABLES = (
 # Figures a test prints in a section of pytest's summary, so `make test` shows them without -s.
 SECTIONS = pytest.StashKey[dict[str, list[str]]]()
 SummaryLines = Callable[[str], list[str]]
+# Where this process records what the Stripe stand-in says (see `pytest_configure`).
+STRIPE_SAID = pytest.StashKey[Path]()
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.stash[SECTIONS] = {}
+    # Every answer of the Stripe stand-in and every event it or the samples make, in this
+    # process and in the `make run` and `make demo` it starts, is written to a file of this
+    # process's own and held to Stripe's published types after each test
+    # (`stripe_answers_are_stripes`).
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    config.stash[STRIPE_SAID] = Path(tempfile.mkdtemp(prefix="stripe-said-"))
+    os.environ[STRIPE_RECORD] = str(config.stash[STRIPE_SAID] / worker)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    said = config.stash.get(STRIPE_SAID, None)
+    if said is not None:
+        shutil.rmtree(said, ignore_errors=True)
     # An xdist worker prints no summary: it hands its sections (this very dict, filled as its
     # tests run) to the controller when it finishes, and the controller prints them.
     worker_output: dict[str, Any] | None = getattr(config, "workeroutput", None)
@@ -82,6 +101,21 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 def summary(pytestconfig: pytest.Config) -> SummaryLines:
     """The lines of a named section of the summary (append to them)."""
     return lambda title: pytestconfig.stash[SECTIONS].setdefault(title, [])
+
+
+@pytest.fixture(autouse=True)
+def stripe_answers_are_stripes() -> Iterator[None]:
+    """Whatever the test drove, each answer the Stripe stand-in gave and each event it or the
+    samples made is shaped as the pinned stripe-python and Stripe's fixtures have it
+    (tests/stripe_types.py): a path of the stand-in is held to Stripe's types by the tests that
+    drive it, with no test of its own."""
+    path = Path(os.environ[STRIPE_RECORD])
+    start = path.stat().st_size if path.exists() else 0
+    yield
+    found = recorded_problems(path, start)
+    if found:
+        shown = "\n".join(found[:30])
+        pytest.fail(f"The Stripe stand-in said what Stripe would not:\n{shown}", pytrace=False)
 
 
 @pytest.fixture(autouse=True)
@@ -146,6 +180,10 @@ def serving(fake: Fake, *, keep_alive: bool = False) -> Iterator[Fake]:
     for url in serve(fake.server, keep_alive=keep_alive):
         fake.server.url = url
         yield fake
+    # Resend's fake is held against Resend's published document: the fixture fails when
+    # anything that crossed it while served broke the document.
+    if isinstance(fake, FakeResend):
+        fake.assert_conforms()
 
 
 def serving_stripe(stand_in: StripeStandIn) -> Iterator[StripeStandIn]:
@@ -240,13 +278,15 @@ class Api:
     container: Container
 
     def post(self, path: str, **kwargs: Any) -> requests.Response:
-        return requests.post(self.url + path, timeout=10, allow_redirects=False, **kwargs)
+        return requests.post(self.url + path, timeout=HANG_GUARD, allow_redirects=False, **kwargs)
 
     def get(self, path: str, **kwargs: Any) -> requests.Response:
-        return requests.get(self.url + path, timeout=10, allow_redirects=False, **kwargs)
+        return requests.get(self.url + path, timeout=HANG_GUARD, allow_redirects=False, **kwargs)
 
     def options(self, path: str, **kwargs: Any) -> requests.Response:
-        return requests.options(self.url + path, timeout=10, allow_redirects=False, **kwargs)
+        return requests.options(
+            self.url + path, timeout=HANG_GUARD, allow_redirects=False, **kwargs
+        )
 
     def token(self, **claims: Any) -> str:
         """An HS256 access token as the project this app trusts issues it; override any part."""

@@ -96,17 +96,25 @@ def create_user(db: Database, email: str, *, name: str | None = None) -> str:
     return user_id
 
 
-def wait_for(condition: Callable[[], Any], *, timeout: float = 30.0, interval: float = 0.02) -> Any:
-    """Poll until `condition()` is truthy; fail the test if it never is. The deadline is for a
-    loaded two-core machine (a condition seen in well under a second when idle took over 10 s
-    with two CPU-burning processes beside the suite): it costs time only when a test fails."""
+# Seconds a test waits for what it awaits (a condition, a process, a thread, an answer) before
+# calling it hung. Far beyond what any of them takes, idle or loaded (a condition seen in well
+# under a second when idle took over 10 s with two CPU-burning processes beside the suite): a
+# test reaches it only when what it awaits will never come, so it costs time only then.
+HANG_GUARD = 300.0
+
+
+def wait_for(
+    condition: Callable[[], Any], *, timeout: float = HANG_GUARD, interval: float = 0.02
+) -> Any:
+    """Poll until `condition()` is truthy and return its value; fail the test if it never is.
+    Callers await the condition and pass no deadline: `timeout` is only the hang guard."""
     deadline = time.monotonic() + timeout
     while True:
         value = condition()
         if value:
             return value
         if time.monotonic() > deadline:
-            pytest.fail(f"condition not met within {timeout}s")
+            pytest.fail(f"condition not met within {timeout}s: it hangs")
         time.sleep(interval)
 
 

@@ -29,6 +29,7 @@ from cryptography.x509.oid import NameOID
 from psycopg.conninfo import conninfo_to_dict
 
 from dev.pubsub_emulator import free_port
+from tests.helpers import HANG_GUARD
 
 PGBOUNCER_PATHS = ("/usr/sbin/pgbouncer", "/usr/bin/pgbouncer")
 
@@ -177,7 +178,7 @@ def _socket_owner(socket_dir: str) -> str:
 
 
 def _await_port(
-    port: int, process: subprocess.Popen[bytes], log: Path, timeout: float = 15
+    port: int, process: subprocess.Popen[bytes], log: Path, timeout: float = HANG_GUARD
 ) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

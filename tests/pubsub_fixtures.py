@@ -24,7 +24,7 @@ from dev.processes import Target
 from dev.processes import spawn as start_process
 from dev.stripe_stand_in import StripeStandIn
 from tests.conftest import SETTINGS_VARIABLES
-from tests.helpers import stripe_signature
+from tests.helpers import HANG_GUARD, stripe_signature
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
@@ -64,7 +64,9 @@ class PubSub:
         """Start it again (same port, empty state) if a test stopped it."""
         if self.emulator.process.poll() is None:
             return
-        self.emulator = pubsub_emulator.start(project=PROJECT, port=self.emulator.port)
+        self.emulator = pubsub_emulator.start(
+            project=PROJECT, port=self.emulator.port, timeout=HANG_GUARD
+        )
 
     def ensure_topology(self, push_endpoints: dict[str, str]) -> None:
         ensure_topology(
@@ -80,7 +82,7 @@ class PubSub:
 def pubsub_fixture() -> Iterator[PubSub]:
     """The real Pub/Sub emulator (fails the tests when it cannot run; see docs/testing.md)."""
     try:
-        emulator = pubsub_emulator.start(project=PROJECT)
+        emulator = pubsub_emulator.start(project=PROJECT, timeout=HANG_GUARD)
     except pubsub_emulator.EmulatorUnavailable as exc:
         # Failing, not skipping, also outside CI: these tests are the proof that nothing is lost.
         pytest.fail(f"the Pub/Sub emulator is required (CI={IN_CI}): {exc}")
@@ -97,7 +99,7 @@ Service = Target
 def spawn(command: list[str], *, env: dict[str, str], port: int, log: Path) -> Service:
     """Start a server on 127.0.0.1:`port`; returns once it answers HTTP (fails the test if not)."""
     try:
-        return start_process(command[0], command, env=env, port=port, log=log, timeout=30)
+        return start_process(command[0], command, env=env, port=port, log=log, timeout=HANG_GUARD)
     except RuntimeError as exc:
         pytest.fail(str(exc))
 
@@ -183,7 +185,7 @@ class Pipeline:
                 "Stripe-Signature": stripe_signature(body),
                 "Content-Type": "application/json",
             },
-            timeout=15,
+            timeout=HANG_GUARD,
         )
 
     def access_log_count(self, *needles: str) -> int:
@@ -197,7 +199,7 @@ def post_event(api_url: str, body: bytes) -> requests.Response:
         api_url + "/api/webhook/payments",
         data=body,
         headers={"Stripe-Signature": stripe_signature(body), "Content-Type": "application/json"},
-        timeout=15,
+        timeout=HANG_GUARD,
     )
 
 

@@ -1,8 +1,12 @@
 """Stripe-shaped sample events for local runs: one per subscribed type, at the current API
 version (what a new account's webhook endpoint sends) or at 2023-08-16.
 
-Only the fields Stripe sends that this service reads, plus the ones that make an object
-recognisable (`object`, `livemode`, `created`); ids follow Stripe's prefixes.
+Each is written as 2023-08-16 shaped it, with the fields this service reads and those that make
+an object recognisable (`object`, `livemode`, `created`); ids follow Stripe's prefixes. At the
+current version it is reshaped as that version moved and removed fields (`current_shape`), then
+made whole: every field Stripe sends at that version, as dev/stripe_shapes.py gives a new
+test-mode object's (`whole`), so what the service reads is what Stripe would send it
+(tests/subscribers/test_sample_versions.py holds the outcome alike at both versions).
 """
 
 from __future__ import annotations
@@ -14,6 +18,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from core.stripe_objects import CURRENT_VERSION, PINNED_VERSION
+from dev import stripe_record
+from dev import stripe_shapes as shapes
 from dev.samples import catalogue
 
 API_VERSIONS = (CURRENT_VERSION, PINNED_VERSION)
@@ -73,9 +79,9 @@ def sample_event(
     if variant is not None:
         obj = variant_of(event_type, variant)(obj, created)
     if api_version != PINNED_VERSION:
-        obj = current_shape(obj)
+        obj = whole(current_shape(obj))
     previous = PREVIOUS.get((event_type, variant or ""))
-    return {
+    event = {
         "id": "evt_" + secrets.token_hex(12),
         "object": "event",
         "api_version": api_version,
@@ -86,6 +92,8 @@ def sample_event(
         "request": {"id": None, "idempotency_key": None},
         "type": event_type,
     }
+    stripe_record.record("event", event, what="a sample event")
+    return event
 
 
 def current_shape(obj: dict[str, Any]) -> dict[str, Any]:
@@ -93,7 +101,12 @@ def current_shape(obj: dict[str, Any]) -> dict[str, Any]:
     moves): an invoice's subscription under `parent`, its lines' price under `pricing`, a
     subscription's period on its items."""
     reshaped = dict(obj)
+    if obj.get("object") == "charge":
+        # 2025-03-31.basil: an invoice takes several payments; a charge names none.
+        reshaped.pop("invoice", None)
     if obj.get("object") == "invoice":
+        # 2025-03-31.basil: `paid` left the invoice (its `status` says it).
+        reshaped.pop("paid", None)
         subscription = reshaped.pop("subscription", None)
         reshaped["parent"] = (
             {
@@ -129,8 +142,130 @@ def current_shape(obj: dict[str, Any]) -> dict[str, Any]:
     return reshaped
 
 
+def whole(obj: dict[str, Any]) -> dict[str, Any]:
+    """A current-shaped object with every field Stripe sends of its type: its own values over a
+    new test-mode object's (dev/stripe_shapes.py)."""
+    template = _TEMPLATES.get(str(obj.get("object")))
+    return shapes.merged(template(obj), obj) if template else obj
+
+
+def _whole_session(obj: dict[str, Any]) -> dict[str, Any]:
+    made = shapes.checkout_session(
+        obj["id"], mode=obj["mode"], url="", created=obj["created"], params={}
+    )
+    details = obj.get("customer_details")
+    if isinstance(details, dict):
+        made["customer_details"] = shapes.customer_details(
+            str(details.get("email")), details.get("name")
+        )
+    return made
+
+
+def _whole_price(obj: dict[str, Any]) -> dict[str, Any]:
+    recurring = obj.get("recurring") or {}
+    made = shapes.price(
+        obj["id"],
+        str(obj.get("product") or "prod_demo_team"),
+        obj.get("unit_amount") or 0,
+        recurring.get("interval"),
+        created=obj.get("created") or 0,
+        currency=obj.get("currency") or "usd",
+    )
+    whole_price: dict[str, Any] = shapes.merged(made, obj)
+    return whole_price
+
+
+def _whole_subscription(obj: dict[str, Any]) -> dict[str, Any]:
+    items = [
+        shapes.subscription_item(
+            item["id"],
+            obj["id"],
+            _whole_price(item["price"]),
+            item.get("quantity") or 1,
+            created=obj["created"],
+        )
+        for item in obj["items"]["data"]
+    ]
+    return shapes.subscription(
+        obj["id"], customer_id=obj["customer"], items=items, created=obj["created"]
+    )
+
+
+def _whole_invoice(obj: dict[str, Any]) -> dict[str, Any]:
+    subscription = ((obj.get("parent") or {}).get("subscription_details") or {}).get("subscription")
+    lines = [
+        shapes.invoice_line(
+            line["id"],
+            invoice_id=obj["id"],
+            subscription_id=subscription,
+            subscription_item="si_" + _digest("item", subscription) if subscription else None,
+            price_id=line["pricing"]["price_details"]["price"],
+            product_id=_catalogue_price_of(line["pricing"]["price_details"]["price"])["product"],
+            amount=line["amount"],
+            currency=line["currency"],
+            quantity=line.get("quantity") or 1,
+            start=line["period"]["start"],
+            end=line["period"]["end"],
+        )
+        for line in obj["lines"]["data"]
+    ]
+    return shapes.invoice(
+        obj["id"],
+        customer_id=obj["customer"],
+        subscription_id=subscription,
+        lines=lines,
+        created=obj["created"],
+        currency=obj["currency"],
+        paid=obj.get("status") == "paid",
+        tax=obj["total"] - obj["subtotal"],
+    )
+
+
+def _whole_charge(obj: dict[str, Any]) -> dict[str, Any]:
+    return shapes.charge(
+        obj["id"],
+        amount=obj["amount"],
+        currency=obj["currency"],
+        customer_id=obj.get("customer"),
+        payment_intent=obj.get("payment_intent"),
+        created=obj["created"],
+        receipt_url=None,
+    )
+
+
+def _whole_dispute(obj: dict[str, Any]) -> dict[str, Any]:
+    return shapes.dispute(
+        obj["id"],
+        amount=obj["amount"],
+        currency=obj["currency"],
+        charge_id=obj["charge"],
+        payment_intent=obj.get("payment_intent"),
+        created=obj["created"],
+        due_by=obj["evidence_details"]["due_by"],
+        reason=obj["reason"],
+        status=obj["status"],
+    )
+
+
+def _whole_product(obj: dict[str, Any]) -> dict[str, Any]:
+    return shapes.product(obj["id"], obj["name"], None, {}, created=obj.get("created") or 0)
+
+
+_TEMPLATES: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
+    "checkout.session": _whole_session,
+    "subscription": _whole_subscription,
+    "invoice": _whole_invoice,
+    "charge": _whole_charge,
+    "dispute": _whole_dispute,
+    "price": _whole_price,
+    "product": _whole_product,
+}
+
+
 def _current_line(line: dict[str, Any]) -> dict[str, Any]:
     reshaped = dict(line)
+    # 2025-03-31.basil: a line's `type` became its `parent`'s.
+    reshaped.pop("type", None)
     price = reshaped.pop("price", None)
     price_id = price.get("id") if isinstance(price, dict) else price
     reshaped["pricing"] = {"type": "price_details", "price_details": {"price": price_id}}
@@ -142,12 +277,8 @@ def _session(facts: Facts, created: int, *, status: str, paid: str) -> dict[str,
     subscribed = facts.mode == "subscription"
     metadata = {"price_id": facts.price} | ({"user_id": facts.user_id} if facts.user_id else {})
     metadata |= {"team_id": facts.team_id} if facts.team_id else {}
-    taxed = (
-        {"total_details": {"amount_discount": 0, "amount_shipping": 0, "amount_tax": facts.tax}}
-        if facts.tax
-        else {}
-    )
-    return taxed | {
+    paid_invoice = "in_" + _digest("first-invoice", session_id) if subscribed else None
+    return {
         "id": session_id,
         "object": "checkout.session",
         "amount_subtotal": facts.amount,
@@ -159,6 +290,8 @@ def _session(facts: Facts, created: int, *, status: str, paid: str) -> dict[str,
         "customer_details": {"email": facts.email, "name": None, "tax_exempt": "none"},
         "customer_email": facts.email,
         "expires_at": created + 24 * 3600,
+        # A subscription's checkout pays its first invoice, which the session names.
+        "invoice": paid_invoice if paid == "paid" else None,
         "livemode": False,
         "metadata": metadata,
         "mode": facts.mode,
@@ -166,6 +299,7 @@ def _session(facts: Facts, created: int, *, status: str, paid: str) -> dict[str,
         "payment_status": paid,
         "status": status,
         "subscription": facts.subscription_id if subscribed else None,
+        "total_details": {"amount_discount": 0, "amount_shipping": 0, "amount_tax": facts.tax},
         "url": None,
     }
 
@@ -176,15 +310,18 @@ def _completed(facts: Facts, created: int) -> dict[str, Any]:
 
 def _expired(facts: Facts, created: int) -> dict[str, Any]:
     session = _session(facts, created, status="expired", paid="unpaid")
-    return session | {"customer": None, "subscription": None, "after_expiration": None}
+    return session | {
+        "customer": None,
+        "subscription": None,
+        "invoice": None,
+        "after_expiration": None,
+    }
 
 
 def _invoice(facts: Facts, created: int, *, paid: bool) -> dict[str, Any]:
     number = _digest("invoice", f"{facts.customer_id}{created}")[:8].upper()
     total = facts.amount + facts.tax
     taxed = {
-        "subtotal": facts.amount,
-        "total": total,
         "tax": facts.tax,
         "total_tax_amounts": [
             {
@@ -199,6 +336,9 @@ def _invoice(facts: Facts, created: int, *, paid: bool) -> dict[str, Any]:
     return (taxed if facts.tax else {}) | {
         "id": "in_" + secrets.token_hex(12),
         "object": "invoice",
+        # Stripe always sends them, taxed or not.
+        "subtotal": facts.amount,
+        "total": total,
         "amount_due": total,
         "amount_paid": total if paid else 0,
         "attempt_count": 1,
@@ -255,6 +395,11 @@ CATALOGUE_VERBS = ("created", "updated", "deleted")
 def _catalogue_price(facts: Facts) -> dict[str, Any]:
     found = next((p for p in catalogue.PRICES if p["id"] == facts.price), None)
     return dict(found) if found else {**_price(facts), "product": "prod_demo_team"}
+
+
+def _catalogue_price_of(price_id: str) -> dict[str, Any]:
+    found = next((p for p in catalogue.PRICES if p["id"] == price_id), None)
+    return found or {"id": price_id, "product": "prod_demo_team"}
 
 
 def _catalogue_product(facts: Facts) -> dict[str, Any]:

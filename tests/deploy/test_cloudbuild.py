@@ -21,6 +21,8 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.helpers import HANG_GUARD
+
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG = ROOT / "cloudbuild.yaml"
 # Every page a reader may copy commands from.
@@ -223,7 +225,7 @@ def _help(gcloud: str, words: tuple[str, ...]) -> Help:
     env = {**os.environ, "CLOUDSDK_CORE_DISABLE_PROMPTS": "1"}
     env["CLOUDSDK_COMPONENT_MANAGER_DISABLE_UPDATE_CHECK"] = "1"
     result = subprocess.run(
-        [gcloud, *words, "--help"], capture_output=True, text=True, env=env, timeout=120
+        [gcloud, *words, "--help"], capture_output=True, text=True, env=env, timeout=HANG_GUARD
     )
     text = _ANSI.sub("", result.stdout)
     name = re.search(r"^NAME\n\s+gcloud ([a-z0-9 -]+?) - ", text, re.M)

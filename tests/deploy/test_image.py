@@ -40,7 +40,7 @@ from tests.conftest import serving
 from tests.deploy import topology
 from tests.deploy.conftest import Image
 from tests.fakes.resend import FakeResend
-from tests.helpers import create_user, stripe_event, stripe_signature, wait_for
+from tests.helpers import HANG_GUARD, create_user, stripe_event, stripe_signature, wait_for
 from tests.pubsub_fixtures import (
     PubSub,
     pubsub_fixture,  # noqa: F401  # fixture: pytest finds it by name
@@ -94,7 +94,7 @@ class Containers:
         )
         container = Container(name, target, f"http://127.0.0.1:{port}")
         self.started.append(container)
-        wait_for(lambda: _answers(container.url) or not self.running(name), timeout=60)
+        wait_for(lambda: _answers(container.url) or not self.running(name))
         assert self.running(name), f"{target} exited:\n{self.logs(name)}"
         container.first_answer = time.monotonic() - began
         return container
@@ -136,7 +136,7 @@ def in_image(image: Image, *command: str) -> subprocess.CompletedProcess[str]:
         *("run", "--rm", *image.engine.run_options, f"--entrypoint={entry}", image.tag, *args),
         check=False,
         capture=True,
-        timeout=120,
+        timeout=HANG_GUARD,
     )
 
 
@@ -167,7 +167,11 @@ def front(google: LocalGoogle) -> Iterator[Callable[..., CloudRunFront]]:
         def start(url: str, *, account: str, audience: str) -> CloudRunFront:
             return stack.enter_context(
                 cloudrun_front.running(
-                    url, google, invokers=frozenset({account}), aliases=(audience,), timeout=60
+                    url,
+                    google,
+                    invokers=frozenset({account}),
+                    aliases=(audience,),
+                    timeout=HANG_GUARD,
                 )
             )
 
@@ -303,7 +307,7 @@ def test_production_without_secrets_exits_and_names_them(image: Image, target: s
         image.tag,
         check=False,
         capture=True,
-        timeout=120,
+        timeout=HANG_GUARD,
     )
     output = result.stdout + result.stderr
     assert result.returncode != 0, output[-2000:]
@@ -367,7 +371,7 @@ def test_the_loop_runs_in_containers_with_production_settings(
         for target, audience in audiences.items()
     }
     started = {t: containers.run(t, env | push.get(t, {}), mounts=mounts) for t in TARGETS}
-    health = requests.get(started["api"].url + "/healthz", timeout=10)
+    health = requests.get(started["api"].url + "/healthz", timeout=HANG_GUARD)
     assert health.status_code == 200
     assert health.json() == {"status": "ok"}
 
@@ -401,7 +405,7 @@ def test_the_loop_runs_in_containers_with_production_settings(
             "Stripe-Signature": stripe_signature(body, secret=WEBHOOK_SECRET),
             "Content-Type": "application/json",
         },
-        timeout=15,
+        timeout=HANG_GUARD,
     )
     assert answer.status_code == 200, containers.logs(started["api"].name)
     assert answer.json() == {}
@@ -410,8 +414,8 @@ def test_the_loop_runs_in_containers_with_production_settings(
         rows = db.fetch_all("select has_access from public.profiles where id = %s", (user,))
         return bool(rows and rows[0]["has_access"])
 
-    wait_for(granted, timeout=60)
-    wait_for(lambda: resend_fake.delivered, timeout=60)
+    wait_for(granted)
+    wait_for(lambda: resend_fake.delivered)
     [sent] = resend_fake.delivered
     assert sent["to"] == ["image@example.com"], json.dumps(sent)[:500]
     assert "Idempotency-Key" in resend_fake.server.calls("POST", "/emails")[0].headers

@@ -40,7 +40,7 @@ from tests.deploy.test_cloudbuild import (
     gcloud_calls,
 )
 from tests.fakes.resend import FakeResend
-from tests.helpers import create_user, stripe_event
+from tests.helpers import HANG_GUARD, create_user, stripe_event
 from tests.subscribers.test_access import completed, post_event
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -219,7 +219,12 @@ def run_apply(tmp_path: Path, *, alert_email: str) -> list[str]:
         "ALERT_EMAIL": alert_email,
     }
     done = subprocess.run(
-        ["bash", str(APPLY)], env=env, capture_output=True, text=True, check=False, timeout=60
+        ["bash", str(APPLY)],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=HANG_GUARD,
     )
     assert done.returncode == 0, done.stderr
     return calls.read_text().splitlines()
@@ -377,10 +382,10 @@ def test_an_events_life_is_counted_by_the_metrics_filters(
     body = stripe_event("checkout.session.completed", completed(user))
     event_id = json.loads(body)["id"]
     assert post_event(api, body).status_code == 200
-    assert api.container.bus.wait_idle()  # type: ignore[attr-defined]
+    assert api.container.bus.wait_idle(HANG_GUARD)  # type: ignore[attr-defined]
     first = json_lines()
     assert post_event(api, body).status_code == 200  # Stripe sends it again
-    assert api.container.bus.wait_idle()  # type: ignore[attr-defined]
+    assert api.container.bus.wait_idle(HANG_GUARD)  # type: ignore[attr-defined]
     again = json_lines()
 
     [published] = selected_by("events-published", first)

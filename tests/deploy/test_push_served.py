@@ -19,7 +19,7 @@ from dev.local_google import PUSH_ACCOUNT, LocalGoogle, id_token_claims, remove_
 from dev.pubsub_emulator import free_port
 from dev.samples.catalogue import seed_demo_products
 from tests.deploy import test_serve
-from tests.helpers import create_user
+from tests.helpers import HANG_GUARD, create_user
 from tests.subscribers.test_targets import completed_body, profile_access, push_envelope
 
 INVOKERS = frozenset({PUSH_ACCOUNT})
@@ -54,7 +54,9 @@ def push(url: str, db: Database, token: str | None) -> tuple[int, bool]:
     user = create_user(db, f"{time.monotonic_ns()}@example.com")
     body = completed_body(user, event_id=f"evt_{time.monotonic_ns()}")
     headers = {"Authorization": f"Bearer {token}"} if token else {}
-    response = requests.post(url + "/", json=push_envelope(body), headers=headers, timeout=15)
+    response = requests.post(
+        url + "/", json=push_envelope(body), headers=headers, timeout=HANG_GUARD
+    )
     return response.status_code, profile_access(db, user)
 
 
@@ -102,7 +104,7 @@ def test_every_other_token_is_401_at_the_target(
 
 
 def test_health_check_answers_without_a_token_and_nothing_else_does(access: str) -> None:
-    health = requests.get(access + "/healthz", timeout=5)
+    health = requests.get(access + "/healthz", timeout=HANG_GUARD)
     assert (health.status_code, health.json()) == (200, {"status": "ok"})
-    assert requests.post(access + "/healthz", timeout=5).status_code == 401
-    assert requests.get(access + "/", timeout=5).status_code == 401
+    assert requests.post(access + "/healthz", timeout=HANG_GUARD).status_code == 401
+    assert requests.get(access + "/", timeout=HANG_GUARD).status_code == 401

@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 
 from tests.deploy import topology
+from tests.helpers import HANG_GUARD
 
 FAKE = Path(__file__).with_name("fake_gcloud.py")
 PROJECT = "acme-prod"
@@ -82,7 +83,7 @@ class Cloud:
                 },
                 capture_output=True,
                 text=True,
-                timeout=120,
+                timeout=HANG_GUARD,
                 check=False,
             )
             if result.returncode:

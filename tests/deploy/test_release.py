@@ -17,6 +17,7 @@ import yaml
 
 from tests.conftest import Api
 from tests.deploy import topology
+from tests.helpers import HANG_GUARD
 
 DIGEST = "europe-west1-docker.pkg.dev/p/saas/backend@sha256:" + "a" * 64
 TAG = "b-dry-run"  # the BUILD_ID of the dry run is "dry-run"
@@ -101,7 +102,7 @@ def run_smoke(url: str, secret: str) -> subprocess.CompletedProcess[str]:
         env=env,
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=HANG_GUARD,
         check=False,
     )
 

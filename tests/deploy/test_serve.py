@@ -25,7 +25,7 @@ from dev import local_google
 from dev.local_google import PUSH_ACCOUNT, LocalGoogle
 from dev.processes import environment
 from dev.samples.catalogue import seed_demo_products
-from tests.helpers import create_user, stripe_event, wait_for
+from tests.helpers import HANG_GUARD, create_user, stripe_event, wait_for
 from tests.subscribers.test_targets import completed_body, profile_access, push_envelope
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -71,7 +71,7 @@ def start(target: str, env: dict[str, str], log: Path) -> tuple[subprocess.Popen
 
 def answers(url: str) -> bool:
     try:
-        requests.get(url + "/healthz", timeout=5)
+        requests.get(url + "/healthz", timeout=HANG_GUARD)
     except requests.RequestException:
         return False
     return True
@@ -88,7 +88,7 @@ def serve(
         log = tmp_path / f"{target}.log"
         process, url = start(target, environment(settings_factory(**overrides)), log)
         processes.append(process)
-        wait_for(lambda: answers(url) or process.poll() is not None, timeout=30)
+        wait_for(lambda: answers(url) or process.poll() is not None)
         assert process.poll() is None, log.read_text()
         return url
 
@@ -100,7 +100,7 @@ def serve(
 
 def test_api_answers_on_healthz(serve: Callable[..., str]) -> None:
     url = serve("api")
-    response = requests.get(url + "/healthz", timeout=5)
+    response = requests.get(url + "/healthz", timeout=HANG_GUARD)
     assert response.status_code == 200
     assert response.json() == {"status": "ok"}
 
@@ -119,20 +119,25 @@ def test_the_served_api_refuses_what_is_too_large_or_too_deep_with_a_4xx(
     url = serve("api")
     huge = b"[" * (2 * 1024 * 1024)
     json_type = {"Content-Type": "application/json"}
-    declared = requests.post(url + "/api/lead", data=huge, headers=json_type, timeout=30)
+    declared = requests.post(url + "/api/lead", data=huge, headers=json_type, timeout=HANG_GUARD)
     chunked = requests.post(
-        url + "/api/lead", data=iter([huge[:1024], huge[1024:]]), headers=json_type, timeout=30
+        url + "/api/lead",
+        data=iter([huge[:1024], huge[1024:]]),
+        headers=json_type,
+        timeout=HANG_GUARD,
     )
     for response in (declared, chunked):
         assert response.status_code == 413
         assert response.json() == {"error": "Request body too large"}
     session = storage_key(str(settings_factory().supabase_url))
-    deep = requests.get(url + "/api/me", headers={"Cookie": f"{session}={'[' * 1500}"}, timeout=5)
+    deep = requests.get(
+        url + "/api/me", headers={"Cookie": f"{session}={'[' * 1500}"}, timeout=HANG_GUARD
+    )
     assert deep.status_code == 401
     assert deep.json() == {"error": "Sign in required"}
     # A header past gunicorn's own limit (8190 bytes a field) never reaches the app: gunicorn
     # answers it, with a 4xx, and logs it as a warning.
-    long = requests.get(url + "/api/me", headers={"Cookie": "a=" + "x" * 9000}, timeout=5)
+    long = requests.get(url + "/api/me", headers={"Cookie": "a=" + "x" * 9000}, timeout=HANG_GUARD)
     assert 400 <= long.status_code < 500
     log = (tmp_path / "api.log").read_text()
     assert "Invalid request" in log
@@ -184,10 +189,10 @@ def test_subscriber_answers_a_push_request(
     table = "processed_events" if target == "access" else "sent_emails"
     count = f"select count(*) as n from public.{table}"  # noqa: S608
     # Without Pub/Sub's token, refused and nothing done.
-    assert requests.post(url, json=envelope, timeout=10).status_code == 401
+    assert requests.post(url, json=envelope, timeout=HANG_GUARD).status_code == 401
     assert db.fetch_all(count) == [{"n": 0}]
     token = {"Authorization": f"Bearer {google.token(audience=audience)}"}
-    response = requests.post(url, json=envelope, headers=token, timeout=10)
+    response = requests.post(url, json=envelope, headers=token, timeout=HANG_GUARD)
     assert response.status_code == 200
     assert db.fetch_all(count) == [{"n": 1}]
 
@@ -201,7 +206,9 @@ def test_a_subscriber_without_push_settings_refuses_every_push(
     user = create_user(db, "unguarded@example.com")
     body = completed_body(user)
     for headers in ({}, {"Authorization": f"Bearer {google.token(audience=url)}"}):
-        response = requests.post(url + "/", json=push_envelope(body), headers=headers, timeout=10)
+        response = requests.post(
+            url + "/", json=push_envelope(body), headers=headers, timeout=HANG_GUARD
+        )
         assert (response.status_code, response.json()) == (
             401,
             {"error": "Invalid or missing push token"},

@@ -26,6 +26,7 @@ import yaml
 from google.pubsub_v1.types import Subscription as SubscriptionProto
 
 from adapters.bus.topology import PushPolicy, subscription_name
+from tests.helpers import HANG_GUARD
 
 ROOT = Path(__file__).resolve().parents[2]
 CLOUDBUILD = ROOT / "cloudbuild.yaml"
@@ -252,7 +253,7 @@ def filters_written() -> str:
             env={"PATH": "/usr/bin:/bin", "HOME": scratch},
             capture_output=True,
             text=True,
-            timeout=60,
+            timeout=HANG_GUARD,
             check=True,
         )
         return (Path(scratch) / "filters").read_text()
@@ -314,7 +315,7 @@ def dry_run(
             env={**(env or {}), "GCLOUD_CALLS": str(calls), "PATH": "/usr/bin:/bin"},
             capture_output=True,
             text=True,
-            timeout=60,
+            timeout=HANG_GUARD,
             check=False,
         )
         if result.returncode != 0:

@@ -28,7 +28,7 @@ from dev.stack import with_auth_stand_in
 from services.errors import ServiceError
 from tests.conftest import Api
 from tests.fakes.supabase import PUBLISHABLE_KEY, SECRET_KEY
-from tests.helpers import stripe_event, wait_for
+from tests.helpers import HANG_GUARD, stripe_event, wait_for
 from tests.subscribers.test_access import completed, post_event
 from tests.test_config import PRODUCTION
 
@@ -54,7 +54,7 @@ def claims(token: str, auth: AuthStandIn) -> dict[str, Any]:
     """The token's claims, its signature checked against the stand-in's JWKS."""
     header = jwt.get_unverified_header(token)
     assert header["alg"] == "ES256"
-    keys = requests.get(f"{auth.url}/auth/v1/.well-known/jwks.json", timeout=5).json()
+    keys = requests.get(f"{auth.url}/auth/v1/.well-known/jwks.json", timeout=HANG_GUARD).json()
     [key] = [k for k in keys["keys"] if k["kid"] == header["kid"]]
     decoded: dict[str, Any] = jwt.decode(
         token, jwt.PyJWK(key).key, algorithms=["ES256"], audience="authenticated"
@@ -127,7 +127,7 @@ def test_sign_up_refuses_a_weak_password_and_a_taken_address(auth: AuthStandIn) 
         f"{auth.url}/auth/v1/signup",
         json={"email": "bad address", "password": "long enough"},
         headers={"apikey": PUBLISHABLE_KEY},
-        timeout=5,
+        timeout=HANG_GUARD,
     )
     assert old.status_code == 400
     assert old.json()["error_code"] == "validation_failed"
@@ -166,7 +166,7 @@ def test_a_refresh_after_a_purchase_carries_the_new_claims(
 
     post_event(api, stripe_event("checkout.session.completed", completed(session.user.id)))
     wait_for(lambda: db.fetch_all("select 1 from public.profiles where has_access"))
-    assert api.container.bus.wait_idle(15)  # type: ignore[attr-defined]
+    assert api.container.bus.wait_idle(HANG_GUARD)  # type: ignore[attr-defined]
 
     refreshed = browser.refresh_session().session
     assert refreshed is not None
@@ -201,7 +201,7 @@ def test_a_magic_link_signs_in_through_the_api_callback_with_pkce(
     assert link.startswith(f"{auth.url}/auth/v1/verify?")
     assert parse_qs(urlsplit(link).query)["type"] == ["magiclink"]
 
-    clicked = requests.get(link, allow_redirects=False, timeout=5)
+    clicked = requests.get(link, allow_redirects=False, timeout=HANG_GUARD)
     assert clicked.status_code == 303
     landed = clicked.headers["Location"]
     assert landed.startswith(callback + "?code=")
@@ -218,7 +218,7 @@ def test_a_magic_link_signs_in_through_the_api_callback_with_pkce(
     assert claims(session["access_token"], auth)["amr"][0]["method"] == "otp"
 
     # The link works once.
-    again = requests.get(link, allow_redirects=False, timeout=5)
+    again = requests.get(link, allow_redirects=False, timeout=HANG_GUARD)
     assert again.headers["Location"].startswith(callback + "#error=access_denied")
     assert "error_code=otp_expired" in again.headers["Location"]
 
@@ -228,9 +228,11 @@ def test_a_magic_link_without_pkce_hands_the_session_in_the_fragment(auth: AuthS
         f"{auth.url}/auth/v1/otp",
         json={"email": "implicit@example.com"},
         headers={"apikey": PUBLISHABLE_KEY},
-        timeout=5,
+        timeout=HANG_GUARD,
     ).raise_for_status()
-    landed = requests.get(auth.links[-1], allow_redirects=False, timeout=5).headers["Location"]
+    landed = requests.get(auth.links[-1], allow_redirects=False, timeout=HANG_GUARD).headers[
+        "Location"
+    ]
     site, _, fragment = landed.partition("#")
     assert site == auth.site_url
     handed = parse_qs(fragment)
@@ -248,13 +250,15 @@ def test_an_expired_link_and_an_unlisted_redirect_are_refused(
     evil = "https://evil.example/steal"
     requests.post(
         f"{auth.url}/auth/v1/otp", json=body, params={"redirect_to": evil}, headers=headers,
-        timeout=5,
+        timeout=HANG_GUARD,
     ).raise_for_status()  # fmt: skip
     assert parse_qs(urlsplit(auth.links[-1]).query)["redirect_to"] == [auth.site_url]
 
     monkeypatch.setattr(auth, "otp_expiry", -1)
-    requests.post(f"{auth.url}/auth/v1/otp", json=body, headers=headers, timeout=5)
-    late = requests.get(auth.links[-1], allow_redirects=False, timeout=5).headers["Location"]
+    requests.post(f"{auth.url}/auth/v1/otp", json=body, headers=headers, timeout=HANG_GUARD)
+    late = requests.get(auth.links[-1], allow_redirects=False, timeout=HANG_GUARD).headers[
+        "Location"
+    ]
     assert "error_code=otp_expired" in late
 
 
@@ -275,9 +279,11 @@ def test_a_user_made_by_the_cli_signs_in_by_link(auth: AuthStandIn, api: Api, db
         f"{auth.url}/auth/v1/otp",
         json={"email": "cli@example.com", "create_user": False},
         headers={"apikey": PUBLISHABLE_KEY},
-        timeout=5,
+        timeout=HANG_GUARD,
     ).raise_for_status()
-    landed = requests.get(auth.links[-1], allow_redirects=False, timeout=5).headers["Location"]
+    landed = requests.get(auth.links[-1], allow_redirects=False, timeout=HANG_GUARD).headers[
+        "Location"
+    ]
     token = parse_qs(landed.partition("#")[2])["access_token"][0]
     assert claims(token, auth)["sub"] == str(profile.id)
 
@@ -300,7 +306,7 @@ def test_user_and_logout(auth: AuthStandIn) -> None:
     user = requests.get(
         f"{auth.url}/auth/v1/user",
         headers={"apikey": PUBLISHABLE_KEY, "Authorization": f"Bearer {other.access_token}"},
-        timeout=5,
+        timeout=HANG_GUARD,
     )
     assert user.status_code == 403
     assert user.json()["error_code"] == "session_not_found"
@@ -310,7 +316,7 @@ def test_user_and_logout(auth: AuthStandIn) -> None:
 
 def test_the_gateway_and_cors(auth: AuthStandIn, monkeypatch: pytest.MonkeyPatch) -> None:
     url = f"{auth.url}/auth/v1/token?grant_type=password"
-    keyless = requests.post(url, json={}, timeout=5)
+    keyless = requests.post(url, json={}, timeout=HANG_GUARD)
     assert (keyless.status_code, keyless.json()) == (
         401,
         {"message": "No API key found in request"},
@@ -319,13 +325,18 @@ def test_the_gateway_and_cors(auth: AuthStandIn, monkeypatch: pytest.MonkeyPatch
         f"{auth.url}/auth/v1/admin/users",
         json={"email": "x@example.com"},
         headers={"apikey": PUBLISHABLE_KEY},
-        timeout=5,
+        timeout=HANG_GUARD,
     )
     assert admin.status_code == 401
     monkeypatch.setattr(auth, "publishable_keys", frozenset({PUBLISHABLE_KEY}))
-    unknown = requests.post(url, json={}, headers={"apikey": "sb_publishable_other"}, timeout=5)
+    unknown = requests.post(
+        url, json={}, headers={"apikey": "sb_publishable_other"}, timeout=HANG_GUARD
+    )
     assert (unknown.status_code, unknown.json()) == (401, {"message": "Invalid API key"})
-    assert requests.post(url, json={}, headers={"apikey": SECRET_KEY}, timeout=5).status_code == 400
+    assert (
+        requests.post(url, json={}, headers={"apikey": SECRET_KEY}, timeout=HANG_GUARD).status_code
+        == 400
+    )
 
     frontend = "http://localhost:5173"
     monkeypatch.setattr(auth, "origins", frozenset({frontend}))
@@ -334,11 +345,13 @@ def test_the_gateway_and_cors(auth: AuthStandIn, monkeypatch: pytest.MonkeyPatch
         "Access-Control-Request-Method": "POST",
         "Access-Control-Request-Headers": "apikey, content-type, x-supabase-api-version",
     }
-    preflight = requests.options(url, headers=asked, timeout=5)
+    preflight = requests.options(url, headers=asked, timeout=HANG_GUARD)
     assert preflight.status_code == 204
     assert preflight.headers["Access-Control-Allow-Origin"] == frontend
     assert "apikey" in preflight.headers["Access-Control-Allow-Headers"]
-    stranger = requests.options(url, headers={**asked, "Origin": "https://evil.example"}, timeout=5)
+    stranger = requests.options(
+        url, headers={**asked, "Origin": "https://evil.example"}, timeout=HANG_GUARD
+    )
     assert "Access-Control-Allow-Origin" not in stranger.headers
 
 
@@ -351,12 +364,14 @@ def test_keys_and_sessions_survive_a_restart(
         assert session.session is not None
         kids = [
             k["kid"]
-            for k in requests.get(f"{first.url}/auth/v1/.well-known/jwks.json", timeout=5).json()[
-                "keys"
-            ]
+            for k in requests.get(
+                f"{first.url}/auth/v1/.well-known/jwks.json", timeout=HANG_GUARD
+            ).json()["keys"]
         ]
     with running(database_url=database_url, state=state) as second:
-        again = requests.get(f"{second.url}/auth/v1/.well-known/jwks.json", timeout=5).json()
+        again = requests.get(
+            f"{second.url}/auth/v1/.well-known/jwks.json", timeout=HANG_GUARD
+        ).json()
         assert [k["kid"] for k in again["keys"]] == kids
         refreshed = client(second).refresh_session(session.session.refresh_token).session
         assert refreshed is not None
@@ -429,7 +444,7 @@ def landing(auth: AuthStandIn, wanted: str) -> str:
         json={"email": "where@example.com"},
         params={"redirect_to": wanted},
         headers={"apikey": PUBLISHABLE_KEY},
-        timeout=5,
+        timeout=HANG_GUARD,
     ).raise_for_status()
     [landed] = parse_qs(urlsplit(auth.links[-1]).query)["redirect_to"]
     return landed

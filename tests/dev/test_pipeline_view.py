@@ -27,7 +27,7 @@ from dev import pipeline_view, stripe_stand_in
 from dev import stack as local_stack
 from dev.samples.catalogue import seed_demo_products
 from tests.conftest import Api
-from tests.helpers import create_user, stripe_event, wait_for
+from tests.helpers import HANG_GUARD, create_user, stripe_event, wait_for
 from tests.subscribers.lifecycle_helpers import subscription
 from tests.subscribers.test_access import completed, post_event
 
@@ -57,7 +57,7 @@ def rendered(url: str, tmp_path: Path) -> str:
         ],
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=HANG_GUARD,
         check=False,
     )
     assert done.returncode == 0, done.stderr[-2000:]
@@ -118,9 +118,11 @@ def test_a_checkout_paid_on_stripes_page_lists_its_confirmation_with_its_event(
         )
         assert made.status_code == 200, made.text
         session = made.json()["url"].rsplit("/", 1)[-1]
-        paid = requests.post(f"{stand_in.url}/pay/{session}", data={"email": email}, timeout=30)
+        paid = requests.post(
+            f"{stand_in.url}/pay/{session}", data={"email": email}, timeout=HANG_GUARD
+        )
         assert paid.status_code == 200, paid.text
-        assert api.container.bus.wait_idle(15)  # type: ignore[attr-defined]
+        assert api.container.bus.wait_idle(HANG_GUARD)  # type: ignore[attr-defined]
         [event] = [e for e in stand_in.events if e["type"] == "checkout.session.completed"]
         [sent] = db.fetch_all("select event_id, kind, recipient from public.sent_emails")
         assert (sent["event_id"], sent["kind"]) == (f"granted_{session}", "purchase-confirmation")
@@ -144,7 +146,7 @@ def test_the_page_shows_each_event_its_outcomes_and_the_mail_it_caused(
     body = stripe_event("checkout.session.completed", completed(buyer))
     event_id = json.loads(body)["id"]
     assert post_event(api, body).status_code == 200
-    assert api.container.bus.wait_idle()  # type: ignore[attr-defined]
+    assert api.container.bus.wait_idle(HANG_GUARD)  # type: ignore[attr-defined]
     [ledger] = db.fetch_all(
         "select outcome from public.processed_events where event_id = %s and consumer = 'access'",
         (event_id,),
@@ -197,7 +199,7 @@ def test_an_event_no_one_could_apply_is_listed_as_a_dead_letter(
     event_id = json.loads(body)["id"]
     assert post_event(api, body).status_code == 200
     dead = api.container.bus.dead_letters  # type: ignore[attr-defined]
-    wait_for(lambda: any(event.id == event_id for _, event in dead), timeout=60)
+    wait_for(lambda: any(event.id == event_id for _, event in dead))
 
     dom = rendered(page, tmp_path)
 
@@ -207,5 +209,5 @@ def test_an_event_no_one_could_apply_is_listed_as_a_dead_letter(
 def test_an_e_mail_that_was_not_sent_is_not_found(api: Api, page: str) -> None:
     import requests
 
-    response = requests.get(page + "emails/evt_none/receipt", timeout=10)
+    response = requests.get(page + "emails/evt_none/receipt", timeout=HANG_GUARD)
     assert response.status_code == 404

@@ -24,7 +24,7 @@ from tests.adapters.bus.test_pubsub import (  # fixtures: pytest finds them by n
     has_access,
 )
 from tests.conftest import SETTINGS_VARIABLES
-from tests.helpers import create_user, stripe_event, wait_for
+from tests.helpers import HANG_GUARD, create_user, stripe_event, wait_for
 from tests.pubsub_fixtures import (  # noqa: F401
     access_target_fixture,
     api_server_fixture,
@@ -103,7 +103,7 @@ def test_make_run_prints_the_next_steps_and_writes_run_env_for_the_cli(
         cli_env = {**env, **{k: shlex.split(v)[0] for k, v in exported.items()}}
         synced = subprocess.run(
             [sys.executable, "-m", "flask", "--app", "main", "products", "sync"],
-            env=cli_env, capture_output=True, text=True, timeout=120, check=False,
+            env=cli_env, capture_output=True, text=True, timeout=HANG_GUARD, check=False,
         )  # fmt: skip
         assert "catalogue synced from Stripe: 3 price(s)" in synced.stdout, synced.stderr
     finally:
@@ -131,13 +131,13 @@ def test_make_run_serves_supabase_auth_beside_the_api(database_url: str, tmp_pat
             f"{server.url}/auth/v1/signup",
             json={"email": "page@example.com", "password": "long enough"},
             headers={"apikey": auth_stand_in.PUBLISHABLE_KEY, "Origin": site},
-            timeout=10,
+            timeout=HANG_GUARD,
         )
         assert signed_up.status_code == 200, signed_up.text
         assert signed_up.headers["Access-Control-Allow-Origin"] == site
         token = signed_up.json()["access_token"]
         me = requests.get(
-            f"{server.url}/api/me", headers={"Authorization": f"Bearer {token}"}, timeout=10
+            f"{server.url}/api/me", headers={"Authorization": f"Bearer {token}"}, timeout=HANG_GUARD
         )
         assert me.status_code == 200, me.text
         # `users token`, with run.env's settings, signs tokens the same API accepts.
@@ -150,12 +150,12 @@ def test_make_run_serves_supabase_auth_beside_the_api(database_url: str, tmp_pat
         cli_env = {**env, **{k: shlex.split(v)[0] for k, v in exported.items()}}
         printed = subprocess.run(
             [sys.executable, "-m", "flask", "--app", "main", "users", "token", "page@example.com"],
-            env=cli_env, capture_output=True, text=True, timeout=120, check=True,
+            env=cli_env, capture_output=True, text=True, timeout=HANG_GUARD, check=True,
         )  # fmt: skip
         cli = requests.get(
             f"{server.url}/api/me",
             headers={"Authorization": f"Bearer {printed.stdout.strip()}"},
-            timeout=10,
+            timeout=HANG_GUARD,
         )
         assert cli.status_code == 200, cli.text
     finally:

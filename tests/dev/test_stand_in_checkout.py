@@ -6,6 +6,7 @@ The commands the page prints deliver the same."""
 from __future__ import annotations
 
 import contextlib
+import re
 import shlex
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -24,7 +25,7 @@ from dev.stripe_stand_in import StripeStandIn
 from main import create_app
 from tests.conftest import Api
 from tests.dev.test_pipeline_view import rendered
-from tests.helpers import create_user, wait_for
+from tests.helpers import HANG_GUARD, create_user, wait_for
 from tests.subscribers.test_emails import outbox, text_of
 
 NS = {"h": "http://www.w3.org/1999/xhtml"}
@@ -101,7 +102,7 @@ def entitlements(db: Database, user: str) -> dict[str, dict[str, Any]]:
 
 def kinds_sent(api: Api, db: Database, email: str) -> set[str]:
     """The kinds of e-mail recorded as sent to `email`, once the bus is idle."""
-    assert api.container.bus.wait_idle(15)  # type: ignore[attr-defined]
+    assert api.container.bus.wait_idle(HANG_GUARD)  # type: ignore[attr-defined]
     rows = db.fetch_all("select kind from public.sent_emails where recipient = %s", (email,))
     return {r["kind"] for r in rows}
 
@@ -146,26 +147,32 @@ def test_the_page_pays_for_the_chosen_product_as_the_signed_in_buyer(
         ["customer.subscription.created"] if mode == "subscription" else []
     )
 
-    paid = requests.post(local.stand_in.url + action, data=fields, timeout=30)
+    paid = requests.post(local.stand_in.url + action, data=fields, timeout=HANG_GUARD)
 
     assert paid.status_code == 200, paid.text
     assert "-&gt; 200" in paid.text or "&rarr; 200" in paid.text
-    wait_for(lambda: bought(db, session), timeout=15)
+    wait_for(lambda: bought(db, session))
     [purchase] = bought(db, session)
     assert (purchase["user_id"], purchase["name"], purchase["paid"]) == (user, product, True)
     held = wait_for(lambda: entitlements(db, user).get(
         "subscription" if mode == "subscription" else "purchase"
-    ), timeout=15)  # fmt: skip
+    ))  # fmt: skip
     assert (held["price_id"], held["active"]) == (price, True)
     if mode == "subscription":
-        wait_for(lambda: entitlements(db, user)["subscription"]["current_period_end"], timeout=15)
+        wait_for(lambda: entitlements(db, user)["subscription"]["current_period_end"])
     # Signed in: no "you bought this while signed out" sign-in mail.
     assert kinds_sent(local.api, db, email) == {"purchase-confirmation"}
     text = confirmation_to(local.api, email)
     assert says in text
     assert f"The {BRAND} team" in text
+    # Its receipt link, found as in production in the session Stripe expands: the paid
+    # invoice's page (a subscription) or the payment's charge's receipt; it opens.
+    link = re.search(rf"{re.escape(local.stand_in.url)}/(invoice|receipt)/[a-z0-9_]+", text)
+    assert link is not None, text
+    assert link[1] == ("invoice" if mode == "subscription" else "receipt")
+    assert requests.get(link[0], timeout=5).status_code == 200
     # Paid once: the page says so and a second payment is refused.
-    again = requests.post(local.stand_in.url + action, data=fields, timeout=30)
+    again = requests.post(local.stand_in.url + action, data=fields, timeout=HANG_GUARD)
     assert again.status_code == 400
 
 
@@ -175,7 +182,7 @@ def test_the_printed_commands_record_the_same_purchase(local: Local, db: Databas
     user = create_user(db, email)
     page = checkout(local.api, user, email, "price_demo_pro_github", "payment")
     session = page.rsplit("/", 1)[-1]
-    html = requests.get(page, timeout=10).text
+    html = requests.get(page, timeout=HANG_GUARD).text
     [command] = commands_of(html)
     args = shlex.split(command)
     assert args[:5] == ["uv", "run", "flask", "--app", "main"]
@@ -185,7 +192,7 @@ def test_the_printed_commands_record_the_same_purchase(local: Local, db: Databas
     done = runner.invoke(args=[*args[5:], "--url", url])
 
     assert done.exit_code == 0, done.output
-    wait_for(lambda: bought(db, session), timeout=15)
+    wait_for(lambda: bought(db, session))
     [purchase] = bought(db, session)
     assert (purchase["user_id"], purchase["name"]) == (user, "Pro Repository")
     assert kinds_sent(local.api, db, email) == {"purchase-confirmation"}
@@ -196,10 +203,10 @@ def test_without_a_webhook_the_page_prints_the_commands_only() -> None:
         created = http.post(
             stand_in.url + "/v1/checkout/sessions",
             data={"mode": "payment", "line_items[0][price]": "price_x"},
-            timeout=10,
+            timeout=HANG_GUARD,
         ).json()
-        page = http.get(created["url"], timeout=10).text
-        paid = http.post(created["url"], data={"email": "a@example.com"}, timeout=10)
+        page = http.get(created["url"], timeout=HANG_GUARD).text
+        paid = http.post(created["url"], data={"email": "a@example.com"}, timeout=HANG_GUARD)
     assert "<form" not in page
     assert commands_of(page) == [
         "uv run flask --app main events send checkout.session.completed --email"

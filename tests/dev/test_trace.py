@@ -26,7 +26,7 @@ from config import Settings
 from core.announcements import announced_ids
 from dev import stack as local_stack
 from runtime import logs
-from tests.helpers import create_user, stripe_event, stripe_signature, wait_for
+from tests.helpers import HANG_GUARD, create_user, stripe_event, stripe_signature, wait_for
 from tests.pubsub_fixtures import PubSub, pubsub_fixture  # noqa: F401  # fixture by name
 from tests.subscribers.lifecycle_helpers import subscription
 from tests.subscribers.test_access import completed
@@ -84,7 +84,7 @@ def test_a_webhook_requests_trace_reaches_the_access_and_email_lines(
             "Content-Type": "application/json",
             "traceparent": f"00-{TRACE_ID}-{WEBHOOK_SPAN}-01",
         },
-        timeout=10,
+        timeout=HANG_GUARD,
     )
     assert response.status_code == 200
     wait_for(
@@ -92,7 +92,6 @@ def test_a_webhook_requests_trace_reaches_the_access_and_email_lines(
             "select 1 from public.sent_emails where event_id = any(%s)",
             (list(announced_ids(event_id, json.loads(body)["data"]["object"]["id"])),),
         ),
-        timeout=60,
     )
 
     access = settings.data_dir / "access.log"
@@ -129,7 +128,7 @@ def test_a_failing_push_is_an_error_report_of_its_service_under_the_trace(
             "Content-Type": "application/json",
             "traceparent": f"00-{trace_id}-{WEBHOOK_SPAN}-01",
         },
-        timeout=10,
+        timeout=HANG_GUARD,
     )
     assert response.status_code == 200
 
@@ -142,7 +141,7 @@ def test_a_failing_push_is_an_error_report_of_its_service_under_the_trace(
             if line["severity"] == "ERROR" and str(line.get(logs.TRACE_KEY, "")).endswith(trace_id)
         ]
 
-    [error, *_] = wait_for(errors, timeout=30)
+    [error, *_] = wait_for(errors)
     assert error["@type"] == logs.REPORTED_ERROR_TYPE
     assert error["serviceContext"] == {"service": "access", "version": "access-00001-local"}
     assert "ProfileNotLinked" in error["stack_trace"]

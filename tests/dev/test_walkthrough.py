@@ -16,7 +16,7 @@ from pathlib import Path
 from adapters.db.pool import Database
 from dev import pubsub_emulator
 from tests.conftest import SETTINGS_VARIABLES
-from tests.helpers import wait_for
+from tests.helpers import HANG_GUARD, wait_for
 from tests.pubsub_fixtures import spawn
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -46,7 +46,7 @@ def run(block: str, *, data: Path, port: int) -> str:
         env=env,
         capture_output=True,
         text=True,
-        timeout=180,
+        timeout=HANG_GUARD,
         check=False,
     )
     assert done.returncode == 0, done.stdout + done.stderr[-3000:]

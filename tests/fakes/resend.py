@@ -1,5 +1,7 @@
 """Resend's POST /emails as documented: idempotency keys, its error shapes, its rate limit; and
-GET /emails/{id}, a sent e-mail as Resend keeps it."""
+GET /emails/{id}, a sent e-mail as Resend keeps it. Every exchange is held against Resend's
+published OpenAPI document (tests/fakes/resend_openapi.py): what either side says that the
+document refuses is kept in `nonconforming`, and the fixtures serving the fake fail on it."""
 
 from __future__ import annotations
 
@@ -8,7 +10,9 @@ import threading
 import time
 import uuid
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import wraps
 from typing import Any
 
 from werkzeug.wrappers import Request, Response
@@ -33,17 +37,50 @@ class FakeResend:
     latency: float = 0.0
     max_in_flight: int = 0
     _in_flight: int = 0
-    # Cleared, Resend answers nothing until it is set again (a slow API, as seen from here).
+    # Cleared, Resend answers nothing until it is set again (a stuck API, as seen from here);
+    # `reset` sets it.
     responding: threading.Event = field(default_factory=threading.Event)
     _recent: deque[float] = field(default_factory=deque)
     _by_key: dict[str, dict[str, Any]] = field(default_factory=dict)
     _by_id: dict[str, dict[str, Any]] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    # Each exchange checked against Resend's OpenAPI document (off only where the checks' own
+    # cost would distort a measurement: the bench's sink). What the document refuses, one line
+    # each, kept through `reset` so that a fixture serving the fake across tests still sees it.
+    conformance: bool = True
+    nonconforming: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.responding.set()
-        self.server.route("/emails", ("POST",), self._send)
-        self.server.route("/emails/<email_id>", ("GET",), self._get)
+        # Every route through the check: a route added here is held against the document too.
+        routes = (("/emails", "POST", self._send), ("/emails/<email_id>", "GET", self._get))
+        for rule, method, handler in routes:
+            self.server.route(rule, (method,), self._checked(handler))
+
+    def _checked(self, handler: Callable[..., Response]) -> Callable[..., Response]:
+        @wraps(handler)
+        def answer(request: Request, **args: str) -> Response:
+            response = handler(request, **args)
+            if self.conformance:
+                from tests.fakes.resend_openapi import nonconformities  # a second to import
+
+                found = nonconformities(request, response)
+                with self._lock:
+                    self.nonconforming.extend(found)
+            return response
+
+        return answer
+
+    def sent_ids(self) -> list[str]:
+        """The ids Resend gave the e-mails it took, in order."""
+        with self._lock:
+            return list(self._by_id)
+
+    def assert_conforms(self) -> None:
+        """Fail when anything the product sent or the fake answered broke Resend's document."""
+        assert self.nonconforming == [], "Resend's OpenAPI document refuses:\n" + "\n".join(
+            self.nonconforming
+        )
 
     def reset(self) -> None:
         self.server.reset()
@@ -71,7 +108,7 @@ class FakeResend:
             self.failures_left = 0
 
     def _send(self, request: Request) -> Response:
-        self.responding.wait(timeout=30)
+        self.responding.wait()  # until the test lets Resend answer again
         with self._lock:
             self._in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self._in_flight)
@@ -92,22 +129,23 @@ class FakeResend:
         if sent is None:
             body = {"statusCode": 404, "name": "not_found", "message": "Email not found"}
             return json_response(body, 404)
-        return json_response(
-            {
-                "object": "email",
-                "id": email_id,
-                "to": sent["to"] if isinstance(sent["to"], list) else [sent["to"]],
-                "from": sent["from"],
-                "created_at": "2026-11-28 12:00:00.000000+00",
-                "subject": sent["subject"],
-                "html": sent.get("html"),
-                "text": sent.get("text"),
-                "bcc": None,
-                "cc": None,
-                "reply_to": sent.get("reply_to"),
-                "last_event": "delivered",
-            }
-        )
+        kept = {
+            "object": "email",
+            "id": email_id,
+            "to": _listed(sent["to"]),
+            "from": sent["from"],
+            "created_at": "2026-11-28 12:00:00.000000+00",
+            "subject": sent["subject"],
+            # Lists, empty when none were sent: the document types the three as arrays.
+            "bcc": _listed(sent.get("bcc")),
+            "cc": _listed(sent.get("cc")),
+            "reply_to": _listed(sent.get("reply_to")),
+            "last_event": "delivered",
+        }
+        # A body sent without its HTML or text part has none to give back (the document types
+        # both as strings, never null).
+        kept.update({part: sent[part] for part in ("html", "text") if part in sent})
+        return json_response(kept)
 
     def _rate_headers(self) -> dict[str, str]:
         """Resend's `ratelimit-*` headers on every answer, while a limit is set."""
@@ -157,3 +195,11 @@ class FakeResend:
             return True
         self._recent.append(now)
         return False
+
+
+def _listed(addresses: str | list[str] | None) -> list[str]:
+    """A request's address field (one address or a list; absent) as Resend's e-mail object
+    lists it."""
+    if addresses is None:
+        return []
+    return [addresses] if isinstance(addresses, str) else list(addresses)

@@ -83,7 +83,7 @@ def run(scenario: Scenario, rig: Rig, knobs: Knobs = Knobs()) -> Report:
     started = time.monotonic()
     _seed_database(scenario, rig.database_url)
     for session in scenario.sessions():
-        rig.stripe.sessions[str(session["id"])] = session
+        rig.stripe.hold_session(session)
     rig.stripe.meters["mtr_faultrun"] = shapes.meter(
         "mtr_faultrun", display_name="Generations", event_name=METER, created=int(time.time())
     )

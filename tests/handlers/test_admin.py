@@ -24,7 +24,7 @@ from dev.stripe_stand_in import StripeStandIn
 from main import create_app
 from tests.adapters.db.test_schema import as_role
 from tests.conftest import Api
-from tests.helpers import create_user, stripe_event, wait_for
+from tests.helpers import HANG_GUARD, create_user, stripe_event, wait_for
 from tests.subscribers.lifecycle_helpers import MONTHLY, post_event, session, settle, subscription
 
 REASON = "Stripe was down when Ada paid; she wrote to support"
@@ -51,7 +51,9 @@ def make_admin(db: Database, email: str = "founder@example.com") -> str:
 
 
 def call(api: Api, method: str, path: str, **kwargs: Any) -> requests.Response:
-    return requests.request(method, api.url + path, timeout=30, allow_redirects=False, **kwargs)
+    return requests.request(
+        method, api.url + path, timeout=HANG_GUARD, allow_redirects=False, **kwargs
+    )
 
 
 def admin_routes(api: Api) -> list[tuple[str, str]]:
@@ -155,7 +157,7 @@ def test_admin_mfa_off_is_said_at_start_and_refused_in_production(
     with pytest.raises(SettingsError, match="ADMIN_MFA must be `required` in production"):
         settings_factory(app_env="production", admin_mfa="off")
     api = api_factory(admin_mfa="off")
-    requests.get(api.url + "/healthz", timeout=10)
+    requests.get(api.url + "/healthz", timeout=HANG_GUARD)
     assert "ADMIN_MFA=off" in caplog.text
     admin = make_admin(db)
     relaxed = api.get(
@@ -232,7 +234,7 @@ def test_a_checkout_that_dead_lettered_is_found_replayed_and_gives_access(
     stripe_fake.events.insert(0, event)  # Stripe keeps the events it sent
     post_event(api, body)
     dead = api.container.bus.dead_letters  # type: ignore[attr-defined]
-    wait_for(lambda: any(e.id == event["id"] for _, e in dead), timeout=90)
+    wait_for(lambda: any(e.id == event["id"] for _, e in dead))
     with db.transaction() as conn:
         conn.execute(
             "insert into auth.users (id, email, raw_user_meta_data) values (%s, %s, '{}')",

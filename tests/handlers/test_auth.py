@@ -20,6 +20,7 @@ from adapters.supabase_auth import (
 from config import SettingsError
 from dev.auth_stand_in import AuthStandIn
 from tests.conftest import Api
+from tests.helpers import HANG_GUARD
 
 USER = "7b0e1f5e-2f44-4a53-9a3c-0d3f1f0b6d01"
 
@@ -150,7 +151,7 @@ def test_a_new_account_gets_one_welcome_mail(api: Api, fakes: Any, db: Database)
     now = datetime.now(UTC).isoformat()
     sign_in(api, fakes[1], created_at=now)
     sign_in(api, fakes[1], created_at=now)
-    assert api.container.bus.wait_idle()  # type: ignore[attr-defined]
+    assert api.container.bus.wait_idle(HANG_GUARD)  # type: ignore[attr-defined]
     [mail] = welcome_mails(api)
     assert "To: new@example.com" in mail
     assert "Welcome" in mail
@@ -161,5 +162,5 @@ def test_a_new_account_gets_one_welcome_mail(api: Api, fakes: Any, db: Database)
 
 def test_an_old_account_signing_in_gets_no_welcome_mail(api: Api, fakes: Any) -> None:
     sign_in(api, fakes[1], created_at="2025-01-01T00:00:00Z")
-    assert api.container.bus.wait_idle()  # type: ignore[attr-defined]
+    assert api.container.bus.wait_idle(HANG_GUARD)  # type: ignore[attr-defined]
     assert welcome_mails(api) == []

@@ -18,6 +18,7 @@ from dev.samples.catalogue import seed_demo_products
 from dev.stripe_stand_in import StripeStandIn
 from tests.conftest import Api
 from tests.handlers.test_payments import URLS, checkout, signed_in
+from tests.helpers import HANG_GUARD
 
 ONE_TIME = "price_demo_starter_one_time"
 MONTHLY = "price_demo_team_monthly"
@@ -111,7 +112,7 @@ def refusal(stand_in: StripeStandIn, form: dict[str, Any]) -> dict[str, Any]:
         "cancel_url": URLS["cancelUrl"],
     }
     response = requests.post(
-        f"{stand_in.url}/v1/checkout/sessions", data={**base, **form}, timeout=5
+        f"{stand_in.url}/v1/checkout/sessions", data={**base, **form}, timeout=HANG_GUARD
     )
     assert response.status_code == 400, response.text
     error: dict[str, Any] = response.json()["error"]
@@ -169,7 +170,7 @@ def test_automatic_tax_needs_an_address_it_can_collect(stripe: StripeStandIn) ->
             "success_url": URLS["successUrl"],
             **form,
         },
-        timeout=5,
+        timeout=HANG_GUARD,
     )
     assert response.status_code == 200, response.text
 

@@ -16,7 +16,7 @@ from dev.auth_stand_in import AuthStandIn
 from dev.samples.catalogue import seed_demo_products
 from dev.stripe_stand_in import StripeStandIn
 from tests.conftest import Api
-from tests.helpers import create_user, stripe_event
+from tests.helpers import HANG_GUARD, create_user, stripe_event
 from tests.subscribers.test_access import completed, post_event
 
 PATH = "/api/payments/complete-checkout"
@@ -41,8 +41,7 @@ def paid_session(
     }
     if user_id:
         found["metadata"] = {**found["metadata"], "user_id": user_id}
-    stripe.sessions[session] = found
-    return found
+    return stripe.hold_session(found)  # the session held: what changes it changes Stripe's
 
 
 def complete(api: Api, body: dict[str, Any], token: str | None = None) -> Any:
@@ -91,9 +90,9 @@ def test_route_first_then_webhook_grants_and_tells_once(
     session = paid_session(stripe, user_id)
     assert complete(api, {"sessionId": "cs_test_1"}, token).status_code == 200
     assert complete(api, {"sessionId": "cs_test_1"}, token).status_code == 200  # a reload
-    assert api.container.bus.wait_idle(15)  # type: ignore[attr-defined]
+    assert api.container.bus.wait_idle(HANG_GUARD)  # type: ignore[attr-defined]
     post_event(api, stripe_event("checkout.session.completed", session, event_id="evt_late"))
-    assert api.container.bus.wait_idle(15)  # type: ignore[attr-defined]
+    assert api.container.bus.wait_idle(HANG_GUARD)  # type: ignore[attr-defined]
     assert grants(db) == [{"source_id": "sub_1", "active": True}]
     assert confirmations(db) == [
         {"event_id": "granted_cs_test_1", "recipient": "buyer@example.com"}
@@ -113,11 +112,11 @@ def test_webhook_first_then_route_changes_nothing_and_tells_once(
     user_id, token = buyer(api, db)
     session = paid_session(stripe, user_id)
     post_event(api, stripe_event("checkout.session.completed", session, event_id="evt_first"))
-    assert api.container.bus.wait_idle(15)  # type: ignore[attr-defined]
+    assert api.container.bus.wait_idle(HANG_GUARD)  # type: ignore[attr-defined]
     response = complete(api, {"sessionId": "cs_test_1"}, token)
     assert response.status_code == 200
     assert response.json()["hasAccess"] is True
-    assert api.container.bus.wait_idle(15)  # type: ignore[attr-defined]
+    assert api.container.bus.wait_idle(HANG_GUARD)  # type: ignore[attr-defined]
     assert grants(db) == [{"source_id": "sub_1", "active": True}]
     assert confirmations(db) == [
         {"event_id": "granted_cs_test_1", "recipient": "buyer@example.com"}
@@ -139,10 +138,10 @@ def test_a_refund_applied_first_is_not_undone(
     session["metadata"] = {"price_id": ONE_TIME, "user_id": user_id}
     now = int(time.time())
     post_event(api, stripe_event("checkout.session.completed", session, created=now - 30))
-    assert api.container.bus.wait_idle(15)  # type: ignore[attr-defined]
+    assert api.container.bus.wait_idle(HANG_GUARD)  # type: ignore[attr-defined]
     refund = {"id": "ch_1", "payment_intent": "pi_1", "amount_refunded": 1900, "refunded": True}
     post_event(api, stripe_event("charge.refunded", refund, created=now))
-    assert api.container.bus.wait_idle(15)  # type: ignore[attr-defined]
+    assert api.container.bus.wait_idle(HANG_GUARD)  # type: ignore[attr-defined]
     response = complete(api, {"sessionId": "cs_test_1"}, token)
     assert response.status_code == 200
     assert response.json()["hasAccess"] is False
@@ -271,7 +270,7 @@ def test_a_guest_completes_with_the_token_of_their_success_url(
     assert "guest@example.com" not in response.text
     assert response.headers["Cache-Control"] == "private, no-store"
     post_event(api, stripe_event("checkout.session.completed", session))
-    assert api.container.bus.wait_idle(15)  # type: ignore[attr-defined]
+    assert api.container.bus.wait_idle(HANG_GUARD)  # type: ignore[attr-defined]
     assert confirmations(db) == [
         {"event_id": "granted_cs_test_1", "recipient": "guest@example.com"}
     ]
@@ -330,7 +329,7 @@ def victim_with_a_purchase_and_a_team(
     )
     bought["metadata"] = {"price_id": PRO, "user_id": victim}
     post_event(api, stripe_event("checkout.session.completed", bought, event_id="evt_victim"))
-    assert api.container.bus.wait_idle(15)  # type: ignore[attr-defined]
+    assert api.container.bus.wait_idle(HANG_GUARD)  # type: ignore[attr-defined]
     team = api.post("/api/teams", json={"name": TEAM_NAME}, headers=bearer(token))
     assert team.status_code == 201
     return {"id": victim, "token": token, "team": team.json()["id"]}
@@ -412,7 +411,7 @@ def test_a_guest_is_told_their_own_grant_not_the_accounts_access(
     assert complete(api, {"sessionId": "cs_test_guest", "token": token}).status_code == 200
     ended = {"id": "sub_guest", "customer": "cus_guest", "status": "canceled"}
     post_event(api, stripe_event("customer.subscription.deleted", ended))
-    assert api.container.bus.wait_idle(15)  # type: ignore[attr-defined]
+    assert api.container.bus.wait_idle(HANG_GUARD)  # type: ignore[attr-defined]
     response = complete(api, {"sessionId": "cs_test_guest", "token": token})
     assert response.status_code == 200
     assert response.json()["applied"] is True

@@ -23,7 +23,7 @@ from runtime.container import Container
 from tests.conftest import Api
 from tests.fakes.http import serve
 from tests.handlers.test_usage import PLAN, deliver, invoice
-from tests.helpers import create_user
+from tests.helpers import HANG_GUARD, create_user
 from tests.subscribers.lifecycle_helpers import link
 
 bp = Blueprint("generate", __name__)
@@ -96,7 +96,7 @@ def ada(app: Api, db: Database) -> str:
 def call(app: Api, user: str, path: str, **headers: str) -> requests.Response:
     token = app.token(sub=user, email="ada@example.com")
     return requests.post(
-        app.url + path, headers={"Authorization": f"Bearer {token}", **headers}, timeout=10
+        app.url + path, headers={"Authorization": f"Bearer {token}", **headers}, timeout=HANG_GUARD
     )
 
 
@@ -106,7 +106,7 @@ def balance(db: Database) -> int:
 
 
 def test_a_route_that_consumes(app: Api, db: Database, ada: str) -> None:
-    assert requests.post(app.url + "/api/generate", timeout=10).status_code == 401
+    assert requests.post(app.url + "/api/generate", timeout=HANG_GUARD).status_code == 401
     assert call(app, ada, "/api/generate").status_code == 200
     assert balance(db) == 9
     assert call(app, ada, "/api/generate?fail=1").status_code == 503

@@ -12,7 +12,7 @@ from adapters.db.pool import Database
 from dev.samples.catalogue import seed_demo_products
 from tests.conftest import Api
 from tests.fakes.github import FakeGitHub
-from tests.helpers import create_user
+from tests.helpers import HANG_GUARD, create_user
 
 REPO = "example-org/saas-starter-pro"
 
@@ -64,7 +64,7 @@ def test_a_buyer_is_invited_once_and_told_once(
     assert calls[0].headers["Authorization"] == "token ghp_test"
     assert (REPO, "octocat") in github.collaborators
     assert grants(db) == [(user, "octocat")]
-    assert gh_api.container.bus.wait_idle()  # type: ignore[attr-defined]
+    assert gh_api.container.bus.wait_idle(HANG_GUARD)  # type: ignore[attr-defined]
     mails = list(Path(gh_api.container.settings.email_outbox_dir).glob("*.eml"))
     assert len(mails) == 1
     text = mails[0].read_text()

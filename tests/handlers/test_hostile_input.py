@@ -19,7 +19,7 @@ import requests
 from adapters.db.pool import Database
 from dev.samples.catalogue import seed_demo_products
 from tests.conftest import Api
-from tests.helpers import create_user, stripe_event, stripe_signature
+from tests.helpers import HANG_GUARD, create_user, stripe_event, stripe_signature
 
 DEEP = 1500  # past Python's recursion limit, and past orjson's (1024)
 
@@ -136,7 +136,7 @@ class Prober:
     def send(self, method: str, path: str, label: str, **kwargs: Any) -> Sent:
         try:
             response = requests.request(
-                method, self.api.url + path, timeout=30, allow_redirects=False, **kwargs
+                method, self.api.url + path, timeout=HANG_GUARD, allow_redirects=False, **kwargs
             )
         except requests.ConnectionError as exc:
             self.problems.append(f"{method} {path} {label}: connection failed ({exc})")

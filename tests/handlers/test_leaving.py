@@ -25,7 +25,7 @@ from main import create_app
 from tests.conftest import Api
 from tests.fakes.github import FakeGitHub
 from tests.fakes.supabase import SECRET_KEY
-from tests.helpers import create_user, wait_for
+from tests.helpers import HANG_GUARD, create_user, wait_for
 from tests.subscribers.test_access import post_event
 
 REPO = "example-org/saas-starter-pro"
@@ -68,7 +68,7 @@ def buy(api: Api, stripe: StripeStandIn, user_id: str, email: str, price: str, m
     session = list(stripe.sessions)[-1]
     for event in stripe.complete(session, email=email):
         assert post_event(api, json.dumps(event).encode()).status_code == 200
-    assert api.container.bus.wait_idle()  # type: ignore[attr-defined]
+    assert api.container.bus.wait_idle(HANG_GUARD)  # type: ignore[attr-defined]
     return session
 
 
@@ -87,7 +87,7 @@ def ada(
     assert granted.status_code == 200, granted.text
     github.accepted.add((REPO, "ada-l"))
     assert app.post("/api/lead", json={"email": ADA}).status_code == 200
-    assert app.container.bus.wait_idle()  # type: ignore[attr-defined]
+    assert app.container.bus.wait_idle(HANG_GUARD)  # type: ignore[attr-defined]
     return user
 
 
@@ -96,7 +96,7 @@ def delete(api: Api, user_id: str, body: Any = None, email: str = ADA) -> Any:
         api.url + "/api/me",
         json={"confirm": email} if body is None else body,
         headers=bearer(api, user_id, email),
-        timeout=30,
+        timeout=HANG_GUARD,
     )
 
 
@@ -195,7 +195,7 @@ def test_deleting_cancels_at_stripe_removes_github_deletes_the_user_and_keeps_bo
         )
         == []
     )
-    assert app.container.bus.wait_idle()  # type: ignore[attr-defined]
+    assert app.container.bus.wait_idle(HANG_GUARD)  # type: ignore[attr-defined]
     [goodbye] = goodbyes(app)
     assert f"To: {ADA}" in goodbye or ADA in goodbye
     [row] = db.fetch_all(
@@ -221,7 +221,7 @@ def test_the_cancellation_a_deletion_asked_for_is_settled_not_dead_lettered(
     # Stripe answers the cancellation with its event, about a customer no account has now.
     [ended] = [e for e in stripe.events if e["type"] == "customer.subscription.deleted"]
     assert post_event(app, json.dumps(ended).encode()).status_code == 200
-    assert app.container.bus.wait_idle()  # type: ignore[attr-defined]
+    assert app.container.bus.wait_idle(HANG_GUARD)  # type: ignore[attr-defined]
 
     [row] = db.fetch_all(
         "select outcome from public.processed_events where event_id = %s and consumer = 'access'",
@@ -373,7 +373,7 @@ def test_a_crash_between_any_two_steps_is_finished_by_a_retry(
     purchases = db.fetch_all("select user_id, customer_email from public.purchases")
     assert purchases
     assert all(p["customer_email"] is None for p in purchases)
-    assert app.container.bus.wait_idle()  # type: ignore[attr-defined]
+    assert app.container.bus.wait_idle(HANG_GUARD)  # type: ignore[attr-defined]
     wait_for(lambda: goodbyes(app))
     assert len(goodbyes(app)) == 1
     [done] = db.fetch_all("select finished_at, steps_done from public.account_deletions")

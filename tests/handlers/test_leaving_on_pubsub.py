@@ -26,7 +26,7 @@ from dev.samples.catalogue import seed_demo_products
 from dev.stripe_stand_in import StripeStandIn
 from tests.conftest import PRODUCTION_SECRETS, Api
 from tests.fakes.supabase import SECRET_KEY
-from tests.helpers import create_user, stripe_signature, wait_for
+from tests.helpers import HANG_GUARD, create_user, stripe_signature, wait_for
 from tests.pubsub_fixtures import (
     BIN,
     PROJECT,
@@ -122,7 +122,7 @@ def subscribed(api: Api, stripe: StripeStandIn, db: Database) -> str:
 
 def delete(api: Api, user_id: str) -> Any:
     return requests.delete(
-        api.url + "/api/me", json={"confirm": ADA}, headers=bearer(api, user_id), timeout=30
+        api.url + "/api/me", json={"confirm": ADA}, headers=bearer(api, user_id), timeout=HANG_GUARD
     )
 
 

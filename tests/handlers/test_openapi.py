@@ -15,6 +15,7 @@ from schemathesis.specs.openapi.checks import response_schema_conformance, statu
 from handlers.openapi import document
 from main import create_app
 from tests.conftest import Api
+from tests.helpers import HANG_GUARD
 
 # The document of an app with every route on (the sample-mail route included); built
 # in-process, which dials nothing. The fuzzing itself goes over HTTP to a real server.
@@ -23,7 +24,7 @@ schema = schemathesis.openapi.from_dict(DOCUMENT)
 
 
 def test_every_route_of_the_app_is_documented(api: Api) -> None:
-    served = requests.get(api.url + "/api/openapi.json", timeout=10).json()
+    served = requests.get(api.url + "/api/openapi.json", timeout=HANG_GUARD).json()
     routes = {
         # Flask names a path's parameters <name>, OpenAPI {name}.
         (re.sub(r"<(\w+)>", r"{\1}", rule.rule), method.lower())
@@ -43,7 +44,7 @@ def test_every_route_of_the_app_is_documented(api: Api) -> None:
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 def test_no_input_yields_a_server_error(case: Any, api: Api) -> None:
-    response = case.call(base_url=api.url, allow_redirects=False, timeout=15)
+    response = case.call(base_url=api.url, allow_redirects=False, timeout=HANG_GUARD)
     assert response.status_code < 500, (case.method, case.path, response.text[:300])
     if 400 <= response.status_code < 500:
         body = response.json()

@@ -15,7 +15,7 @@ from core.stripe_objects import CURRENT_VERSION
 from dev.samples.catalogue import seed_demo_products
 from tests.conftest import Api
 from tests.core.test_stripe_objects import current_invoice, fixture
-from tests.helpers import create_user, stripe_event
+from tests.helpers import HANG_GUARD, create_user, stripe_event
 from tests.subscribers.lifecycle_helpers import link
 from tests.subscribers.test_access import post_event
 from tests.subscribers.test_emails import outbox, text_of
@@ -63,7 +63,7 @@ def test_a_renewal_grants_and_its_receipt_names_the_product(
 ) -> None:
     body = stripe_event("invoice.paid", renewal(api_version), api_version=api_version)
     assert post_event(api, body).status_code == 200
-    assert api.container.bus.wait_idle(15)  # type: ignore[attr-defined]
+    assert api.container.bus.wait_idle(HANG_GUARD)  # type: ignore[attr-defined]
 
     [row] = db.fetch_all("select has_access from public.profiles where id = %s", (customer,))
     assert row["has_access"] is True
@@ -94,7 +94,7 @@ def test_a_scheduled_cancellation_says_when_access_ends(
         previous={"cancel_at_period_end": False},
     )
     assert post_event(api, body).status_code == 200
-    assert api.container.bus.wait_idle(15)  # type: ignore[attr-defined]
+    assert api.container.bus.wait_idle(HANG_GUARD)  # type: ignore[attr-defined]
 
     [mail] = [m for m in outbox(api) if "cancel" in m["Subject"].lower()]
     assert "December 31, 2026" in text_of(mail)
@@ -107,7 +107,7 @@ def test_an_event_of_a_version_the_service_does_not_read_is_refused_and_named(
     response = post_event(api, body)
     assert response.status_code == 400
     assert "Unsupported Stripe API version 2019-02-19 (api_version)" in response.json()["error"]
-    assert api.container.bus.wait_idle(15)  # type: ignore[attr-defined]
+    assert api.container.bus.wait_idle(HANG_GUARD)  # type: ignore[attr-defined]
     [row] = db.fetch_all("select has_access from public.profiles where id = %s", (customer,))
     assert row["has_access"] is False
     [logged] = [r for r in caplog.records if "2019-02-19" in r.getMessage()]

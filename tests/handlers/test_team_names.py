@@ -17,6 +17,7 @@ import requests
 from adapters.db.pool import Database
 from tests.conftest import Api
 from tests.handlers.test_teams import Person, invitation_token, join, new_team
+from tests.helpers import HANG_GUARD
 from tests.subscribers.lifecycle_helpers import settle
 from tests.subscribers.test_emails import outbox, text_of
 
@@ -161,7 +162,7 @@ def _invite(person: Person, team: str, email: str, address: str) -> requests.Res
         f"{person.api.url}/api/teams/{team}/invitations",
         json={"email": email, "role": "member"},
         headers=headers,
-        timeout=10,
+        timeout=HANG_GUARD,
     )
 
 
@@ -185,7 +186,7 @@ def test_a_team_sends_at_most_its_daily_invitations_whoever_sends_them(
     resent = requests.post(
         f"{api.url}/api/teams/{team}/invitations/{pending[0]['id']}/resend",
         headers={"Authorization": f"Bearer {ada.token}", "X-Forwarded-For": "192.0.2.7"},
-        timeout=10,
+        timeout=HANG_GUARD,
     )
 
     message = (
@@ -324,7 +325,7 @@ def test_someone_signed_in_without_an_address_cannot_send_an_invitation(
     token = api.token(sub=phone, email="")
     headers = {"Authorization": f"Bearer {token}"}
     created = requests.post(
-        f"{api.url}/api/teams", json={"name": "Night Owls"}, headers=headers, timeout=10
+        f"{api.url}/api/teams", json={"name": "Night Owls"}, headers=headers, timeout=HANG_GUARD
     )
     assert created.status_code == 201, created.text
 
@@ -332,7 +333,7 @@ def test_someone_signed_in_without_an_address_cannot_send_an_invitation(
         f"{api.url}/api/teams/{created.json()['id']}/invitations",
         json={"email": "bob@example.com", "role": "member"},
         headers=headers,
-        timeout=10,
+        timeout=HANG_GUARD,
     )
 
     assert answer.status_code == 403

@@ -30,7 +30,7 @@ from tests.handlers.test_team_billing import (
     team_subscription,
 )
 from tests.handlers.test_teams import Person, join, new_team
-from tests.helpers import stripe_event
+from tests.helpers import HANG_GUARD, stripe_event
 from tests.subscribers.lifecycle_helpers import link, post_event, settle
 from tests.subscribers.test_emails import outbox, text_of
 
@@ -242,7 +242,7 @@ def test_a_team_route_and_a_stripe_batch_on_one_team_take_turns(
                 stripe_event(f"customer.subscription.{kind}", grace_own, created=T0 + 100 + n),
             )
         ]
-        start = threading.Barrier(2, timeout=10)
+        start = threading.Barrier(2, timeout=HANG_GUARD)
 
         def route(start: threading.Barrier, role: str) -> int:
             start.wait()
@@ -256,8 +256,8 @@ def test_a_team_route_and_a_stripe_batch_on_one_team_take_turns(
         with ThreadPoolExecutor(2) as pool:
             routed = pool.submit(route, start, "admin" if n % 2 else "member")
             applied = pool.submit(pipeline, start, batch)
-            statuses.append(routed.result(timeout=30))
-            outcomes += applied.result(timeout=30)
+            statuses.append(routed.result(timeout=HANG_GUARD))
+            outcomes += applied.result(timeout=HANG_GUARD)
     settle(api)
 
     assert statuses == [200] * rounds
@@ -339,13 +339,15 @@ def test_lifetime_seats_bought_for_a_team_limit_its_members(
         "created": T0,
         "customer_details": {"email": "ada@example.com", "name": "Ada Lovelace"},
     }
-    stripe_fake.sessions["cs_test_lifetime01"] = {
-        **session,
-        "line_items": {
-            "object": "list",
-            "data": [{"id": "li_1", "quantity": 2, "price": {"id": LIFETIME_SEAT}}],
-        },
-    }
+    stripe_fake.hold_session(
+        {
+            **session,
+            "line_items": {
+                "object": "list",
+                "data": [{"id": "li_1", "quantity": 2, "price": {"id": LIFETIME_SEAT}}],
+            },
+        }
+    )
     post_event(api, stripe_event("checkout.session.completed", session, created=T0))
     settle(api)
 

@@ -10,7 +10,7 @@ import requests
 
 from adapters.db.pool import Database
 from tests.conftest import Api
-from tests.helpers import create_user
+from tests.helpers import HANG_GUARD, create_user
 from tests.subscribers.lifecycle_helpers import settle
 from tests.subscribers.test_emails import outbox, text_of
 
@@ -23,7 +23,9 @@ class Person:
 
     def call(self, method: str, path: str, body: Any = None) -> requests.Response:
         headers = {"Authorization": f"Bearer {self.token}"}
-        return requests.request(method, self.api.url + path, json=body, headers=headers, timeout=10)
+        return requests.request(
+            method, self.api.url + path, json=body, headers=headers, timeout=HANG_GUARD
+        )
 
 
 def new_team(owner: Person, name: str = "Analytical Engines") -> str:
@@ -84,7 +86,7 @@ def test_a_team_is_made_by_its_owner_and_hidden_from_strangers(api: Api, db: Dat
         answer = stranger.call(method, path, payload)
         assert answer.status_code == 404, (method, path, answer.text)
         assert answer.json() == {"error": "Team not found"}
-    assert requests.get(api.url + f"/api/teams/{team}", timeout=10).status_code == 401
+    assert requests.get(api.url + f"/api/teams/{team}", timeout=HANG_GUARD).status_code == 401
     assert Person(api, db, "nobody@example.com").call("GET", "/api/me").json()["teams"] == []
     assert ada.call("GET", "/api/me").json()["teams"] == [
         {

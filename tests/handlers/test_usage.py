@@ -17,7 +17,7 @@ from adapters.db.pool import Database
 from dev.samples.catalogue import price, product
 from dev.stripe_stand_in import StripeStandIn
 from tests.conftest import Api
-from tests.helpers import create_user, stripe_event
+from tests.helpers import HANG_GUARD, create_user, stripe_event
 from tests.subscribers.lifecycle_helpers import link, post_event, settle
 from tests.subscribers.test_emails import outbox, text_of
 
@@ -91,14 +91,14 @@ def use(api: Api, body: dict[str, Any], *, key: str = KEY) -> requests.Response:
         api.url + "/api/usage",
         json=body,
         headers={"Authorization": f"Bearer {key}"},
-        timeout=30,
+        timeout=HANG_GUARD,
     )
 
 
 def credits_of(api: Api, user: str) -> list[dict[str, Any]]:
     token = api.token(sub=user, email="ada@example.com")
     answer = requests.get(
-        api.url + "/api/me", headers={"Authorization": f"Bearer {token}"}, timeout=10
+        api.url + "/api/me", headers={"Authorization": f"Bearer {token}"}, timeout=HANG_GUARD
     )
     assert answer.status_code == 200
     found: list[dict[str, Any]] = answer.json()["credits"]
@@ -217,7 +217,7 @@ def test_a_wrong_key_is_401_an_unknown_account_404_and_a_reused_key_409(
     api, ada = usage_api
     body = {"userId": ada, "feature": "generations", "amount": 1, "key": "k1"}
     assert use(api, body, key="wrong").status_code == 401
-    assert requests.post(api.url + "/api/usage", json=body, timeout=10).status_code == 401
+    assert requests.post(api.url + "/api/usage", json=body, timeout=HANG_GUARD).status_code == 401
     stranger = {**body, "userId": "00000000-0000-4000-8000-000000000000"}
     assert use(api, stranger).json() == {"error": "No such user (userId)"}
     assert use(api, {**body, "teamId": stranger["userId"], "userId": None}).status_code == 404

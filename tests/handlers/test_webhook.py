@@ -11,7 +11,7 @@ import pytest
 from adapters.db.pool import Database
 from dev.samples.catalogue import seed_demo_products
 from tests.conftest import Api
-from tests.helpers import create_user, stripe_event, stripe_signature
+from tests.helpers import HANG_GUARD, create_user, stripe_event, stripe_signature
 from tests.subscribers.test_access import completed, post_event
 
 
@@ -22,7 +22,7 @@ def buyer(db: Database) -> str:
 
 
 def has_access(api: Api, db: Database, user_id: str) -> bool:
-    assert api.container.bus.wait_idle()  # type: ignore[attr-defined]
+    assert api.container.bus.wait_idle(HANG_GUARD)  # type: ignore[attr-defined]
     [row] = db.fetch_all("select has_access from public.profiles where id = %s", (user_id,))
     return bool(row["has_access"])
 

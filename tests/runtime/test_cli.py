@@ -15,6 +15,7 @@ import pytest
 
 from config import Settings
 from main import create_app
+from tests.helpers import HANG_GUARD
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 
@@ -32,7 +33,7 @@ def flask(*args: str, **env: str) -> subprocess.Popen[str]:
 
 
 def finished(process: subprocess.Popen[str]) -> tuple[int, list[str]]:
-    out, err = process.communicate(timeout=120)
+    out, err = process.communicate(timeout=HANG_GUARD)
     return process.returncode, (out + err).splitlines()
 
 
@@ -119,7 +120,7 @@ def test_events_send_without_a_database_says_so_in_one_line(tmp_path: Path) -> N
         env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)},
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=HANG_GUARD,
         check=False,
     )
     assert (result.returncode, result.stdout, result.stderr) == (1, "", NO_DATABASE + "\n")

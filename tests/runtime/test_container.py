@@ -10,7 +10,7 @@ import pytest
 
 from config import Settings
 from runtime.container import Container
-from tests.helpers import wait_for
+from tests.helpers import HANG_GUARD, wait_for
 
 
 @pytest.mark.parametrize(("setting", "size"), [({}, 10), ({"database_pool_size": 3}, 3)])
@@ -36,8 +36,8 @@ def test_a_request_past_the_pool_size_waits_for_a_connection(
     def hold() -> None:
         with db.transaction() as conn:
             conn.execute("select 1")
-            held.wait(timeout=10)
-            release.wait(timeout=10)
+            held.wait(timeout=HANG_GUARD)
+            release.wait(timeout=HANG_GUARD)
 
     holders = [threading.Thread(target=hold) for _ in range(2)]
     answered: list[list[dict[str, Any]]] = []
@@ -45,7 +45,7 @@ def test_a_request_past_the_pool_size_waits_for_a_connection(
     try:
         for thread in holders:
             thread.start()
-        held.wait(timeout=10)
+        held.wait(timeout=HANG_GUARD)
         late.start()
         wait_for(lambda: db.pool.get_stats().get("requests_waiting") == 1)
         assert db.pool.get_stats()["pool_size"] == 2, "no third connection was opened"
@@ -54,6 +54,6 @@ def test_a_request_past_the_pool_size_waits_for_a_connection(
         release.set()
         for thread in [*holders, late]:
             if thread.ident is not None:
-                thread.join(timeout=10)
+                thread.join(timeout=HANG_GUARD)
         container.close()
     assert answered == [[{"two": 2}]]

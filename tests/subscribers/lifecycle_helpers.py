@@ -7,7 +7,7 @@ from typing import Any
 
 from adapters.db.pool import Database
 from tests.conftest import Api
-from tests.helpers import stripe_signature
+from tests.helpers import HANG_GUARD, stripe_signature
 
 MONTHLY = "price_demo_team_monthly"
 ONE_TIME = "price_demo_starter_one_time"
@@ -22,7 +22,7 @@ def post_event(api: Api, body: bytes) -> None:
 
 
 def settle(api: Api) -> None:
-    assert api.container.bus.wait_idle(20)  # type: ignore[attr-defined]
+    assert api.container.bus.wait_idle(HANG_GUARD)  # type: ignore[attr-defined]
 
 
 def profile(db: Database, user_id: str) -> dict[str, Any]:

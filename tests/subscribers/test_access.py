@@ -14,6 +14,7 @@ from dev.samples.catalogue import seed_demo_products
 from dev.stripe_stand_in import StripeStandIn
 from tests.conftest import Api
 from tests.helpers import (
+    HANG_GUARD,
     checkout_session_with_items,
     create_user,
     stripe_event,
@@ -105,7 +106,7 @@ def test_bad_signature_is_400_and_changes_nothing(api: Api, db: Database, buyer:
     response = post_event(api, body, secret="whsec_wrong")
     assert response.status_code == 400
     assert "signature" in response.json()["error"].lower()
-    assert api.container.bus.wait_idle()  # type: ignore[attr-defined]
+    assert api.container.bus.wait_idle(HANG_GUARD)  # type: ignore[attr-defined]
     assert profile(db, buyer)["has_access"] is False
 
 
@@ -164,7 +165,7 @@ def test_unsubscribed_type_is_acknowledged_and_ignored(api: Api, db: Database) -
     response = post_event(api, stripe_event("customer.created", {"id": "cus_1"}))
     assert response.status_code == 200
     assert response.json() == {}
-    assert api.container.bus.wait_idle()  # type: ignore[attr-defined]
+    assert api.container.bus.wait_idle(HANG_GUARD)  # type: ignore[attr-defined]
     assert db.fetch_all("select * from public.processed_events") == []
 
 
@@ -199,7 +200,7 @@ def test_spec_header_name_is_accepted(api: Api, db: Database, buyer: str) -> Non
 def test_price_comes_from_line_items_when_metadata_lacks_it(
     api: Api, db: Database, buyer: str, stripe_fake: StripeStandIn
 ) -> None:
-    stripe_fake.sessions["cs_9"] = checkout_session_with_items("cs_9", PRICE)
+    stripe_fake.hold_session(checkout_session_with_items("cs_9", PRICE))
     post_event(
         api,
         stripe_event("checkout.session.completed", completed(buyer, session="cs_9", price=None)),
@@ -254,7 +255,7 @@ def test_same_event_three_times_has_one_effect(api: Api, db: Database, buyer: st
     body = stripe_event("checkout.session.completed", completed(buyer), event_id="evt_dup")
     for _ in range(3):
         assert post_event(api, body).status_code == 200
-    assert api.container.bus.wait_idle()  # type: ignore[attr-defined]
+    assert api.container.bus.wait_idle(HANG_GUARD)  # type: ignore[attr-defined]
     assert profile(db, buyer)["has_access"] is True
     assert processed(db) == [{"event_id": "evt_dup", "outcome": "granted"}]
     assert len(db.fetch_all("select id from public.purchases")) == 1
@@ -337,7 +338,7 @@ def test_a_guest_buyer_gets_an_account_and_a_sign_in_link_in_our_own_email(
     post_event(api, body)
     post_event(api, body)
     wait_for(lambda: (profile_by_email(db, "guest@example.com") or {}).get("has_access"))
-    assert api.container.bus.wait_idle(15)
+    assert api.container.bus.wait_idle(HANG_GUARD)
     # Two deliveries racing may both create; Supabase refuses the second, one user results.
     assert len(db.fetch_all("select id from auth.users where email = 'guest@example.com'")) == 1
     created = supabase_fake.calls("POST", "/auth/v1/admin/users")[0]
@@ -369,7 +370,7 @@ def test_the_sign_in_mail_says_until_when_the_link_works(
     post_event(
         api, stripe_event("checkout.session.completed", completed(None, email="g@example.com"))
     )
-    assert api.container.bus.wait_idle(15)
+    assert api.container.bus.wait_idle(HANG_GUARD)
     after = datetime.now(UTC)
     [signin] = [m for m in outbox(api) if m["Subject"].startswith("Sign in to")]
     found = re.search(
@@ -387,7 +388,7 @@ def test_a_local_sign_in_page_is_not_said_to_expire(api: Any, db: Database) -> N
     post_event(
         api, stripe_event("checkout.session.completed", completed(None, email="l@example.com"))
     )
-    assert api.container.bus.wait_idle(15)
+    assert api.container.bus.wait_idle(HANG_GUARD)
     [signin] = [m for m in outbox(api) if m["Subject"].startswith("Sign in to")]
     assert "signs you in once." in " ".join(text_of(signin).split())
     assert " until " not in text_of(signin)

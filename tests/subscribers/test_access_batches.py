@@ -25,7 +25,7 @@ from dev.stripe_stand_in import StripeStandIn
 from runtime.container import Container
 from subscribers.access import AccessSubscriber
 from tests.conftest import Api
-from tests.helpers import create_user, stripe_event, wait_for
+from tests.helpers import HANG_GUARD, create_user, stripe_event, wait_for
 from tests.subscribers.lifecycle_helpers import link, post_event, settle
 
 T0 = 1_700_000_000
@@ -333,7 +333,7 @@ def test_a_change_waiting_on_the_account_sees_the_grant_committed_while_it_waite
         worker.start()
         wait_for(partial(waiting_on_locks, db, 1))
         holder.commit()
-    worker.join(timeout=15)
+    worker.join(timeout=HANG_GUARD)
     assert outcome == [["stale"]]
     [row] = db.fetch_all(
         "select event_id, changed_at from public.entitlements where source_id = %s", (f"sub_{a}",)

@@ -12,7 +12,7 @@ from adapters.db.pool import Database
 from dev.samples.catalogue import price, product
 from dev.stripe_stand_in import StripeStandIn
 from tests.conftest import Api
-from tests.helpers import stripe_event
+from tests.helpers import HANG_GUARD, stripe_event
 from tests.subscribers.test_access import post_event
 
 T0 = 1_800_000_000
@@ -31,7 +31,7 @@ def stripe(fakes: tuple[StripeStandIn, Any]) -> StripeStandIn:
 def deliver(api: Api, event_type: str, obj: dict[str, Any], created: int, event_id: str) -> None:
     body = stripe_event(event_type, obj, created=created, event_id=event_id)
     assert post_event(api, body).status_code == 200
-    assert api.container.bus.wait_idle()  # type: ignore[attr-defined]
+    assert api.container.bus.wait_idle(HANG_GUARD)  # type: ignore[attr-defined]
 
 
 def row(db: Database, price_id: str = "price_kit") -> dict[str, Any]:

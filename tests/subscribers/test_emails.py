@@ -21,7 +21,7 @@ from core.events import parse_event
 from dev.samples.catalogue import seed_demo_products
 from tests.conftest import Api
 from tests.fakes.resend import FakeResend
-from tests.helpers import create_user, stripe_event, stripe_signature, wait_for
+from tests.helpers import HANG_GUARD, create_user, stripe_event, stripe_signature, wait_for
 
 PRICE = "price_demo_team_monthly"
 
@@ -48,7 +48,7 @@ def post_event(api: Api, body: bytes) -> None:
 
 
 def settle(api: Api) -> None:
-    assert api.container.bus.wait_idle(15)  # type: ignore[attr-defined]
+    assert api.container.bus.wait_idle(HANG_GUARD)  # type: ignore[attr-defined]
 
 
 @pytest.fixture
@@ -273,7 +273,7 @@ def test_a_crash_after_sending_resends_the_same_key_and_nothing_more(
             resend_api,
             stripe_event("checkout.session.completed", completed(buyer), event_id="evt_c1"),
         )
-        wait_for(lambda: db.fetch_all("select 1 from public.sent_emails"), timeout=15)
+        wait_for(lambda: db.fetch_all("select 1 from public.sent_emails"))
     finally:
         with db.transaction() as conn:
             conn.execute("drop trigger if exists fail_once on public.sent_emails")

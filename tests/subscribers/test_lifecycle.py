@@ -164,12 +164,17 @@ def test_a_payment_link_checkout_names_the_product_and_links_the_receipt(
     api: Api, db: Database, ada: str, stripe_fake: StripeStandIn
 ) -> None:
     receipt = "https://pay.stripe.com/receipts/payment/test_rcpt_ada"
-    stripe_fake.sessions["cs_test_life0001"] = {
-        "id": "cs_test_life0001",
-        "object": "checkout.session",
-        "line_items": {"object": "list", "data": [{"id": "li_1", "price": {"id": GITHUB}}]},
-        "payment_intent": {"id": "pi_ada", "latest_charge": {"id": "ch_1", "receipt_url": receipt}},
-    }
+    stripe_fake.hold_session(
+        {
+            "id": "cs_test_life0001",
+            "object": "checkout.session",
+            "line_items": {"object": "list", "data": [{"id": "li_1", "price": {"id": GITHUB}}]},
+            "payment_intent": {
+                "id": "pi_ada",
+                "latest_charge": {"id": "ch_1", "receipt_url": receipt},
+            },
+        }
+    )
     post_event(api, stripe_event("checkout.session.completed", session(ada, price=None)))
     settle(api)
     [message] = outbox(api)
@@ -185,12 +190,14 @@ def test_a_subscription_checkout_links_the_hosted_invoice(
     api: Api, db: Database, ada: str, stripe_fake: StripeStandIn
 ) -> None:
     invoice = "https://invoice.stripe.com/i/acct_1/test_inv_ada"
-    stripe_fake.sessions["cs_test_life0001"] = {
-        "id": "cs_test_life0001",
-        "object": "checkout.session",
-        "line_items": {"object": "list", "data": [{"id": "li_1", "price": {"id": MONTHLY}}]},
-        "invoice": {"id": "in_1", "hosted_invoice_url": invoice},
-    }
+    stripe_fake.hold_session(
+        {
+            "id": "cs_test_life0001",
+            "object": "checkout.session",
+            "line_items": {"object": "list", "data": [{"id": "li_1", "price": {"id": MONTHLY}}]},
+            "invoice": {"id": "in_1", "hosted_invoice_url": invoice},
+        }
+    )
     body = session(ada, price=MONTHLY, mode="subscription", payment_intent=None, invoice="in_1")
     post_event(api, stripe_event("checkout.session.completed", body))
     settle(api)

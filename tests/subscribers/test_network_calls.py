@@ -19,7 +19,7 @@ from dev.samples.catalogue import seed_demo_products
 from dev.stripe_stand_in import StripeStandIn
 from tests.conftest import Api
 from tests.fakes.resend import FakeResend
-from tests.helpers import create_user, stripe_event, wait_for
+from tests.helpers import HANG_GUARD, create_user, stripe_event, wait_for
 from tests.subscribers.lifecycle_helpers import subscription
 from tests.subscribers.test_access import completed, post_event
 
@@ -41,8 +41,13 @@ def mails_for(db: Database, body: bytes) -> list[dict[str, object]]:
 def test_access_applies_while_resend_hangs_on_a_send(
     api_factory: Callable[..., Api], resend: FakeResend, db: Database
 ) -> None:
+    # The send hangs until the mailer's deadline, here the longest allowed: the second event's
+    # access is awaited, and must apply within the first send's first attempt.
     api = api_factory(
-        resend_api_key="re_test_key", resend_api_url=resend.server.url, database_pool_size=1
+        resend_api_key="re_test_key",
+        resend_api_url=resend.server.url,
+        database_pool_size=1,
+        outbound_timeout_seconds=30,
     )
     seed_demo_products(db)
     first = create_user(db, "first@example.com")
@@ -65,11 +70,12 @@ def test_access_applies_while_resend_hangs_on_a_send(
             ).status_code
             == 200
         )
-        wait_for(lambda: has_access(db, second), timeout=4)
+        wait_for(lambda: has_access(db, second))
         assert resend.delivered == [], "the first send still hangs"
+        assert len(resend.server.calls("POST", "/emails")) == 1, "in its first attempt"
     finally:
         resend.responding.set()
-    assert api.container.bus.wait_idle(30)  # type: ignore[attr-defined]
+    assert api.container.bus.wait_idle(HANG_GUARD)  # type: ignore[attr-defined]
     assert len(mails_for(db, first_body)) == 1
     assert db.fetch_all("select * from public.email_claims") == []
 
@@ -77,7 +83,8 @@ def test_access_applies_while_resend_hangs_on_a_send(
 def test_access_applies_other_events_while_stripe_hangs_on_a_tie(
     api_factory: Callable[..., Api], stripe_fake: StripeStandIn, db: Database
 ) -> None:
-    api = api_factory(database_pool_size=1)
+    # Stripe hangs until the client's deadline, here the longest allowed (see above).
+    api = api_factory(database_pool_size=1, outbound_timeout_seconds=30)
     seed_demo_products(db)
     tied, other = create_user(db, "tied@example.com"), create_user(db, "other@example.com")
     now = int(time.time())
@@ -120,9 +127,10 @@ def test_access_applies_other_events_while_stripe_hangs_on_a_tie(
         wait_for(lambda: stripe_fake.calls("GET", "/v1/subscriptions/sub_tied"))
 
         assert post_event(api, renewal).status_code == 200
-        wait_for(lambda: has_access(db, other), timeout=4)
+        wait_for(lambda: has_access(db, other))
+        assert len(stripe_fake.calls("GET", "/v1/subscriptions/sub_tied")) == 1, "still hangs"
     finally:
         stripe_fake.responding.set()
-    assert api.container.bus.wait_idle(30)  # type: ignore[attr-defined]
+    assert api.container.bus.wait_idle(HANG_GUARD)  # type: ignore[attr-defined]
     # Stripe says active at the tie (its default here): access stays as it was.
     assert has_access(db, tied)

@@ -109,10 +109,12 @@ def test_a_partial_refund_is_recorded_and_changes_no_access(
 def test_a_refund_before_its_checkout_is_recorded_waits_for_it(
     gh_api: Api, db: Database, ada: str, stripe_fake: StripeStandIn
 ) -> None:
-    stripe_fake.sessions["cs_test_life0001"] = {
-        "id": "cs_test_life0001",
-        "payment_intent": "pi_ada",
-    }
+    stripe_fake.hold_session(
+        {
+            "id": "cs_test_life0001",
+            "payment_intent": "pi_ada",
+        }
+    )
     # Created after the checkout, as a refund is; delivered before it, as Stripe may.
     now = int(time.time())
     refund = charge(refunded=True, amount_refunded=4900)
@@ -125,7 +127,6 @@ def test_a_refund_before_its_checkout_is_recorded_waits_for_it(
         lambda: (
             purchase(db)["refunded"] if db.fetch_all("select 1 from public.purchases") else False
         ),
-        timeout=20,
     )
     settle(gh_api)
     assert profile(db, ada)["has_access"] is False

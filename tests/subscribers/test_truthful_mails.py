@@ -8,7 +8,7 @@ import pytest
 from adapters.db.pool import Database
 from dev.samples.catalogue import seed_demo_products
 from tests.conftest import Api
-from tests.helpers import create_user, stripe_event
+from tests.helpers import HANG_GUARD, create_user, stripe_event
 from tests.subscribers.lifecycle_helpers import MONTHLY, link, profile, session, subscription
 from tests.subscribers.test_access import post_event
 from tests.subscribers.test_emails import outbox, text_of
@@ -41,7 +41,7 @@ def test_a_failed_payment_says_whether_stripe_will_try_again(
     link(db, create_user(db, "failing@example.com"), "cus_failing")
     body = stripe_event("invoice.payment_failed", failed_invoice(next_attempt))
     assert post_event(api, body).status_code == 200
-    assert api.container.bus.wait_idle(15)  # type: ignore[attr-defined]
+    assert api.container.bus.wait_idle(HANG_GUARD)  # type: ignore[attr-defined]
 
     [mail] = [m for m in outbox(api) if "payment failed" in m["Subject"]]
     text = " ".join(text_of(mail).split())
@@ -74,7 +74,7 @@ def test_an_ended_subscription_says_why_and_asks_why_only_a_customer_who_chose(
     }
     body = stripe_event("customer.subscription.deleted", ended)
     assert post_event(api, body).status_code == 200
-    assert api.container.bus.wait_idle(15)  # type: ignore[attr-defined]
+    assert api.container.bus.wait_idle(HANG_GUARD)  # type: ignore[attr-defined]
 
     [mail] = [m for m in outbox(api) if m["Subject"].startswith("Subscription ended")]
     text = " ".join(text_of(mail).split())
@@ -134,7 +134,7 @@ def test_a_lifetime_purchase_outlives_the_subscription_beside_it_and_the_mail_sa
     ]
     for event_type, obj, created in events:
         post_event(api, stripe_event(event_type, obj, created=created))
-        assert api.container.bus.wait_idle(15)  # type: ignore[attr-defined]
+        assert api.container.bus.wait_idle(HANG_GUARD)  # type: ignore[attr-defined]
 
     assert entitlements_of(db, ada) == {
         "cs_test_life0001": ("paid", True),
@@ -165,9 +165,9 @@ def test_a_refund_takes_back_only_its_own_purchase(api: Api, db: Database) -> No
         "currency": "usd",
         "invoice": None,
     }
-    assert api.container.bus.wait_idle(15)  # type: ignore[attr-defined]
+    assert api.container.bus.wait_idle(HANG_GUARD)  # type: ignore[attr-defined]
     post_event(api, stripe_event("charge.refunded", charge, created=t0 + 60))
-    assert api.container.bus.wait_idle(15)  # type: ignore[attr-defined]
+    assert api.container.bus.wait_idle(HANG_GUARD)  # type: ignore[attr-defined]
     assert entitlements_of(db, ada) == {
         "cs_test_life0001": ("refunded", False),
         "cs_test_life0002": ("paid", True),
@@ -198,7 +198,7 @@ def test_access_ended_through_an_update_is_told_once(
         stripe_event("customer.subscription.deleted", deleted, created=t0 + 90),
     ):
         post_event(api, body)  # in this order: delivered the other way, the deletion would tell
-        assert api.container.bus.wait_idle(15)  # type: ignore[attr-defined]
+        assert api.container.bus.wait_idle(HANG_GUARD)  # type: ignore[attr-defined]
 
     assert profile(db, ada)["has_access"] is False
     assert entitlements_of(db, ada) == {"sub_ada": ("canceled", False)}
@@ -224,7 +224,7 @@ def test_a_trial_cancelled_at_its_end_for_want_of_a_card_says_so(api: Api, db: D
         cancellation_details={"reason": None, "comment": None, "feedback": None},
     )
     post_event(api, stripe_event("customer.subscription.deleted", ended, created=trial_end))
-    assert api.container.bus.wait_idle(15)  # type: ignore[attr-defined]
+    assert api.container.bus.wait_idle(HANG_GUARD)  # type: ignore[attr-defined]
     [text] = ended_mails(api)
     assert "the free trial ran out" in text
     assert "nothing was charged" in text
@@ -289,7 +289,7 @@ def test_a_trial_ending_says_when_what_it_costs_and_what_happens_without_a_card(
     link(db, create_user(db, "trial@example.com", name="Tess"), "cus_ada")
     body = stripe_event("customer.subscription.trial_will_end", trial_will_end(**extra))
     assert post_event(api, body).status_code == 200
-    assert api.container.bus.wait_idle(15)  # type: ignore[attr-defined]
+    assert api.container.bus.wait_idle(HANG_GUARD)  # type: ignore[attr-defined]
     [mail] = [m for m in outbox(api) if "free trial ends" in m["Subject"]]
     assert mail["Subject"] == "Your free trial ends on Dec 1"
     text = " ".join(text_of(mail).split())
@@ -305,7 +305,7 @@ def test_no_trial_mail_once_the_trial_is_over(api: Api, db: Database) -> None:
     link(db, create_user(db, "trial@example.com"), "cus_ada")
     body = stripe_event("customer.subscription.trial_will_end", trial_will_end(status="active"))
     assert post_event(api, body).status_code == 200
-    assert api.container.bus.wait_idle(15)  # type: ignore[attr-defined]
+    assert api.container.bus.wait_idle(HANG_GUARD)  # type: ignore[attr-defined]
     assert outbox(api) == []
 
 
@@ -359,7 +359,7 @@ def test_an_expired_checkout_promises_only_what_its_link_does(
         ).status_code
         == 200
     )
-    assert api.container.bus.wait_idle(15)  # type: ignore[attr-defined]
+    assert api.container.bus.wait_idle(HANG_GUARD)  # type: ignore[attr-defined]
     [mail] = outbox(api)
     text = " ".join(text_of(mail).split())
     assert "Hi Gwen," in text
@@ -388,7 +388,7 @@ def test_an_expired_checkout_is_mailed_only_with_consent_where_it_was_asked(
         "checkout.session.expired", expired_session(after_expiration=RECOVERY, **consent)
     )
     assert post_event(api, body).status_code == 200
-    assert api.container.bus.wait_idle(15)  # type: ignore[attr-defined]
+    assert api.container.bus.wait_idle(HANG_GUARD)  # type: ignore[attr-defined]
     assert len(outbox(api)) == (1 if sent else 0)
 
 
@@ -407,7 +407,7 @@ def test_the_end_of_the_only_grant_says_nothing_of_anything_else_bought(
         )
     ended = subscription(status="canceled", ended_at=1_790_000_000)
     post_event(api, stripe_event("customer.subscription.deleted", ended, created=1_790_000_000))
-    assert api.container.bus.wait_idle(15)  # type: ignore[attr-defined]
+    assert api.container.bus.wait_idle(HANG_GUARD)  # type: ignore[attr-defined]
     assert entitlements_of(db, ada) == {"sub_ada": ("canceled", False)}
     assert profile(db, ada)["has_access"] is False
     [text] = ended_mails(api)
@@ -421,7 +421,7 @@ def test_a_mail_whose_event_names_nobody_greets_the_customer_by_the_profiles_nam
     link(db, create_user(db, "failing@example.com", name="Grace Hopper"), "cus_failing")
     body = stripe_event("invoice.payment_failed", failed_invoice(NEXT_ATTEMPT))  # no customer_name
     assert post_event(api, body).status_code == 200
-    assert api.container.bus.wait_idle(15)  # type: ignore[attr-defined]
+    assert api.container.bus.wait_idle(HANG_GUARD)  # type: ignore[attr-defined]
     [mail] = outbox(api)
     assert "Hi Grace Hopper," in text_of(mail)
 
@@ -432,12 +432,12 @@ def test_no_trial_mail_for_a_trial_already_cancelled(api: Api, db: Database) -> 
     cancelled = subscription(status="canceled", trial_end=1_796_083_200, ended_at=1_795_000_000)
     body = stripe_event("customer.subscription.deleted", cancelled, created=1_795_000_000)
     assert post_event(api, body).status_code == 200
-    assert api.container.bus.wait_idle(15)  # type: ignore[attr-defined]
+    assert api.container.bus.wait_idle(HANG_GUARD)  # type: ignore[attr-defined]
     late = stripe_event(
         "customer.subscription.trial_will_end", trial_will_end(), created=1_794_000_000
     )
     assert post_event(api, late).status_code == 200  # Stripe's notice, delivered after the end
-    assert api.container.bus.wait_idle(15)  # type: ignore[attr-defined]
+    assert api.container.bus.wait_idle(HANG_GUARD)  # type: ignore[attr-defined]
     assert [m["Subject"] for m in outbox(api) if "trial" in m["Subject"]] == []
     [row] = db.fetch_all(
         "select outcome from public.processed_events where event_type = %s",

@@ -24,7 +24,7 @@ from main import create_app
 from tests.conftest import Api
 from tests.handlers.test_admin import bearer, make_admin, token
 from tests.handlers.test_usage import KEY, PLAN, deliver, invoice, use
-from tests.helpers import create_user, stripe_signature
+from tests.helpers import HANG_GUARD, create_user, stripe_signature
 from tests.subscribers.lifecycle_helpers import link
 
 METER = "generations_overage"
@@ -72,7 +72,7 @@ def test_the_overage_is_reported_once_per_key(
     with ThreadPoolExecutor(16) as pool:
         statuses = list(pool.map(one, range(150)))
     assert statuses == [200] * 150  # beyond the credits, billed on the meter
-    assert api.container.bus.wait_idle(30)  # type: ignore[attr-defined]
+    assert api.container.bus.wait_idle(HANG_GUARD)  # type: ignore[attr-defined]
     [row] = db.fetch_all(
         "select count(*) filter (where overage > 0) as over, sum(overage) as units,"
         " count(*) filter (where overage > 0 and reported_at is not null) as reported"
@@ -181,7 +181,7 @@ def test_a_meters_error_event_is_logged_at_error_with_the_customer(
     event_type = "v1.billing.meter.error_report_triggered"
     fakes[0].thin_events["evt_thin_1"] = thin("evt_thin_1", event_type, data=data)
     body = json.dumps(thin("evt_thin_1", event_type)).encode()
-    post = functools.partial(requests.post, api.url + "/api/webhook/payments", timeout=10)
+    post = functools.partial(requests.post, api.url + "/api/webhook/payments", timeout=HANG_GUARD)
     with caplog.at_level(logging.ERROR, logger="services.webhook"):
         answer = post(
             data=body, headers={"Stripe-Signature": stripe_signature(body, secret=METER_SECRET)}
@@ -216,7 +216,7 @@ def test_an_overage_whose_announcement_was_lost_is_reported_by_the_sweep(
         for _ in range(2):  # run twice: reported once
             result = app.test_cli_runner().invoke(args=["credits", "report"])
             assert result.exit_code == 0, result.output
-            assert api.container.bus.wait_idle(30)  # type: ignore[attr-defined]
+            assert api.container.bus.wait_idle(HANG_GUARD)  # type: ignore[attr-defined]
     assert meter_posts(fakes[0]) == ["lost"]
     assert fakes[0].meter_usage(METER, "cus_ada") == 2
 
@@ -233,7 +233,7 @@ def test_a_comp_of_a_metered_plan_bills_no_overage(
         f"{api.url}/api/admin/customers/{bob}/grants",
         json={"priceId": PLAN, "until": None, "reason": "Beta tester"},
         headers=bearer(token(api, admin, "founder@example.com")),
-        timeout=30,
+        timeout=HANG_GUARD,
     )
     assert given.status_code == 201, given.text
     refused = use(api, {"userId": bob, "feature": "generations", "amount": 1, "key": "bob-1"})

@@ -14,7 +14,7 @@ from core.stripe_objects import CURRENT_VERSION, PINNED_VERSION
 from dev.samples.catalogue import seed_demo_products
 from tests.conftest import Api
 from tests.core.test_stripe_objects import current_invoice, fixture
-from tests.helpers import create_user, stripe_event
+from tests.helpers import HANG_GUARD, create_user, stripe_event
 from tests.subscribers.test_access import post_event
 from tests.subscribers.test_emails import outbox, text_of
 
@@ -144,7 +144,7 @@ def live(api: Api, who: str, user: str, version: str) -> None:
             event_type, shaped, created=T0 + n * 86400, api_version=version, previous=previous
         )
         assert post_event(api, body).status_code == 200, event_type
-        assert api.container.bus.wait_idle(20)  # type: ignore[attr-defined]
+        assert api.container.bus.wait_idle(HANG_GUARD)  # type: ignore[attr-defined]
 
 
 def what_came_of_it(api: Api, db: Database, who: str, user: str) -> dict[str, Any]:

@@ -20,9 +20,10 @@ from werkzeug.wrappers import Response
 from config import Settings
 from dev import auth_stand_in, pubsub_emulator, web
 from tests.conftest import SETTINGS_VARIABLES
+from tests.helpers import HANG_GUARD
 from tests.pubsub_fixtures import spawn
 
-expect.set_options(timeout=30_000)
+expect.set_options(timeout=HANG_GUARD * 1000)
 
 
 @pytest.fixture(scope="module")
@@ -71,6 +72,7 @@ def test_the_same_pages_on_another_origin_sign_up_and_buy_through_cors(
     errors: list[str] = []
     try:
         page = context.new_page()
+        page.set_default_timeout(HANG_GUARD * 1000)
         page.on("pageerror", lambda error: errors.append(str(error)))
         calls: list[str] = []
         page.on("request", lambda request: calls.append(request.url))

@@ -14,6 +14,7 @@ from urllib.parse import urlsplit
 import requests
 
 from core.email.kinds import KINDS
+from tests.helpers import HANG_GUARD
 from tests.web.conftest import Site
 
 
@@ -27,7 +28,7 @@ def links(message: EmailMessage) -> set[str]:
 
 
 def test_every_link_of_every_email_kind_answers_with_a_page(site: Site) -> None:
-    sent = requests.get(f"{site.url}/api/test-email", params={"type": "all"}, timeout=60)
+    sent = requests.get(f"{site.url}/api/test-email", params={"type": "all"}, timeout=HANG_GUARD)
     assert sent.status_code == 200, sent.text
     assert {r["type"] for r in sent.json()["results"] if r["status"] == "sent"} == set(KINDS)
     messages = [
@@ -45,7 +46,7 @@ def test_every_link_of_every_email_kind_answers_with_a_page(site: Site) -> None:
     paths = {urlsplit(link).path for link in on_site}
     assert {"/dashboard", "/signin", "/invitations/accept"} <= paths, paths
     for link in sorted(on_site):
-        answer = requests.get(link, timeout=10)
+        answer = requests.get(link, timeout=HANG_GUARD)
         assert answer.status_code == 200, link
         assert answer.headers["Content-Type"].startswith("text/html"), link
         assert '<main id="main"' in answer.text, link
@@ -54,12 +55,12 @@ def test_every_link_of_every_email_kind_answers_with_a_page(site: Site) -> None:
 def test_the_api_stays_the_api_and_a_missing_page_is_a_404_page(site: Site) -> None:
     # The banner names the page to open.
     assert f"Pages      {site.url}/ (the reference frontend" in site.process.output()
-    health = requests.get(f"{site.url}/api/health", timeout=10)
+    health = requests.get(f"{site.url}/api/health", timeout=HANG_GUARD)
     assert health.json() == {"status": "ok"}
-    missing = requests.get(f"{site.url}/no/such/page", timeout=10)
+    missing = requests.get(f"{site.url}/no/such/page", timeout=HANG_GUARD)
     assert missing.status_code == 404
     assert "Page not found" in missing.text
-    unknown_api = requests.get(f"{site.url}/api/no-such-route", timeout=10)
+    unknown_api = requests.get(f"{site.url}/api/no-such-route", timeout=HANG_GUARD)
     assert unknown_api.status_code == 404
     assert "error" in unknown_api.json()
 
@@ -67,14 +68,14 @@ def test_the_api_stays_the_api_and_a_missing_page_is_a_404_page(site: Site) -> N
 def test_the_development_config_names_this_stack_and_files_outside_web_are_not_served(
     site: Site,
 ) -> None:
-    config = requests.get(f"{site.url}/config.js", timeout=10)
+    config = requests.get(f"{site.url}/config.js", timeout=HANG_GUARD)
     assert config.headers["Content-Type"].startswith("text/javascript")
     assert '"apiBase": ""' in config.text
-    module = requests.get(f"{site.url}/js/api.js", timeout=10)
+    module = requests.get(f"{site.url}/js/api.js", timeout=HANG_GUARD)
     assert module.headers["Content-Type"].startswith("text/javascript")
     host = urlsplit(site.url)
     for path in ("/../pyproject.toml", "/%2e%2e/pyproject.toml", "/..%2fpyproject.toml"):
-        conn = http.client.HTTPConnection(host.hostname or "", host.port, timeout=10)
+        conn = http.client.HTTPConnection(host.hostname or "", host.port, timeout=HANG_GUARD)
         conn.request("GET", path)
         answer = conn.getresponse()
         assert answer.status == 404, path

@@ -15,11 +15,11 @@ from typing import Any
 import pytest
 from playwright.sync_api import Browser, BrowserContext, Page, expect
 
-from tests.helpers import wait_for
+from tests.helpers import HANG_GUARD, wait_for
 from tests.web.conftest import Site
 
 # The pages' first paint waits on the API, which waits on a loaded two-core machine.
-expect.set_options(timeout=30_000)
+expect.set_options(timeout=HANG_GUARD * 1000)
 VERIFY_LINK = r"http://localhost:\d+/auth/v1/verify\?\S+"
 ACCEPT_LINK = r"http://localhost:\d+/invitations/accept\?token=\S+"
 
@@ -49,6 +49,7 @@ class Person:
         contexts.append(context)
         self.site, self.email = site, email
         self.page: Page = context.new_page()
+        self.page.set_default_timeout(HANG_GUARD * 1000)
         self.errors: list[str] = []
         self.page.on("pageerror", lambda error: self.errors.append(str(error)))
 

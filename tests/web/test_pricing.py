@@ -15,9 +15,10 @@ from playwright.sync_api import Browser, expect
 
 from dev import stripe_stand_in
 from tests.conftest import SETTINGS_VARIABLES
+from tests.helpers import HANG_GUARD
 from tests.web.conftest import Site
 
-expect.set_options(timeout=30_000)
+expect.set_options(timeout=HANG_GUARD * 1000)
 
 
 def stand_in(site: Site) -> dict[str, str]:
@@ -38,7 +39,7 @@ def test_a_plan_sold_monthly_and_yearly_with_a_trial_shows_one_interval_at_a_tim
         f"{base}/v1/products",
         data={"name": "Studio", "description": "Every template, every month.",
               "metadata[type]": "link", "metadata[trial_days]": "14"},
-        auth=auth, timeout=10,
+        auth=auth, timeout=HANG_GUARD,
     )  # fmt: skip
     assert made.status_code == 200, made.text
     for amount, interval in ((2900, "month"), (29000, "year")):
@@ -46,19 +47,20 @@ def test_a_plan_sold_monthly_and_yearly_with_a_trial_shows_one_interval_at_a_tim
             f"{base}/v1/prices",
             data={"product": made.json()["id"], "unit_amount": amount, "currency": "eur",
                   "tax_behavior": "inclusive", "recurring[interval]": interval},
-            auth=auth, timeout=10,
+            auth=auth, timeout=HANG_GUARD,
         )  # fmt: skip
         assert price.status_code == 200, price.text
     clean = {k: v for k, v in os.environ.items() if k not in SETTINGS_VARIABLES}
     synced = subprocess.run(
         [sys.executable, "-m", "flask", "--app", "main", "products", "sync"],
-        env=clean | env, capture_output=True, text=True, timeout=120, check=False,
+        env=clean | env, capture_output=True, text=True, timeout=HANG_GUARD, check=False,
     )  # fmt: skip
     assert synced.returncode == 0, synced.stderr
 
     context = browser.new_context(base_url=site.url)
     try:
         page = context.new_page()
+        page.set_default_timeout(HANG_GUARD * 1000)
         page.goto("/")
         billing = page.get_by_role("group", name="Billing")
         expect(billing.get_by_label("Monthly")).to_be_checked()

@@ -11,7 +11,7 @@ import pytest
 
 from adapters.bus.coalesce import Coalescer
 from core.events import Event
-from tests.helpers import wait_for
+from tests.helpers import HANG_GUARD, wait_for
 
 
 def event(n: int) -> Event:
@@ -36,7 +36,7 @@ class Recorder:
             self.batches.append([e.id for e in events])
             self.at_work += 1
             self.most_at_work = max(self.most_at_work, self.at_work)
-        self.gates[n].wait(timeout=10)
+        self.gates[n].wait(timeout=HANG_GUARD)
         with self._lock:
             self.at_work -= 1
         return [self._outcome(e) for e in events]

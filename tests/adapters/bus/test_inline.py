@@ -14,7 +14,7 @@ from adapters.bus import PublishError
 from adapters.bus.inline import InlineBus
 from core import tracing
 from core.events import Event, InvalidEvent, parse_event
-from tests.helpers import wait_for
+from tests.helpers import HANG_GUARD, wait_for
 
 
 def published(event_id: str) -> tuple[Event, bytes]:
@@ -55,7 +55,7 @@ def test_publish_returns_before_subscribers_run() -> None:
     bus.publish(EVENT, DATA)
     assert not ran.is_set()
     release.set()
-    assert bus.wait_idle(5)
+    assert bus.wait_idle(HANG_GUARD)
     assert ran.is_set()
     bus.close()
 
@@ -70,7 +70,7 @@ def test_a_failing_subscriber_is_retried_with_growing_backoff() -> None:
 
     bus = InlineBus({"flaky": flaky}, min_backoff=0.05)
     bus.publish(EVENT, DATA)
-    assert bus.wait_idle(5)
+    assert bus.wait_idle(HANG_GUARD)
     assert len(attempts) == 3
     gaps = [later - earlier for earlier, later in itertools.pairwise(attempts)]
     assert gaps[0] >= 0.05
@@ -88,7 +88,7 @@ def test_after_the_last_attempt_the_event_is_dead_lettered() -> None:
 
     bus = InlineBus({"broken": broken, "fine": lambda _: None}, max_attempts=3, min_backoff=0.01)
     bus.publish(EVENT, DATA)
-    assert bus.wait_idle(5)
+    assert bus.wait_idle(HANG_GUARD)
     assert calls == ["evt_1"] * 3
     assert bus.dead_letters == [("broken", EVENT)]
     bus.close()
@@ -103,7 +103,7 @@ def test_an_unreadable_event_is_dropped_without_retry() -> None:
 
     bus = InlineBus({"refuses": refuses}, min_backoff=0.01)
     bus.publish(EVENT, DATA)
-    assert bus.wait_idle(5)
+    assert bus.wait_idle(HANG_GUARD)
     assert calls == ["evt_1"]
     assert bus.dead_letters == []
     bus.close()
@@ -129,10 +129,10 @@ def test_past_max_pending_publish_refuses_then_recovers() -> None:
     assert refused
     assert all("full" in message for message in refused)
     release.set()
-    assert bus.wait_idle(5)
+    assert bus.wait_idle(HANG_GUARD)
     assert sorted(delivered) == sorted(accepted)
     bus.publish(EVENT, DATA)  # room again
-    assert bus.wait_idle(5)
+    assert bus.wait_idle(HANG_GUARD)
     bus.close()
 
 
@@ -143,7 +143,7 @@ def test_one_slow_subscriber_does_not_hold_up_another() -> None:
     bus.publish(EVENT, DATA)
     assert fast_done.wait(5)
     release.set()
-    assert bus.wait_idle(5)
+    assert bus.wait_idle(HANG_GUARD)
     bus.close()
 
 
@@ -152,7 +152,7 @@ def test_each_delivery_reads_the_published_bytes() -> None:
     body = {"id": "evt_b", "type": "invoice.paid", "created": 1, "data": {"object": {"n": 7}}}
     bus = InlineBus({"reader": seen.append})
     bus.publish(EVENT, json.dumps(body).encode())  # what a push subscriber gets is the bytes
-    assert bus.wait_idle(5)
+    assert bus.wait_idle(HANG_GUARD)
     assert [(event.id, event.object) for event in seen] == [("evt_b", {"n": 7})]
     bus.close()
 
@@ -162,7 +162,7 @@ def test_bytes_that_are_not_an_event_are_dropped_without_retry() -> None:
     bus = InlineBus({"reader": calls.append}, min_backoff=0.01)
     bus.publish(EVENT, b"not json")
     bus.publish(EVENT, b'{"id": "evt_x"}')
-    assert bus.wait_idle(5)
+    assert bus.wait_idle(HANG_GUARD)
     assert calls == []
     assert bus.dead_letters == []
     bus.close()
@@ -176,7 +176,7 @@ def test_a_background_subscriber_waits_while_another_has_work() -> None:
     assert not mailed.wait(0.3)  # access is still applying the event
     release.set()
     assert mailed.wait(5)
-    assert bus.wait_idle(5)
+    assert bus.wait_idle(HANG_GUARD)
     bus.close()
 
 
@@ -192,7 +192,7 @@ def test_a_background_subscriber_past_half_its_bound_runs_anyway() -> None:
     wait_for(lambda: len(mailed) >= 1)
     assert not release.is_set()
     release.set()
-    assert bus.wait_idle(5)
+    assert bus.wait_idle(HANG_GUARD)
     assert sorted(mailed) == ["evt_0", "evt_1", "evt_2"]
     bus.close()
 
@@ -217,7 +217,7 @@ def test_a_background_subscriber_has_its_own_bound() -> None:
     assert refused
     assert all("for emails" in message for message in refused)
     release.set()
-    assert bus.wait_idle(5)
+    assert bus.wait_idle(HANG_GUARD)
     assert sorted(mailed) == sorted(accepted)
     bus.close()
 
@@ -246,7 +246,7 @@ def test_deliveries_queued_meanwhile_are_handed_over_together() -> None:
     for n in range(10):
         bus.publish(*published(f"evt_{n}"))
     batches.release.set()
-    assert bus.wait_idle(5)
+    assert bus.wait_idle(HANG_GUARD)
     assert batches.calls == [["evt_first"], [f"evt_{n}" for n in range(10)]]
     bus.close()
 
@@ -261,7 +261,7 @@ def test_a_batch_is_at_most_batch_size() -> None:
     for n in range(10):
         bus.publish(*published(f"evt_{n}"))
     batches.release.set()
-    assert bus.wait_idle(5)
+    assert bus.wait_idle(HANG_GUARD)
     assert [len(call) for call in batches.calls] == [1, 4, 4, 2]
     bus.close()
 
@@ -277,7 +277,7 @@ def test_each_event_of_a_batch_is_retried_or_dropped_on_its_own() -> None:
     )
     for n in range(3):
         bus.publish(*published(f"evt_{n}"))
-    assert bus.wait_idle(5)
+    assert bus.wait_idle(HANG_GUARD)
     ids = [event_id for call in batches.calls for event_id in call]
     assert (ids.count("evt_0"), ids.count("evt_1"), ids.count("evt_2")) == (1, 3, 1)
     assert [(name, event.id) for name, event in bus.dead_letters] == [("access", "evt_1")]
@@ -295,7 +295,7 @@ def test_a_batch_handler_that_raises_retries_every_event() -> None:
 
     bus = InlineBus({"access": lambda _: None}, batches={"access": broken}, min_backoff=0.01)
     bus.publish(*published("evt_a"))
-    assert bus.wait_idle(5)
+    assert bus.wait_idle(HANG_GUARD)
     assert calls == [["evt_a"], ["evt_a"]]
     assert bus.dead_letters == []
     bus.close()
@@ -311,7 +311,7 @@ def test_a_bus_of_background_subscribers_only_still_delivers() -> None:
     bus = InlineBus({"emails": lambda _: mailed.set()}, background=("emails",), quiet=0.01)
     bus.publish(EVENT, DATA)
     assert mailed.wait(5)
-    assert bus.wait_idle(5)
+    assert bus.wait_idle(HANG_GUARD)
     bus.close()
 
 
@@ -330,7 +330,7 @@ def test_a_subscriber_runs_under_the_publishers_trace_in_a_span_of_its_own() -> 
         bus.publish(EVENT, DATA)
     untraced, data = published("evt_untraced")
     bus.publish(untraced, data)
-    assert bus.wait_idle()
+    assert bus.wait_idle(HANG_GUARD)
     bus.close()
 
     traced = [trace for trace in seen if trace is not None]

@@ -21,7 +21,7 @@ from core.events import parse_event
 from dev import pubsub_emulator
 from dev.samples.catalogue import seed_demo_products
 from runtime.container import Container
-from tests.helpers import create_user, stripe_event, wait_for
+from tests.helpers import HANG_GUARD, create_user, stripe_event, wait_for
 from tests.pubsub_fixtures import (  # noqa: F401  # fixtures: pytest finds them by name
     PROJECT,
     Pipeline,
@@ -139,7 +139,7 @@ def test_publish_carries_the_raw_body_and_the_event_attributes(
     container.bus.publish(parse_event(json.loads(body)), body)
     container.close()
     [received] = subscriber.pull(
-        subscription=sub_path, max_messages=10, timeout=10
+        subscription=sub_path, max_messages=10, timeout=HANG_GUARD
     ).received_messages
     assert received.message.data == body
     assert dict(received.message.attributes) == parse_event(json.loads(body)).attributes
@@ -170,7 +170,7 @@ def grouping_topic(
     def received(count: int) -> list[Message]:
         messages: list[Message] = []
         while sum(len(events) for _, events in messages) < count:
-            response = subscriber.pull(subscription=sub_path, max_messages=50, timeout=10)
+            response = subscriber.pull(subscription=sub_path, max_messages=50, timeout=HANG_GUARD)
             for message in response.received_messages:
                 data = json.loads(message.message.data)
                 events = data if isinstance(data, list) else [data]
@@ -219,7 +219,7 @@ def test_events_of_a_type_published_while_it_is_on_its_way_share_the_next_messag
         wait_for(lambda: bus.waiting == len(bodies) - 1)
         futures += publish_all(bus, [refund])
     for future in futures:
-        future.result(timeout=30)
+        future.result(timeout=HANG_GUARD)
     bus.close()
     messages = received(len(bodies) + 2)
     ids = sorted(event["id"] for _, events in messages for event in events)
@@ -291,7 +291,7 @@ def test_every_event_of_a_message_that_failed_is_refused() -> None:
     with ThreadPoolExecutor(max_workers=6) as pool:
         futures = [pool.submit(bus.publish, parse_event(json.loads(b)), b) for b in bodies]
         for future in futures:
-            assert isinstance(future.exception(timeout=10), PublishError)
+            assert isinstance(future.exception(timeout=HANG_GUARD), PublishError)
     bus.close()
 
 
@@ -301,7 +301,8 @@ def test_a_publish_nobody_receives_fails_within_the_timeout() -> None:
     started = time.monotonic()
     with pytest.raises(PublishError):
         bus.publish(parse_event(json.loads(body)), body)
-    assert time.monotonic() - started < 2.5
+    # Its own timeout (a second), not the client library's minute: the bound is far from both.
+    assert time.monotonic() - started < 20
     bus.close()
 
 

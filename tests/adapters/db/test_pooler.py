@@ -14,7 +14,7 @@ import pytest
 from adapters.db.pool import Database, DatabaseUnavailable
 from dev.samples.catalogue import seed_demo_products
 from tests.conftest import Api
-from tests.helpers import create_user, postgres_home, stripe_event, wait_for
+from tests.helpers import HANG_GUARD, create_user, postgres_home, stripe_event, wait_for
 from tests.pooler import Pooler, authority, running
 from tests.subscribers.test_access import completed, post_event
 
@@ -94,7 +94,7 @@ def test_a_purchase_is_applied_through_the_pooler_over_tls(
     body = stripe_event("checkout.session.completed", completed(buyer))
 
     assert post_event(api, body).status_code == 200
-    assert api.container.bus.wait_idle()  # type: ignore[attr-defined]
+    assert api.container.bus.wait_idle(HANG_GUARD)  # type: ignore[attr-defined]
 
     wait_for(
         lambda: (

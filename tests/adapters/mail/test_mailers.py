@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from email.message import EmailMessage
 from email.parser import BytesParser
 from email.policy import default
@@ -23,9 +20,11 @@ from pydantic import AnyHttpUrl, SecretStr
 
 from adapters.mail.message import MailError, OutgoingEmail, send_email
 from adapters.mail.outbox import OutboxMailer
-from adapters.mail.resend import ResendMailer
+from adapters.mail.resend import MAX_ATTEMPTS, ResendMailer
 from config import Settings
 from runtime.container import Container
+from tests.conftest import serving
+from tests.fakes.resend import FakeResend
 
 SENDER = "Acme Team <hello@acme.example.com>"
 TEXT = "Hi Ada,\n\nThanks for your order ORD-1001.\n"
@@ -207,61 +206,15 @@ def test_the_container_picks_the_outbox_without_a_resend_key(tmp_path: Path) -> 
 # --- Resend, against a local server speaking its API ---------------------------------------
 
 
-@dataclass
-class FakeResend:
-    """A local stand-in for https://api.resend.com: records requests, answers as configured."""
-
-    url: str = ""
-    requests: list[dict[str, Any]] = field(default_factory=list)
-    status: int = 200
-    body: dict[str, Any] = field(
-        default_factory=lambda: {"id": "4ef9a417-02e9-4d39-ad75-9611e0fcc33c"}
-    )
-    lock: threading.Lock = field(default_factory=threading.Lock)
-
-
-def _handler(fake: FakeResend) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            length = int(self.headers.get("Content-Length", "0"))
-            payload = json.loads(self.rfile.read(length))
-            with fake.lock:
-                fake.requests.append(
-                    {
-                        "method": "POST",
-                        "path": self.path,
-                        "headers": dict(self.headers),
-                        "json": payload,
-                    }
-                )
-            answer = json.dumps(fake.body).encode()
-            self.send_response(fake.status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(answer)))
-            self.end_headers()
-            self.wfile.write(answer)
-
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
-
-    return Handler
-
-
 @pytest.fixture
 def resend_api() -> Iterator[FakeResend]:
-    fake = FakeResend()
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(fake))
-    fake.url = f"http://127.0.0.1:{server.server_address[1]}"
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield fake
-    server.shutdown()
-    server.server_close()
-    thread.join()
+    """Resend's fake (tests/fakes/resend.py): what crosses it is held against Resend's
+    published OpenAPI document."""
+    yield from serving(FakeResend())
 
 
 def test_resend_request_matches_the_documented_api(resend_api: FakeResend) -> None:
-    mailer = resend_mailer("re_test_123", resend_api.url)
+    mailer = resend_mailer("re_test_123", resend_api.server.url)
 
     result = _send(
         mailer,
@@ -270,13 +223,13 @@ def test_resend_request_matches_the_documented_api(resend_api: FakeResend) -> No
         idempotency_key="evt_1:purchase-confirmation",
     )
 
-    assert result == {"id": "4ef9a417-02e9-4d39-ad75-9611e0fcc33c"}
-    (request,) = resend_api.requests
-    assert request["path"] == "/emails"
-    assert request["headers"]["Authorization"] == "Bearer re_test_123"
-    assert request["headers"]["Idempotency-Key"] == "evt_1:purchase-confirmation"
-    assert request["headers"]["Content-Type"] == "application/json"
-    assert request["json"] == {
+    (request,) = resend_api.server.requests
+    assert result == {"id": resend_api.sent_ids()[0]}
+    assert (request.method, request.path) == ("POST", "/emails")
+    assert request.headers["Authorization"] == "Bearer re_test_123"
+    assert request.headers["Idempotency-Key"] == "evt_1:purchase-confirmation"
+    assert request.headers["Content-Type"] == "application/json"
+    assert request.json() == {
         "from": SENDER,
         "to": ["ada@example.com"],
         "subject": "Order confirmed: Starter Kit",
@@ -287,17 +240,17 @@ def test_resend_request_matches_the_documented_api(resend_api: FakeResend) -> No
 
 
 def test_resend_without_key_or_reply_to_sends_neither(resend_api: FakeResend) -> None:
-    _send(resend_mailer("re_test_123", resend_api.url + "/"))
+    _send(resend_mailer("re_test_123", resend_api.server.url + "/"))
 
-    (request,) = resend_api.requests
-    assert request["path"] == "/emails"
-    assert "Idempotency-Key" not in request["headers"]
-    assert "reply_to" not in request["json"]
+    (request,) = resend_api.server.requests
+    assert request.path == "/emails"
+    assert "Idempotency-Key" not in request.headers
+    assert "reply_to" not in request.json()
 
 
 def test_the_container_uses_resend_with_the_configured_url(resend_api: FakeResend) -> None:
     settings = Settings(
-        resend_api_key=SecretStr("re_live_abc"), resend_api_url=AnyHttpUrl(resend_api.url)
+        resend_api_key=SecretStr("re_live_abc"), resend_api_url=AnyHttpUrl(resend_api.server.url)
     )
     mailer = Container(settings).mailer
 
@@ -305,8 +258,9 @@ def test_the_container_uses_resend_with_the_configured_url(resend_api: FakeResen
 
     assert isinstance(mailer, ResendMailer)
     assert "re_live_abc" not in repr(mailer)
-    assert resend_api.requests[0]["path"] == "/emails"
-    assert resend_api.requests[0]["headers"]["Authorization"] == "Bearer re_live_abc"
+    (request,) = resend_api.server.requests
+    assert request.path == "/emails"
+    assert request.headers["Authorization"] == "Bearer re_live_abc"
 
 
 @pytest.mark.parametrize(
@@ -324,10 +278,11 @@ def test_resend_errors_are_logged_and_raised_as_mail_error(
     status: int,
     body: dict[str, Any],
 ) -> None:
-    resend_api.status, resend_api.body = status, body
+    # The same answer to every attempt: the retried statuses too end in a MailError.
+    resend_api.scripted = [(status, body, {})] * MAX_ATTEMPTS
 
     with caplog.at_level(logging.ERROR, logger="adapters.mail"), pytest.raises(MailError) as info:
-        _send(resend_mailer("re_test_123", resend_api.url))
+        _send(resend_mailer("re_test_123", resend_api.server.url))
 
     assert str(status) in str(info.value)
     assert body["message"] in caplog.text
@@ -343,16 +298,16 @@ def test_an_unreachable_resend_is_a_mail_error() -> None:
 
 
 def test_concurrent_mailers_never_mix_their_api_keys(resend_api: FakeResend) -> None:
-    mailers = {key: resend_mailer(key, resend_api.url) for key in ("re_team_a", "re_team_b")}
+    mailers = {key: resend_mailer(key, resend_api.server.url) for key in ("re_team_a", "re_team_b")}
 
     with ThreadPoolExecutor(max_workers=8) as pool:
         jobs = [pool.submit(_send, mailers[key], subject=key) for key in list(mailers) * 10]
         for job in jobs:
             job.result()
 
-    assert len(resend_api.requests) == 20
-    for request in resend_api.requests:
-        assert request["headers"]["Authorization"] == f"Bearer {request['json']['subject']}"
+    assert len(resend_api.server.requests) == 20
+    for request in resend_api.server.requests:
+        assert request.headers["Authorization"] == f"Bearer {request.json()['subject']}"
 
 
 def test_importing_the_adapter_loads_no_sdk_and_builds_nothing() -> None:

@@ -195,6 +195,7 @@ def over_tls(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[FakeRes
     for url in serve(fake.server, tls=context):
         fake.server.url = url
         yield fake, tls.ca
+    fake.assert_conforms()
 
 
 def test_tls_is_verified_against_the_environment_s_ca_bundle(

@@ -28,7 +28,7 @@ from dev.stripe_stand_in import StripeStandIn
 from main import create_app
 from runtime.container import Container
 from tests.conftest import SETTINGS_VARIABLES
-from tests.helpers import create_user, stripe_event
+from tests.helpers import HANG_GUARD, create_user, stripe_event
 from tests.pubsub_fixtures import PROJECT, PubSub, pubsub_fixture  # noqa: F401
 from tests.subscribers.lifecycle_helpers import link, profile, session, subscription
 
@@ -130,7 +130,7 @@ class Probe:
 
     def dead_letter(self, data: bytes, **attributes: str) -> None:
         topic = self.publisher.topic_path(PROJECT, f"{TOPIC}-dead-letter")
-        self.publisher.publish(topic, data, **attributes).result(timeout=10)
+        self.publisher.publish(topic, data, **attributes).result(timeout=HANG_GUARD)
 
 
 @pytest.fixture
@@ -162,7 +162,7 @@ def test_replay_republishes_the_dead_letters_once(
     assert "replayed 1 of 2 dead letter(s)" in done.output
     assert "unreadable" in done.output
     [received] = probe.subscriber.pull(
-        subscription=probe.path, max_messages=10, timeout=10
+        subscription=probe.path, max_messages=10, timeout=HANG_GUARD
     ).received_messages
     assert received.message.data == body
     assert received.message.attributes["event_id"] == "evt_dead"
@@ -188,7 +188,9 @@ def test_replay_republishes_each_event_of_a_dead_letter_that_carried_several(
     assert re.search(r"replayed 1 of \d dead letter\(s\), 2 event\(s\)", done.output)
     received: list[dict[str, Any]] = []
     while len(received) < 2:
-        response = probe.subscriber.pull(subscription=probe.path, max_messages=10, timeout=10)
+        response = probe.subscriber.pull(
+            subscription=probe.path, max_messages=10, timeout=HANG_GUARD
+        )
         received += [json.loads(r.message.data) for r in response.received_messages]
     assert sorted(received, key=lambda e: e["id"]) == [json.loads(b) for b in bodies]
     again = cli("replay-dead-letters", **settings)
@@ -248,12 +250,12 @@ def test_the_flask_command_applies_a_missed_event_once_before_it_exits(
     }
     command = [str(Path(sys.executable).parent / "flask"), "--app", "main", "events", "reconcile"]
 
-    first = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
+    first = subprocess.run(command, env=env, capture_output=True, text=True, timeout=HANG_GUARD)
     assert first.returncode == 0, first.stdout + first.stderr
     assert "applied: 1 event(s)" in first.stdout
     assert profile(db, bea)["has_access"] is True
 
-    second = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
+    second = subprocess.run(command, env=env, capture_output=True, text=True, timeout=HANG_GUARD)
     assert second.returncode == 0, second.stdout + second.stderr
     assert "republished 0 event(s)" in second.stdout
 

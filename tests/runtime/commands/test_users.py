@@ -15,7 +15,7 @@ from config import Settings
 from dev.stripe_stand_in import StripeStandIn
 from main import create_app
 from tests.conftest import Api
-from tests.helpers import stripe_event, stripe_signature, wait_for
+from tests.helpers import HANG_GUARD, stripe_event, stripe_signature, wait_for
 
 CHECKOUT = {
     "priceId": "price_demo_team_monthly",
@@ -134,10 +134,10 @@ def test_show_names_the_checkout_paid_on_stripes_page_that_each_mail_was_for(
         assert made.status_code == 200, made.text
         session = made.json()["url"].rsplit("/", 1)[-1]
         paid = requests.post(
-            f"{stand_in.url}/pay/{session}", data={"email": "grace@example.com"}, timeout=30
+            f"{stand_in.url}/pay/{session}", data={"email": "grace@example.com"}, timeout=HANG_GUARD
         )
         assert paid.status_code == 200, paid.text
-        assert api.container.bus.wait_idle(15)  # type: ignore[attr-defined]
+        assert api.container.bus.wait_idle(HANG_GUARD)  # type: ignore[attr-defined]
 
     shown = users("show", "grace@example.com").output
     assert "has_access  true" in shown
