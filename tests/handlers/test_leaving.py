@@ -678,3 +678,28 @@ def test_no_owner_steps_down_or_leaves_while_the_other_owners_deletion_is_under_
         {"user_id": bob, "role": "member"},
         {"user_id": grace, "role": "owner"},
     ]
+
+
+def test_the_other_owner_deleted_from_the_dashboard_while_one_leaves_is_refused(
+    app: Api, db: Database, injected: list[Callable[[], None]]
+) -> None:
+    """Ada's deletion is recorded but stopped before she left the team; Grace, the other owner,
+    is deleted from the dashboard meanwhile: Ada counts as gone there too, so Grace is the last
+    owner and her deletion is refused, and the team keeps an owner once Ada's finishes."""
+    ada = create_user(db, ADA)
+    grace = create_user(db, GRACE)
+    bob = create_user(db, "bob@example.com")
+    team = _team_of(app, db, ada, {grace: "owner", bob: "member"})
+    injected.append(_refuse_recording("cancel_subscriptions")(db))
+    assert delete(app, ada).status_code >= 500
+
+    with pytest.raises(psycopg.errors.RestrictViolation) as refused, db.transaction() as conn:
+        conn.execute("delete from auth.users where id = %s", (grace,))
+
+    assert "last owner of the team 'Engines'" in str(refused.value)
+    injected.pop()()
+    assert delete(app, ada).status_code == 200
+    assert db.fetch_all(
+        "select user_id::text, role from public.team_members where team_id = %s order by role",
+        (team,),
+    ) == [{"user_id": bob, "role": "member"}, {"user_id": grace, "role": "owner"}]
