@@ -142,6 +142,19 @@ def removal_refusal(
     return None
 
 
+# A team whose every owner is deleting their account closes with the last of them: no one joins
+# it meanwhile, or they would be a member of a team that closes under them.
+CLOSING = Refusal(
+    "conflict", "This team is closing: its owner is deleting their account. Ask for a new team"
+)
+
+
+def joining_refusal(*, owners_staying: int) -> Refusal | None:
+    """Why no one may join the team now (None: they may): `owners_staying` counts its owners
+    whose account deletion is not under way."""
+    return CLOSING if owners_staying == 0 else None
+
+
 def role_change_refusal(
     *, actor: str, target_role: str, new_role: str, owners: int
 ) -> Refusal | None:

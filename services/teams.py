@@ -182,9 +182,17 @@ def accept(
     _refuse(rules.acceptance_refusal(invitation, email=email, now=datetime.now(UTC)))
     assert invitation is not None  # refused above otherwise
     try:
-        accepted = store.accept(db, team_id=invitation.team_id, token_hash=hashed, user_id=user.id)
+        accepted = store.accept(
+            db,
+            team_id=invitation.team_id,
+            token_hash=hashed,
+            user_id=user.id,
+            joining=lambda owners: rules.joining_refusal(owners_staying=owners),
+        )
     except LookupError:  # accepted or revoked since it was read
         raise InvalidRequest(rules.USED.message) from None
+    except store.Closing as closing:
+        raise _ERRORS[closing.refusal.kind](closing.refusal.message) from None
     _tell_seats(accepted.team_id, db=db, bus=bus, github=github)
     role = store.membership(db, accepted.team_id, user.id)
     return accepted.team_id, role.role if role else accepted.role

@@ -14,13 +14,13 @@ too (team accounts before personal ones), so the two wait for each other and nev
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from adapters.db.pool import Connection, Database
-from core.teams import Invitation, Role, SeatChange, Seats
+from core.teams import Invitation, Refusal, Role, SeatChange, Seats
 
 
 @dataclass(frozen=True)
@@ -271,12 +271,30 @@ def invitation_by_hash(db: Database, token_hash: str) -> Invitation | None:
     return Invitation(**rows[0]) if rows else None
 
 
-def accept(db: Database, *, team_id: str, token_hash: str, user_id: str) -> Invitation:
+class Closing(Exception):
+    """No one may join the team: `joining` refused it (core/teams.py)."""
+
+    def __init__(self, refusal: Refusal) -> None:
+        super().__init__(refusal.message)
+        self.refusal = refusal
+
+
+def accept(
+    db: Database,
+    *,
+    team_id: str,
+    token_hash: str,
+    user_id: str,
+    joining: Callable[[int], Refusal | None],
+) -> Invitation:
     """Use the invitation (the team locked first, as every team change does: two acceptances
     cannot both succeed) and make the user a member in its role (a member already keeps their
-    role). Raises LookupError when it is no longer pending."""
+    role). Raises LookupError when it is no longer pending, Closing when `joining`, asked with
+    the team's staying owners counted under the lock, refuses it (nothing changed)."""
     with db.transaction() as conn:
         _lock(conn, team_id, [user_id])
+        if (refusal := joining(owners(conn, team_id))) is not None:
+            raise Closing(refusal)
         row = conn.execute(
             "update public.team_invitations set accepted_at = now()"
             " where token_hash = %s and team_id = %s"

@@ -5,6 +5,7 @@ its steps is finished by a retry with nothing done twice."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import threading
 from collections.abc import Callable, Iterator
@@ -703,3 +704,40 @@ def test_the_other_owner_deleted_from_the_dashboard_while_one_leaves_is_refused(
         "select user_id::text, role from public.team_members where team_id = %s order by role",
         (team,),
     ) == [{"user_id": bob, "role": "member"}, {"user_id": grace, "role": "owner"}]
+
+
+def test_no_one_joins_a_team_closing_with_its_owners_deletion(
+    app: Api, db: Database, injected: list[Callable[[], None]]
+) -> None:
+    """Ada, alone in her team, deletes her account: the team closes with it. An invitation she
+    sent before is refused while her deletion is under way (409, nothing joined), so Bob is
+    never a member of a team that then closes under him."""
+    ada = create_user(db, ADA)
+    bob = create_user(db, "bob@example.com")
+    team = _team_of(app, db, ada, {})
+    token = "closing-team-token"
+    with db.transaction() as conn:
+        conn.execute(
+            "insert into public.team_invitations (team_id, email, role, token_hash, invited_by,"
+            " expires_at) values (%s, 'bob@example.com', 'member', %s, %s,"
+            " now() + interval '7 days')",
+            (team, hashlib.sha256(token.encode()).hexdigest(), ada),
+        )
+    injected.append(_refuse_recording("cancel_subscriptions")(db))
+    assert delete(app, ada).status_code >= 500
+
+    joined = requests.post(
+        f"{app.url}/api/invitations/accept",
+        json={"token": token},
+        headers=bearer(app, bob, "bob@example.com"),
+        timeout=10,
+    )
+
+    assert joined.status_code == 409, joined.text
+    assert "closing" in joined.json()["error"]
+    assert db.fetch_all(
+        "select user_id::text from public.team_members where team_id = %s", (team,)
+    ) == [{"user_id": ada}]
+    injected.pop()()
+    assert delete(app, ada).status_code == 200
+    assert db.fetch_all("select 1 from public.teams") == []
