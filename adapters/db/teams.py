@@ -85,11 +85,11 @@ def create(db: Database, *, owner_id: str, name: str) -> Team:
     with db.transaction() as conn:
         row = conn.execute(
             "with account as (insert into public.accounts (kind, owner_id) values ('team', %s)"
-            " returning id), team as (insert into public.teams (id, name)"
-            " select id, %s from account returning id)"
+            " returning id), team as (insert into public.teams (id, name, named_by)"
+            " select id, %s, %s from account returning id)"
             " insert into public.team_members (team_id, user_id, role)"
             " select id, %s, 'owner' from team returning team_id::text as id",
-            (owner_id, name, owner_id),
+            (owner_id, name, owner_id, owner_id),
         ).fetchone()
         assert row is not None
         _refreshed(conn, row["id"])
@@ -422,8 +422,8 @@ def names(db: Database, user_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
 
 @dataclass(frozen=True)
 class TeamName:
-    """A team's name and who wrote it: its creator (the team account's owner; a name is not
-    changed after)."""
+    """A team's name and who wrote it: its creator (`teams.named_by`; a name is not changed
+    after), never the member its account passed to; none once they are gone."""
 
     name: str
     author_email: str | None
@@ -433,8 +433,7 @@ class TeamName:
 def team_name(db: Database, team_id: str) -> TeamName | None:
     rows = db.fetch_all(
         "select t.name, p.email as author_email, p.name as author_name from public.teams t"
-        " join public.accounts a on a.id = t.id join public.profiles p on p.id = a.owner_id"
-        " where t.id = %s::uuid",
+        " left join public.profiles p on p.id = t.named_by where t.id = %s::uuid",
         (team_id,),
     )
     return TeamName(**rows[0]) if rows else None

@@ -18,7 +18,10 @@ create table public.teams (
   created_at timestamptz not null default now(),
   -- When the quantity in place was set (Stripe's time): the access cycle writes a quantity only
   -- when its event is newer, as a plan change is ordered on its own.
-  quantity_changed_at timestamptz
+  quantity_changed_at timestamptz,
+  -- Who wrote the name (its creator), which a mail quoting it names: never the member the
+  -- team's account passes to when they go; null once they are gone (the name is not quoted).
+  named_by uuid references public.profiles (id) on delete set null
 );
 
 -- A team's name goes out in mails from the product's own sender: short plain text (the API's

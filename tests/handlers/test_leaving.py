@@ -17,6 +17,7 @@ import psycopg
 import pytest
 import requests
 
+from adapters.db import teams as team_store
 from adapters.db.pool import Database
 from core.leaving import STEPS
 from dev.auth_stand_in import AuthStandIn
@@ -741,3 +742,27 @@ def test_no_one_joins_a_team_closing_with_its_owners_deletion(
     injected.pop()()
     assert delete(app, ada).status_code == 200
     assert db.fetch_all("select 1 from public.teams") == []
+
+
+@pytest.mark.parametrize("path", ["DELETE /api/me", "dashboard"])
+def test_a_teams_name_is_never_said_to_be_written_by_the_member_it_passed_to(
+    app: Api, db: Database, path: str
+) -> None:
+    """Ada named the team; when she goes its account passes to Grace, who never wrote the name:
+    a mail quoting it may not say Grace wrote it (with its writer gone, it is not quoted)."""
+    ada = create_user(db, ADA)
+    grace = create_user(db, GRACE)
+    team = _team_of(app, db, ada, {grace: "owner"})
+    assert team_store.team_name(db, team) == team_store.TeamName("Engines", ADA, None)
+
+    if path == "dashboard":
+        with db.transaction() as conn:
+            conn.execute("delete from auth.users where id = %s", (ada,))
+    else:
+        assert delete(app, ada).status_code == 200
+
+    [account] = db.fetch_all("select owner_id::text from public.accounts where id = %s", (team,))
+    assert account["owner_id"] == grace
+    named = team_store.team_name(db, team)
+    assert named is not None
+    assert named.author_email is None
