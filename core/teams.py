@@ -166,9 +166,10 @@ def role_change_refusal(
     return None
 
 
-def invite_refusal(*, actor: str, role: str) -> Refusal | None:
-    """Why `actor` may not invite someone as `role` (None: they may)."""
-    if not manages(actor):
+def invite_refusal(*, actor: str | None, role: str) -> Refusal | None:
+    """Why `actor` (None: no longer a member) may not invite someone as `role` (None: they
+    may)."""
+    if actor is None or not manages(actor):
         return Refusal("forbidden", "Only owners and admins invite")
     if role == "owner" and actor != "owner":
         return Refusal("forbidden", "Only owners invite an owner")

@@ -186,13 +186,17 @@ def invite(
     expires_at: datetime,
     daily_limit: int,
     sender_limit: int,
+    inviting: Callable[[str | None], Refusal | None],
 ) -> InvitationRow:
-    """A new invitation, unless the team sent `daily_limit` invitation mails in the last 24
-    hours, or `invited_by` sent `sender_limit` from all their teams (DailyLimit), or its seats
-    are all used (NoSeat); a pending invitation to the same address is replaced (its link stops
-    working). Its mail is counted."""
+    """A new invitation, unless `inviting`, asked with the team held and `invited_by`'s role in
+    it read under that hold (None: no longer a member), refuses it (Refused), the team sent
+    `daily_limit` invitation mails in the last 24 hours, or `invited_by` sent `sender_limit`
+    from all their teams (DailyLimit), or its seats are all used (NoSeat); a pending invitation
+    to the same address is replaced (its link stops working). Its mail is counted."""
     with db.transaction() as conn:
         _lock(conn, team_id, [invited_by])
+        if (refusal := inviting(role_of(conn, team_id, invited_by))) is not None:
+            raise Refused(refusal)
         _count_mail(conn, team_id, invited_by, daily_limit, sender_limit)
         conn.execute(
             "update public.team_invitations set revoked_at = now()"
@@ -271,8 +275,8 @@ def invitation_by_hash(db: Database, token_hash: str) -> Invitation | None:
     return Invitation(**rows[0]) if rows else None
 
 
-class Closing(Exception):
-    """No one may join the team: `joining` refused it (core/teams.py)."""
+class Refused(Exception):
+    """A rule of core/teams.py, asked with the team held, refused the change."""
 
     def __init__(self, refusal: Refusal) -> None:
         super().__init__(refusal.message)
@@ -289,12 +293,12 @@ def accept(
 ) -> Invitation:
     """Use the invitation (the team locked first, as every team change does: two acceptances
     cannot both succeed) and make the user a member in its role (a member already keeps their
-    role). Raises LookupError when it is no longer pending, Closing when `joining`, asked with
+    role). Raises LookupError when it is no longer pending, Refused when `joining`, asked with
     the team's staying owners counted under the lock, refuses it (nothing changed)."""
     with db.transaction() as conn:
         _lock(conn, team_id, [user_id])
         if (refusal := joining(owners(conn, team_id))) is not None:
-            raise Closing(refusal)
+            raise Refused(refusal)
         row = conn.execute(
             "update public.team_invitations set accepted_at = now()"
             " where token_hash = %s and team_id = %s"
