@@ -142,6 +142,19 @@ def removal_refusal(
     return None
 
 
+# A team whose every owner is deleting their account closes with the last of them: no one joins
+# it meanwhile, or they would be a member of a team that closes under them.
+CLOSING = Refusal(
+    "conflict", "This team is closing: its owner is deleting their account. Ask for a new team"
+)
+
+
+def joining_refusal(*, owners_staying: int) -> Refusal | None:
+    """Why no one may join the team now (None: they may): `owners_staying` counts its owners
+    whose account deletion is not under way."""
+    return CLOSING if owners_staying == 0 else None
+
+
 def role_change_refusal(
     *, actor: str, target_role: str, new_role: str, owners: int
 ) -> Refusal | None:
@@ -153,9 +166,10 @@ def role_change_refusal(
     return None
 
 
-def invite_refusal(*, actor: str, role: str) -> Refusal | None:
-    """Why `actor` may not invite someone as `role` (None: they may)."""
-    if not manages(actor):
+def invite_refusal(*, actor: str | None, role: str) -> Refusal | None:
+    """Why `actor` (None: no longer a member) may not invite someone as `role` (None: they
+    may)."""
+    if actor is None or not manages(actor):
         return Refusal("forbidden", "Only owners and admins invite")
     if role == "owner" and actor != "owner":
         return Refusal("forbidden", "Only owners invite an owner")

@@ -10,6 +10,7 @@ that does not exist. An admin's every call is appended to the audit log before i
 from __future__ import annotations
 
 import logging
+import re
 import uuid
 from datetime import datetime
 from typing import Any, Literal
@@ -81,15 +82,17 @@ def admin_only() -> None:
 
 
 def _entry(user: User) -> Entry:
-    args = {k: str(v) for k, v in (request.view_args or {}).items()}
-    # A path's userId that is no user id (the route refuses it: 400) is kept as the subject.
-    subject_user = _user_id(args["userId"]) if "userId" in args else None
-    if subject_user is not None:
-        del args["userId"]
-    # Kept for good, past a person's deletion: a searched name or address as its digest only.
+    # Kept for good, past a person's deletion: a searched name or address as its digest only,
+    # and so is one typed where a customer's id goes (the route refuses it: 400), in the subject
+    # and in the path alike.
+    kept = {
+        k: searched(str(v)) if k == "userId" else digest_addresses(str(v))
+        for k, v in (request.view_args or {}).items()
+    }
+    subject_user = _user_id(kept["userId"]) if "userId" in kept else None
+    args = {k: v for k, v in kept.items() if not (k == "userId" and subject_user is not None)}
     q = request.args.get("q")
-    subject = next(iter(args.values()), None)
-    subject = digest_addresses(subject) if subject else searched(q) if q else None
+    subject = next(iter(args.values()), None) or (searched(q) if q else None)
     query = "&".join(
         f"{digest_addresses(name)}={searched(value) if name == 'q' else digest_addresses(value)}"
         for name, value in request.args.items(multi=True)
@@ -103,13 +106,22 @@ def _entry(user: User) -> Entry:
         reason=_reason(),
         request={
             "method": request.method,
-            "path": request.path,
+            "path": _path(kept),
             "query": query,
             "client": request.remote_addr,
             **{h.lower(): request.headers.get(h) for h in _HEADERS if h in request.headers},
             **({"body": body} if (body := _body()) else {}),
         },
     )
+
+
+def _path(kept: dict[str, str]) -> str:
+    """The request's path with each of its parameters as the log keeps it (an unknown path:
+    with its addresses digested)."""
+    rule = request.url_rule
+    if rule is None:
+        return digest_addresses(request.path)
+    return re.sub(r"<(?:[^:<>]+:)?([^:<>]+)>", lambda m: kept.get(m.group(1), ""), rule.rule)
 
 
 def _user_id(value: str) -> str | None:

@@ -122,7 +122,11 @@ def invite(
             expires_at=datetime.now(UTC) + links.ttl,
             daily_limit=links.daily_limit,
             sender_limit=links.person_limit,
+            # Asked again with the team held: a role changed since the check above counts.
+            inviting=lambda actor: rules.invite_refusal(actor=actor, role=role),
         )
+    except store.Refused as refused:
+        raise _ERRORS[refused.refusal.kind](refused.refusal.message) from None
     except store.NoSeat as no_seat:
         raise Conflict(rules.no_seat_message(no_seat.seats)) from None
     except store.DailyLimit as limited:
@@ -182,9 +186,17 @@ def accept(
     _refuse(rules.acceptance_refusal(invitation, email=email, now=datetime.now(UTC)))
     assert invitation is not None  # refused above otherwise
     try:
-        accepted = store.accept(db, team_id=invitation.team_id, token_hash=hashed, user_id=user.id)
+        accepted = store.accept(
+            db,
+            team_id=invitation.team_id,
+            token_hash=hashed,
+            user_id=user.id,
+            joining=lambda owners: rules.joining_refusal(owners_staying=owners),
+        )
     except LookupError:  # accepted or revoked since it was read
         raise InvalidRequest(rules.USED.message) from None
+    except store.Refused as refused:
+        raise _ERRORS[refused.refusal.kind](refused.refusal.message) from None
     _tell_seats(accepted.team_id, db=db, bus=bus, github=github)
     role = store.membership(db, accepted.team_id, user.id)
     return accepted.team_id, role.role if role else accepted.role

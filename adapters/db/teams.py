@@ -14,13 +14,13 @@ too (team accounts before personal ones), so the two wait for each other and nev
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from adapters.db.pool import Connection, Database
-from core.teams import Invitation, Role, SeatChange, Seats
+from core.teams import Invitation, Refusal, Role, SeatChange, Seats
 
 
 @dataclass(frozen=True)
@@ -85,11 +85,11 @@ def create(db: Database, *, owner_id: str, name: str) -> Team:
     with db.transaction() as conn:
         row = conn.execute(
             "with account as (insert into public.accounts (kind, owner_id) values ('team', %s)"
-            " returning id), team as (insert into public.teams (id, name)"
-            " select id, %s from account returning id)"
+            " returning id), team as (insert into public.teams (id, name, named_by)"
+            " select id, %s, %s from account returning id)"
             " insert into public.team_members (team_id, user_id, role)"
             " select id, %s, 'owner' from team returning team_id::text as id",
-            (owner_id, name, owner_id),
+            (owner_id, name, owner_id, owner_id),
         ).fetchone()
         assert row is not None
         _refreshed(conn, row["id"])
@@ -186,13 +186,17 @@ def invite(
     expires_at: datetime,
     daily_limit: int,
     sender_limit: int,
+    inviting: Callable[[str | None], Refusal | None],
 ) -> InvitationRow:
-    """A new invitation, unless the team sent `daily_limit` invitation mails in the last 24
-    hours, or `invited_by` sent `sender_limit` from all their teams (DailyLimit), or its seats
-    are all used (NoSeat); a pending invitation to the same address is replaced (its link stops
-    working). Its mail is counted."""
+    """A new invitation, unless `inviting`, asked with the team held and `invited_by`'s role in
+    it read under that hold (None: no longer a member), refuses it (Refused), the team sent
+    `daily_limit` invitation mails in the last 24 hours, or `invited_by` sent `sender_limit`
+    from all their teams (DailyLimit), or its seats are all used (NoSeat); a pending invitation
+    to the same address is replaced (its link stops working). Its mail is counted."""
     with db.transaction() as conn:
         _lock(conn, team_id, [invited_by])
+        if (refusal := inviting(role_of(conn, team_id, invited_by))) is not None:
+            raise Refused(refusal)
         _count_mail(conn, team_id, invited_by, daily_limit, sender_limit)
         conn.execute(
             "update public.team_invitations set revoked_at = now()"
@@ -271,12 +275,30 @@ def invitation_by_hash(db: Database, token_hash: str) -> Invitation | None:
     return Invitation(**rows[0]) if rows else None
 
 
-def accept(db: Database, *, team_id: str, token_hash: str, user_id: str) -> Invitation:
+class Refused(Exception):
+    """A rule of core/teams.py, asked with the team held, refused the change."""
+
+    def __init__(self, refusal: Refusal) -> None:
+        super().__init__(refusal.message)
+        self.refusal = refusal
+
+
+def accept(
+    db: Database,
+    *,
+    team_id: str,
+    token_hash: str,
+    user_id: str,
+    joining: Callable[[int], Refusal | None],
+) -> Invitation:
     """Use the invitation (the team locked first, as every team change does: two acceptances
     cannot both succeed) and make the user a member in its role (a member already keeps their
-    role). Raises LookupError when it is no longer pending."""
+    role). Raises LookupError when it is no longer pending, Refused when `joining`, asked with
+    the team's staying owners counted under the lock, refuses it (nothing changed)."""
     with db.transaction() as conn:
         _lock(conn, team_id, [user_id])
+        if (refusal := joining(owners(conn, team_id))) is not None:
+            raise Refused(refusal)
         row = conn.execute(
             "update public.team_invitations set accepted_at = now()"
             " where token_hash = %s and team_id = %s"
@@ -404,8 +426,8 @@ def names(db: Database, user_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
 
 @dataclass(frozen=True)
 class TeamName:
-    """A team's name and who wrote it: its creator (the team account's owner; a name is not
-    changed after)."""
+    """A team's name and who wrote it: its creator (`teams.named_by`; a name is not changed
+    after), never the member its account passed to; none once they are gone."""
 
     name: str
     author_email: str | None
@@ -415,8 +437,7 @@ class TeamName:
 def team_name(db: Database, team_id: str) -> TeamName | None:
     rows = db.fetch_all(
         "select t.name, p.email as author_email, p.name as author_name from public.teams t"
-        " join public.accounts a on a.id = t.id join public.profiles p on p.id = a.owner_id"
-        " where t.id = %s::uuid",
+        " left join public.profiles p on p.id = t.named_by where t.id = %s::uuid",
         (team_id,),
     )
     return TeamName(**rows[0]) if rows else None

@@ -18,7 +18,10 @@ create table public.teams (
   created_at timestamptz not null default now(),
   -- When the quantity in place was set (Stripe's time): the access cycle writes a quantity only
   -- when its event is newer, as a plan change is ordered on its own.
-  quantity_changed_at timestamptz
+  quantity_changed_at timestamptz,
+  -- Who wrote the name (its creator), which a mail quoting it names: never the member the
+  -- team's account passes to when they go; null once they are gone (the name is not quoted).
+  named_by uuid references public.profiles (id) on delete set null
 );
 
 -- A team's name goes out in mails from the product's own sender: short plain text (the API's
@@ -117,7 +120,8 @@ create index team_invitation_mails_sender_idx on public.team_invitation_mails (s
 
 -- A team outlives its creator by any path, and keeps an owner. Deleting a person's profile
 -- (their auth user deleted from the Supabase dashboard, or by SQL, cascades to it) is refused
--- while they are the last owner of a team with other members, as DELETE /api/me refuses it;
+-- while they are the last owner of a team with other members, as DELETE /api/me refuses it
+-- (an owner whose own deletion is under way counts as gone, as DELETE /api/me counts them);
 -- a team they created names its longest-standing other member, owners first, as its account's
 -- `owner_id` (the creator, for the books only), as DELETE /api/me does, where the column's
 -- cascade would otherwise take the team, its members, grants and credits with them. A team of
@@ -139,7 +143,9 @@ begin
   from public.team_members m join public.teams t on t.id = m.team_id
   where m.user_id = old.id and m.role = 'owner'
     and not exists (select 1 from public.team_members o
-      where o.team_id = m.team_id and o.role = 'owner' and o.user_id <> old.id)
+      where o.team_id = m.team_id and o.role = 'owner' and o.user_id <> old.id
+        and not exists (select 1 from public.account_deletions d
+          where d.user_id = o.user_id and d.finished_at is null))
     and exists (select 1 from public.team_members o
       where o.team_id = m.team_id and o.user_id <> old.id)
   order by t.id

@@ -312,6 +312,31 @@ def test_a_searched_name_is_kept_as_its_digest_only(api: Api, db: Database) -> N
     assert "lovelace" not in json.dumps(rows).lower()
 
 
+def test_a_name_or_address_typed_as_a_customers_id_is_kept_as_its_digest_only(
+    api: Api, db: Database
+) -> None:
+    """An admin looking a person up by typing their name or address where the id goes (the
+    route answers 400) leaves in the log its digest only, in the subject and in the path alike:
+    what was typed to find someone outlives their deletion."""
+    admin = make_admin(db)
+    founder = bearer(token(api, admin, "founder@example.com"))
+    create_user(db, "ada@example.com", name="Ada Lovelace")
+    for typed in ("Ada Lovelace", "ada@example.com", "Ada%40Example.com"):
+        looked_up = api.get(f"/api/admin/customers/{typed}", headers=founder)
+        assert looked_up.status_code == 400, typed
+    rows = db.fetch_all(
+        "select subject, request from public.admin_audit where admin_id = %s order by id",
+        (admin,),
+    )
+    typed_as = (b"ada lovelace", b"ada@example.com", b"ada@example.com")
+    digests = ["sha256:" + hashlib.sha256(t).hexdigest() for t in typed_as]
+    assert [r["subject"] for r in rows] == digests
+    assert [r["request"]["path"] for r in rows] == [f"/api/admin/customers/{d}" for d in digests]
+    kept = json.dumps(rows).lower()
+    assert "lovelace" not in kept
+    assert "example.com" not in kept
+
+
 def test_a_comp_for_30_days_shows_in_me_and_in_the_audit_log(api: Api, db: Database) -> None:
     seed_demo_products(db)
     bob = create_user(db, "bob@example.com")
@@ -763,7 +788,8 @@ def test_a_malformed_id_is_a_400_and_still_recorded(api: Api, db: Database) -> N
         (admin,),
     )
     assert [(r["action"], r["subject"], r["subject_user_id"]) for r in rows] == [
-        ("admin.customer", "not-a-user", None),
+        # What is typed where a customer's id goes may name them: kept as its digest.
+        ("admin.customer", "sha256:" + hashlib.sha256(b"not-a-user").hexdigest(), None),
         ("admin.end_grant", "nope", None),
     ]
 

@@ -5,6 +5,7 @@ its steps is finished by a retry with nothing done twice."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import threading
 from collections.abc import Callable, Iterator
@@ -16,6 +17,7 @@ import psycopg
 import pytest
 import requests
 
+from adapters.db import teams as team_store
 from adapters.db.pool import Database
 from core.leaving import STEPS
 from dev.auth_stand_in import AuthStandIn
@@ -678,3 +680,89 @@ def test_no_owner_steps_down_or_leaves_while_the_other_owners_deletion_is_under_
         {"user_id": bob, "role": "member"},
         {"user_id": grace, "role": "owner"},
     ]
+
+
+def test_the_other_owner_deleted_from_the_dashboard_while_one_leaves_is_refused(
+    app: Api, db: Database, injected: list[Callable[[], None]]
+) -> None:
+    """Ada's deletion is recorded but stopped before she left the team; Grace, the other owner,
+    is deleted from the dashboard meanwhile: Ada counts as gone there too, so Grace is the last
+    owner and her deletion is refused, and the team keeps an owner once Ada's finishes."""
+    ada = create_user(db, ADA)
+    grace = create_user(db, GRACE)
+    bob = create_user(db, "bob@example.com")
+    team = _team_of(app, db, ada, {grace: "owner", bob: "member"})
+    injected.append(_refuse_recording("cancel_subscriptions")(db))
+    assert delete(app, ada).status_code >= 500
+
+    with pytest.raises(psycopg.errors.RestrictViolation) as refused, db.transaction() as conn:
+        conn.execute("delete from auth.users where id = %s", (grace,))
+
+    assert "last owner of the team 'Engines'" in str(refused.value)
+    injected.pop()()
+    assert delete(app, ada).status_code == 200
+    assert db.fetch_all(
+        "select user_id::text, role from public.team_members where team_id = %s order by role",
+        (team,),
+    ) == [{"user_id": bob, "role": "member"}, {"user_id": grace, "role": "owner"}]
+
+
+def test_no_one_joins_a_team_closing_with_its_owners_deletion(
+    app: Api, db: Database, injected: list[Callable[[], None]]
+) -> None:
+    """Ada, alone in her team, deletes her account: the team closes with it. An invitation she
+    sent before is refused while her deletion is under way (409, nothing joined), so Bob is
+    never a member of a team that then closes under him."""
+    ada = create_user(db, ADA)
+    bob = create_user(db, "bob@example.com")
+    team = _team_of(app, db, ada, {})
+    token = "closing-team-token"
+    with db.transaction() as conn:
+        conn.execute(
+            "insert into public.team_invitations (team_id, email, role, token_hash, invited_by,"
+            " expires_at) values (%s, 'bob@example.com', 'member', %s, %s,"
+            " now() + interval '7 days')",
+            (team, hashlib.sha256(token.encode()).hexdigest(), ada),
+        )
+    injected.append(_refuse_recording("cancel_subscriptions")(db))
+    assert delete(app, ada).status_code >= 500
+
+    joined = requests.post(
+        f"{app.url}/api/invitations/accept",
+        json={"token": token},
+        headers=bearer(app, bob, "bob@example.com"),
+        timeout=10,
+    )
+
+    assert joined.status_code == 409, joined.text
+    assert "closing" in joined.json()["error"]
+    assert db.fetch_all(
+        "select user_id::text from public.team_members where team_id = %s", (team,)
+    ) == [{"user_id": ada}]
+    injected.pop()()
+    assert delete(app, ada).status_code == 200
+    assert db.fetch_all("select 1 from public.teams") == []
+
+
+@pytest.mark.parametrize("path", ["DELETE /api/me", "dashboard"])
+def test_a_teams_name_is_never_said_to_be_written_by_the_member_it_passed_to(
+    app: Api, db: Database, path: str
+) -> None:
+    """Ada named the team; when she goes its account passes to Grace, who never wrote the name:
+    a mail quoting it may not say Grace wrote it (with its writer gone, it is not quoted)."""
+    ada = create_user(db, ADA)
+    grace = create_user(db, GRACE)
+    team = _team_of(app, db, ada, {grace: "owner"})
+    assert team_store.team_name(db, team) == team_store.TeamName("Engines", ADA, None)
+
+    if path == "dashboard":
+        with db.transaction() as conn:
+            conn.execute("delete from auth.users where id = %s", (ada,))
+    else:
+        assert delete(app, ada).status_code == 200
+
+    [account] = db.fetch_all("select owner_id::text from public.accounts where id = %s", (team,))
+    assert account["owner_id"] == grace
+    named = team_store.team_name(db, team)
+    assert named is not None
+    assert named.author_email is None

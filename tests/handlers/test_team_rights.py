@@ -6,6 +6,7 @@ Replayed over HTTP with Stripe's signed events, as the attack was shown."""
 from __future__ import annotations
 
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from adapters.db.pool import Database
@@ -15,7 +16,7 @@ from tests.adapters.db.test_schema import as_role
 from tests.conftest import Api
 from tests.fakes.github import FakeGitHub
 from tests.handlers.test_teams import Person, join, new_team
-from tests.helpers import checkout_session_with_items, stripe_event
+from tests.helpers import checkout_session_with_items, stripe_event, wait_for
 from tests.subscribers.lifecycle_helpers import GITHUB, MONTHLY, post_event, settle
 from tests.subscribers.test_emails import outbox
 
@@ -146,3 +147,47 @@ def test_a_removed_creator_keeps_nothing_of_the_team(
     assert [m["To"] for m in ended_mails] == ["olivia@example.com"]
     assert all("carol@example.com" not in str(m["To"]) for m in mails)
     assert any("payment" in str(m["Subject"]).lower() for m in mails)
+
+
+def test_an_owner_demoted_while_their_invitation_waits_invites_no_owner(
+    api: Api, db: Database
+) -> None:
+    """Grace, an owner, invites an owner while Ada makes her a member: her role is asked again
+    with the team held, so the invitation made after her demotion is refused (403) and no owner
+    invitation exists."""
+    ada = Person(api, db, "ada@example.com", "Ada")
+    grace = Person(api, db, "grace@example.com", "Grace")
+    team = new_team(ada)
+    join(api, team, ada, grace, role="owner")
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        with db.transaction() as holder:
+            # The team held as a change of it holds it, until Grace's invitation waits for it.
+            holder.execute("select 1 from public.accounts where id = %s for update", (team,))
+            sent = pool.submit(
+                grace.call,
+                "POST",
+                f"/api/teams/{team}/invitations",
+                {"email": "mallory@example.com", "role": "owner"},
+            )
+            wait_for(
+                lambda: (
+                    db.fetch_all(
+                        "select count(*) as n from pg_stat_activity where wait_event_type = 'Lock'"
+                        " and datname = current_database()"
+                    )[0]["n"]
+                    >= 1
+                )
+            )
+            holder.execute(
+                "update public.team_members set role = 'member' where team_id = %s"
+                " and user_id = %s",
+                (team, grace.id),
+            )
+        answer = sent.result()
+
+    assert answer.status_code == 403, answer.text
+    assert (
+        db.fetch_all("select 1 from public.team_invitations where email = 'mallory@example.com'")
+        == []
+    )

@@ -426,3 +426,25 @@ def test_the_role_that_migrates_and_runs_the_app_cannot_silence_the_audit_log(
                 "select at = now() from public.admin_audit where id = %s", (row,)
             ).fetchall()
         assert at_now is True
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="`public` belongs to the role that migrates and serves the app, and a schema's owner"
+    " may drop anything in it: the audit log needs a schema of its own owned by"
+    " admin_audit_owner, a change of every reader and writer of the table",
+)
+def test_the_owner_of_the_public_schema_cannot_drop_the_audit_logs_trigger_or_its_writer(
+    database_url: str,
+) -> None:
+    """Without granting itself any role, the role that migrates and serves the app owns the
+    `public` schema: it must not turn the append-only trigger off by dropping its function with
+    what depends on it, nor swap `admin_audit_record` for one that records nothing."""
+    with as_supabase_postgres(database_url) as conn:
+        for statement in (
+            "drop function public.admin_audit_refuse_change() cascade",
+            "drop function public.admin_audit_record(uuid, text, text, uuid, text, text, jsonb)",
+            "drop table public.admin_audit",
+        ):
+            with pytest.raises(psycopg.errors.InsufficientPrivilege), conn.transaction():
+                conn.execute(statement)

@@ -280,7 +280,7 @@ def test_members_read_their_teams_and_only_the_server_writes(db: Database) -> No
     teams.invite(
         db, team_id=team, email="grace@example.com", role="member", token_hash="h" * 64,
         invited_by=ada, expires_at=datetime.now(UTC) + timedelta(days=1), daily_limit=20,
-        sender_limit=20,
+        sender_limit=20, inviting=lambda actor: None,
     )  # fmt: skip
     with db.transaction() as conn:
         conn.execute(
