@@ -36,7 +36,8 @@ def test_every_page_fits_a_phone_and_names_the_brand(browser: Browser, site: Sit
     page.on("pageerror", lambda error: errors.append(str(error)))
     # Signed in, with a team, a member's row and an invitation waiting: the widest content.
     page.goto("/signin")
-    page.get_by_label("E-mail", exact=True).nth(1).fill(f"narrow-{uuid.uuid4().hex[:8]}@example.com")
+    address = f"narrow-{uuid.uuid4().hex[:8]}@example.com"
+    page.get_by_label("E-mail", exact=True).nth(1).fill(address)
     page.get_by_label("Password", exact=True).fill("correct horse battery")
     page.get_by_role("button", name="Create an account").click()
     page.wait_for_url(f"{site.url}/dashboard")
