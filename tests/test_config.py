@@ -427,7 +427,7 @@ def test_production_selling_usage_needs_a_long_usage_api_key(
 
 def test_the_outbox_follows_data_dir_unless_set(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("EMAIL_OUTBOX_DIR", raising=False)
-    monkeypatch.setenv("DATA_DIR", "/tmp/elsewhere")
-    assert Settings().email_outbox_dir == Path("/tmp/elsewhere/outbox")
-    monkeypatch.setenv("EMAIL_OUTBOX_DIR", "/tmp/mail")
-    assert Settings().email_outbox_dir == Path("/tmp/mail")
+    monkeypatch.setenv("DATA_DIR", "/srv/elsewhere")
+    assert Settings().email_outbox_dir == Path("/srv/elsewhere/outbox")
+    monkeypatch.setenv("EMAIL_OUTBOX_DIR", "/srv/mail")
+    assert Settings().email_outbox_dir == Path("/srv/mail")
