@@ -9,12 +9,12 @@ import re
 import uuid
 
 import requests
-from playwright.sync_api import Browser, expect
+from playwright.sync_api import Browser, ViewportSize, expect
 
 from tests.web.conftest import Site
 
 # A phone held upright (an iPhone's CSS width); the layout must not scroll sideways.
-NARROW = {"width": 390, "height": 844}
+NARROW: ViewportSize = {"width": 390, "height": 844}
 PAGES = ("/", "/signin", "/dashboard", "/team", "/success", "/feedback", "/no-such-page")
 
 expect.set_options(timeout=30_000)
