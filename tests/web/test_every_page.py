@@ -1,12 +1,13 @@
 """Every page on a phone's width, with the brand the settings name: nothing wider than the
 screen, the brand in each title and in the landing's heading, one plan at most called most
-popular (the first featured one)."""
+popular (the first featured one); and every local address the docs name answers."""
 
 from __future__ import annotations
 
 import json
 import re
 import uuid
+from pathlib import Path
 
 import requests
 from playwright.sync_api import Browser, ViewportSize, expect
@@ -18,6 +19,7 @@ NARROW: ViewportSize = {"width": 390, "height": 844}
 PAGES = ("/", "/signin", "/dashboard", "/team", "/success", "/feedback", "/no-such-page")
 
 expect.set_options(timeout=30_000)
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def brand_of(site: Site) -> str:
@@ -76,3 +78,24 @@ def test_the_landing_names_the_brand_and_at_most_one_most_popular_plan(
     assert featured >= 1, "the demo catalogue features a plan"
     expect(page.get_by_text("Most popular", exact=True)).to_have_count(1)
     context.close()
+
+
+# A local address the README and the guides tell a founder to open or call.
+LOCAL_URL = re.compile(r"http://localhost:8080(/[^\s\"'`)<>,]*)?")
+DOCUMENTS = (ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")))
+
+
+def test_every_local_address_the_docs_name_answers(site: Site) -> None:
+    named = {
+        (found.group(1) or "/").replace("{CHECKOUT_SESSION_ID}", "cs_test_none")
+        for document in DOCUMENTS
+        for found in LOCAL_URL.finditer(document.read_text())
+    }
+    assert "/" in named
+    missing = {}
+    for path in sorted(named):
+        answer = requests.get(f"{site.url}{path}", timeout=30, allow_redirects=False)
+        # An API route the docs show with POST answers 405 to a GET: it exists.
+        if answer.status_code == 404:
+            missing[path] = answer.status_code
+    assert missing == {}
