@@ -3,7 +3,7 @@
 import { getProductsPublic, postPaymentsCreateCheckout } from "../api.js";
 import { session } from "../auth.js";
 import { checkoutRequest, priceText } from "../plans.js";
-import { busy, errorBox, h, begin, setError, setPending, show } from "../ui.js";
+import { begin, brandName, busy, errorBox, h, setError, setPending, show } from "../ui.js";
 
 /** @typedef {import("../api.js").PublicProduct} PublicProduct */
 
@@ -12,7 +12,9 @@ import { busy, errorBox, h, begin, setError, setPending, show } from "../ui.js";
 await begin();
 
 /** @param {PublicProduct} product */
-function card(product) {
+function card(product, index, shown) {
+  // Featured plans come first; only the first is called the most popular.
+  const popular = product.isFeatured && shown.findIndex((p) => p.isFeatured) === index;
   const slot = h("div");
   const seats = h("input", { type: "number", id: `seats-${product.id}`, name: "quantity", min: "1", max: "10000", value: "3", required: true });
   const action = product.perSeat
@@ -55,7 +57,7 @@ function card(product) {
   return h(
     "article",
     { class: product.isFeatured ? "plan featured" : "plan", "aria-labelledby": `plan-${product.id}` },
-    product.isFeatured ? h("p", { class: "badge" }, "Most popular") : null,
+    popular ? h("p", { class: "badge" }, "Most popular") : null,
     h("h3", { id: `plan-${product.id}` }, product.name),
     h("p", { class: "price" }, priceText(product)),
     product.trialDays ? h("p", { class: "trial" }, `${product.trialDays}-day free trial: nothing is charged until it ends.`) : null,
@@ -69,7 +71,7 @@ async function main() {
   const hero = h(
     "section",
     { class: "hero" },
-    h("h1", {}, "Everything your SaaS needs around its product"),
+    h("h1", {}, brandName()),
     h("p", {}, "Pick a plan below. Pay once or by the month; teams buy seats for their members."),
   );
   const pricing = h("section", { id: "pricing", "aria-labelledby": "pricing-title" }, h("h2", { id: "pricing-title" }, "Pricing"));

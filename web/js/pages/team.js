@@ -8,7 +8,7 @@ import {
 } from "../api.js";
 import { claims, session } from "../auth.js";
 import { checkoutRequest, priceText } from "../plans.js";
-import { busy, clearPending, day, errorBox, h, begin, pending, setError, show, signedOut } from "../ui.js";
+import { busy, clearPending, day, errorBox, h, begin, pending, setError, show, signedOut, titled } from "../ui.js";
 
 /** @typedef {import("../api.js").TeamDetailAnswer} TeamDetailAnswer */
 
@@ -180,7 +180,7 @@ async function teamPage(id) {
     show(errorBox(error), h("p", {}, h("a", { href: "/team" }, "Your teams")));
     return;
   }
-  document.title = `${team.name}: team`;
+  titled(`${team.name}: team`);
   const manager = team.role === "owner" || team.role === "admin";
   const me = claims()?.sub;
   const active = team.entitlements.filter((e) => e.active);
