@@ -21,6 +21,7 @@ from config import MissingSetting
 from core.access import checkout_quantity
 from core.billing.catalogue import StripeProduct
 from core.catalogue import lookup_keys
+from core.stripe_objects import Trial, subscription_trial
 
 log = logging.getLogger(__name__)
 
@@ -95,7 +96,7 @@ class StripeGateway:
         try:
             session = self.client.v1.checkout.sessions.retrieve(
                 session_id,
-                params={"expand": ["line_items", "invoice", "payment_intent.latest_charge"]},
+                params={"expand": _SESSION_EXPANDED},
             ).to_dict()
         except stripe.StripeError as exc:
             raise StripeCallFailed(f"checkout session {session_id}: {exc}") from exc
@@ -103,6 +104,7 @@ class StripeGateway:
             price_id=_first_price(session),
             receipt_url=_receipt_url(session),
             quantity=checkout_quantity(session),
+            trial=subscription_trial(session.get("subscription")),
         )
 
     def checkout_session(self, session_id: str) -> dict[str, Any] | None:
@@ -114,7 +116,7 @@ class StripeGateway:
         try:
             return self.client.v1.checkout.sessions.retrieve(
                 session_id,
-                params={"expand": ["line_items", "invoice", "payment_intent.latest_charge"]},
+                params={"expand": _SESSION_EXPANDED},
             ).to_dict()
         except stripe.InvalidRequestError as exc:
             if exc.http_status == 404:
@@ -341,6 +343,12 @@ class CheckoutFacts:
     price_id: str | None
     receipt_url: str | None
     quantity: int | None = None  # the line item's: a per-seat price's seats
+    trial: Trial | None = None  # the free trial its subscription is on
+
+
+# What a checkout session is read with: its line items (the price), its invoice and payment
+# (the receipt), its subscription (a free trial's end and first charge).
+_SESSION_EXPANDED = ["line_items", "invoice", "payment_intent.latest_charge", "subscription"]
 
 
 def _first_price(session: dict[str, Any]) -> str | None:

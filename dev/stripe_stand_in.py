@@ -460,8 +460,13 @@ class StripeStandIn:
                 raise _no_such("checkout.session", sid, param="session")
             found = copy.deepcopy(session)
             lines = self._extras.get(sid, {}).get("line_items")
-        if "line_items" in _expanded(request) and lines is not None:
+        expanded = _expanded(request)
+        if "line_items" in expanded and lines is not None:
             found["line_items"] = shapes.listed(lines, f"/v1/checkout/sessions/{sid}/line_items")
+        if "subscription" in expanded and isinstance(found.get("subscription"), str):
+            with self.lock:
+                held = self.subscriptions.get(found["subscription"])
+                found["subscription"] = copy.deepcopy(held) if held else found["subscription"]
         return _json(found)
 
     def line_items(self, request: Request, sid: str) -> Response:

@@ -88,7 +88,7 @@ import { request } from "./http.js";
  */
 
 /**
- * @typedef {{ product: (EntitledProduct | null), priceId: (string | null), kind: ("subscription" | "purchase" | "comp"), status: string, active: boolean, currentPeriodEnd: (string | null), cancelAtPeriodEnd: boolean, trialEnd: (string | null), endedAt: (string | null), teamId?: (string | null) }} EntitlementAnswer
+ * @typedef {{ product: (EntitledProduct | null), priceId: (string | null), kind: ("subscription" | "purchase" | "comp"), status: string, active: boolean, currentPeriodEnd: (string | null), cancelAtPeriodEnd: boolean, trialEnd: (string | null), endedAt: (string | null), teamId?: (string | null), label: string, summary: string }} EntitlementAnswer
  */
 
 /**
