@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from adapters.db import entitlements
+from adapters.db.entitlements import Held
 from adapters.db.pool import Database
 from core.entitlements import Kind
 
@@ -53,6 +55,8 @@ class SessionGrant:
     active: bool
     product_name: str | None  # None: a price no product row is sold at
     features: list[str]  # sorted: what the product sold at its price grants
+    # What its words say (core/grant_words.py): the grant as stored, its product's price.
+    held: Held | None = None
 
 
 def of_session(db: Database, session_id: str, source_id: str) -> SessionGrant | None:
@@ -68,6 +72,23 @@ def of_session(db: Database, session_id: str, source_id: str) -> SessionGrant | 
         " where pu.stripe_checkout_session_id = %s",
         (source_id, session_id),
     )
+    account = rows[0:1] and db.fetch_all(
+        "select pu.account_id::text as account_id from public.purchases pu"
+        " where pu.stripe_checkout_session_id = %s",
+        (session_id,),
+    )
+    held = (
+        next(
+            (
+                h
+                for h in entitlements.of_account(db, account[0]["account_id"])
+                if h.entitlement.source_id == source_id
+            ),
+            None,
+        )
+        if account
+        else None
+    )
     if not rows:
         return None
     row = rows[0]
@@ -77,4 +98,5 @@ def of_session(db: Database, session_id: str, source_id: str) -> SessionGrant | 
         active=row["active"],
         product_name=row["product_name"],
         features=list(row["features"]),
+        held=held,
     )

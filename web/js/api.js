@@ -127,6 +127,14 @@ import { request } from "./http.js";
  * @typedef {{ email: string, role: ("owner" | "admin" | "member") }} InvitationRequest
  */
 
+/** What an invitation's link tells its holder before accepting: what the mail said.
+ * @typedef {{ teamName: string, role: ("owner" | "admin" | "member"), expiresAt: string, invitedBy: (InviterAnswer | null) }} InvitedAnswer
+ */
+
+/**
+ * @typedef {{ email: string, name: (string | null) }} InviterAnswer
+ */
+
 /**
  * @typedef {{ email: string }} LeadRequest
  */
@@ -236,7 +244,7 @@ import { request } from "./http.js";
  */
 
 /** A guest token's answer: what the session bought, nothing of the account it landed on (an e-mail typed on Stripe's page chose that account, and nobody verified it).
- * @typedef {{ sessionId: string, applied: boolean, hasAccess: boolean, product: (PurchasedProduct | null), features: Array<string> }} SessionGrantAnswer
+ * @typedef {{ sessionId: string, applied: boolean, hasAccess: boolean, product: (PurchasedProduct | null), features: Array<string>, label?: (string | null), summary?: (string | null) }} SessionGrantAnswer
  */
 
 /**
@@ -398,6 +406,14 @@ export function deleteTeamsInvitations(teamId, invitationId) {
  */
 export function postTeamsInvitationsResend(teamId, invitationId) {
   return request("POST", `/api/teams/${encodeURIComponent(teamId)}/invitations/${encodeURIComponent(invitationId)}/resend`);
+}
+
+/** What an invitation's token names: the team, the role, who sent it
+ * @param {AcceptRequest} body
+ * @returns {Promise<InvitedAnswer>}
+ */
+export function postInvitationsLookup(body) {
+  return request("POST", `/api/invitations/lookup`, { body });
 }
 
 /** Join the team an invitation's token names

@@ -4,7 +4,7 @@
 import { getMe, postPaymentsCompleteCheckout } from "../api.js";
 import { claims, refresh, session } from "../auth.js";
 import { errorBox, h, begin, show } from "../ui.js";
-import { source } from "../entitlements.js";
+import { featureName, source } from "../entitlements.js";
 
 await begin();
 
@@ -20,7 +20,7 @@ async function main() {
       h("p", {}, h("a", { href: "/#pricing" }, "See the plans")));
     return;
   }
-  show(h("p", { class: "muted" }, "Confirming your payment…"));
+  show(h("p", { class: "muted" }, "Confirming your checkout…"));
   let answer;
   try {
     answer = await postPaymentsCompleteCheckout({ sessionId, token: params.get("checkout_token") || null });
@@ -45,10 +45,15 @@ async function main() {
         note = errorBox(error);
       }
     }
+    // Newest change first: the grant this checkout just made leads, and says what it is (a
+    // free trial is no payment).
     const held = answer.entitlements.filter((e) => e.active);
+    const trial = held[0]?.status === "trialing";
     show(
       h("p", { class: answer.hasAccess ? "granted" : "muted", id: "access-state" },
-        answer.hasAccess ? "Paid: you have access now." : "Paid. Your access is on its way: your dashboard shows it as soon as it is applied."),
+        answer.hasAccess
+          ? (trial ? "Your free trial has started: you have access now, and nothing was charged today." : "Paid: you have access now.")
+          : "Done. Your access is on its way: your dashboard shows it as soon as it is applied."),
       held.length ? h("ul", { class: "sources" }, ...held.map((e) => h("li", {}, h("strong", {}, e.product?.name || "A product"), ": ", source(e, answer)))) : null,
       note,
       h("p", {}, h("a", { class: "button", href: "/dashboard" }, "Go to your dashboard")),
@@ -58,10 +63,14 @@ async function main() {
   // A guest: what this session bought, nothing of the account (its e-mail was typed on
   // Stripe's page and nobody verified it yet).
   const product = answer.product?.name || "your purchase";
+  const trial = answer.label === "Free trial";
   show(
     h("p", { class: answer.hasAccess ? "granted" : "muted", id: "access-state" },
-      answer.applied ? `Paid: ${product} is yours.` : "Paid. We are applying your purchase: this takes a moment."),
-    answer.features.length ? h("ul", { class: "features" }, ...answer.features.map((f) => h("li", {}, f))) : null,
+      answer.applied
+        ? (trial ? `Your free trial of ${product} has started: nothing was charged today.` : `Paid: ${product} is yours.`)
+        : "Done. We are applying your purchase: this takes a moment."),
+    answer.summary ? h("p", { id: "grant-summary" }, answer.summary) : null,
+    answer.features.length ? h("ul", { class: "features" }, ...answer.features.map((f) => h("li", {}, featureName(f)))) : null,
     h("p", {}, "We sent a sign-in link to the e-mail you gave at checkout. Open it to reach your dashboard, or sign in here with that address."),
     h("p", {}, h("a", { class: "button", href: "/signin" }, "Sign in")),
     answer.applied ? null : retry(),
@@ -75,7 +84,7 @@ async function watch() {
     const me = await getMe().catch(() => null);
     if (me && me.hasAccess) {
       await refresh().catch(() => undefined);
-      show(h("p", { class: "granted", id: "access-state" }, "Paid: you have access now."),
+      show(h("p", { class: "granted", id: "access-state" }, "You have access now."),
         h("p", {}, h("a", { class: "button", href: "/dashboard" }, "Go to your dashboard")));
       return;
     }
