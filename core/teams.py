@@ -175,10 +175,14 @@ class Seats:
 
 def no_seat_message(seats: Seats) -> str:
     """What an invitation past the seats is told: how many there are and how to add some."""
-    plural = "seat" if seats.total == 1 else "seats"
+    taken = (
+        "The one seat of this team is taken"
+        if seats.total == 1
+        else f"All {seats.total:,} seats of this team are taken"
+    )
     return (
-        f"All {seats.total} {plural} of this team are taken (members and pending invitations):"
-        " add seats on the team's page or in its billing portal, or revoke an invitation"
+        f"{taken} (members and pending invitations): add seats on the team's page or in its"
+        " billing portal, or revoke an invitation"
     )
 
 

@@ -77,6 +77,13 @@ class HealthAnswer(Answer):
     status: str
 
 
+class CreditGrant(Answer):
+    feature: str
+    amount: int
+    # `period`: granted each paid period, unused ones end with it; `once`: a pack's.
+    period: Literal["period", "once"]
+
+
 class PublicProduct(Answer):
     id: str
     name: str
@@ -90,6 +97,10 @@ class PublicProduct(Answer):
     perSeat: bool
     trialDays: int | None
     features: list[str]
+    # Each feature (of `features` and `credits`) as a buyer reads it: Stripe's Entitlements
+    # feature `name`, else the key.
+    featureNames: dict[str, str]
+    credits: list[CreditGrant]  # what a purchase grants in credits
     # The price's currency, lower-case ISO 4217 as Stripe gives it (null until the catalogue
     # sync has read it), and whether its amount includes tax: a pricing page says "incl. VAT"
     # for inclusive, "+ tax" for exclusive.

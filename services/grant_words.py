@@ -19,6 +19,7 @@ def of_held(
     """The words for one grant the person has, with the balance of the pool it fills (a pack's
     credits go to the account that holds it: the person's own, or the team's)."""
     e = held.entitlement
+    names = {**(held.feature_names or {}), **(names or {})}
     added = sorted((held.pack_credits or {}).items())
     pool = [c for c in credits if c.team_id == held.team_id]
     balance = [

@@ -68,6 +68,7 @@ class Held:
     per_seat: bool = False
     pack_credits: dict[str, int] | None = None
     team_name: str | None = None
+    feature_names: dict[str, str] | None = None  # key -> display name, from the catalogue
 
 
 _HELD = (
@@ -78,7 +79,7 @@ _HELD = (
     " e.current_period_end, e.cancel_at_period_end, e.trial_end, e.ended_at, e.changed_at,"
     " e.event_id, p.id::text as product_id, p.name as product_name, p.type as product_type,"
     " p.download_url, p.price, p.currency, p.billing_interval, p.per_seat,"
-    " case when p.credits_period = 'once' then p.credits end as pack_credits,"
+    " case when p.credits_period = 'once' then p.credits end as pack_credits, p.feature_names,"
     " case when a.kind = 'team' then a.id::text end as team_id,"
     " (select t.name from public.teams t where a.kind = 'team' and t.id = a.id) as team_name"
     " from public.entitlements e join public.accounts a on a.id = e.account_id"
@@ -120,4 +121,5 @@ def _held(row: dict[str, Any]) -> Held:
         bool(row["per_seat"]),
         row["pack_credits"],
         row["team_name"],
+        row["feature_names"],
     )

@@ -24,6 +24,9 @@ create table public.products (
   features text[] not null default '{}'
     check (array_position(features, null) is null),
   per_seat boolean not null default false,
+  -- How a buyer reads each feature (key -> Stripe's Entitlements feature `name`); a feature
+  -- without one is shown by its key.
+  feature_names jsonb not null default '{}'::jsonb check (jsonb_typeof(feature_names) = 'object'),
   -- Its Stripe product, so a product's change reaches all its prices, and the Stripe time of
   -- the state the row holds, so an older event arriving late never overwrites a newer state.
   stripe_product_id text,

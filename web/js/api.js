@@ -48,6 +48,10 @@ import { request } from "./http.js";
  */
 
 /**
+ * @typedef {{ feature: string, amount: number, period: ("period" | "once") }} CreditGrant
+ */
+
+/**
  * @typedef {{ feature: string, balance: number, granted: number, used: number, resetsAt: (string | null), teamId: (string | null) }} CreditsAnswer
  */
 
@@ -176,7 +180,7 @@ import { request } from "./http.js";
  */
 
 /**
- * @typedef {{ id: string, name: string, description: string, price: number, priceId: string, type: string, billingType: string, billingInterval: (string | null), isFeatured: boolean, perSeat: boolean, trialDays: (number | null), features: Array<string>, currency: (string | null), taxBehavior: ("inclusive" | "exclusive" | "unspecified") }} PublicProduct
+ * @typedef {{ id: string, name: string, description: string, price: number, priceId: string, type: string, billingType: string, billingInterval: (string | null), isFeatured: boolean, perSeat: boolean, trialDays: (number | null), features: Array<string>, featureNames: Record<string, never>, credits: Array<CreditGrant>, currency: (string | null), taxBehavior: ("inclusive" | "exclusive" | "unspecified") }} PublicProduct
  */
 
 /**
