@@ -114,7 +114,8 @@ def _trial(f: GrantFacts) -> str:
             bill = f"the first invoice, {f.price}," if f.price else "the first invoice"
             return f" until {end}. No card on file: {bill} comes on {end}, to pay then."
         stop = "pauses" if f.without_card == "pause" else "ends"
-        return f" until {end}. No card on file: it {stop} then unless you add one."
+        costs = f"; with one, the first charge, {f.price}, is on {end}" if f.price else ""
+        return f" until {end}. No card on file: it {stop} then unless you add one{costs}."
     first = (
         f"The first charge, {f.price}, is on {end}" if f.price else f"The first charge is on {end}"
     )

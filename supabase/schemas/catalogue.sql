@@ -24,9 +24,6 @@ create table public.products (
   features text[] not null default '{}'
     check (array_position(features, null) is null),
   per_seat boolean not null default false,
-  -- How a buyer reads each feature (key -> Stripe's Entitlements feature `name`); a feature
-  -- without one is shown by its key.
-  feature_names jsonb not null default '{}'::jsonb check (jsonb_typeof(feature_names) = 'object'),
   -- Its Stripe product, so a product's change reaches all its prices, and the Stripe time of
   -- the state the row holds, so an older event arriving late never overwrites a newer state.
   stripe_product_id text,
@@ -45,6 +42,9 @@ create table public.products (
   tax_behavior text not null default 'unspecified'
     check (tax_behavior in ('inclusive', 'exclusive', 'unspecified')),
   tax_code text,
+  -- How a buyer reads each feature (key -> Stripe's Entitlements feature `name`); a feature
+  -- without one is shown by its key.
+  feature_names jsonb not null default '{}'::jsonb check (jsonb_typeof(feature_names) = 'object'),
   constraint products_interval_matches_billing check (
     (billing_type = 'one_time' and billing_interval is null)
     or (billing_type = 'subscription' and billing_interval is not null)

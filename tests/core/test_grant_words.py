@@ -49,9 +49,10 @@ def test_a_trial_with_a_card_says_when_it_ends_and_when_and_how_much_the_first_c
 
 def test_a_trial_without_a_card_ends_unless_one_is_added() -> None:
     assert words(trial(has_card=False)).summary == (
-        "A free trial until Jan 5, 2027. No card on file: it ends then unless you add one."
+        "A free trial until Jan 5, 2027. No card on file: it ends then unless you add one;"
+        " with one, the first charge, $29.00, is on Jan 5, 2027."
     )
-    assert words(trial(has_card=False, without_card="pause")).summary == (
+    assert words(trial(has_card=False, without_card="pause", price=None)).summary == (
         "A free trial until Jan 5, 2027. No card on file: it pauses then unless you add one."
     )
     assert words(trial(has_card=False, without_card="create_invoice")).summary == (
@@ -153,7 +154,7 @@ def test_a_one_time_purchase_is_kept_until_refunded() -> None:
         (
             trial(team="Acme", has_card=False),
             "A free trial through the team Acme until Jan 5, 2027. No card on file: it ends then"
-            " unless you add one.",
+            " unless you add one; with one, the first charge, $29.00, is on Jan 5, 2027.",
         ),
     ],
 )

@@ -187,6 +187,7 @@ def test_a_trial_without_a_card_says_it_ends_unless_one_is_added() -> None:
     )
     for part in both(content):
         assert "No card on file: it ends then unless you add one" in part
+        assert "the first charge, $29.00, is on Dec 10, 2026" in part
+        assert "$29.00 on December 10, 2026, with a card" in part
         assert "Add a card to go on after December 10, 2026" in part
-        assert "First charge" not in part
         assert "payment went through" not in part
