@@ -8,11 +8,11 @@ await begin();
 
 const ROLE_NAMES = { member: "a member", admin: "an admin", owner: "an owner" };
 
-/** `Olga Ivanova (olga@example.com) invited you to join Olga's team as a member.` */
+/** `Olga Ivanova (olga@example.com) invited you to join the team “Olga's team” as a member.` */
 function invitedWords(invited) {
   const by = invited.invitedBy;
   const who = by ? (by.name ? `${by.name} (${by.email})` : by.email) : "Someone";
-  return `${who} invited you to join ${invited.teamName} as ${ROLE_NAMES[invited.role] || invited.role}.`;
+  return `${who} invited you to join the team “${invited.teamName}” as ${ROLE_NAMES[invited.role] || invited.role}.`;
 }
 
 async function main() {
