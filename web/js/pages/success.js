@@ -40,7 +40,7 @@ async function main() {
         await refresh();
         const features = claims()?.features;
         note = h("p", { class: "muted", id: "token-state" },
-          Array.isArray(features) ? `Your session now carries: ${features.join(", ") || "no features"}.` : "Your session is refreshed.");
+          Array.isArray(features) ? `Your session now carries: ${features.map((f) => featureName(f)).join(", ") || "no features"}.` : "Your session is refreshed.");
       } catch (error) {
         note = errorBox(error);
       }
