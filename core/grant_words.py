@@ -89,7 +89,8 @@ def told_as(facts: GrantFacts) -> Told:
 def words(facts: GrantFacts) -> GrantWords:
     """The words for one grant."""
     told = told_as(facts)
-    noun = _NOUNS[told] + (f" through the team {facts.team}" if facts.team else "")
+    # The team's name quoted: its members wrote it, and it may read like anything.
+    noun = _NOUNS[told] + (f" through the team “{facts.team}”" if facts.team else "")
     rest = _RESTS[told](facts)
     return GrantWords(told=told, label=LABELS[told], summary=f"{noun}{rest}")
 

@@ -143,17 +143,17 @@ def test_a_one_time_purchase_is_kept_until_refunded() -> None:
                 interval="month",
                 per_seat=True,
             ),
-            "A subscription through the team Acme, renewing on Jan 31, 2027:"
+            "A subscription through the team “Acme”, renewing on Jan 31, 2027:"
             " $12.00 a seat every month.",
         ),
         (
             GrantFacts(kind="comp", active=True, status="active", team="Acme"),
-            "Complimentary access through the team Acme, free with no end date:"
+            "Complimentary access through the team “Acme”, free with no end date:"
             " nothing is charged.",
         ),
         (
             trial(team="Acme", has_card=False),
-            "A free trial through the team Acme until Jan 5, 2027. No card on file: it ends then"
+            "A free trial through the team “Acme” until Jan 5, 2027. No card on file: it ends then"
             " unless you add one; with one, the first charge, $29.00, is on Jan 5, 2027.",
         ),
     ],

@@ -53,16 +53,23 @@ def catalogue(site: Site) -> None:
     stand-in and loaded by `products sync`, as a founder's own products are."""
     env = stand_in(site)
     base, auth = env["STRIPE_API_BASE"].rstrip("/"), (stripe_stand_in.API_KEY, "")
-    for name, metadata, amount, interval in (
-        ("Studio", {"type": "link", "trial_days": "14"}, 2900, "month"),
+    for name, description, metadata, amount, interval in (
+        (
+            "Studio",
+            "Every template, every month.",
+            {"type": "link", "trial_days": "14"},
+            2900,
+            "month",
+        ),
         (
             "Generation Pack",
+            "Generations to use whenever you need them.",
             {"type": "link", "credits": "generations:500", "credits_period": "once"},
             900,
             None,
         ),
     ):
-        data = {"name": name, "description": f"{name}, as sold."}
+        data = {"name": name, "description": description}
         data |= {f"metadata[{k}]": v for k, v in metadata.items()}
         made = requests.post(f"{base}/v1/products", data=data, auth=auth, timeout=10)
         assert made.status_code == 200, made.text
