@@ -25,11 +25,20 @@ async function main() {
   try {
     answer = await postPaymentsCompleteCheckout({ sessionId, token: params.get("checkout_token") || null });
   } catch (error) {
-    // 409: not paid yet (a bank payment under way); access follows with Stripe's event, so a
-    // signed-in buyer's page watches GET /api/me for it.
+    // 409: not paid yet (a bank payment under way), or a guest's account still being made;
+    // access follows with Stripe's event, so a signed-in buyer's page watches GET /api/me for
+    // it. Said in the page's words: the API's name the session and its Stripe status.
     const status = /** @type {any} */ (error).status;
-    show(errorBox(error), status === 409 && session() ? h("p", { class: "muted", role: "status" }, "Waiting for the payment to clear…") : null, retry());
-    if (status === 409 && session()) await watch();
+    if (status === 409) {
+      const signedIn = Boolean(session());
+      show(h("p", { class: "muted", role: "status", id: "access-state" }, signedIn
+        ? "Your payment has not cleared yet: your access follows as soon as Stripe confirms it. This page is watching for it."
+        : "Your checkout is being confirmed: a sign-in link comes by e-mail to the address you gave at checkout as soon as it is."),
+      signedIn ? null : retry());
+      if (signedIn) await watch();
+      return;
+    }
+    show(errorBox(error), retry());
     return;
   }
   if ("entitlements" in answer) {
