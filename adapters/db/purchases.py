@@ -64,6 +64,7 @@ def of_session(db: Database, session_id: str, source_id: str) -> SessionGrant | 
     account that paid in this checkout session, once its purchase is recorded; None before."""
     rows = db.fetch_all(
         "select e.kind, e.price_id, e.active, p.name as product_name,"
+        " pu.account_id::text as account_id,"
         ' array(select distinct f collate "C" from unnest(public.product_features(p)) as f'
         ' order by f collate "C") as features'
         " from public.purchases pu"
@@ -72,26 +73,17 @@ def of_session(db: Database, session_id: str, source_id: str) -> SessionGrant | 
         " where pu.stripe_checkout_session_id = %s",
         (source_id, session_id),
     )
-    account = rows[0:1] and db.fetch_all(
-        "select pu.account_id::text as account_id from public.purchases pu"
-        " where pu.stripe_checkout_session_id = %s",
-        (session_id,),
-    )
-    held = (
-        next(
-            (
-                h
-                for h in entitlements.of_account(db, account[0]["account_id"])
-                if h.entitlement.source_id == source_id
-            ),
-            None,
-        )
-        if account
-        else None
-    )
     if not rows:
         return None
     row = rows[0]
+    held = next(
+        (
+            h
+            for h in entitlements.of_account(db, row["account_id"])
+            if h.entitlement.source_id == source_id
+        ),
+        None,
+    )
     return SessionGrant(
         kind=row["kind"],
         price_id=row["price_id"],
