@@ -175,6 +175,19 @@ def test_a_trials_success_page_and_mail_tell_its_end_and_first_charge(
         return body.get_content() if body else None
 
     text: str = wait_for(confirmation)
+    # The mail as its reader sees it, in Chromium: its HTML part.
+    [mail] = [m for m in site.mails(email) if "free trial" in str(m["Subject"])]
+    html = mail.get_body(("html",))
+    assert html is not None
+    reader = context.new_page()
+    reader.set_content(html.get_content())
+    expect(reader.get_by_text("Your free trial of Studio has started")).to_be_visible()
+    expect(reader.locator("body")).to_contain_text("Free trial until")
+    expect(reader.locator("body")).to_contain_text("Due today")
+    expect(reader.locator("body")).to_contain_text(f"the first charge, $29.00, is on {ends}")
+    expect(reader.locator("body")).not_to_contain_text("Total paid")
+    reader.screenshot(path=shots / "mail-trial.png", full_page=True)
+    reader.close()
     assert "Your free trial of Studio has started: nothing was charged today." in text
     assert re.search(r"Free trial until:\s+\w+ \d+, \d{4}", text)
     assert re.search(r"First charge:\s+\$29\.00 on \w+ \d+, \d{4}, with a card", text)
