@@ -50,6 +50,7 @@ import time
 import typing
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlencode
@@ -1425,7 +1426,7 @@ class StripeStandIn:
         product = self.products.get(str(item["price"].get("product")), {})
         name = html.escape(str(product.get("name") or item["price"]["id"]))
         quantity = int(item.get("quantity") or 1)
-        end = datetime.datetime.fromtimestamp(item["current_period_end"], datetime.UTC)
+        end = datetime.fromtimestamp(item["current_period_end"], UTC)
         ends = end.strftime("%b %d, %Y")
         live = sub["status"] not in ("canceled", "incomplete_expired")
         if not live:

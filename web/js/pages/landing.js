@@ -4,12 +4,21 @@ import { getProductsPublic, postPaymentsCreateCheckout } from "../api.js";
 import { session } from "../auth.js";
 import { checkoutRequest, priceText } from "../plans.js";
 import { begin, brandName, busy, errorBox, h, setError, setPending, show } from "../ui.js";
+import { featureName, plural } from "../entitlements.js";
 
 /** @typedef {import("../api.js").PublicProduct} PublicProduct */
 
 // A sign-in link landing on the home page (Supabase's Site URL) is sent on to the dashboard,
 // the sign-in callback page (AUTH_CALLBACK_URL), by `begin`.
 await begin();
+
+/** What a plan or a pack grants in credits, in words: `500 credits for Generations, once`.
+ * @param {PublicProduct} product @param {PublicProduct["credits"][number]} c */
+function creditsText(product, c) {
+  const what = `${plural(c.amount, "credit")} for ${featureName(c.feature, product.featureNames)}`;
+  if (c.period === "once") return `${what}, added once to your balance`;
+  return product.billingInterval ? `${what} every ${product.billingInterval}` : what;
+}
 
 /** @param {PublicProduct} product */
 function card(product, index, shown) {
@@ -62,7 +71,8 @@ function card(product, index, shown) {
     h("p", { class: "price" }, priceText(product)),
     product.trialDays ? h("p", { class: "trial" }, `${product.trialDays}-day free trial: nothing is charged until it ends.`) : null,
     h("p", {}, product.description),
-    product.features.length ? h("ul", { class: "features" }, ...product.features.map((f) => h("li", {}, f))) : null,
+    product.credits.length ? h("ul", { class: "credits" }, ...product.credits.map((c) => h("li", {}, creditsText(product, c)))) : null,
+    product.features.length ? h("ul", { class: "features" }, ...product.features.map((f) => h("li", {}, featureName(f, product.featureNames)))) : null,
     form,
   );
 }
