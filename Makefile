@@ -78,10 +78,11 @@ emails-preview: install
 web-client: install
 	$(UV) run --frozen python -m dev.web_client
 
-# The frontend's journeys in Chromium (tests/web/test_journeys.py), each page's screenshot
+# The frontend's journeys in Chromium (tests/web/test_journeys.py, test_told.py), each page's screenshot
 # written to docs/web/.
 web-screenshots: install system-packages
-	WEB_SCREENSHOTS=docs/web $(UV) run --frozen pytest -q -p no:cacheprovider tests/web/test_journeys.py
+	WEB_SCREENSHOTS=docs/web $(UV) run --frozen pytest -q -p no:cacheprovider tests/web/test_journeys.py \
+	  tests/web/test_told.py
 
 format: install
 	$(UV) run --frozen ruff format .

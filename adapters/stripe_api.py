@@ -20,7 +20,8 @@ if TYPE_CHECKING:
 from config import MissingSetting
 from core.access import checkout_quantity
 from core.billing.catalogue import StripeProduct
-from core.catalogue import lookup_keys
+from core.catalogue import display_names, lookup_keys
+from core.stripe_objects import Trial, subscription_trial
 
 log = logging.getLogger(__name__)
 
@@ -95,7 +96,7 @@ class StripeGateway:
         try:
             session = self.client.v1.checkout.sessions.retrieve(
                 session_id,
-                params={"expand": ["line_items", "invoice", "payment_intent.latest_charge"]},
+                params={"expand": _SESSION_EXPANDED},
             ).to_dict()
         except stripe.StripeError as exc:
             raise StripeCallFailed(f"checkout session {session_id}: {exc}") from exc
@@ -103,6 +104,7 @@ class StripeGateway:
             price_id=_first_price(session),
             receipt_url=_receipt_url(session),
             quantity=checkout_quantity(session),
+            trial=subscription_trial(session.get("subscription")),
         )
 
     def checkout_session(self, session_id: str) -> dict[str, Any] | None:
@@ -114,7 +116,7 @@ class StripeGateway:
         try:
             return self.client.v1.checkout.sessions.retrieve(
                 session_id,
-                params={"expand": ["line_items", "invoice", "payment_intent.latest_charge"]},
+                params={"expand": _SESSION_EXPANDED},
             ).to_dict()
         except stripe.InvalidRequestError as exc:
             if exc.http_status == 404:
@@ -166,10 +168,12 @@ class StripeGateway:
             [p.to_dict() for p in prices.auto_paging_iter()],
         )
 
-    def feature_keys(self, product_id: str) -> list[str]:
-        """The lookup keys of a product's Stripe Entitlements features, all pages."""
+    def product_features(self, product_id: str) -> tuple[list[str], dict[str, str]]:
+        """A product's Stripe Entitlements features, all pages: their lookup keys, and their
+        display names by key."""
         found = self.client.v1.products.features.list(product_id, params={"limit": 100})
-        return lookup_keys([f.to_dict() for f in found.auto_paging_iter()])
+        listed = [f.to_dict() for f in found.auto_paging_iter()]
+        return lookup_keys(listed), display_names(listed)
 
     def product_now(self, product_id: str) -> StripeProduct | None:
         """A product as Stripe holds it now, with every price of it (active or not) and its
@@ -183,10 +187,12 @@ class StripeGateway:
                 return None
             raise
         prices = self.client.v1.prices.list(params={"product": product_id, "limit": 100})
+        keys, names = self.product_features(product_id)
         return StripeProduct(
             product=product,
             prices=[p.to_dict() for p in prices.auto_paging_iter()],
-            features=self.feature_keys(product_id),
+            features=keys,
+            feature_names=names,
         )
 
     def set_subscription_quantity(self, subscription_id: str, quantity: int) -> bool:
@@ -343,6 +349,12 @@ class CheckoutFacts:
     price_id: str | None
     receipt_url: str | None
     quantity: int | None = None  # the line item's: a per-seat price's seats
+    trial: Trial | None = None  # the free trial its subscription is on
+
+
+# What a checkout session is read with: its line items (the price), its invoice and payment
+# (the receipt), its subscription (a free trial's end and first charge).
+_SESSION_EXPANDED = ["line_items", "invoice", "payment_intent.latest_charge", "subscription"]
 
 
 def _first_price(session: dict[str, Any]) -> str | None:

@@ -11,7 +11,7 @@ from config.environment import Environment
 
 
 class MailSettings(Environment):
-    # Unset: e-mails are written to EMAIL_OUTBOX_DIR as .eml files.
+    # Unset: e-mails are written to EMAIL_OUTBOX_DIR (unset: DATA_DIR's `outbox`) as .eml files.
     resend_api_key: SecretStr | None = None
     resend_api_url: AnyHttpUrl | None = None
     # Resend's account rate (2 requests per second by default); sends are paced to it.
@@ -21,6 +21,8 @@ class MailSettings(Environment):
     support_email: str = "support@example.com"
     # The product's name in e-mails; unset: EMAIL_FROM_ADMIN's display name (`product_name`).
     brand_name: str | None = None
+    # Unset: `outbox` under DATA_DIR (`Settings` fills it in), so one DATA_DIR moves all local
+    # state together.
     email_outbox_dir: Path = Path(".data/outbox")
     # Whether GET /api/test-email exists; unset: on outside production, off in production.
     enable_test_email: bool | None = None

@@ -7,6 +7,7 @@ what the process's target requires must be set and must not be a value published
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError, ValidationInfo, field_validator, model_validator
@@ -98,6 +99,17 @@ class Settings(
         field = cls.model_fields[info.field_name] if info.field_name else None
         blank = isinstance(value, str) and not value.strip()
         return None if blank and field is not None and field.default is None else value
+
+    @model_validator(mode="before")
+    @classmethod
+    def _outbox_under_data_dir(cls, values: Any) -> Any:
+        # The outbox is local state like the embedded Postgres: it follows DATA_DIR unless set.
+        if isinstance(values, dict) and values.get("email_outbox_dir") in (None, ""):
+            return {
+                **values,
+                "email_outbox_dir": Path(values.get("data_dir") or ".data") / "outbox",
+            }
+        return values
 
     @model_validator(mode="after")
     def _checked(self) -> Settings:

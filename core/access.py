@@ -16,6 +16,7 @@ from core.entitlements import (
 from core.events import Event, parse_event, stripe_id
 from core.stripe_objects import (
     Amounts,
+    Trial,
     customer_contact,
     invoice_period,
     invoice_price,
@@ -23,6 +24,7 @@ from core.stripe_objects import (
     merchant_of_record,
     session_amounts,
     subscription_period_end,
+    subscription_trial,
 )
 
 # States that end access (paused: a trial ended without a payment method); `incomplete` (the
@@ -60,6 +62,10 @@ class Checkout:
     # currency), and whether Stripe sold it as merchant of record: the confirmation repeats it.
     amounts: Amounts | None = None
     merchant_of_record: bool = False
+    # The free trial its subscription is on, when the session was read with its subscription
+    # (the success page's completion; the access cycle asks Stripe for a checkout of nothing):
+    # the grant and the confirmation say so, never a payment.
+    trial: Trial | None = None
 
 
 @dataclass(frozen=True)
@@ -123,6 +129,7 @@ def checkout_from(event: Event) -> Checkout | None:
         quantity=checkout_quantity(session),
         amounts=session_amounts(session),
         merchant_of_record=merchant_of_record(session),
+        trial=subscription_trial(session.get("subscription")),
     )
 
 
@@ -240,13 +247,16 @@ def payment_method(subscription: Mapping[str, Any]) -> bool | None:
 def checkout_change(checkout: Checkout) -> Change:
     """The grant a paid checkout makes: its subscription's, or a one-time purchase's."""
     if checkout.subscription_id:
+        trial = checkout.trial
         return Change(
             checkout.subscription_id,
             SUBSCRIPTION,
             grant=True,
-            status="active",
+            status="trialing" if trial else "active",
             price_id=checkout.price_id,
             customer_id=checkout.customer_id,
+            current_period_end=trial.trial_end if trial else None,
+            trial_end=trial.trial_end if trial else None,
         )
     return Change(
         checkout.session_id,

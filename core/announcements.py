@@ -71,6 +71,8 @@ def access_granted(
             "receipt_url": receipt_url,
             "amounts": checkout.amounts.as_json() if checkout.amounts else None,
             "merchant_of_record": checkout.merchant_of_record,
+            # A free trial: the confirmation tells its end and first charge, not a payment.
+            "trial": checkout.trial.as_json() if checkout.trial else None,
         },
         created=source.created,
     )

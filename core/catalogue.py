@@ -65,6 +65,8 @@ class ProductFacts:
     credits_period: str | None = None  # `period` or `once`, None without credits
     credits_expire_days: int | None = None
     meter: str | None = None  # the meter event consumption beyond the credits is billed on
+    # (key, display name) of its features that Stripe's Entitlements names
+    feature_names: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -93,6 +95,7 @@ class Listing:
     credits_period: str | None = None
     credits_expire_days: int | None = None
     meter: str | None = None
+    feature_names: tuple[tuple[str, str], ...] = ()
 
 
 class Unreadable(ValueError):
@@ -100,7 +103,11 @@ class Unreadable(ValueError):
 
 
 def read_product(
-    product: Mapping[str, Any], features: Sequence[str] = (), *, needs_tax_code: bool = False
+    product: Mapping[str, Any],
+    features: Sequence[str] = (),
+    *,
+    needs_tax_code: bool = False,
+    feature_names: Mapping[str, str] | None = None,
 ) -> ProductFacts:
     """The facts of a Stripe product; `features` are the lookup keys of its Entitlements
     features (preferred over the metadata's); `needs_tax_code`: sold under Managed Payments,
@@ -146,6 +153,9 @@ def read_product(
         github_repo=repo if kind == "github" else None,
         download_url=download if kind == "link" else None,
         features=names,
+        feature_names=tuple(
+            (n, (feature_names or {})[n]) for n in names if (feature_names or {}).get(n)
+        ),
         per_seat=per_seat,
         trial_days=trial,
         featured=featured,
@@ -207,6 +217,7 @@ def listing(facts: ProductFacts, price: Mapping[str, Any]) -> Listing:
         credits_period=facts.credits_period,
         credits_expire_days=facts.credits_expire_days,
         meter=facts.meter,
+        feature_names=facts.feature_names,
     )
 
 
@@ -224,6 +235,7 @@ def catalogue_of(
     features: Mapping[str, Sequence[str]],
     *,
     needs_tax_code: bool = False,
+    feature_names: Mapping[str, Mapping[str, str]] | None = None,
 ) -> Catalogue:
     """The listings of these products' prices (`features`: Entitlements lookup keys by
     product id; `needs_tax_code`: see `read_product`). A product that cannot be read sells none
@@ -234,7 +246,10 @@ def catalogue_of(
         try:
             found = features.get(product["id"], ())
             readable[str(product["id"])] = read_product(
-                product, found, needs_tax_code=needs_tax_code
+                product,
+                found,
+                needs_tax_code=needs_tax_code,
+                feature_names=(feature_names or {}).get(str(product["id"])),
             )
         except Unreadable as exc:
             problems.append(f"product {product['id']} is not sold: {exc}")
@@ -266,6 +281,19 @@ def lookup_keys(product_features: Sequence[Mapping[str, Any]]) -> list[str]:
         if isinstance(feature, Mapping) and feature.get("lookup_key"):
             keys.append(str(feature["lookup_key"]))
     return keys
+
+
+def display_names(product_features: Sequence[Mapping[str, Any]]) -> dict[str, str]:
+    """Each Entitlements feature's display name (`name`) by its lookup key, where it has one."""
+    names: dict[str, str] = {}
+    for found in product_features:
+        feature = found.get("entitlement_feature") or {}
+        if not isinstance(feature, Mapping):
+            continue
+        key, name = feature.get("lookup_key"), feature.get("name")
+        if isinstance(key, str) and key and isinstance(name, str) and name.strip():
+            names[key] = name.strip()[:100]
+    return names
 
 
 def _flag(meta: Mapping[str, Any], name: str, problems: list[str]) -> bool:

@@ -213,6 +213,85 @@ def invoice_amounts(invoice: Mapping[str, Any]) -> Amounts:
     )
 
 
+@dataclass(frozen=True)
+class Trial:
+    """A subscription on a free trial, as its buyer is told it: when it ends, what the first
+    charge is (minor units of `currency`; None when it cannot be said exactly: a discount, a
+    metered item, several currencies), how often after, whether a payment method is on file,
+    and what Stripe does at the end without one
+    (`trial_settings.end_behavior.missing_payment_method`)."""
+
+    trial_end: int
+    first_charge: int | None = None
+    currency: str | None = None
+    interval: str | None = None  # month or year; None: another period
+    has_card: bool = False
+    without_card: str = "cancel"  # cancel, pause or create_invoice
+
+    def as_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, found: Any) -> Trial | None:
+        """A trial written by `as_json` (an app event's), or None for anything else."""
+        if not isinstance(found, Mapping) or set(found) != set(cls.__dataclass_fields__):
+            return None
+        if not isinstance(found["trial_end"], int):
+            return None
+        try:
+            return cls(**found)
+        except TypeError:
+            return None
+
+
+def subscription_trial(subscription: Any) -> Trial | None:
+    """The trial a subscription is on (status `trialing` with a `trial_end`), else None."""
+    sub = _mapping(subscription)
+    trial_end = _int(sub.get("trial_end"))
+    if sub.get("status") != "trialing" or trial_end is None:
+        return None
+    behaviour = _mapping(_mapping(sub.get("trial_settings")).get("end_behavior")).get(
+        "missing_payment_method"
+    )
+    first, currency = _first_charge(sub)
+    return Trial(
+        trial_end=trial_end,
+        first_charge=first,
+        currency=currency,
+        interval=_interval(sub),
+        has_card=bool(sub.get("default_payment_method") or sub.get("default_source")),
+        without_card=behaviour if behaviour in ("pause", "create_invoice") else "cancel",
+    )
+
+
+def _first_charge(sub: Mapping[str, Any]) -> tuple[int | None, str | None]:
+    """The items' prices times their quantities, when every item says so in one currency and
+    no discount changes it."""
+    if sub.get("discount") or sub.get("discounts"):
+        return None, None
+    items = _mapping(sub.get("items")).get("data")
+    if not isinstance(items, list) or not items:
+        return None, None
+    total, currencies = 0, set()
+    for item in (_mapping(i) for i in items):
+        price = _mapping(item.get("price"))
+        unit, quantity = _int(price.get("unit_amount")), _int(item.get("quantity"))
+        if unit is None or _mapping(price.get("recurring")).get("usage_type") == "metered":
+            return None, None
+        total += unit * (quantity if quantity is not None else 1)
+        currencies.add(_currency(price.get("currency")))
+    [currency] = currencies if len(currencies) == 1 else [None]
+    return (total, currency) if currency else (None, None)
+
+
+def _interval(sub: Mapping[str, Any]) -> str | None:
+    items = _mapping(sub.get("items")).get("data")
+    first = _mapping(items[0]) if isinstance(items, list) and items else {}
+    recurring = _mapping(_mapping(first.get("price")).get("recurring"))
+    found, count = recurring.get("interval"), recurring.get("interval_count")
+    return found if found in ("month", "year") and count in (None, 1) else None
+
+
 def merchant_of_record(obj: Mapping[str, Any]) -> bool:
     """Whether Stripe sold it as merchant of record (a Managed Payments session)."""
     return _mapping(obj.get("managed_payments")).get("enabled") is True

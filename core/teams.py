@@ -190,11 +190,14 @@ class Seats:
 
 def no_seat_message(seats: Seats) -> str:
     """What an invitation past the seats is told: how many there are and how to add some."""
-    plural = "seat" if seats.total == 1 else "seats"
+    taken = (
+        "The one seat of this team is taken"
+        if seats.total == 1
+        else f"All {seats.total:,} seats of this team are taken"
+    )
     return (
-        f"All {seats.total} {plural} of this team are taken (members and pending invitations):"
-        " add seats with PATCH /api/teams/{teamId}/seats or in the billing portal, or revoke an"
-        " invitation"
+        f"{taken} (members and pending invitations): add seats on the team's page or in its"
+        " billing portal, or revoke an invitation"
     )
 
 
@@ -230,6 +233,19 @@ class Invitation:
     expires_at: datetime
     accepted_at: datetime | None
     revoked_at: datetime | None
+
+
+def pending_refusal(invitation: Invitation | None, *, now: datetime) -> Refusal | None:
+    """Why this invitation is not pending any more, whoever asks (None: it is)."""
+    if invitation is None:
+        return Refusal("invalid", "This invitation is not known: ask for a new one")
+    if invitation.accepted_at is not None:
+        return USED
+    if invitation.revoked_at is not None:
+        return Refusal("invalid", "This invitation was revoked")
+    if invitation.expires_at <= now:
+        return Refusal("invalid", "This invitation has expired: ask for a new one")
+    return None
 
 
 def acceptance_refusal(

@@ -31,6 +31,7 @@ from adapters.stripe_api import (
 )
 from core.access import COMPLETION_PREFIX
 from core.announcements import announced_ids
+from core.entitlements import STALE
 from runtime.container import Container
 from services.support import held_dead_letters
 
@@ -80,7 +81,7 @@ UTC; refreshed every 5 s.</p>
   <td>{{ row.event_type }}</td><td>{{ row.created.strftime("%Y-%m-%d %H:%M:%S") }}</td>
   {% for consumer in consumers %}
   <td class="{{ 'none' if consumer not in row.outcomes }}">
-   {{ row.outcomes.get(consumer, "not yet") if row.ledger else "" }}</td>{% endfor %}
+   {{ said(row.outcomes.get(consumer, "not yet")) if row.ledger else "" }}</td>{% endfor %}
   <td>{% for mail_id, kind, to in row.emails %}
    <a href="{{ base }}/emails/{{ mail_id }}/{{ kind }}">{{ kind }}</a> to {{ to }}<br>
   {% else %}<span class="none">none</span>{% endfor %}</td></tr>
@@ -101,6 +102,15 @@ UTC; refreshed every 5 s.</p>
 (EVENT_BUS=pubsub).</p>
 </body></html>
 """
+
+
+# The ledger's words as a founder reads them: a `stale` change is one the grant already holds
+# (or a newer one), as when the success page completes a checkout after Stripe's events did.
+SAID = {STALE: "already applied"}
+
+
+def said(outcome: str) -> str:
+    return SAID.get(outcome, outcome)
 
 
 # The checkout session of each of these events that is about one, where it can be learned.
@@ -240,6 +250,7 @@ def view_app(container: Container) -> Flask:
             consumers=consumers_of(events),
             dead=dead_letters(container),
             base=PATH,
+            said=said,
             limit=LATEST,
             brand=container.brand.product_name,
         )

@@ -50,9 +50,10 @@ import time
 import typing
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qsl
+from urllib.parse import parse_qsl, urlencode
 
 from werkzeug.exceptions import HTTPException
 from werkzeug.routing import Map, Rule
@@ -130,7 +131,8 @@ _ROUTES = Map(
         Rule("/receipt/<cid>", methods=["GET"], endpoint="receipt_page"),
         Rule("/pay/<sid>", methods=["GET"], endpoint="pay_page"),
         Rule("/pay/<sid>", methods=["POST"], endpoint="pay"),
-        Rule("/portal", methods=["GET"], endpoint="portal_page"),
+        Rule("/portal/<pid>", methods=["GET"], endpoint="portal_page"),
+        Rule("/portal/<pid>", methods=["POST"], endpoint="portal_change"),
     ]
 )
 
@@ -236,6 +238,8 @@ class StripeStandIn:
         # What a session keeps that Stripe shows only when asked (its line items), and the
         # subscription parameters its payment applies, by session id.
         self._extras: dict[str, dict[str, Any]] = {}
+        # Customer portal sessions by id: whose they are and where they return.
+        self.portals: dict[str, dict[str, Any]] = {}
         self.reset()
         self._load()
 
@@ -255,6 +259,7 @@ class StripeStandIn:
             self.thin_events.clear()
             self.events.clear()
             self._extras.clear()
+            self.portals.clear()
             self.redaction_jobs.clear()
             self._idempotent.clear()
             self.outage_paths.clear()
@@ -638,13 +643,16 @@ class StripeStandIn:
         customer = params.get("customer")
         if not customer:
             raise _refused("Missing required param: customer.", param="customer")
+        pid = f"bps_local_{secrets.token_hex(8)}"
         made = shapes.portal_session(
-            f"bps_local_{secrets.token_hex(8)}",
+            pid,
             customer_id=str(customer),
             return_url=params.get("return_url"),
-            url=f"{self.url}/portal",
+            url=f"{self.url}/portal/{pid}",
             created=int(time.time()),
         )
+        with self.lock:
+            self.portals[pid] = made
         return _json(made)
 
     def get_customer(self, request: Request, cid: str) -> Response:
@@ -724,6 +732,33 @@ class StripeStandIn:
         if answer["items"] != before:
             self._send_later("customer.subscription.updated", answer, {"items": before})
         return _json(answer)
+
+    def _cancel_at_period_end(self, sid: str) -> None:
+        """The portal's cancellation (its default mode): the subscription runs to its period's
+        end, then ends; Stripe sends `customer.subscription.updated` now."""
+        with self.lock:
+            found = self.subscriptions[sid]
+            items = found["items"]["data"]
+            end = max((i["current_period_end"] for i in items), default=int(time.time()))
+            previous = {
+                "cancel_at": found.get("cancel_at"),
+                "cancel_at_period_end": bool(found.get("cancel_at_period_end")),
+                "canceled_at": found.get("canceled_at"),
+                "cancellation_details": copy.deepcopy(found.get("cancellation_details")),
+            }
+            found |= {
+                "cancel_at": end,
+                "cancel_at_period_end": True,
+                "canceled_at": int(time.time()),
+                "cancellation_details": {
+                    "comment": None,
+                    "feedback": None,
+                    "reason": "cancellation_requested",
+                },
+            }
+            self._save()
+            answer = copy.deepcopy(found)
+        self._send_later("customer.subscription.updated", answer, previous)
 
     def cancel_subscription(self, request: Request, sid: str) -> Response:
         """`DELETE /v1/subscriptions/{id}`: cancelled at once (`status` canceled, `canceled_at`
@@ -1361,14 +1396,96 @@ class StripeStandIn:
             raise _no_such("checkout.session", sid, param="session")
         return session
 
-    def portal_page(self, request: Request) -> Response:
-        text = (
-            "This is the local Stripe stand-in: there is no customer portal here.\n"
-            "Send the events a change in the portal would cause instead, for example:\n"
-            "  uv run flask --app main events send customer.subscription.deleted"
-            " --email YOU@example.com\n"
+    def _portal(self, pid: str) -> dict[str, Any]:
+        found = self.portals.get(pid)
+        if found is None:
+            raise _no_such("billing_portal.session", pid)
+        return found
+
+    def portal_page(self, request: Request, pid: str) -> Response:
+        """The customer portal: the customer's subscriptions, each with its seats to change and
+        a cancellation at the period's end, as Stripe's portal offers them; a link back."""
+        portal = self._portal(pid)
+        mine = [s for s in self.subscriptions.values() if s.get("customer") == portal["customer"]]
+        rows = "".join(self._portal_row(pid, sub) for sub in mine) or (
+            "<p>No subscriptions: purchases paid once are listed on the site.</p>"
         )
-        return Response(text, content_type="text/plain; charset=utf-8")
+        back = portal.get("return_url")
+        link = (
+            f'<p><a id="back" href="{html.escape(back)}">Return to the site</a></p>' if back else ""
+        )
+        body = (
+            "<p>This is the local Stripe stand-in's customer portal: a change here is made as"
+            " in Stripe's and its events reach the webhook.</p>"
+            f'<div id="subscriptions">{rows}</div>{link}'
+        )
+        return _page(self.brand, "Billing", body)
+
+    def _portal_row(self, pid: str, sub: dict[str, Any]) -> str:
+        item = sub["items"]["data"][0]
+        product = self.products.get(str(item["price"].get("product")), {})
+        name = html.escape(str(product.get("name") or item["price"]["id"]))
+        quantity = int(item.get("quantity") or 1)
+        end = datetime.fromtimestamp(item["current_period_end"], UTC)
+        ends = end.strftime("%b %d, %Y")
+        live = sub["status"] not in ("canceled", "incomplete_expired")
+        if not live:
+            state = f"{html.escape(sub['status'])}"
+        elif sub.get("cancel_at_period_end"):
+            state = f"cancelled: ends on {ends}"
+        else:
+            state = f"{html.escape(sub['status'])}, renews on {ends}"
+        action = f"/portal/{html.escape(pid)}"
+        sid = html.escape(sub["id"])
+        forms = ""
+        if live and not sub.get("cancel_at_period_end"):
+            seats = (
+                f'<form method="post" action="{action}">'
+                f'<input type="hidden" name="subscription" value="{sid}">'
+                f'<label>Quantity <input type="number" name="quantity" min="1" max="10000"'
+                f' value="{quantity}" required></label>'
+                '<button type="submit">Update quantity</button></form>'
+            )
+            cancel = (
+                f'<form method="post" action="{action}">'
+                f'<input type="hidden" name="subscription" value="{sid}">'
+                '<input type="hidden" name="cancel" value="1">'
+                '<button type="submit">Cancel subscription</button></form>'
+            )
+            forms = seats + cancel
+        return (
+            f'<section data-subscription="{sid}"><h2>{name}</h2>'
+            f"<p>Quantity {quantity}; {state}.</p>{forms}</section>"
+        )
+
+    def portal_change(self, request: Request, pid: str) -> Response:
+        """A change made in the portal: a new quantity, or a cancellation at the period's end."""
+        portal = self._portal(pid)
+        sid = str(request.form.get("subscription") or "")
+        found = self.subscriptions.get(sid)
+        if found is None or found.get("customer") != portal["customer"]:
+            return _page(self.brand, "Not changed", "<p>No such subscription.</p>", status=404)
+        if request.form.get("cancel"):
+            self._cancel_at_period_end(sid)
+        else:
+            try:
+                quantity = int(str(request.form.get("quantity")))
+            except ValueError:
+                quantity = 0
+            if not 1 <= quantity <= 10000:
+                said = "<p>The quantity is a whole number from 1 to 10000.</p>"
+                return _page(self.brand, "Not changed", said, status=400)
+            # The same change as through the API, with the prorations the portal makes.
+            item = found["items"]["data"][0]["id"]
+            form = urlencode(
+                {
+                    "items[0][id]": item,
+                    "items[0][quantity]": quantity,
+                    "proration_behavior": "create_prorations",
+                }
+            )
+            self.update_subscription(Request.from_values(method="POST", data=form), sid)
+        return redirect_to(f"/portal/{pid}")
 
     # The state file.
 
@@ -1647,3 +1764,8 @@ def _page(brand: str, title: str, body: str, *, status: int = 200) -> Response:
 
 def _json(body: dict[str, Any], status: int = 200) -> Response:
     return Response(json.dumps(body), status=status, content_type="application/json")
+
+
+def redirect_to(path: str) -> Response:
+    """After a form's POST, the page again (a reload then sends nothing twice)."""
+    return Response(status=303, headers={"Location": path})

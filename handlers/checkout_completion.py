@@ -13,6 +13,7 @@ from core.entitlements import Kind
 from handlers.deps import caller, container
 from handlers.me import MeAnswer, answer
 from handlers.parsing import RequestModel, json_object, validate
+from services import grant_words
 from services.checkout_completion import SessionAnswer, complete_checkout
 
 bp = Blueprint("checkout_completion", __name__)
@@ -59,6 +60,10 @@ class SessionGrantAnswer(_Answer):
     hasAccess: bool  # that grant gives access now (not: whether the account has any)
     product: PurchasedProduct | None  # None while not applied
     features: list[str]  # sorted: the features the product grants
+    # What it is and what comes next, in words a page shows as is (core/grant_words.py): a
+    # trial's end and first charge, a pack's credits; None while not applied.
+    label: str | None = None
+    summary: str | None = None
 
 
 class CompletionAnswer(RootModel[MeAnswer | SessionGrantAnswer]):
@@ -85,6 +90,7 @@ def complete() -> ResponseReturnValue:
 
 def _session_answer(completed: SessionAnswer) -> Response:
     grant = completed.grant
+    told = grant_words.of_held(grant.held) if grant is not None and grant.held else None
     body = SessionGrantAnswer(
         sessionId=completed.session_id,
         applied=grant is not None,
@@ -95,6 +101,8 @@ def _session_answer(completed: SessionAnswer) -> Response:
             else None
         ),
         features=grant.features if grant is not None else [],
+        label=told.label if told else None,
+        summary=told.summary if told else None,
     )
     response = jsonify(body.model_dump(mode="json"))
     # The token is a bearer secret of one buyer: no shared cache keeps what it opens.

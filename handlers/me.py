@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Literal
 
@@ -10,8 +11,9 @@ from flask.typing import ResponseReturnValue
 from pydantic import BaseModel, ConfigDict
 
 from adapters.db.entitlements import Held
+from core.credits import Credits
 from handlers.deps import caller, container
-from services import credits
+from services import credits, grant_words
 from services.account import Account, account_of
 from services.identity import require_user
 from services.teams import teams_of
@@ -43,6 +45,10 @@ class EntitlementAnswer(_Answer):
     trialEnd: datetime | None
     endedAt: datetime | None
     teamId: str | None = None  # the team whose account holds it; None: the user's own
+    # What it is and what comes next, in words a page shows as is (core/grant_words.py): a
+    # comp's end, a trial's end and first charge, a pack's credits, a renewal.
+    label: str
+    summary: str
 
 
 class TeamOfMe(_Answer):
@@ -85,13 +91,14 @@ def answer(account: Account) -> Response:
     """GET /api/me's answer for an account: only ever to that account's own signed-in user (the
     checkout completion answers it to the session's signed-in buyer, never to a guest token)."""
     teams = teams_of(user_id=account.user_id, db=container().db)
+    held_credits = credits.held(container().db, account.user_id)
     body = MeAnswer(
         id=account.user_id,
         email=account.email,
         name=account.name,
         hasAccess=account.has_access,
         portalAvailable=account.portal_available,
-        entitlements=[_entitlement(held) for held in account.held],
+        entitlements=[_entitlement(held, held_credits) for held in account.held],
         features=account.features,
         teams=[
             TeamOfMe(id=t.id, name=t.name, role=t.role, hasAccess=t.has_access, hasSeat=t.has_seat)
@@ -106,7 +113,7 @@ def answer(account: Account) -> Response:
                 resetsAt=h.resets_at,
                 teamId=h.team_id,
             )
-            for h in credits.held(container().db, account.user_id)
+            for h in held_credits
         ],
     )
     response = jsonify(body.model_dump(mode="json"))
@@ -115,8 +122,9 @@ def answer(account: Account) -> Response:
     return response
 
 
-def _entitlement(held: Held) -> EntitlementAnswer:
+def _entitlement(held: Held, held_credits: Sequence[Credits] = ()) -> EntitlementAnswer:
     e = held.entitlement
+    told = grant_words.of_held(held, held_credits)
     product = (
         EntitledProduct(
             id=held.product_id,
@@ -138,6 +146,8 @@ def _entitlement(held: Held) -> EntitlementAnswer:
         trialEnd=e.trial_end,
         endedAt=e.ended_at,
         teamId=held.team_id,
+        label=told.label,
+        summary=told.summary,
     )
 
 

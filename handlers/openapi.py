@@ -40,6 +40,7 @@ from handlers.teams import (
     CreateTeamRequest,
     InvitationAnswer,
     InvitationRequest,
+    InvitedAnswer,
     RoleAnswer,
     RoleRequest,
     SeatsAnswer,
@@ -76,6 +77,13 @@ class HealthAnswer(Answer):
     status: str
 
 
+class CreditGrant(Answer):
+    feature: str
+    amount: int
+    # `period`: granted each paid period, unused ones end with it; `once`: a pack's.
+    period: Literal["period", "once"]
+
+
 class PublicProduct(Answer):
     id: str
     name: str
@@ -89,6 +97,10 @@ class PublicProduct(Answer):
     perSeat: bool
     trialDays: int | None
     features: list[str]
+    # Each feature (of `features` and `credits`) as a buyer reads it: Stripe's Entitlements
+    # feature `name`, else the key.
+    featureNames: dict[str, str]
+    credits: list[CreditGrant]  # what a purchase grants in credits
     # The price's currency, lower-case ISO 4217 as Stripe gives it (null until the catalogue
     # sync has read it), and whether its amount includes tax: a pricing page says "incl. VAT"
     # for inclusive, "+ tax" for exclusive.
@@ -198,6 +210,9 @@ OPERATIONS = (
     Operation("post", "/api/teams/{teamId}/invitations/{invitationId}/resend",
               "Send an invitation again with a new link (the old one stops working)",
               {200: InvitationAnswer, **TEAM, **LIMITED}, signed_in=True),
+    Operation("post", "/api/invitations/lookup",
+              "What an invitation's token names: the team, the role, who sent it",
+              {200: InvitedAnswer, **COMMON, **LIMITED}, AcceptRequest),
     Operation("post", "/api/invitations/accept", "Join the team an invitation's token names",
               {200: AcceptAnswer, 401: ErrorAnswer, 403: ErrorAnswer, 409: ErrorAnswer,
                **COMMON, **LIMITED},

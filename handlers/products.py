@@ -36,7 +36,21 @@ def _public(product: Product) -> dict[str, Any]:
         "perSeat": product.per_seat,
         "trialDays": product.trial_days,
         "features": list(product.features),
+        # How a buyer reads each feature it grants or gives credits of: Stripe's Entitlements
+        # feature `name`, else the key.
+        "featureNames": _names(product),
+        # What it grants in credits: each paid period (`period`) or once, a pack (`once`).
+        "credits": [
+            {"feature": feature, "amount": amount, "period": product.credits_period or "period"}
+            for feature, amount in sorted((product.credits or {}).items())
+        ],
         # Its currency, and whether the amount includes tax ("incl. VAT") or not ("+ tax").
         "currency": product.currency,
         "taxBehavior": product.tax_behavior,
     }
+
+
+def _names(product: Product) -> dict[str, str]:
+    named = product.feature_names or {}
+    keys = [*product.features, *sorted(product.credits or {})]
+    return {key: named.get(key) or key for key in dict.fromkeys(keys)}

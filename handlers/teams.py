@@ -150,6 +150,20 @@ class AcceptAnswer(_Answer):
     role: Role
 
 
+class InviterAnswer(_Answer):
+    email: str
+    name: str | None
+
+
+class InvitedAnswer(_Answer):
+    """What an invitation's link tells its holder before accepting: what the mail said."""
+
+    teamName: str
+    role: Role
+    expiresAt: datetime
+    invitedBy: InviterAnswer | None  # None: the sender's account is gone
+
+
 class RoleAnswer(_Answer):
     userId: str
     role: Role
@@ -246,6 +260,26 @@ def resend_invitation(teamId: str, invitationId: str) -> ResponseReturnValue:
         user=user, team_id=teamId, invitation_id=invitationId, db=c.db, bus=c.bus, links=_links(c)
     )
     return _json(_invitation(row))
+
+
+@bp.post("/api/invitations/lookup")
+def look_up_invitation() -> ResponseReturnValue:
+    c = container()
+    body = validate(AcceptRequest, json_object())
+    found = teams.invitation(token=body.token, db=c.db)
+    inviter = (
+        InviterAnswer(email=found.inviter_email, name=found.inviter_name)
+        if found.inviter_email
+        else None
+    )
+    return _json(
+        InvitedAnswer(
+            teamName=found.team_name,
+            role=_as_role(found.role),
+            expiresAt=found.expires_at,
+            invitedBy=inviter,
+        )
+    )
 
 
 @bp.post("/api/invitations/accept")

@@ -35,6 +35,7 @@ ROUTE_LIMITS = {
     "teams.create_team": "rate_limit_teams",
     "teams.invite": "rate_limit_invitations",
     "teams.resend_invitation": "rate_limit_invitations",
+    "teams.look_up_invitation": "rate_limit_teams",
     "teams.accept_invitation": "rate_limit_teams",
     "teams.set_seats": "rate_limit_checkout",
     "sample_emails.send_sample_emails": "rate_limit_test_email",

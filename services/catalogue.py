@@ -29,8 +29,12 @@ def sync(db: Database, stripe: StripeGateway, *, needs_tax_code: bool = False) -
     sold, and named among the problems."""
     at = datetime.now(UTC)
     products, prices = stripe.active_catalogue()
-    features = {str(p["id"]): stripe.feature_keys(str(p["id"])) for p in products}
-    found = catalogue_of(products, prices, features, needs_tax_code=needs_tax_code)
+    read = {str(p["id"]): stripe.product_features(str(p["id"])) for p in products}
+    features = {pid: keys for pid, (keys, _) in read.items()}
+    names = {pid: shown for pid, (_, shown) in read.items()}
+    found = catalogue_of(
+        products, prices, features, needs_tax_code=needs_tax_code, feature_names=names
+    )
     for problem in found.problems:
         log.warning("catalogue: %s", problem)
     keep = tuple(item.stripe_price_id for item in found.listings)

@@ -176,6 +176,19 @@ def resend(
     return renewed
 
 
+def invitation(*, token: str, db: Database) -> store.Invited:
+    """What a pending invitation's link tells whoever holds it (the mail's reader): the team,
+    the role and who sent it, as the mail says them. Refused (400) once it is no longer
+    pending, as accepting it would be."""
+    hashed = rules.token_hash(token)
+    _refuse(rules.pending_refusal(store.invitation_by_hash(db, hashed), now=datetime.now(UTC)))
+    found = store.invited(db, hashed)
+    if found is None:  # deleted since it was read
+        _refuse(rules.pending_refusal(None, now=datetime.now(UTC)))
+    assert found is not None
+    return found
+
+
 def accept(
     *, user: User, token: str, db: Database, bus: EventBus, github: GitHubGateway
 ) -> tuple[str, str]:

@@ -149,14 +149,17 @@ class AccessSubscriber:
         receipts[change.session_id] = facts.receipt_url
         if change.user_id is None and change.email:
             self.accounts.ensure(email=change.email, name=change.name)
-        return replace(change, price_id=facts.price_id, quantity=facts.quantity)
+        return replace(change, price_id=facts.price_id, quantity=facts.quantity, trial=facts.trial)
 
     def _facts(self, checkout: Checkout) -> CheckoutFacts:
         """The price (Payment Links and the dashboard set no metadata), the receipt link, and
         a team's one-time purchase's quantity (the lifetime seats it bought, which the buyer
         may change on Stripe's page: only its line item says)."""
         known = CheckoutFacts(
-            price_id=checkout.price_id, receipt_url=None, quantity=checkout.quantity
+            price_id=checkout.price_id,
+            receipt_url=None,
+            quantity=checkout.quantity,
+            trial=checkout.trial,
         )
         has_receipt = bool(checkout.invoice_id or checkout.payment_intent)
         seats_unknown = (
@@ -164,7 +167,19 @@ class AccessSubscriber:
             and checkout.subscription_id is None
             and checkout.quantity is None
         )
-        if checkout.price_id and not seats_unknown and not (checkout.paid and has_receipt):
+        # A subscription's checkout of nothing is most likely a free trial: its end and first
+        # charge are what its buyer is told, instead of a payment.
+        trial_unknown = (
+            checkout.subscription_id is not None
+            and checkout.trial is None
+            and checkout.amount_total == 0
+        )
+        if (
+            checkout.price_id
+            and not seats_unknown
+            and not trial_unknown
+            and not (checkout.paid and has_receipt)
+        ):
             return known
         try:
             found = self.stripe.checkout_facts(checkout.session_id)
@@ -178,6 +193,7 @@ class AccessSubscriber:
             price_id=checkout.price_id or found.price_id,
             receipt_url=found.receipt_url,
             quantity=checkout.quantity or found.quantity,
+            trial=checkout.trial or found.trial,
         )
 
     def _cycle(self, batch: Sequence[Pending], answers: Answers) -> list[str | Exception]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import stripe
 from pydantic_settings import BaseSettings
@@ -421,3 +423,11 @@ def test_production_selling_usage_needs_a_long_usage_api_key(
     assert Settings().sells_usage
     production_with(monkeypatch, SELLS_USAGE="false", USAGE_API_KEY="")
     assert Settings().usage_api_key is None
+
+
+def test_the_outbox_follows_data_dir_unless_set(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("EMAIL_OUTBOX_DIR", raising=False)
+    monkeypatch.setenv("DATA_DIR", "/srv/elsewhere")
+    assert Settings().email_outbox_dir == Path("/srv/elsewhere/outbox")
+    monkeypatch.setenv("EMAIL_OUTBOX_DIR", "/srv/mail")
+    assert Settings().email_outbox_dir == Path("/srv/mail")

@@ -52,3 +52,32 @@ def test_every_route_a_page_names_is_served(page: Path) -> None:
     served |= {("GET", "/api/openapi.json"), ("GET", "/api/reports")}
     named = set(NAMED_ROUTE.findall(page.read_text()))
     assert sorted(named - served) == []
+
+
+# A count in prose of what grows with the project: "1,315 tests", "nine kinds", "twelve files".
+# It goes stale at the next addition, so the docs say what a thing is, and the code lists them.
+NUMBER = (
+    r"\d[\d,]*|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen"
+    r"|fourteen|fifteen|sixteen|seventeen|eighteen|nineteen|twenty|thirty|forty|fifty"
+)
+STALE_COUNT = re.compile(
+    rf"\b(?:{NUMBER})\s+(?:(?!the\b|of\b)[\w-]+\s+)?"
+    r"(?:tests|kinds|test files|transactional e-mails|modules|migrations|routes)\b",
+    re.IGNORECASE,
+)
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_no_page_counts_what_grows(page: Path) -> None:
+    assert STALE_COUNT.findall(" ".join(page.read_text().split())) == []
+
+
+def test_a_count_of_what_grows_is_caught() -> None:
+    caught = [
+        "about 4 minutes for the 1,315 tests on two cores",
+        "Nine kinds, each one module",
+        "fourteen transactional e-mails sent through Resend",
+        "the twelve routes",
+    ]
+    assert all(STALE_COUNT.search(text) for text in caught)
+    assert not STALE_COUNT.search("one the tests start")

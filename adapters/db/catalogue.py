@@ -21,13 +21,14 @@ _FIELDS = (
     " price numeric, type text, billing_type text, billing_interval text, trial_days int,"
     " is_active bool, is_featured bool, github_repo text, download_url text, features text[],"
     " per_seat bool, synced_at timestamptz, currency text, tax_behavior text, tax_code text,"
-    " credits jsonb, credits_period text, credits_expire_days int, meter text"
+    " credits jsonb, credits_period text, credits_expire_days int, meter text,"
+    " feature_names jsonb"
 )
 _NAMES = (
     "stripe_price_id, stripe_product_id, name, description, price, type, billing_type,"
     " billing_interval, trial_days, is_active, is_featured, github_repo, download_url,"
     " features, per_seat, synced_at, currency, tax_behavior, tax_code, credits,"
-    " credits_period, credits_expire_days, meter"
+    " credits_period, credits_expire_days, meter, feature_names"
 )
 _UPDATED = ", ".join(f"{n} = excluded.{n}" for n in _NAMES.split(", ")[1:])
 UPSERT = (
@@ -99,4 +100,5 @@ def _row(item: Listing, write: CatalogueWrite) -> dict[str, Any]:
         "credits_period": item.credits_period,
         "credits_expire_days": item.credits_expire_days,
         "meter": item.meter,
+        "feature_names": dict(item.feature_names),
     }

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 from adapters.db.pool import Connection, Database
@@ -70,6 +71,15 @@ class Held:
     team_id: str | None = None
     # A `link` product's download (its catalogue metadata), which the purchase unlocks.
     download_url: str | None = None
+    # What its words say of the price (core/grant_words.py): one period's or the purchase's
+    # amount, its currency, whether it is a seat's, and the credits a pack adds once.
+    price: Decimal | None = None
+    currency: str | None = None
+    billing_interval: str | None = None
+    per_seat: bool = False
+    pack_credits: dict[str, int] | None = None
+    team_name: str | None = None
+    feature_names: dict[str, str] | None = None  # key -> display name, from the catalogue
 
 
 _HELD = (
@@ -79,8 +89,10 @@ _HELD = (
     " or e.current_period_end > now()) as active,"
     " e.current_period_end, e.cancel_at_period_end, e.trial_end, e.ended_at, e.changed_at,"
     " e.event_id, p.id::text as product_id, p.name as product_name, p.type as product_type,"
-    " p.download_url,"
-    " case when a.kind = 'team' then a.id::text end as team_id"
+    " p.download_url, p.price, p.currency, p.billing_interval, p.per_seat,"
+    " case when p.credits_period = 'once' then p.credits end as pack_credits, p.feature_names,"
+    " case when a.kind = 'team' then a.id::text end as team_id,"
+    " (select t.name from public.teams t where a.kind = 'team' and t.id = a.id) as team_name"
     " from public.entitlements e join public.accounts a on a.id = e.account_id"
     " left join public.products p on p.stripe_price_id = e.price_id"
 )
@@ -114,4 +126,11 @@ def _held(row: dict[str, Any]) -> Held:
         row["product_type"],
         row["team_id"],
         row["download_url"],
+        row["price"],
+        row["currency"],
+        row["billing_interval"],
+        bool(row["per_seat"]),
+        row["pack_credits"],
+        row["team_name"],
+        row["feature_names"],
     )

@@ -15,7 +15,8 @@ if TYPE_CHECKING:
 COLUMNS = (
     "id, name, description, price, stripe_price_id, type, billing_type, billing_interval,"
     " is_active, is_featured, github_repo, download_url, trial_days, features, per_seat,"
-    " currency, tax_behavior, tax_code, stripe_product_id, credits, credits_period"
+    " currency, tax_behavior, tax_code, stripe_product_id, credits, credits_period,"
+    " feature_names"
 )
 
 
@@ -42,6 +43,7 @@ class Product:
     stripe_product_id: str | None = None
     credits: dict[str, int] | None = None  # the credits a purchase grants (docs/credits.md)
     credits_period: str | None = None
+    feature_names: dict[str, str] | None = None  # key -> Stripe's display name
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> Product:
@@ -59,7 +61,11 @@ class Product:
             billing=self.billing_interval or "one_time",
             download_url=self.download_url,
             github_repo=self.github_repo,
-            credits_added=tuple(sorted((self.credits or {}).items()))
+            # Each feature as a buyer reads it (its display name, else its key).
+            credits_added=tuple(
+                ((self.feature_names or {}).get(f) or f, n)
+                for f, n in sorted((self.credits or {}).items())
+            )
             if self.credits_period == "once"
             else (),
         )

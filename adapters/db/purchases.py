@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from adapters.db import entitlements
+from adapters.db.entitlements import Held
 from adapters.db.pool import Database
 from core.entitlements import Kind
 
@@ -53,6 +55,8 @@ class SessionGrant:
     active: bool
     product_name: str | None  # None: a price no product row is sold at
     features: list[str]  # sorted: what the product sold at its price grants
+    # What its words say (core/grant_words.py): the grant as stored, its product's price.
+    held: Held | None = None
 
 
 def of_session(db: Database, session_id: str, source_id: str) -> SessionGrant | None:
@@ -60,6 +64,7 @@ def of_session(db: Database, session_id: str, source_id: str) -> SessionGrant | 
     account that paid in this checkout session, once its purchase is recorded; None before."""
     rows = db.fetch_all(
         "select e.kind, e.price_id, e.active, p.name as product_name,"
+        " pu.account_id::text as account_id,"
         ' array(select distinct f collate "C" from unnest(public.product_features(p)) as f'
         ' order by f collate "C") as features'
         " from public.purchases pu"
@@ -71,10 +76,19 @@ def of_session(db: Database, session_id: str, source_id: str) -> SessionGrant | 
     if not rows:
         return None
     row = rows[0]
+    held = next(
+        (
+            h
+            for h in entitlements.of_account(db, row["account_id"])
+            if h.entitlement.source_id == source_id
+        ),
+        None,
+    )
     return SessionGrant(
         kind=row["kind"],
         price_id=row["price_id"],
         active=row["active"],
         product_name=row["product_name"],
         features=list(row["features"]),
+        held=held,
     )

@@ -275,6 +275,28 @@ def invitation_by_hash(db: Database, token_hash: str) -> Invitation | None:
     return Invitation(**rows[0]) if rows else None
 
 
+@dataclass(frozen=True)
+class Invited:
+    """What an invitation's link tells its holder: the team, the role, who sent it."""
+
+    team_name: str
+    role: str
+    expires_at: datetime
+    inviter_email: str | None  # None: the sender's account is gone
+    inviter_name: str | None
+
+
+def invited(db: Database, token_hash: str) -> Invited | None:
+    rows = db.fetch_all(
+        "select t.name as team_name, i.role, i.expires_at, p.email as inviter_email,"
+        " p.name as inviter_name from public.team_invitations i"
+        " join public.teams t on t.id = i.team_id"
+        " left join public.profiles p on p.id = i.invited_by where i.token_hash = %s",
+        (token_hash,),
+    )
+    return Invited(**rows[0]) if rows else None
+
+
 class Refused(Exception):
     """A rule of core/teams.py, asked with the team held, refused the change."""
 

@@ -30,6 +30,7 @@ class StripeProduct:
     product: Mapping[str, Any]
     prices: Sequence[Mapping[str, Any]]
     features: Sequence[str]
+    feature_names: Mapping[str, str] = field(default_factory=dict)  # key -> display name
 
 
 @dataclass(frozen=True)
@@ -88,7 +89,7 @@ def decide(event: Event, change: CatalogueChange) -> tuple[CatalogueWrite, str]:
         return CatalogueWrite(at, retire=Retirement(change.product_id)), "product retired"
     found = change.found
     try:
-        facts = read_product(found.product, found.features)
+        facts = read_product(found.product, found.features, feature_names=found.feature_names)
     except Unreadable as exc:
         retire = Retirement(change.product_id)
         return CatalogueWrite(at, retire=retire), f"product {change.product_id} not sold: {exc}"

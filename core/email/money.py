@@ -36,3 +36,10 @@ def format_amount(minor_units: int, currency: str) -> str:
     sign = "-" if minor_units < 0 else ""
     symbol = _SYMBOLS.get(code)
     return f"{sign}{symbol}{number}" if symbol else f"{sign}{code.upper()} {number}"
+
+
+def format_major(amount: Decimal, currency: str) -> str:
+    """An amount in major units (a catalogue price, `29.00`) as a display string, `$29.00`."""
+    code = currency.strip().lower()
+    exponent = 0 if code in _ZERO_DECIMAL else 3 if code in _THREE_DECIMAL else 2
+    return format_amount(int(amount.scaleb(exponent).to_integral_value()), code)

@@ -10,7 +10,7 @@ from typing import Any
 from adapters.db import catalogue as store
 from adapters.db.pool import Database
 from core.billing.catalogue import CatalogueWrite
-from core.catalogue import catalogue_of, lookup_keys
+from core.catalogue import catalogue_of, display_names, lookup_keys
 from dev import stripe_shapes as shapes
 
 CREATED = 1_764_547_200  # 2025-12-01, a fixed time: the objects are the same on every run
@@ -74,8 +74,14 @@ PRICES: tuple[dict[str, Any], ...] = (
     price("price_demo_team_monthly", "prod_demo_team", 1900, "month"),
 )
 
-# Entitlements features by product id (none here: the demo reads its features from metadata).
-FEATURES: dict[str, list[dict[str, Any]]] = {}
+# Entitlements features by product id: the team plan's, whose display names a buyer reads
+# (its `features` metadata names the same keys, for a catalogue without Entitlements).
+FEATURES: dict[str, list[dict[str, Any]]] = {
+    "prod_demo_team": [
+        product_feature("templates", "New templates each month"),
+        product_feature("support", "Priority support"),
+    ],
+}
 
 
 def seed_demo_products(db: Database) -> int:
@@ -83,6 +89,7 @@ def seed_demo_products(db: Database) -> int:
     the HTTP (for tests and benchmarks); returns how many rows it added or changed (none the
     second time: the rows hold this state already)."""
     keys = {pid: lookup_keys(found) for pid, found in FEATURES.items()}
-    read = catalogue_of(PRODUCTS, PRICES, keys)
+    names = {pid: display_names(found) for pid, found in FEATURES.items()}
+    read = catalogue_of(PRODUCTS, PRICES, keys, feature_names=names)
     at = datetime.fromtimestamp(CREATED, UTC)
     return store.save(db, CatalogueWrite(at, read.listings))

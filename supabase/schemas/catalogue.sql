@@ -43,6 +43,9 @@ create table public.products (
   tax_behavior text not null default 'unspecified'
     check (tax_behavior in ('inclusive', 'exclusive', 'unspecified')),
   tax_code text,
+  -- How a buyer reads each feature (key -> Stripe's Entitlements feature `name`); a feature
+  -- without one is shown by its key.
+  feature_names jsonb not null default '{}'::jsonb check (jsonb_typeof(feature_names) = 'object'),
   constraint products_interval_matches_billing check (
     (billing_type = 'one_time' and billing_interval is null)
     or (billing_type = 'subscription' and billing_interval is not null)

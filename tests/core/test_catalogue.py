@@ -13,7 +13,14 @@ import pytest
 
 from core.billing.catalogue import CatalogueChange, Retirement, StripeProduct, decide
 from core.billing.changes import key, to_changes
-from core.catalogue import Unreadable, catalogue_of, listing, lookup_keys, read_product
+from core.catalogue import (
+    Unreadable,
+    catalogue_of,
+    display_names,
+    listing,
+    lookup_keys,
+    read_product,
+)
 from core.events import parse_event
 from dev.samples.catalogue import price, product, product_feature
 from tests.helpers import stripe_event
@@ -36,6 +43,16 @@ def test_entitlements_features_are_preferred_over_the_metadata() -> None:
     keys = lookup_keys([product_feature("sso", "SSO"), product_feature("audit-log", "Audit")])
     facts = read_product(product("prod_1", "Pro", "", {**GITHUB, "features": "api"}), keys)
     assert facts.features == ("sso", "audit-log")
+
+
+def test_entitlements_features_keep_their_display_names_for_buyers() -> None:
+    found = [product_feature("sso", "Single sign-on"), product_feature("audit-log", " ")]
+    names = display_names(found)
+    assert names == {"sso": "Single sign-on"}  # a blank name: shown by its key
+    facts = read_product(
+        product("prod_1", "Pro", "", GITHUB), lookup_keys(found), feature_names=names
+    )
+    assert facts.feature_names == (("sso", "Single sign-on"),)
 
 
 @pytest.mark.parametrize(

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from core import stripe_objects
+from core.stripe_objects import Trial, subscription_trial
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "stripe" / "fixtures3.json"
 PRICE = "price_demo_team_monthly"
@@ -90,3 +91,40 @@ def test_a_subscriptions_period_end_is_on_its_items_now_and_on_itself_before() -
 )
 def test_the_versions_read(version: str | None, supported: bool) -> None:
     assert stripe_objects.is_supported(version) is supported
+
+
+def test_a_trialing_subscription_says_its_end_first_charge_and_card() -> None:
+    sub = {
+        "status": "trialing",
+        "trial_end": 1_800_000_000,
+        "default_payment_method": None,
+        "trial_settings": {"end_behavior": {"missing_payment_method": "pause"}},
+        "items": {
+            "data": [
+                {
+                    "quantity": 3,
+                    "price": {
+                        "unit_amount": 1900,
+                        "currency": "USD",
+                        "recurring": {"interval": "month"},
+                    },
+                }
+            ]
+        },
+    }
+    trial = subscription_trial(sub)
+    assert trial == Trial(
+        trial_end=1_800_000_000,
+        first_charge=5700,
+        currency="usd",
+        interval="month",
+        has_card=False,
+        without_card="pause",
+    )
+    assert Trial.from_json(trial.as_json()) == trial
+    assert Trial.from_json({"trial_end": "soon"}) is None
+    # A discount or a metered item: the first charge cannot be said exactly, so it is not.
+    assert subscription_trial(sub | {"discounts": ["di_1"]}).first_charge is None  # type: ignore[union-attr]
+    assert subscription_trial(sub | {"default_payment_method": "pm_1"}).has_card is True  # type: ignore[union-attr]
+    assert subscription_trial(sub | {"status": "active"}) is None
+    assert subscription_trial("sub_123") is None  # not expanded: nothing known

@@ -96,7 +96,10 @@ def test_tokens_are_kept_as_their_sha256_and_a_full_team_says_how_to_grow() -> N
     assert token_hash("abc") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
     message = no_seat_message(Seats(total=3, used=3))
     assert "All 3 seats" in message
-    assert "PATCH /api/teams/{teamId}/seats" in message
+    # Told to people on the team page: no route, a plural that agrees.
+    assert "/api/" not in message
+    assert "add seats on the team's page" in message
+    assert no_seat_message(Seats(total=1, used=1)).startswith("The one seat of this team is taken")
 
 
 def test_seat_news_tells_each_member_what_is_true_and_new() -> None:

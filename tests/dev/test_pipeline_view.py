@@ -211,3 +211,24 @@ def test_an_e_mail_that_was_not_sent_is_not_found(api: Api, page: str) -> None:
 
     response = requests.get(page + "emails/evt_none/receipt", timeout=HANG_GUARD)
     assert response.status_code == 404
+
+
+def test_a_change_the_grant_already_holds_is_told_as_applied_not_as_an_error(
+    db: Database, page: str, tmp_path: Path
+) -> None:
+    # The success page's completion of a subscription usually lands after Stripe's newer
+    # subscription events: the access cycle records it `stale` (nothing to write).
+    event_id = "completion_cs_test_already"
+    with db.transaction() as conn:
+        conn.execute(
+            "insert into public.processed_events (consumer, event_id, event_type,"
+            " event_created, outcome)"
+            " values ('access', %s, 'checkout.session.completed', now(), 'stale')",
+            (event_id,),
+        )
+
+    dom = rendered(page, tmp_path)
+
+    [row] = [r for r in cells(dom, "events") if r[0] == event_id]
+    assert "already applied" in row
+    assert "stale" not in row

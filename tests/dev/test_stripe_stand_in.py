@@ -308,3 +308,58 @@ def test_a_redaction_job_validates_runs_and_redacts_under_a_preview_version() ->
             )
             assert refused.status_code == 400
             assert refused.json()["error"]["type"] == "invalid_request_error"
+
+
+def test_its_portal_shows_the_customers_subscriptions_changes_seats_cancels_and_links_back() -> (
+    None
+):
+    with stripe_stand_in.running() as stand_in:
+        stand_in.subscribe(
+            "sub_mine", customer="cus_1", price="price_demo_team_monthly", quantity=3
+        )
+        stand_in.subscribe("sub_theirs", customer="cus_2", price="price_demo_team_monthly")
+        portal = requests.post(
+            f"{stand_in.url}/v1/billing_portal/sessions",
+            data={"customer": "cus_1", "return_url": "http://localhost:8080/dashboard"},
+            timeout=5,
+        ).json()
+        page = requests.get(portal["url"], timeout=5)
+        assert page.status_code == 200
+        assert "Team Monthly" in page.text
+        assert "Quantity 3; active, renews on" in page.text
+        assert 'href="http://localhost:8080/dashboard">Return to the site' in page.text
+        assert "sub_theirs" not in page.text
+
+        seats = requests.post(
+            portal["url"], data={"subscription": "sub_mine", "quantity": "2"}, timeout=5
+        )
+        assert seats.status_code == 200  # the page again, after its redirect
+        assert stand_in.subscriptions["sub_mine"]["items"]["data"][0]["quantity"] == 2
+        assert stand_in.events[0]["type"] == "customer.subscription.updated"
+        assert (
+            stand_in.events[0]["data"]["previous_attributes"]["items"]["data"][0]["quantity"] == 3
+        )
+
+        cancelled = requests.post(
+            portal["url"], data={"subscription": "sub_mine", "cancel": "1"}, timeout=5
+        )
+        assert cancelled.status_code == 200
+        found = stand_in.subscriptions["sub_mine"]
+        assert found["status"] == "active"  # until its period's end
+        assert found["cancel_at_period_end"] is True
+        assert found["cancel_at"] == found["items"]["data"][0]["current_period_end"]
+        assert stand_in.events[0]["type"] == "customer.subscription.updated"
+        assert "cancelled: ends on" in cancelled.text
+
+        # Another customer's subscription, a bad quantity, an unknown portal: nothing changes.
+        theirs = requests.post(
+            portal["url"], data={"subscription": "sub_theirs", "cancel": "1"}, timeout=5
+        )
+        assert theirs.status_code == 404
+        assert stand_in.subscriptions["sub_theirs"]["cancel_at_period_end"] is False
+        bad = requests.post(
+            portal["url"], data={"subscription": "sub_mine", "quantity": "0"}, timeout=5
+        )
+        assert bad.status_code == 400
+        unknown = requests.get(f"{stand_in.url}/portal/bps_local_nope", timeout=5)
+        assert unknown.status_code == 404

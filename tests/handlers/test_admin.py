@@ -370,6 +370,12 @@ def test_a_comp_for_30_days_shows_in_me_and_in_the_audit_log(api: Api, db: Datab
     [held] = me["entitlements"]
     assert (held["kind"], held["priceId"], held["active"]) == ("comp", MONTHLY, True)
     assert datetime.fromisoformat(held["currentPeriodEnd"]) == until
+    # A comp is told as free until its end, never as a paid renewing plan, nor who gave it.
+    assert held["label"] == "Complimentary"
+    end = f"{until:%b} {until.day}, {until.year}"
+    assert held["summary"] == f"Complimentary access, free until {end}: nothing is charged."
+    assert "renew" not in held["summary"]
+    assert "founder" not in held["summary"]
     assert me["features"]
     # Through the Data API, Bob reads his grant, never who gave it or why.
     with as_role(db, "authenticated", bob, aal="aal2") as conn:

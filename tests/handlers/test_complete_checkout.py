@@ -266,6 +266,9 @@ def test_a_guest_completes_with_the_token_of_their_success_url(
         "hasAccess": True,
         "product": {"name": "Starter Kit", "priceId": ONE_TIME, "kind": "purchase"},
         "features": [],
+        # The grant in the words GET /api/me uses.
+        "label": "One-time purchase",
+        "summary": "A one-time purchase: yours to keep, nothing renews.",
     }
     assert "guest@example.com" not in response.text
     assert response.headers["Cache-Control"] == "private, no-store"
@@ -389,7 +392,13 @@ def test_a_guest_paying_with_someone_elses_email_learns_nothing_of_their_account
         "hasAccess": True,
         "product": {"name": "Team Monthly", "priceId": TEAM_PRICE, "kind": "subscription"},
         "features": ["support", "templates"],
+        "label": response.json()["label"],
+        "summary": response.json()["summary"],
     }
+    # Its words say nothing of the account either: no balance, no team, no address.
+    assert response.json()["label"] == "Subscription"
+    assert "left now" not in response.json()["summary"]
+    assert "team" not in response.json()["summary"]
     # Signed in as someone else, the token opens no more.
     _, stranger = buyer(api, db, "stranger@example.com")
     as_stranger = complete(api, {"sessionId": "cs_test_guest", "token": token}, stranger)

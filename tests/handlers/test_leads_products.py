@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from adapters.db.pool import Database
@@ -71,12 +73,46 @@ def test_products_lists_active_ones_featured_first(api: Api, db: Database) -> No
         "perSeat": False,
         "trialDays": None,
         "features": [],
+        "featureNames": {},
+        "credits": [],
         "currency": "usd",
         "taxBehavior": "unspecified",
     }
-    # The team plan, as its product's metadata says: per seat, with its features.
+    # The team plan, as its product's metadata says: per seat, with its features, each named as
+    # its Stripe Entitlements feature names it.
     assert products[1]["billingInterval"] == "month"
     assert (products[1]["perSeat"], products[1]["features"]) == (True, ["templates", "support"])
+    assert products[1]["featureNames"] == {
+        "templates": "New templates each month",
+        "support": "Priority support",
+    }
+
+
+def test_products_say_the_credits_they_grant_named_as_a_buyer_reads_them(
+    api: Api, db: Database
+) -> None:
+    seed_demo_products(db)
+    with db.transaction() as conn:
+        for credits, period, name in (
+            ({"generations": 500, "templates": 2}, "once", "Starter Kit"),
+            ({"templates": 10}, "period", "Team Monthly"),
+        ):
+            conn.execute(
+                "update public.products set credits = %s::jsonb, credits_period = %s"
+                " where name = %s",
+                (json.dumps(credits), period, name),
+            )
+    found = {p["name"]: p for p in api.get("/api/products/public").json()["products"]}
+    pack = found["Starter Kit"]
+    assert pack["credits"] == [
+        {"feature": "generations", "amount": 500, "period": "once"},
+        {"feature": "templates", "amount": 2, "period": "once"},
+    ]
+    # A feature Stripe names by its display name; one it does not, by its key.
+    assert pack["featureNames"] == {"generations": "generations", "templates": "templates"}
+    team = found["Team Monthly"]
+    assert team["credits"] == [{"feature": "templates", "amount": 10, "period": "period"}]
+    assert team["featureNames"]["templates"] == "New templates each month"
 
 
 def test_products_say_a_trial_of_a_subscription(api: Api, db: Database) -> None:

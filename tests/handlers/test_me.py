@@ -81,6 +81,12 @@ def test_a_lifetime_purchase_and_an_ended_subscription(api: Api, db: Database) -
     assert trial["priceId"] == MONTHLY
     assert trial["trialEnd"].startswith("2026-10-05")
     assert trial["currentPeriodEnd"].startswith("2026-12-31")
+    # Told as a trial a buyer cancelled, not as a renewing payment; the purchase as kept.
+    assert trial["label"] == "Free trial"
+    assert trial["summary"] == (
+        "A free trial until Oct 5, 2026, cancelled: it ends then and nothing is charged."
+    )
+    assert by_kind["purchase"]["summary"] == "A one-time purchase: yours to keep, nothing renews."
 
     ended = subscription(status="canceled", ended_at=T0 + 99)
     post_event(api, stripe_event("customer.subscription.deleted", ended, created=T0 + 99))
@@ -90,6 +96,7 @@ def test_a_lifetime_purchase_and_an_ended_subscription(api: Api, db: Database) -
     sub = next(e for e in body["entitlements"] if e["kind"] == "subscription")
     assert (sub["status"], sub["active"]) == ("canceled", False)
     assert sub["endedAt"] is not None
+    assert sub["summary"] == "A subscription, ended on Sep 21, 2026."
 
 
 def test_a_download_link_reaches_its_holder_through_the_api_alone(api: Api, db: Database) -> None:

@@ -147,7 +147,7 @@ def test_a_team_buys_seats_and_its_members_share_the_access(
     )
     assert fourth.status_code == 409
     assert "All 3 seats" in fourth.json()["error"]
-    assert "PATCH /api/teams/{teamId}/seats" in fourth.json()["error"]
+    assert "/api/" not in fourth.json()["error"]
 
     # Removing a member ends their access at once; their seat is free again.
     assert ada.call("DELETE", f"/api/teams/{team}/members/{bob.id}").status_code == 204

@@ -141,6 +141,41 @@ def test_an_invitation_is_mailed_and_accepted_once_by_the_invited_address(
     assert members["invitations"] == []
 
 
+def test_an_invitations_link_names_the_team_the_role_and_who_sent_it_while_pending(
+    api: Api, db: Database
+) -> None:
+    ada = Person(api, db, "ada@example.com", "Ada Lovelace")
+    team = new_team(ada)
+    ada.call(
+        "POST", f"/api/teams/{team}/invitations", {"email": "grace@example.com", "role": "admin"}
+    )
+    token = invitation_token(api, "grace@example.com")
+
+    def look_up(body: Any) -> requests.Response:
+        return requests.post(api.url + "/api/invitations/lookup", json=body, timeout=10)
+
+    # Its holder (signed in or not) is told what the mail told them, nothing more.
+    found = look_up({"token": token})
+    assert found.status_code == 200, found.text
+    body = found.json()
+    assert body.pop("expiresAt")
+    assert body == {
+        "teamName": "Analytical Engines",
+        "role": "admin",
+        "invitedBy": {"email": "ada@example.com", "name": "Ada Lovelace"},
+    }
+    assert look_up({"token": "unknown"}).status_code == 400
+    assert look_up({"token": "unknown"}).json() == {
+        "error": "This invitation is not known: ask for a new one"
+    }
+    assert look_up({}).status_code == 400
+    grace = Person(api, db, "grace@example.com")
+    assert grace.call("POST", "/api/invitations/accept", {"token": token}).status_code == 200
+    used = look_up({"token": token})
+    assert used.status_code == 400
+    assert "already used" in used.json()["error"]
+
+
 def test_resent_and_revoked_invitations(api: Api, db: Database) -> None:
     ada = Person(api, db, "ada@example.com")
     team = new_team(ada)

@@ -152,11 +152,21 @@ def test_credits_granted_consumed_reset_bought_and_refunded(
     settle(api)
     [confirmation] = [m for m in outbox(api) if "Order confirmed" in str(m["Subject"])]
     assert len([m for m in outbox(api) if "running low" in str(m["Subject"])]) == 1
-    assert "Added to your balance: 500 generations credits." in text_of(confirmation)
+    assert "500 credits for generations were added to your balance" in text_of(confirmation)
+    assert "file" not in text_of(confirmation).lower()
     r = use(api, {"userId": ada, "feature": "generations", "amount": 150, "key": "big"})
     assert (r.status_code, r.json()) == (
         200, {"feature": "generations", "balance": 450, "used": 150},
     )  # fmt: skip
+    # GET /api/me tells the pack as one, with what is left of its feature now.
+    token = api.token(sub=ada, email="ada@example.com")
+    me = requests.get(api.url + "/api/me", headers={"Authorization": f"Bearer {token}"}, timeout=10)
+    [pack] = [e for e in me.json()["entitlements"] if e["priceId"] == PACK]
+    assert (pack["label"], pack["summary"]) == (
+        "Credit pack",
+        "A credit pack: 500 credits for generations added to your balance;"
+        " 450 credits for generations left now.",
+    )
     deliver(api, "invoice.paid", invoice(3, now + 30 * DAY), created=now + 2)
     assert credits_of(api, ada)[0]["balance"] == 550  # the pack's 450 kept, 100 new
     refund = {

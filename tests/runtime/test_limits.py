@@ -29,6 +29,7 @@ REQUESTS: dict[str, tuple[str, str, dict[str, Any]]] = {
 # Routes that share the limit of one above (runtime/limits.py), as the document names them.
 SHARING = {
     "/api/invitations/accept": "rate_limit_teams",
+    "/api/invitations/lookup": "rate_limit_teams",
     "/api/me/export": "rate_limit_me",
     "/api/leads/remove": "rate_limit_lead",
     "/api/teams/{teamId}/invitations/{invitationId}/resend": "rate_limit_invitations",

@@ -232,3 +232,60 @@ def test_one_time_checkout_with_metadata_and_no_stripe_needs_no_call(
     assert message["Subject"] == "Order confirmed: Starter Kit"
     assert stripe_fake.calls("GET", "/v1/checkout/sessions") == []
     assert profile(db, ada)["price_id"] == ONE_TIME
+
+
+def test_a_trials_checkout_from_stripes_webhook_is_granted_and_told_as_a_trial(
+    api: Api, db: Database, ada: str, stripe_fake: StripeStandIn
+) -> None:
+    """Stripe's own event names the subscription by id only: the access cycle reads it (the
+    session, its subscription expanded) to tell the trial's end and first charge."""
+    trial_end = 1_800_000_000  # 2027-01-15
+    stripe_fake.sessions["cs_test_life0001"] = {
+        "id": "cs_test_life0001",
+        "object": "checkout.session",
+        "line_items": {"object": "list", "data": [{"id": "li_1", "price": {"id": MONTHLY}}]},
+        "subscription": "sub_ada",
+    }
+    stripe_fake.subscriptions["sub_ada"] = subscription(
+        status="trialing",
+        trial_end=trial_end,
+        items={
+            "object": "list",
+            "data": [
+                {
+                    "id": "si_1",
+                    "quantity": 1,
+                    "price": {
+                        "id": MONTHLY,
+                        "unit_amount": 1900,
+                        "currency": "usd",
+                        "recurring": {"interval": "month"},
+                    },
+                }
+            ],
+        },
+    )
+    body = session(
+        ada,
+        price=MONTHLY,
+        mode="subscription",
+        payment_intent=None,
+        subscription="sub_ada",
+        amount_total=0,
+        payment_status="no_payment_required",
+    )
+    post_event(api, stripe_event("checkout.session.completed", body))
+    settle(api)
+    [grant] = db.fetch_all("select status, trial_end from public.entitlements")
+    assert grant["status"] == "trialing"
+    assert int(grant["trial_end"].timestamp()) == trial_end
+    [message] = outbox(api)
+    text = text_of(message)
+    assert message["Subject"] == "Your free trial has started: Team Monthly"
+    assert "nothing was charged today" in text
+    assert "No card on file: it ends then unless you add one" in text
+    assert "the first charge, $19.00, is on Jan 15, 2027" in text
+    assert "payment went through" not in text
+    assert "Total paid" not in text
+    [call] = stripe_fake.calls("GET", "/v1/checkout/sessions/cs_test_life0001")
+    assert ("expand[3]", "subscription") in call.query

@@ -113,7 +113,11 @@ def test_a_buyer_picks_a_plan_signs_in_through_the_outbox_pays_and_claims_the_re
     ada.pay_on_the_stand_ins_page()
     # Access at once, from the success page's call, and a token refreshed to carry it.
     expect(page.locator("#access-state")).to_have_text("Paid: you have access now.")
-    expect(page.locator("#token-state")).to_contain_text("github:example-org/saas-starter-pro")
+    # Named as a buyer reads it, never by its key.
+    expect(page.locator("#token-state")).to_contain_text(
+        "the example-org/saas-starter-pro repository"
+    )
+    expect(page.locator("#token-state")).not_to_contain_text("github:")
     page.screenshot(path=shots / "success.png", full_page=True)
 
     page.get_by_role("link", name="Go to your dashboard").click()
@@ -130,7 +134,11 @@ def test_a_buyer_picks_a_plan_signs_in_through_the_outbox_pays_and_claims_the_re
 
     page.goto("/dashboard")
     page.get_by_role("button", name="Manage billing").click()
-    page.wait_for_url(re.compile(r".*/portal$"))
+    page.wait_for_url(re.compile(r".*/portal/bps_\w+$"))
+    # A purchase paid once has no subscription to manage; the portal leads back to the site.
+    expect(page.locator("#subscriptions")).to_contain_text("No subscriptions")
+    page.get_by_role("link", name="Return to the site").click()
+    page.wait_for_url(f"{site.url}/dashboard")
     assert ada.errors == []
 
 
@@ -195,9 +203,7 @@ def test_a_team_buys_three_seats_invites_two_and_the_newest_loses_access_at_two_
     expect(page.locator("#access-state")).to_have_text("Paid: you have access now.")
     page.goto("/dashboard")
     page.get_by_role("link", name="Olga's team").click()
-    expect(page.locator("#seat-count")).to_have_text(
-        "3 seats, 1 held; members and pending invitations: 1."
-    )
+    expect(page.locator("#seat-count")).to_have_text("3 seats, 1 held by members; 2 free.")
 
     invitees = [unique("bea"), unique("cy")]
     for address in invitees:
@@ -211,20 +217,27 @@ def test_a_team_buys_three_seats_invites_two_and_the_newest_loses_access_at_two_
         member = Person(browser, site, contexts, address)
         members.append(member)
         member.page.goto(site.link(address, ACCEPT_LINK))
+        # The link names the team and who sent it, before and after signing in.
+        invited = f"{olga.email} invited you to join the team “Olga's team” as a member."
+        expect(member.page.locator("#invited")).to_have_text(invited)
         member.page.get_by_role("link", name="Sign in to accept").click()
         member.sign_in_by_email_link()
         member.page.get_by_role("link", name="Open the invitation").click()
+        expect(member.page.locator("#invited")).to_have_text(invited)
         if n == 0:
             member.page.screenshot(path=shots / "accept.png", full_page=True)
         member.page.get_by_role("button", name="Accept the invitation").click()
-        expect(member.page.get_by_role("status")).to_have_text("You joined the team as member.")
+        expect(member.page.get_by_role("status")).to_have_text(
+            "You joined Olga's team as a member."
+        )
         member.page.goto("/dashboard")
         expect(member.page.locator("#access-state")).to_have_text("You have access.")
 
     page.reload()
-    expect(page.locator("#seat-count")).to_have_text(
-        "3 seats, 3 held; members and pending invitations: 3."
-    )
+    expect(page.locator("#seat-count")).to_have_text("3 seats, 3 held by members; none free.")
+    # No free seat: said before anything is sent.
+    expect(page.locator("#seat-note")).to_contain_text("All 3 seats are taken")
+    expect(page.get_by_role("button", name="Send the invitation")).to_be_disabled()
     expect(page.locator("#members tbody tr")).to_have_count(3)
     page.get_by_role("spinbutton", name="Seats").fill("2")
     page.get_by_role("button", name="Change seats").click()
@@ -238,7 +251,7 @@ def test_a_team_buys_three_seats_invites_two_and_the_newest_loses_access_at_two_
         return count.inner_text() == wanted
 
     # Two seats for three members: the newest keeps no seat.
-    wait_for(lambda: seat_count(olga, "2 seats, 2 held; members and pending invitations: 3."))
+    wait_for(lambda: seat_count(olga, "2 seats, 2 held by members; none free."))
     newest_row = page.get_by_role("row", name=re.compile(re.escape(invitees[-1])))
     expect(newest_row).to_contain_text("No seat")
     page.screenshot(path=shots / "team-seats.png", full_page=True)
@@ -290,6 +303,11 @@ def test_an_owner_changes_a_role_revokes_an_invitation_and_removes_a_member(
     page.get_by_label("Team name").fill("Ian's team")
     page.get_by_role("button", name="Create the team").click()
     expect(page.locator("#team-name")).to_have_text("Ian's team")
+    # A team with no plan yet says what an invitation gives before it is sent.
+    expect(page.locator("#seat-note")).to_have_text(
+        "The team has no plan yet: whoever you invite joins it, and gets its access once the"
+        " team buys one."
+    )
     dan, kim = unique("dan"), unique("kim")
     for address in (dan, kim):
         page.get_by_label("E-mail", exact=True).fill(address)
@@ -302,7 +320,7 @@ def test_an_owner_changes_a_role_revokes_an_invitation_and_removes_a_member(
     member.sign_up_with_a_password()
     member.page.get_by_role("link", name="Open the invitation").click()
     member.page.get_by_role("button", name="Accept the invitation").click()
-    expect(member.page.get_by_role("status")).to_have_text("You joined the team as member.")
+    expect(member.page.get_by_role("status")).to_have_text("You joined Ian's team as a member.")
 
     page.reload()
     page.get_by_role("form", name=f"Revoke {kim}").get_by_role("button").click()
@@ -315,10 +333,15 @@ def test_an_owner_changes_a_role_revokes_an_invitation_and_removes_a_member(
     row = page.get_by_role("row", name=re.compile(re.escape(dan)))
     row.get_by_role("combobox", name=f"Role of {dan}").select_option("admin")
     row.get_by_role("button", name="Change role").click()
-    expect(page.get_by_role("row", name=re.compile(re.escape(dan)))).to_contain_text("admin")
-    page.get_by_role("row", name=re.compile(re.escape(dan))).get_by_role(
-        "button", name="Remove"
-    ).click()
+    expect(page.get_by_role("row", name=re.compile(re.escape(dan)))).to_contain_text("Admin")
+    # Removing asks first: Cancel keeps the member, only the second button removes.
+    row = page.get_by_role("row", name=re.compile(re.escape(dan)))
+    row.get_by_role("button", name="Remove").click()
+    expect(row).to_contain_text(f"Remove {dan} from Ian's team? They lose its access at once.")
+    row.get_by_role("button", name="Cancel").click()
+    expect(page.locator("#members tbody tr")).to_have_count(2)
+    row.get_by_role("button", name="Remove").click()
+    row.get_by_role("button", name="Yes, remove").click()
     expect(page.locator("#members tbody tr")).to_have_count(1)
 
     # The removed member is now a stranger to the team: told it does not exist.

@@ -48,6 +48,10 @@ import { request } from "./http.js";
  */
 
 /**
+ * @typedef {{ feature: string, amount: number, period: ("period" | "once") }} CreditGrant
+ */
+
+/**
  * @typedef {{ feature: string, balance: number, granted: number, used: number, resetsAt: (string | null), teamId: (string | null) }} CreditsAnswer
  */
 
@@ -88,7 +92,7 @@ import { request } from "./http.js";
  */
 
 /**
- * @typedef {{ product: (EntitledProduct | null), priceId: (string | null), kind: ("subscription" | "purchase" | "comp"), status: string, active: boolean, currentPeriodEnd: (string | null), cancelAtPeriodEnd: boolean, trialEnd: (string | null), endedAt: (string | null), teamId?: (string | null) }} EntitlementAnswer
+ * @typedef {{ product: (EntitledProduct | null), priceId: (string | null), kind: ("subscription" | "purchase" | "comp"), status: string, active: boolean, currentPeriodEnd: (string | null), cancelAtPeriodEnd: boolean, trialEnd: (string | null), endedAt: (string | null), teamId?: (string | null), label: string, summary: string }} EntitlementAnswer
  */
 
 /**
@@ -125,6 +129,14 @@ import { request } from "./http.js";
 
 /**
  * @typedef {{ email: string, role: ("owner" | "admin" | "member") }} InvitationRequest
+ */
+
+/** What an invitation's link tells its holder before accepting: what the mail said.
+ * @typedef {{ teamName: string, role: ("owner" | "admin" | "member"), expiresAt: string, invitedBy: (InviterAnswer | null) }} InvitedAnswer
+ */
+
+/**
+ * @typedef {{ email: string, name: (string | null) }} InviterAnswer
  */
 
 /**
@@ -168,7 +180,7 @@ import { request } from "./http.js";
  */
 
 /**
- * @typedef {{ id: string, name: string, description: string, price: number, priceId: string, type: string, billingType: string, billingInterval: (string | null), isFeatured: boolean, perSeat: boolean, trialDays: (number | null), features: Array<string>, currency: (string | null), taxBehavior: ("inclusive" | "exclusive" | "unspecified") }} PublicProduct
+ * @typedef {{ id: string, name: string, description: string, price: number, priceId: string, type: string, billingType: string, billingInterval: (string | null), isFeatured: boolean, perSeat: boolean, trialDays: (number | null), features: Array<string>, featureNames: Record<string, never>, credits: Array<CreditGrant>, currency: (string | null), taxBehavior: ("inclusive" | "exclusive" | "unspecified") }} PublicProduct
  */
 
 /**
@@ -236,7 +248,7 @@ import { request } from "./http.js";
  */
 
 /** A guest token's answer: what the session bought, nothing of the account it landed on (an e-mail typed on Stripe's page chose that account, and nobody verified it).
- * @typedef {{ sessionId: string, applied: boolean, hasAccess: boolean, product: (PurchasedProduct | null), features: Array<string> }} SessionGrantAnswer
+ * @typedef {{ sessionId: string, applied: boolean, hasAccess: boolean, product: (PurchasedProduct | null), features: Array<string>, label?: (string | null), summary?: (string | null) }} SessionGrantAnswer
  */
 
 /**
@@ -398,6 +410,14 @@ export function deleteTeamsInvitations(teamId, invitationId) {
  */
 export function postTeamsInvitationsResend(teamId, invitationId) {
   return request("POST", `/api/teams/${encodeURIComponent(teamId)}/invitations/${encodeURIComponent(invitationId)}/resend`);
+}
+
+/** What an invitation's token names: the team, the role, who sent it
+ * @param {AcceptRequest} body
+ * @returns {Promise<InvitedAnswer>}
+ */
+export function postInvitationsLookup(body) {
+  return request("POST", `/api/invitations/lookup`, { body });
 }
 
 /** Join the team an invitation's token names

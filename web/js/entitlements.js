@@ -1,17 +1,24 @@
-// Where an entitlement comes from, in words (the dashboard and the success page say it alike).
-import { day } from "./ui.js";
+// What a grant is, in words: the API's own (GET /api/me's `summary`, decided in one place on
+// the server for every kind of grant), so the dashboard, the products and the success page say
+// the same; and the counts and names a page shows buyers, never a raw key.
 
 /** @typedef {import("./api.js").MeAnswer} MeAnswer */
 /** @typedef {import("./api.js").EntitlementAnswer} EntitlementAnswer */
 
-/** Where an entitlement comes from, in words. @param {EntitlementAnswer} e @param {MeAnswer} me */
-export function source(e, me) {
-  const team = e.teamId ? me.teams.find((t) => t.id === e.teamId) : null;
-  const whose = team ? `through the team ${team.name}` : "your own";
-  if (e.kind === "purchase") return `A one-time purchase, ${whose}; yours for good.`;
-  if (e.trialEnd && e.status === "trialing") return `A free trial, ${whose}, until ${day(e.trialEnd)}.`;
-  if (e.cancelAtPeriodEnd) return `A subscription, ${whose}, cancelled: it ends on ${day(e.currentPeriodEnd)}.`;
-  if (!e.active) return `A subscription, ${whose}, ${e.status}${e.endedAt ? ` since ${day(e.endedAt)}` : ""}.`;
-  return `A subscription, ${whose}, renewing on ${day(e.currentPeriodEnd)}.`;
+/** What an entitlement is and what comes next, in words. @param {EntitlementAnswer} e */
+export function source(e, _me) {
+  return e.summary;
 }
 
+/** `1 seat`, `3 seats`. @param {number} count @param {string} one @param {string} [many] */
+export function plural(count, one, many) {
+  return `${count.toLocaleString("en")} ${count === 1 ? one : many || `${one}s`}`;
+}
+
+/** A feature as a buyer reads it: its display name when the catalogue has one; a repository
+ * feature, the repository; else its key. @param {string} key @param {Record<string, string>} [names] */
+export function featureName(key, names) {
+  if (names && names[key]) return names[key];
+  if (key.startsWith("github:")) return `the ${key.slice("github:".length)} repository`;
+  return key;
+}

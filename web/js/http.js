@@ -43,7 +43,9 @@ export async function request(method, path, { body, query } = {}) {
   const data = await response.json().catch(() => null);
   if (!response.ok) {
     const said = data && typeof data.error === "string" ? data.error : null;
-    throw new ApiError(response.status, said || `The service answered ${response.status}.`);
+    // Without the API's own words (a proxy's error page), people are told what to do, not a
+    // status code.
+    throw new ApiError(response.status, said || "Something went wrong on our side: please try again in a moment.");
   }
   return data;
 }

@@ -102,6 +102,17 @@ export function clearPending() {
   localStorage.removeItem(PENDING);
 }
 
+/** The product's name as the settings give it (BRAND_NAME, written into config.js). */
+export function brandName() {
+  return CONFIG.brand || "Your SaaS";
+}
+
+/** A page's title, then the brand (what a tab, a bookmark and the history show). */
+export function titled(title) {
+  const suffix = ` · ${brandName()}`;
+  document.title = title.endsWith(suffix) ? title : `${title}${suffix}`;
+}
+
 export function header() {
   const current = session();
   const email = current && current.user ? current.user.email : null;
@@ -140,8 +151,10 @@ export function header() {
         ),
       )
     : h("div", { class: "account" }, h("a", { href: "/signin" }, "Sign in"));
-  const brand = h("a", { class: "brand", href: "/" }, CONFIG.brand || "Your SaaS");
+  const name = brandName();
+  const brand = h("a", { class: "brand", href: "/" }, name);
   document.getElementById("site-header")?.replaceChildren(brand, nav, account);
+  titled(document.title);
 }
 
 /** Every page's start, then the header. Only the sign-in callback page (the dashboard:

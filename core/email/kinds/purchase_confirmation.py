@@ -1,5 +1,6 @@
 """After a checkout's access is committed: the order, and how to reach what was bought, told
-from its kind: a repository to claim, a subscription that renews, or a one-time download."""
+from its kind: a repository to claim, a free trial (its end and first charge, never a payment),
+a subscription that renews, a credit pack's credits, or a one-time download."""
 
 from __future__ import annotations
 
@@ -14,9 +15,10 @@ from core.email.kind import Kind, ProductFacts, amount, charged
 from core.email.props import Billing, ChargeProps, Day, Link, NamedLink, Repository, Text
 from core.email.subjects import fit
 from core.events import Event
-from core.stripe_objects import Amounts
+from core.grant_words import Credits, GrantFacts, GrantWords, counted, feature_name, words
+from core.stripe_objects import Amounts, Trial
 
-Delivery = Literal["repository", "subscription", "download"]
+Delivery = Literal["repository", "trial", "subscription", "pack", "download"]
 
 
 class PurchaseConfirmationProps(ChargeProps):
@@ -41,16 +43,51 @@ class PurchaseConfirmationProps(ChargeProps):
     charged: Text | None = None  # in the buyer's own currency, under Adaptive Pricing
     # A pack's credits, added to the buyer's balance by this purchase: (feature, amount).
     credits_added: tuple[tuple[Text, int], ...] = ()
+    # A free trial: nothing was paid. It ends on `trial_end`; the first charge (`first_charge`,
+    # when it can be said exactly) comes then with a card on file; without one Stripe does
+    # `without_card` (cancel: access ends).
+    trial_end: Day | None = None
+    first_charge: Text | None = None
+    has_card: bool = False
+    without_card: Literal["cancel", "pause", "create_invoice"] = "cancel"
 
     @property
     def delivered_as(self) -> Delivery:
         """What the buyer now has, which the mail describes: a `github` product's repository
-        (claimed with a GitHub username), a plan that renews, or a one-time purchase's files."""
+        (claimed with a GitHub username), a free trial, a plan that renews, a pack's credits,
+        or a one-time purchase."""
         if self.product_type == "github":
             return "repository"
+        if self.trial_end is not None:
+            return "trial"
         if self.billing in ("month", "year"):
             return "subscription"
+        if self.credits_added and not self.download_links:
+            return "pack"
         return "download"
+
+    @property
+    def told(self) -> GrantWords:
+        """The words for what was granted, as every page says them (core/grant_words.py)."""
+        renews = self.billing in ("month", "year")
+        return words(
+            GrantFacts(
+                kind="subscription" if renews or self.trial_end else "purchase",
+                active=True,
+                status="trialing" if self.trial_end else "active" if renews else "paid",
+                trial_end=self.trial_end,
+                price=self.first_charge,
+                interval=self.billing if renews else None,
+                credits=[Credits(feature_name(f), n) for f, n in self.credits_added],
+                has_card=self.has_card,
+                without_card=self.without_card,
+            )
+        )
+
+    @property
+    def credits_words(self) -> str:
+        """`500 credits for generations`."""
+        return counted([Credits(feature_name(f), n) for f, n in self.credits_added])
 
     @property
     def renews(self) -> bool:
@@ -58,6 +95,8 @@ class PurchaseConfirmationProps(ChargeProps):
 
 
 def subject(p: PurchaseConfirmationProps, _: Brand) -> str:
+    if p.delivered_as == "trial" or (p.delivered_as == "repository" and p.trial_end):
+        return fit("Your free trial has started: ", p.product_name)
     return fit("Order confirmed: ", p.product_name)
 
 
@@ -74,7 +113,20 @@ def _granted(event: Event, product: ProductFacts | None, site: str) -> dict[str,
         "sold_by_stripe": grant.get("merchant_of_record") is True,
     }
     values |= charged(Amounts.from_json(grant.get("amounts")))
-    return values | _about(product) if product else values
+    trial = Trial.from_json(grant.get("trial"))
+    if trial is not None:
+        values |= {
+            "trial_end": trial.trial_end,
+            "first_charge": amount(trial.first_charge, trial.currency)
+            if trial.first_charge is not None
+            else None,
+            "has_card": trial.has_card,
+            "without_card": trial.without_card,
+        }
+    about = _about(product) if product else {}
+    if trial is not None and trial.interval:
+        about["billing"] = trial.interval
+    return values | about
 
 
 def _about(product: ProductFacts) -> dict[str, Any]:
@@ -130,6 +182,11 @@ KIND = Kind(
         "repository": None,
         "invoice_url": "https://invoice.stripe.com/i/acct_1Acme/test_inv_4817",
         "credits_added": [("generations", 500)],
+        # Paid, not a free trial: the trial's variant is the one the tests render.
+        "trial_end": None,
+        "first_charge": None,
+        "has_card": True,
+        "without_card": "cancel",
     },
     triggers={ACCESS_GRANTED: _granted},
     about_product=_about,

@@ -98,11 +98,96 @@ def test_a_repository_sold_as_a_subscription_says_both(billing: str) -> None:
         assert f"Your access renews every {billing} until you cancel" in part
 
 
-def test_a_pack_says_what_it_added_to_the_balance() -> None:
+def test_a_pack_says_what_it_added_to_the_balance_and_promises_no_files() -> None:
     pack = ProductFacts(
         "Generation Pack", "link", "one_time", None, None, credits_added=(("generations", 500),)
     )
-    for part in both(confirmation(pack)):
-        assert "Added to your balance: 500 generations credits." in part
+    content = confirmation(pack)
+    for part in both(content):
+        assert "500 credits for generations were added to your balance" in part
+        assert "Your credits" in part
+        assert "https://acme.example.com/dashboard" in part
+        assert "file" not in part.lower()
+        assert "download" not in part.lower()
+    one = ProductFacts("Single", "link", "one_time", None, None, credits_added=(("exports", 1),))
+    for part in both(confirmation(one)):
+        assert "1 credit for exports was added to your balance" in part
     for part in both(confirmation(LIFETIME)):
         assert "Added to your balance" not in part
+        assert "credit" not in part
+
+
+def test_a_one_time_purchase_without_a_download_promises_no_files() -> None:
+    plain = ProductFacts("Consulting Hour", "link", "one_time", None, None)
+    for part in both(confirmation(plain)):
+        assert "yours to keep, with nothing to renew" in part
+        assert "file" not in part.lower()
+        assert "download" not in part.lower()
+
+
+def trial_confirmation(trial: dict[str, object]) -> EmailContent:
+    """The mail for a free trial's checkout: nothing paid, the trial as access announced it."""
+    grant = Event(
+        id="evt_app_granted",
+        type=ACCESS_GRANTED,
+        created=datetime(2026, 11, 26, tzinfo=UTC),
+        livemode=False,
+        object={
+            "email": "ada@example.com",
+            "checkout_session": "cs_test_0123456789abcdef",
+            "amount_total": 0,
+            "currency": "usd",
+            "purchased_at": "2026-11-26",
+            "trial": trial,
+        },
+    )
+    props = kind_of("purchase-confirmation").triggers[ACCESS_GRANTED](
+        grant, SUBSCRIPTION, BRAND.site_url
+    )
+    assert props is not None
+    return render("purchase-confirmation", props, brand=BRAND)
+
+
+TRIAL_END = int(datetime(2026, 12, 10, tzinfo=UTC).timestamp())
+
+
+def test_a_trial_with_a_card_tells_its_end_and_first_charge_never_a_payment() -> None:
+    content = trial_confirmation(
+        {
+            "trial_end": TRIAL_END,
+            "first_charge": 2900,
+            "currency": "usd",
+            "interval": "month",
+            "has_card": True,
+            "without_card": "cancel",
+        }
+    )
+    assert content.subject == "Your free trial has started: Team Monthly"
+    for part in both(content):
+        assert "Your free trial of Team Monthly has started: nothing was charged today" in part
+        assert "Free trial until" in part
+        assert "The first charge, $29.00, is on Dec 10, 2026, then one every month" in part
+        assert "$29.00 on December 10, 2026" in part
+        assert "Due today" in part
+        assert "payment went through" not in part
+        assert "Total paid" not in part
+        assert "renews every month" not in part
+
+
+def test_a_trial_without_a_card_says_it_ends_unless_one_is_added() -> None:
+    content = trial_confirmation(
+        {
+            "trial_end": TRIAL_END,
+            "first_charge": 2900,
+            "currency": "usd",
+            "interval": "month",
+            "has_card": False,
+            "without_card": "cancel",
+        }
+    )
+    for part in both(content):
+        assert "No card on file: it ends then unless you add one" in part
+        assert "the first charge, $29.00, is on Dec 10, 2026" in part
+        assert "$29.00 on December 10, 2026, with a card" in part
+        assert "Add a card to go on after December 10, 2026" in part
+        assert "payment went through" not in part

@@ -96,7 +96,7 @@ FULL.append(("purchase-confirmation", GITHUB_PURCHASE))
 FULL_IDS = [*KINDS, "purchase-confirmation-github"]
 
 # Props that steer the layout rather than state a fact the reader must see verbatim.
-NOT_VERBATIM = {"product_type", "billing"}
+NOT_VERBATIM = {"product_type", "billing", "without_card"}
 
 
 def _facts(props: BaseModel) -> list[str]:

@@ -3,7 +3,8 @@
 import { getProductsPublic, postPaymentsCreateCheckout } from "../api.js";
 import { session } from "../auth.js";
 import { checkoutRequest, priceText } from "../plans.js";
-import { busy, errorBox, h, begin, setError, setPending, show } from "../ui.js";
+import { begin, brandName, busy, errorBox, h, setError, setPending, show } from "../ui.js";
+import { featureName, plural } from "../entitlements.js";
 
 /** @typedef {import("../api.js").PublicProduct} PublicProduct */
 
@@ -11,8 +12,18 @@ import { busy, errorBox, h, begin, setError, setPending, show } from "../ui.js";
 // the sign-in callback page (AUTH_CALLBACK_URL), by `begin`.
 await begin();
 
+/** What a plan or a pack grants in credits, in words: `500 credits for Generations, once`.
+ * @param {PublicProduct} product @param {PublicProduct["credits"][number]} c */
+function creditsText(product, c) {
+  const what = `${plural(c.amount, "credit")} for ${featureName(c.feature, product.featureNames)}`;
+  if (c.period === "once") return `${what}, added once to your balance`;
+  return product.billingInterval ? `${what} every ${product.billingInterval}` : what;
+}
+
 /** @param {PublicProduct} product */
-function card(product) {
+function card(product, index, shown) {
+  // Featured plans come first; only the first is called the most popular.
+  const popular = product.isFeatured && shown.findIndex((p) => p.isFeatured) === index;
   const slot = h("div");
   const seats = h("input", { type: "number", id: `seats-${product.id}`, name: "quantity", min: "1", max: "10000", value: "3", required: true });
   const action = product.perSeat
@@ -55,12 +66,13 @@ function card(product) {
   return h(
     "article",
     { class: product.isFeatured ? "plan featured" : "plan", "aria-labelledby": `plan-${product.id}` },
-    product.isFeatured ? h("p", { class: "badge" }, "Most popular") : null,
+    popular ? h("p", { class: "badge" }, "Most popular") : null,
     h("h3", { id: `plan-${product.id}` }, product.name),
     h("p", { class: "price" }, priceText(product)),
     product.trialDays ? h("p", { class: "trial" }, `${product.trialDays}-day free trial: nothing is charged until it ends.`) : null,
     h("p", {}, product.description),
-    product.features.length ? h("ul", { class: "features" }, ...product.features.map((f) => h("li", {}, f))) : null,
+    product.credits.length ? h("ul", { class: "credits" }, ...product.credits.map((c) => h("li", {}, creditsText(product, c)))) : null,
+    product.features.length ? h("ul", { class: "features" }, ...product.features.map((f) => h("li", {}, featureName(f, product.featureNames)))) : null,
     form,
   );
 }
@@ -69,7 +81,7 @@ async function main() {
   const hero = h(
     "section",
     { class: "hero" },
-    h("h1", {}, "Everything your SaaS needs around its product"),
+    h("h1", {}, brandName()),
     h("p", {}, "Pick a plan below. Pay once or by the month; teams buy seats for their members."),
   );
   const pricing = h("section", { id: "pricing", "aria-labelledby": "pricing-title" }, h("h2", { id: "pricing-title" }, "Pricing"));

@@ -25,9 +25,9 @@ async function main() {
   }
   const rows = me.entitlements.map((e) =>
     h("tr", {},
-      h("th", { scope: "row" }, e.product?.name || e.priceId || "A product no longer sold"),
+      h("th", { scope: "row" }, e.product?.name || "A product no longer sold"),
       h("td", {}, source(e, me)),
-      h("td", {}, e.active ? "Active" : e.status),
+      h("td", {}, e.active ? "Active" : "Ended"),
       h("td", {},
         e.product?.downloadUrl
           ? h("a", { href: e.product.downloadUrl, rel: "noopener" }, "Download")

@@ -4,7 +4,7 @@
 import { getMe, postPaymentsCompleteCheckout } from "../api.js";
 import { claims, refresh, session } from "../auth.js";
 import { errorBox, h, begin, show } from "../ui.js";
-import { source } from "../entitlements.js";
+import { featureName, source } from "../entitlements.js";
 
 await begin();
 
@@ -20,16 +20,25 @@ async function main() {
       h("p", {}, h("a", { href: "/#pricing" }, "See the plans")));
     return;
   }
-  show(h("p", { class: "muted" }, "Confirming your payment…"));
+  show(h("p", { class: "muted" }, "Confirming your checkout…"));
   let answer;
   try {
     answer = await postPaymentsCompleteCheckout({ sessionId, token: params.get("checkout_token") || null });
   } catch (error) {
-    // 409: not paid yet (a bank payment under way); access follows with Stripe's event, so a
-    // signed-in buyer's page watches GET /api/me for it.
+    // 409: not paid yet (a bank payment under way), or a guest's account still being made;
+    // access follows with Stripe's event, so a signed-in buyer's page watches GET /api/me for
+    // it. Said in the page's words: the API's name the session and its Stripe status.
     const status = /** @type {any} */ (error).status;
-    show(errorBox(error), status === 409 && session() ? h("p", { class: "muted", role: "status" }, "Waiting for the payment to clear…") : null, retry());
-    if (status === 409 && session()) await watch();
+    if (status === 409) {
+      const signedIn = Boolean(session());
+      show(h("p", { class: "muted", role: "status", id: "access-state" }, signedIn
+        ? "Your payment has not cleared yet: your access follows as soon as Stripe confirms it. This page is watching for it."
+        : "Your checkout is being confirmed: a sign-in link comes by e-mail to the address you gave at checkout as soon as it is."),
+      signedIn ? null : retry());
+      if (signedIn) await watch();
+      return;
+    }
+    show(errorBox(error), retry());
     return;
   }
   if ("entitlements" in answer) {
@@ -40,15 +49,20 @@ async function main() {
         await refresh();
         const features = claims()?.features;
         note = h("p", { class: "muted", id: "token-state" },
-          Array.isArray(features) ? `Your session now carries: ${features.join(", ") || "no features"}.` : "Your session is refreshed.");
+          Array.isArray(features) ? `Your session now carries: ${features.map((f) => featureName(f)).join(", ") || "no features"}.` : "Your session is refreshed.");
       } catch (error) {
         note = errorBox(error);
       }
     }
+    // Newest change first: the grant this checkout just made leads, and says what it is (a
+    // free trial is no payment).
     const held = answer.entitlements.filter((e) => e.active);
+    const trial = held[0]?.status === "trialing";
     show(
       h("p", { class: answer.hasAccess ? "granted" : "muted", id: "access-state" },
-        answer.hasAccess ? "Paid: you have access now." : "Paid. Your access is on its way: your dashboard shows it as soon as it is applied."),
+        answer.hasAccess
+          ? (trial ? "Your free trial has started: you have access now, and nothing was charged today." : "Paid: you have access now.")
+          : "Done. Your access is on its way: your dashboard shows it as soon as it is applied."),
       held.length ? h("ul", { class: "sources" }, ...held.map((e) => h("li", {}, h("strong", {}, e.product?.name || "A product"), ": ", source(e, answer)))) : null,
       note,
       h("p", {}, h("a", { class: "button", href: "/dashboard" }, "Go to your dashboard")),
@@ -58,10 +72,14 @@ async function main() {
   // A guest: what this session bought, nothing of the account (its e-mail was typed on
   // Stripe's page and nobody verified it yet).
   const product = answer.product?.name || "your purchase";
+  const trial = answer.label === "Free trial";
   show(
     h("p", { class: answer.hasAccess ? "granted" : "muted", id: "access-state" },
-      answer.applied ? `Paid: ${product} is yours.` : "Paid. We are applying your purchase: this takes a moment."),
-    answer.features.length ? h("ul", { class: "features" }, ...answer.features.map((f) => h("li", {}, f))) : null,
+      answer.applied
+        ? (trial ? `Your free trial of ${product} has started: nothing was charged today.` : `Paid: ${product} is yours.`)
+        : "Done. We are applying your purchase: this takes a moment."),
+    answer.summary ? h("p", { id: "grant-summary" }, answer.summary) : null,
+    answer.features.length ? h("ul", { class: "features" }, ...answer.features.map((f) => h("li", {}, featureName(f)))) : null,
     h("p", {}, "We sent a sign-in link to the e-mail you gave at checkout. Open it to reach your dashboard, or sign in here with that address."),
     h("p", {}, h("a", { class: "button", href: "/signin" }, "Sign in")),
     answer.applied ? null : retry(),
@@ -75,7 +93,7 @@ async function watch() {
     const me = await getMe().catch(() => null);
     if (me && me.hasAccess) {
       await refresh().catch(() => undefined);
-      show(h("p", { class: "granted", id: "access-state" }, "Paid: you have access now."),
+      show(h("p", { class: "granted", id: "access-state" }, "You have access now."),
         h("p", {}, h("a", { class: "button", href: "/dashboard" }, "Go to your dashboard")));
       return;
     }

@@ -1,6 +1,7 @@
 // Teams: create one; for a team, its seats (buy them, change how many), its members with their
 // roles and seats (change a role, remove), its invitations (invite by e-mail, resend, revoke).
-// Controls show by role; the API decides, and its refusal is shown as it states it.
+// Controls show by role; the API decides, and its refusal is shown as it states it. Removing a
+// member asks first; inviting with no free seat says so before anything is sent.
 import {
   deleteTeamsInvitations, deleteTeamsMembers, getMe, getProductsPublic, getTeams, patchTeamsMembers,
   patchTeamsSeats, postPaymentsCreateCheckout, postPaymentsCreatePortal, postTeams, postTeamsInvitations,
@@ -8,7 +9,8 @@ import {
 } from "../api.js";
 import { claims, session } from "../auth.js";
 import { checkoutRequest, priceText } from "../plans.js";
-import { busy, clearPending, day, errorBox, h, begin, pending, setError, show, signedOut } from "../ui.js";
+import { busy, clearPending, day, errorBox, h, begin, pending, setError, show, signedOut, titled } from "../ui.js";
+import { plural } from "../entitlements.js";
 
 /** @typedef {import("../api.js").TeamDetailAnswer} TeamDetailAnswer */
 
@@ -37,8 +39,21 @@ function action(attrs, work, ...children) {
 
 const value = (form, name) => /** @type {HTMLInputElement} */ (form.elements.namedItem(name)).value;
 
+const ROLE_NAMES = { member: "Member", admin: "Admin", owner: "Owner" };
+
 function roleSelect(id, selected, allowed = ROLES) {
-  return h("select", { id, name: "role" }, ...allowed.map((r) => h("option", { value: r, selected: r === selected }, r)));
+  return h("select", { id, name: "role" }, ...allowed.map((r) => h("option", { value: r, selected: r === selected }, ROLE_NAMES[r])));
+}
+
+/** A dangerous action that asks first: its button shows the question, and only the second
+ * button does it (Cancel puts the first back). */
+function askFirst(attrs, label, question, yes, work) {
+  const first = h("button", { type: "button", class: "danger" }, label);
+  const confirm = h("span", { class: "confirm", hidden: true }, h("span", {}, question, " "),
+    h("button", { type: "submit", class: "danger" }, yes), " ",
+    h("button", { type: "button", class: "secondary", onclick: () => { confirm.hidden = true; first.hidden = false; } }, "Cancel"));
+  first.addEventListener("click", () => { first.hidden = true; confirm.hidden = false; });
+  return action(attrs, work, first, confirm);
 }
 
 async function teamList() {
@@ -67,8 +82,11 @@ async function seatsSection(team, manager, reload) {
   if (team.seats) {
     // `used`: members plus pending invitations, each of which takes a seat when accepted.
     const holders = team.members.filter((m) => m.hasSeat).length;
+    const waiting = team.invitations.length;
     section.append(h("p", { id: "seat-count" },
-      `${team.seats.total} seats, ${holders} held; members and pending invitations: ${team.seats.used}.`));
+      `${plural(team.seats.total, "seat")}, ${holders} held by members`,
+      waiting ? `, ${plural(waiting, "pending invitation")} waiting for one` : "",
+      `; ${team.seats.used >= team.seats.total ? "none free" : `${team.seats.total - team.seats.used} free`}.`));
     if (manager) {
       section.append(action({ "aria-label": "Change seats" }, async (form) => {
         await patchTeamsSeats(team.id, { quantity: Number(value(form, "quantity")) });
@@ -125,15 +143,20 @@ function membersSection(team, me, manager, reload) {
       h("button", { type: "submit" }, "Change role")));
     }
     if ((manager && !self) || (self && m.role !== "owner")) {
-      cells.push(action({ class: "inline", "aria-label": `Remove ${m.email}` }, async () => {
-        await deleteTeamsMembers(team.id, m.userId);
-        if (self) location.assign("/dashboard");
-        else await reload();
-      }, h("button", { type: "submit", class: "danger" }, self ? "Leave the team" : "Remove")));
+      const who = m.email || "this member";
+      cells.push(askFirst({ class: "inline", "aria-label": `Remove ${m.email}` },
+        self ? "Leave the team" : "Remove",
+        self ? `Leave ${team.name}? You lose its access.` : `Remove ${who} from ${team.name}? They lose its access at once.`,
+        self ? "Yes, leave" : "Yes, remove",
+        async () => {
+          await deleteTeamsMembers(team.id, m.userId);
+          if (self) location.assign("/dashboard");
+          else await reload();
+        }));
     }
     return h("tr", {},
       h("th", { scope: "row" }, m.email || m.userId, self ? " (you)" : ""),
-      h("td", {}, m.role),
+      h("td", {}, ROLE_NAMES[m.role] || m.role),
       h("td", {}, m.hasSeat ? "Seat" : "No seat"),
       h("td", {}, ...cells));
   });
@@ -148,7 +171,7 @@ function invitationsSection(team, manager, reload) {
   const section = h("section", { "aria-labelledby": "invitations-title" }, h("h2", { id: "invitations-title" }, "Invitations"));
   section.append(team.invitations.length
     ? h("ul", { id: "invitations" }, ...team.invitations.map((i) => h("li", {},
-        `${i.email} as ${i.role}, until ${day(i.expiresAt)} `,
+        `${i.email} as ${(ROLE_NAMES[i.role] || i.role).toLowerCase()}, until ${day(i.expiresAt)} `,
         manager ? action({ class: "inline", "aria-label": `Resend to ${i.email}` }, async () => {
           await postTeamsInvitationsResend(team.id, i.id);
           await reload();
@@ -159,14 +182,23 @@ function invitationsSection(team, manager, reload) {
         }, h("button", { type: "submit", class: "danger" }, "Revoke")) : null)))
     : h("p", { class: "muted" }, "No invitations waiting."));
   if (manager) {
+    // Said before anything is sent: an invitation takes a seat when accepted.
+    const full = team.seats && team.seats.used >= team.seats.total;
+    const holdsNothing = !team.seats && !team.entitlements.some((e) => e.active);
+    const note = full
+      ? h("p", { class: "notice", id: "seat-note" }, `All ${plural(team.seats.total, "seat")} are taken by members and pending invitations: add seats above, or revoke an invitation, to invite someone.`)
+      : holdsNothing
+        ? h("p", { class: "notice", id: "seat-note" }, "The team has no plan yet: whoever you invite joins it, and gets its access once the team buys one.")
+        : null;
     section.append(action({ "aria-labelledby": "invite-title" }, async (form) => {
       await postTeamsInvitations(team.id, { email: value(form, "email").trim(), role: /** @type {any} */ (value(form, "role")) });
       await reload();
     },
     h("h3", { id: "invite-title" }, "Invite by e-mail"),
+    note,
     h("p", {}, h("label", { for: "invite-email" }, "E-mail"), h("input", { id: "invite-email", name: "email", type: "email", required: true })),
     h("p", {}, h("label", { for: "invite-role" }, "Role"), roleSelect("invite-role", "member", team.role === "owner" ? ROLES : ["member", "admin"])),
-    h("button", { type: "submit" }, "Send the invitation")));
+    h("button", { type: "submit", disabled: Boolean(full) }, "Send the invitation")));
   }
   return section;
 }
@@ -180,14 +212,14 @@ async function teamPage(id) {
     show(errorBox(error), h("p", {}, h("a", { href: "/team" }, "Your teams")));
     return;
   }
-  document.title = `${team.name}: team`;
+  titled(`${team.name}: team`);
   const manager = team.role === "owner" || team.role === "admin";
   const me = claims()?.sub;
   const active = team.entitlements.filter((e) => e.active);
   show(
     h("h2", { id: "team-name" }, team.name),
-    h("p", {}, `Your role: ${team.role}.`, " ",
-      active.length ? `The team holds ${active.map((e) => e.product?.name || e.priceId).join(", ")}.` : "The team holds nothing yet."),
+    h("p", {}, `Your role: ${ROLE_NAMES[team.role].toLowerCase()}.`, " ", active.length ? "The team holds:" : "The team holds nothing yet."),
+    active.length ? h("ul", { class: "sources", id: "team-holds" }, ...active.map((e) => h("li", {}, h("strong", {}, e.product?.name || "A plan"), ": ", e.summary))) : null,
     await seatsSection(team, manager, reload).catch(errorBox),
     membersSection(team, me, manager, reload),
     invitationsSection(team, manager, reload),
