@@ -32,6 +32,26 @@ class Profile:
         return cls(**{**row, "id": str(row["id"])})
 
 
+@dataclass(frozen=True)
+class Standing:
+    """What decides whether a valid token's user may still call (core/leaving.py)."""
+
+    present: bool  # their profile is there: it goes with their auth user
+    leaving: bool  # a deletion of their account is under way
+
+
+def standing(db: Database, user_id: str) -> Standing:
+    """The user's standing, in one round trip on two primary-key (or unique) lookups: every
+    signed-in request reads it."""
+    [row] = db.fetch_all(
+        "select exists(select 1 from public.profiles where id = %(u)s::uuid) as present,"
+        " exists(select 1 from public.account_deletions where user_id = %(u)s::uuid"
+        " and finished_at is null) as leaving",
+        {"u": user_id},
+    )
+    return Standing(present=bool(row["present"]), leaving=bool(row["leaving"]))
+
+
 def by_id(db: Database, user_id: str) -> Profile | None:
     """A profile by user id."""
     return _read(db, "id = %s::uuid", user_id)
