@@ -15,8 +15,8 @@ import pytest
 import requests
 
 from adapters.db.pool import Database
-from core.leaving import STEPS
 from adapters.supabase_auth import encode_value
+from core.leaving import STEPS
 from dev.auth_stand_in import AuthStandIn
 from dev.samples.catalogue import seed_demo_products
 from dev.stripe_stand_in import StripeStandIn
