@@ -15,6 +15,7 @@ from services import credits
 from services.account import Account, account_of
 from services.identity import require_user
 from services.teams import teams_of
+from services.welcome import welcome_if_new
 
 bp = Blueprint("me", __name__)
 
@@ -78,7 +79,12 @@ class MeAnswer(_Answer):
 @bp.get("/api/me")
 def me() -> ResponseReturnValue:
     c = container()
-    return answer(account_of(require_user(caller()), db=c.db))
+    account = account_of(require_user(caller()), db=c.db)
+    # Every page asks this after a sign-in, whatever its method (a password sign-up never
+    # passes the sign-in callback): a new person's first answer hands their welcome on.
+    if account.profile is not None:
+        welcome_if_new(account.profile, db=c.db, bus=c.bus)
+    return answer(account)
 
 
 def answer(account: Account) -> Response:

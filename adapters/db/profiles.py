@@ -11,7 +11,7 @@ from adapters.db.pool import Database, Statement
 
 COLUMNS = (
     "id, email, name, customer_id, price_id, has_access, is_admin, access_changed_at,"
-    " price_changed_at"
+    " price_changed_at, created_at, welcomed_at"
 )
 
 
@@ -26,6 +26,8 @@ class Profile:
     is_admin: bool
     access_changed_at: datetime | None
     price_changed_at: datetime | None
+    created_at: datetime | None = None
+    welcomed_at: datetime | None = None  # when their welcome mail was handed on
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> Profile:
@@ -50,6 +52,15 @@ def standing(db: Database, user_id: str) -> Standing:
         {"u": user_id},
     )
     return Standing(present=bool(row["present"]), leaving=bool(row["leaving"]))
+
+
+def mark_welcomed(db: Database, user_id: str) -> None:
+    """Their welcome was handed on: no later call hands it on again."""
+    db.fetch_all(
+        "update public.profiles set welcomed_at = now()"
+        " where id = %s::uuid and welcomed_at is null returning id",
+        (user_id,),
+    )
 
 
 def by_id(db: Database, user_id: str) -> Profile | None:
