@@ -81,7 +81,7 @@ web-client: install
 # The frontend's journeys in Chromium (tests/web/test_journeys.py), each page's screenshot
 # written to docs/web/.
 web-screenshots: install system-packages
-	WEB_SCREENSHOTS=docs/web $(UV) run --frozen pytest -q -p no:cacheprovider tests/web/test_journeys.py
+	WEB_SCREENSHOTS=docs/web $(UV) run --frozen pytest -q -p no:cacheprovider tests/web/test_journeys.py tests/web/test_account.py
 
 format: install
 	$(UV) run --frozen ruff format .
