@@ -44,6 +44,7 @@ import contextlib
 import hashlib
 import hmac
 import html
+import io
 import json
 import logging
 import re
@@ -603,7 +604,11 @@ class AuthStandIn:
                 "updated_at": now,
             }
             self._save()
-        qr = segno.make(uri, error="h").svg_inline(scale=3)
+        # A standalone SVG document (its namespace declared), as GoTrue answers it: a browser
+        # shows it from a `data:image/svg+xml` address.
+        svg = io.BytesIO()
+        segno.make(uri, error="h").save(svg, kind="svg", xmldecl=False, svgns=True, scale=3)
+        qr = svg.getvalue().decode()
         return _json(
             {
                 "id": factor_id,

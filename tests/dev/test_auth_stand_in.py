@@ -459,7 +459,9 @@ def test_a_totp_factor_enrolled_and_verified_raises_the_session_to_aal2(
     assert enrolled.totp is not None
     assert enrolled.totp.uri.startswith("otpauth://totp/")
     assert f"secret={enrolled.totp.secret}" in enrolled.totp.uri
-    assert enrolled.totp.qr_code.startswith("data:image/svg+xml;utf-8,<svg")
+    assert enrolled.totp.qr_code.startswith(
+        'data:image/svg+xml;utf-8,<svg xmlns="http://www.w3.org/2000/svg"'
+    )
     [listed] = browser.mfa.list_factors().all
     assert (listed.id, listed.status) == (enrolled.id, "unverified")
     challenge = browser.mfa.challenge({"factor_id": enrolled.id})

@@ -223,7 +223,10 @@ def test_an_admin_enrols_a_second_factor_to_aal2_and_the_support_api_answers(
     factor = page.locator("#second-factor")
     expect(factor.locator("#factor-state")).to_contain_text("Off.")
     factor.get_by_role("button", name="Add an authenticator app").click()
-    expect(factor.get_by_role("img", name="QR code of your authenticator key")).to_be_visible()
+    qr = factor.get_by_role("img", name="QR code of your authenticator key")
+    expect(qr).to_be_visible()
+    # Drawn, not a broken image: the SVG Auth answered shows from its data: address.
+    wait_for(lambda: qr.evaluate("img => img.complete && img.naturalWidth > 0"))
     secret = factor.locator("#totp-secret").inner_text()
     page.screenshot(path=shots / "dashboard-second-factor.png", full_page=True)
     # A wrong code is refused as Auth words it, and changes nothing.
