@@ -61,6 +61,8 @@ class CreditsAnswer(_Answer):
     used: int  # what was consumed of them
     resetsAt: datetime | None  # when the current period's credits end; None: a pack's only
     teamId: str | None  # the team whose pool it is; None: the user's own
+    packs: int  # what packs hold of the balance: kept past the period's reset
+    packsExpireAt: datetime | None  # when the first pack with some left ends; None: until used
 
 
 class MeAnswer(_Answer):
@@ -111,6 +113,8 @@ def answer(account: Account) -> Response:
                 used=h.used,
                 resetsAt=h.resets_at,
                 teamId=h.team_id,
+                packs=h.packs,
+                packsExpireAt=h.packs_expire_at,
             )
             for h in credits.held(container().db, account.user_id)
         ],

@@ -129,6 +129,17 @@ function count(n, one, many) {
   return `${n.toLocaleString("en")} ${n === 1 ? one : many}`;
 }
 
+/** What ends when: a period's credits reset with it; packs stay until used (or their end).
+ * @param {import("../api.js").CreditsAnswer} c */
+function creditsTold(c) {
+  const packs = c.packs || 0;
+  const kept = c.packsExpireAt ? `kept until ${day(c.packsExpireAt)}` : "kept until used";
+  if (!c.resetsAt) return [`From packs: ${kept}.`];
+  if (!packs) return [`This period's credits reset on ${day(c.resetsAt)}.`];
+  return [`${count(c.balance - packs, "credit", "credits")} of this period's reset on ${day(c.resetsAt)}; `,
+    h("span", { class: "packs" }, `${count(packs, "credit", "credits")} from packs`), `, ${kept}.`];
+}
+
 /** @param {MeAnswer} me */
 function credits(me) {
   const held = me.credits || [];
@@ -140,10 +151,7 @@ function credits(me) {
           h("strong", {}, featureName(c.feature)), c.teamId ? ` (${teamName(c.teamId)}'s, shared)` : "", ": ",
           h("span", { class: "balance" }, `${count(c.balance, "credit", "credits")} left`),
           ` of ${c.granted.toLocaleString("en")}, ${c.used.toLocaleString("en")} used. `,
-          // A period's credits end with it; a pack's (no period) stay until used.
-          c.resetsAt
-            ? `This period's credits reset on ${day(c.resetsAt)}.`
-            : "From packs: kept until used.")))
+          ...creditsTold(c))))
       : h("p", { class: "muted", id: "credits" }, "No credits yet."));
 }
 
