@@ -241,3 +241,22 @@ def test_someone_there_before_gets_no_welcome_from_the_dashboard(api: Api, db: D
     assert me(api, api.token(sub=user, email="old@example.com")).status_code == 200
     assert api.container.bus.wait_idle()  # type: ignore[attr-defined]
     assert welcome_mails(api) == []
+
+
+def test_a_welcome_the_bus_refused_goes_on_the_next_call(
+    api_factory: Callable[..., Api], fakes: Any, db: Database
+) -> None:
+    down = api_factory()
+    session = password_sign_up(fakes[1], "pw-later@example.com")
+    down.container.bus.close()  # publishing now fails
+
+    assert me(down, session["access_token"]).status_code == 200  # the answer does not wait on it
+
+    user = session["user"]["id"]
+    [row] = db.fetch_all("select welcomed_at from public.profiles where id = %s", (user,))
+    assert row["welcomed_at"] is None  # not recorded: still due
+    up = api_factory()
+    assert me(up, session["access_token"]).status_code == 200
+    assert up.container.bus.wait_idle()  # type: ignore[attr-defined]
+    [mail] = welcome_mails(up)
+    assert "To: pw-later@example.com" in mail
