@@ -1,7 +1,8 @@
 """The Supabase Auth stand-in (dev/auth_stand_in.py) over HTTP, driven by supabase-py's auth
 client as supabase-js drives GoTrue: sign-up, password and magic-link sign-in (PKCE, through the
 API's /api/auth/callback), single-use refresh tokens carrying the access hook's claims, user,
-logout, redirect allow list, gateway and CORS."""
+logout, redirect allow list, gateway and CORS; a second factor (TOTP, real codes) enrolled,
+verified to `aal2` and removed through `auth.mfa`."""
 
 from __future__ import annotations
 
