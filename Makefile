@@ -82,7 +82,7 @@ web-client: install
 # written to docs/web/.
 web-screenshots: install system-packages
 	WEB_SCREENSHOTS=docs/web $(UV) run --frozen pytest -q -p no:cacheprovider tests/web/test_journeys.py \
-	  tests/web/test_told.py
+	  tests/web/test_told.py tests/web/test_account.py
 
 format: install
 	$(UV) run --frozen ruff format .

@@ -61,6 +61,8 @@ class Credits:
     used: int
     resets_at: datetime | None  # when the current period's credits end; None: a pack's only
     team_id: str | None  # the team whose pool it is; None: the person's own
+    packs: int = 0  # what packs hold of the balance (they do not end with a period)
+    packs_expire_at: datetime | None = None  # when the first pack with some left ends; None: never
 
 
 # What a request sent again with a key is told when its first request's answer is not there to

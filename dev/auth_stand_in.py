@@ -17,6 +17,12 @@ GoTrue's documented routes under `/auth/v1` as supabase-js (auth-js) and supabas
   replaced by the site, as GoTrue does;
 - the admin routes the subscribers call with a secret key: `POST /admin/users`,
   `POST /admin/generate_link`, `DELETE /admin/users/{id}` (an account deletion);
+- multi-factor authentication as supabase-js's `auth.mfa` calls it: `POST /factors` (a TOTP
+  factor: its secret, its `otpauth://` URI and that URI's QR code as SVG), `POST
+  /factors/{id}/challenge`, `POST /factors/{id}/verify` (a real RFC 6238 code: the session goes
+  to `aal2`, its tokens carry `aal` and an `amr` naming `totp`, the user's sessions still at
+  `aal1` end, as GoTrue ends them) and `DELETE /factors/{id}` (a verified factor only from an
+  `aal2` session; its sessions go back to `aal1`); `GET /user` lists the user's `factors`;
 - `GET /.well-known/jwks.json`: access tokens are signed ES256 with a key published beside a
   standby key; `rotate()` makes the standby current while the service runs. Given the legacy JWT
   secret, `/user` and `/logout` check HS256 signatures with it too; like every token there, one
@@ -38,6 +44,7 @@ import contextlib
 import hashlib
 import hmac
 import html
+import io
 import json
 import logging
 import re
@@ -54,6 +61,8 @@ from urllib.parse import urlencode, urlsplit
 
 import jwt
 import psycopg
+import pyotp
+import segno
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from psycopg.rows import dict_row, tuple_row
@@ -77,6 +86,8 @@ JWT_EXPIRY = 3600  # GoTrue's default `jwt_expiry`
 OTP_EXPIRY = 3600  # Supabase's default "Email OTP Expiration"
 FLOW_STATE_EXPIRY = 300  # a PKCE auth code lives five minutes, as GoTrue's flow state
 MIN_PASSWORD = 6  # GoTrue's default minimum password length
+MFA_CHALLENGE_EXPIRY = 300  # GoTrue's default `MFA_CHALLENGE_EXPIRY_DURATION`
+MAX_FACTORS = 10  # GoTrue's default `MFA_MAX_ENROLLED_FACTORS`
 LOOPBACK = {"localhost", "127.0.0.1", "::1"}
 ALLOWED_HEADERS = "authorization, apikey, content-type, x-client-info, x-supabase-api-version"
 log = logging.getLogger(__name__)
@@ -90,6 +101,10 @@ _ROUTES = Map(
         Rule("/auth/v1/verify", methods=["GET"], endpoint="verify"),
         Rule("/auth/v1/user", methods=["GET"], endpoint="user"),
         Rule("/auth/v1/logout", methods=["POST"], endpoint="logout"),
+        Rule("/auth/v1/factors", methods=["POST"], endpoint="enroll"),
+        Rule("/auth/v1/factors/<factor_id>/challenge", methods=["POST"], endpoint="challenge"),
+        Rule("/auth/v1/factors/<factor_id>/verify", methods=["POST"], endpoint="verify_factor"),
+        Rule("/auth/v1/factors/<factor_id>", methods=["DELETE"], endpoint="unenroll"),
         Rule("/auth/v1/admin/users", methods=["POST"], endpoint="create_user"),
         Rule("/auth/v1/admin/generate_link", methods=["POST"], endpoint="generate_link"),
         Rule("/auth/v1/admin/users/<user_id>", methods=["DELETE"], endpoint="delete_user"),
@@ -230,6 +245,9 @@ class AuthStandIn:
         self.refresh_tokens: dict[str, dict[str, Any]] = {}
         self.one_time: dict[str, dict[str, Any]] = {}
         self.flows: dict[str, dict[str, Any]] = {}
+        # MFA factors by id (their user, type, status, TOTP secret) and their challenges.
+        self.factors: dict[str, dict[str, Any]] = {}
+        self.challenges: dict[str, dict[str, Any]] = {}
         # Users a test names without a row in `auth.users` (`issue_code`), by id.
         self.unstored: dict[str, dict[str, Any]] = {}
         self._column_ready = False
@@ -243,7 +261,14 @@ class AuthStandIn:
             self.requests.clear()
             self.links.clear()
             self.unavailable = 0
-            for held in (self.sessions, self.refresh_tokens, self.one_time, self.flows):
+            for held in (
+                self.sessions,
+                self.refresh_tokens,
+                self.one_time,
+                self.flows,
+                self.factors,
+                self.challenges,
+            ):
                 held.clear()
             self.unstored.clear()
 
@@ -524,7 +549,176 @@ class AuthStandIn:
 
     def user(self, request: Request) -> Response:
         claims = self._bearer(request)
-        return _json(self._current_user(str(claims["sub"])))
+        user_id = str(claims["sub"])
+        return _json({**self._current_user(user_id), **self._factors_json(user_id)})
+
+    # Multi-factor authentication (GoTrue's internal/api/mfa.go, TOTP only).
+
+    def enroll(self, request: Request) -> Response:
+        claims = self._bearer(request)
+        body = _body(request)
+        kind = body.get("factor_type")
+        if kind in ("phone", "webauthn"):
+            raise Refused(
+                422, f"mfa_{kind}_enroll_not_enabled", f"MFA enroll is disabled for {kind}"
+            )
+        if kind != "totp":
+            raise Refused(
+                400, "validation_failed", "factor_type needs to be totp, phone, or webauthn"
+            )
+        user_id = str(claims["sub"])
+        name = body.get("friendly_name") if isinstance(body.get("friendly_name"), str) else ""
+        issuer = body.get("issuer") if isinstance(body.get("issuer"), str) else ""
+        issuer = issuer or urlsplit(self.site_url).netloc
+        with self.lock:
+            mine = [f for f in self.factors.values() if f["user_id"] == user_id]
+            if name and any(f["friendly_name"] == name for f in mine):
+                raise Refused(
+                    422,
+                    "mfa_factor_name_conflict",
+                    f"A factor with the friendly name {name!r} for this user already exists",
+                )
+            if len(mine) >= MAX_FACTORS:
+                raise Refused(
+                    422,
+                    "too_many_enrolled_mfa_factors",
+                    "Maximum number of verified factors reached, unenroll to continue",
+                )
+            if any(f["status"] == "verified" for f in mine) and claims.get("aal") != "aal2":
+                raise Refused(403, "insufficient_aal", "AAL2 required to enroll a new factor")
+        secret = pyotp.random_base32()
+        uri = pyotp.TOTP(secret).provisioning_uri(
+            name=str(claims.get("email") or user_id), issuer_name=issuer
+        )
+        factor_id = str(uuid.uuid4())
+        now = _iso(datetime.now(UTC))
+        with self.lock:
+            self.factors[factor_id] = {
+                "id": factor_id,
+                "user_id": user_id,
+                "friendly_name": name,
+                "factor_type": "totp",
+                "status": "unverified",
+                "secret": secret,
+                "created_at": now,
+                "updated_at": now,
+            }
+            self._save()
+        # A standalone SVG document (its namespace declared), as GoTrue answers it: a browser
+        # shows it from a `data:image/svg+xml` address.
+        svg = io.BytesIO()
+        segno.make(uri, error="h").save(svg, kind="svg", xmldecl=False, svgns=True, scale=3)
+        qr = svg.getvalue().decode()
+        return _json(
+            {
+                "id": factor_id,
+                "type": "totp",
+                "friendly_name": name,
+                "totp": {"qr_code": qr, "secret": secret, "uri": uri},
+            }
+        )
+
+    def challenge(self, request: Request, factor_id: str) -> Response:
+        claims = self._bearer(request)
+        factor = self._factor(str(claims["sub"]), factor_id)
+        challenge_id = str(uuid.uuid4())
+        expires = int(time.time()) + MFA_CHALLENGE_EXPIRY
+        with self.lock:
+            self.challenges[challenge_id] = {
+                "factor_id": factor["id"],
+                "expires": expires,
+                "verified": False,
+            }
+            self._save()
+        return _json({"id": challenge_id, "type": "totp", "expires_at": expires})
+
+    def verify_factor(self, request: Request, factor_id: str) -> Response:
+        claims = self._bearer(request)
+        user_id = str(claims["sub"])
+        factor = self._factor(user_id, factor_id)
+        body = _body(request)
+        code = body.get("code")
+        if not isinstance(code, str) or not code:
+            raise Refused(400, "validation_failed", "Code needs to be non-empty")
+        with self.lock:
+            challenge = self.challenges.get(str(body.get("challenge_id")))
+            if challenge is None or challenge["factor_id"] != factor["id"]:
+                raise Refused(
+                    422,
+                    "mfa_factor_not_found",
+                    "MFA factor with the provided challenge ID not found",
+                )
+            if challenge["verified"]:
+                raise Refused(
+                    422, "mfa_ip_address_mismatch", "Challenge and verify IP addresses mismatch."
+                )
+            if time.time() > challenge["expires"]:
+                del self.challenges[str(body.get("challenge_id"))]
+                self._save()
+                raise Refused(
+                    422,
+                    "mfa_challenge_expired",
+                    f"MFA challenge {body.get('challenge_id')} has expired, verify against"
+                    " another challenge or create a new challenge.",
+                )
+        # As GoTrue: six digits, thirty seconds, one step of clock skew either way.
+        if not pyotp.TOTP(factor["secret"]).verify(code, valid_window=1):
+            raise Refused(422, "mfa_verification_failed", "Invalid TOTP code entered")
+        session_id = str(claims.get("session_id"))
+        with self.lock:
+            challenge["verified"] = True
+            factor["status"] = "verified"
+            factor["updated_at"] = _iso(datetime.now(UTC))
+            session = self.sessions[session_id]
+            session["mfa_at"], session["factor_id"] = int(time.time()), factor["id"]
+            # As GoTrue: the user's other sessions below aal2 end; unverified TOTP factors go.
+            ended = [
+                sid
+                for sid, held in self.sessions.items()
+                if held["user_id"] == user_id and not held.get("mfa_at")
+            ]
+            self._end_sessions(ended)
+            for other in [
+                fid
+                for fid, f in self.factors.items()
+                if f["user_id"] == user_id and f["status"] == "unverified"
+            ]:
+                del self.factors[other]
+            self._save()
+        return _json(self._session(self._current_user(user_id), "totp", session_id=session_id))
+
+    def unenroll(self, request: Request, factor_id: str) -> Response:
+        claims = self._bearer(request)
+        factor = self._factor(str(claims["sub"]), factor_id)
+        if factor["status"] == "verified" and claims.get("aal") != "aal2":
+            raise Refused(422, "insufficient_aal", "AAL2 required to unenroll verified factor")
+        with self.lock:
+            del self.factors[factor["id"]]
+            for held in self.sessions.values():
+                if held.get("factor_id") == factor["id"]:
+                    held.pop("mfa_at", None)
+                    held.pop("factor_id", None)
+            self._save()
+        return _json({"id": factor["id"]})
+
+    def _factor(self, user_id: str, factor_id: str) -> dict[str, Any]:
+        """The user's own factor, as GoTrue loads it: another user's is not found."""
+        try:
+            uuid.UUID(factor_id)
+        except ValueError:
+            raise Refused(404, "validation_failed", "factor_id must be an UUID") from None
+        with self.lock:
+            factor = self.factors.get(factor_id)
+        if factor is None or factor["user_id"] != user_id:
+            raise Refused(404, "mfa_factor_not_found", "Factor not found")
+        return factor
+
+    def _factors_json(self, user_id: str) -> dict[str, Any]:
+        """`factors` as GoTrue adds them to a user (left out when there are none)."""
+        with self.lock:
+            mine = [f for f in self.factors.values() if f["user_id"] == user_id]
+        shown = ("id", "friendly_name", "factor_type", "status", "created_at", "updated_at")
+        return {"factors": [{k: f[k] for k in shown} for f in mine]} if mine else {}
 
     def logout(self, request: Request) -> Response:
         claims = self._bearer(request)
@@ -688,14 +882,22 @@ class AuthStandIn:
                 self.sessions[session_id] = {"user_id": user["id"], "method": method, "at": now}
             refresh = secrets.token_urlsafe(9)
             self.refresh_tokens[refresh] = {"session_id": session_id, "revoked": False}
-            at = self.sessions[session_id]["at"]
+            held = self.sessions[session_id]
+            # GoTrue's `amr`: how the session was authenticated, the newest method first.
+            amr = [
+                *([{"method": "totp", "timestamp": held["mfa_at"]}] if held.get("mfa_at") else []),
+                {"method": held["method"], "timestamp": held["at"]},
+            ]
+            aal = "aal2" if held.get("mfa_at") else "aal1"
             self._save()
+        user = {**user, **self._factors_json(user["id"])}
         claims = access_claims(
             user_id=user["id"], email=user["email"], supabase_url=self.url, ttl=JWT_EXPIRY
         )
         claims |= {
             "session_id": session_id,
-            "amr": [{"method": method, "timestamp": at}],
+            "aal": aal,
+            "amr": amr,
             "user_metadata": user["user_metadata"],
             "app_metadata": user["app_metadata"],
         }
@@ -866,6 +1068,8 @@ class AuthStandIn:
         self.refresh_tokens = held.get("refresh_tokens", {})
         self.one_time = held.get("one_time", {})
         self.flows = held.get("flows", {})
+        self.factors = held.get("factors", {})
+        self.challenges = held.get("challenges", {})
 
     def _save(self) -> None:
         if self.state is None:
@@ -879,6 +1083,8 @@ class AuthStandIn:
                 "refresh_tokens": self.refresh_tokens,
                 "one_time": self.one_time,
                 "flows": self.flows,
+                "factors": self.factors,
+                "challenges": self.challenges,
             }
             self.state.parent.mkdir(parents=True, exist_ok=True)
             partial = self.state.with_suffix(".partial")

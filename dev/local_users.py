@@ -33,7 +33,9 @@ def create(
     *, email: str, name: str | None, db: Database, settings: Settings, password: str | None = None
 ) -> tuple[Profile, bool]:
     """The profile for `email`, created (with its auth user) when missing; True if new. A
-    `password` is set (or replaced) for signing in through the Auth stand-in."""
+    `password` is set (or replaced) for signing in through the Auth stand-in. Made by hand, a
+    new one is taken as welcomed: its first sign-in sends no welcome mail (a person who signs
+    up on the pages is welcomed, core/welcome.py)."""
     ensure_local(settings)
     # Here, not at import: the app registers this module's commands, and the stand-in loads jwt.
     from dev import auth_stand_in
@@ -50,6 +52,10 @@ def create(
             " on conflict ((lower(email))) do nothing returning id",
             (address, name),
         ).fetchone()
+        if row is not None:
+            conn.execute(
+                "update public.profiles set welcomed_at = now() where id = %s", (row["id"],)
+            )
         if password is not None:
             auth_stand_in.ensure_passwords(conn)
             conn.execute(

@@ -68,6 +68,7 @@ def admin_only() -> None:
             cookies=request.cookies,
             cookie_name=c.supabase_auth.cookie_name,
             tokens=c.tokens,
+            db=c.db,
         )
     except Unauthenticated:
         user = None

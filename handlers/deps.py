@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Protocol
 
-from flask import current_app, request
+from flask import current_app, g, request
 
 from adapters.tokens import User
 from handlers.caching import depends_on_caller
@@ -58,19 +58,29 @@ class Collaborators(Protocol):
     def email_resends(self) -> Resends: ...
 
 
+_CALLER = "deps_caller"
+
+
 def container() -> Collaborators:
     """The app's container, installed by `create_app`."""
     found: Collaborators = current_app.extensions["container"]
     return found
 
 
-def caller() -> User | None:
-    """The signed-in user of this request; None for a guest, 401 for a bad token."""
+def caller(*, resuming_deletion: bool = False) -> User | None:
+    """The signed-in user of this request; None for a guest, 401 for a bad token or a deleted
+    account (`resuming_deletion`: DELETE /api/me asked again, which finishes its deletion)."""
     c = container()
     depends_on_caller()
-    return current_user(
-        authorization=request.headers.get("Authorization"),
-        cookies=request.cookies,
-        cookie_name=c.supabase_auth.cookie_name,
-        tokens=c.tokens,
-    )
+    # A guard and its view both ask: the token is checked and the account read once a request.
+    known: dict[bool, User | None] = g.setdefault(_CALLER, {})
+    if resuming_deletion not in known:
+        known[resuming_deletion] = current_user(
+            authorization=request.headers.get("Authorization"),
+            cookies=request.cookies,
+            cookie_name=c.supabase_auth.cookie_name,
+            tokens=c.tokens,
+            db=c.db,
+            resuming_deletion=resuming_deletion,
+        )
+    return known[resuming_deletion]

@@ -62,7 +62,8 @@ def export() -> ResponseReturnValue:
 
 @bp.delete("/api/me")
 def delete_account() -> ResponseReturnValue:
-    user = require_user(caller())
+    # Asked again, it finishes a deletion under way: the one call such a token may still make.
+    user = require_user(caller(resuming_deletion=True))
     body = validate(DeleteAccountRequest, json_object())
     outcome = leaving.delete_account(user, body.confirm, deletions=container().account_deletions)
     # Not finished: the access target runs the steps (the Pub/Sub design), or Stripe still

@@ -17,6 +17,7 @@ from services import credits, grant_words
 from services.account import Account, account_of
 from services.identity import require_user
 from services.teams import teams_of
+from services.welcome import welcome_if_new
 
 bp = Blueprint("me", __name__)
 
@@ -66,6 +67,8 @@ class CreditsAnswer(_Answer):
     used: int  # what was consumed of them
     resetsAt: datetime | None  # when the current period's credits end; None: a pack's only
     teamId: str | None  # the team whose pool it is; None: the user's own
+    packs: int  # what packs hold of the balance: kept past the period's reset
+    packsExpireAt: datetime | None  # when the first pack with some left ends; None: until used
 
 
 class MeAnswer(_Answer):
@@ -84,7 +87,12 @@ class MeAnswer(_Answer):
 @bp.get("/api/me")
 def me() -> ResponseReturnValue:
     c = container()
-    return answer(account_of(require_user(caller()), db=c.db))
+    account = account_of(require_user(caller()), db=c.db)
+    # Every page asks this after a sign-in, whatever its method (a password sign-up never
+    # passes the sign-in callback): a new person's first answer hands their welcome on.
+    if account.profile is not None:
+        welcome_if_new(account.profile, db=c.db, bus=c.bus)
+    return answer(account)
 
 
 def answer(account: Account) -> Response:
@@ -112,6 +120,8 @@ def answer(account: Account) -> Response:
                 used=h.used,
                 resetsAt=h.resets_at,
                 teamId=h.team_id,
+                packs=h.packs,
+                packsExpireAt=h.packs_expire_at,
             )
             for h in held_credits
         ],

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from adapters.db import entitlements, features, profiles
 from adapters.db.entitlements import Held
 from adapters.db.pool import Database
+from adapters.db.profiles import Profile
 from adapters.tokens import User
 
 
@@ -19,6 +20,7 @@ class Account:
     portal_available: bool  # a Stripe customer exists: the customer portal can open
     held: list[Held]
     features: list[str] = field(default_factory=list)  # sorted names (public.features_of)
+    profile: Profile | None = None  # as read for this answer
 
 
 def account_of(user: User, *, db: Database) -> Account:
@@ -35,4 +37,5 @@ def account_of(user: User, *, db: Database) -> Account:
         portal_available=bool(profile.customer_id),
         held=entitlements.of_user(db, profile.id),
         features=features.of_user(db, profile.id),
+        profile=profile,
     )

@@ -1,11 +1,15 @@
-"""Who is calling: a Supabase access token from the Authorization header or the session cookie."""
+"""Who is calling: a Supabase access token from the Authorization header or the session cookie,
+of a user who still has an account."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
+from adapters.db import profiles
+from adapters.db.pool import Database
 from adapters.supabase_auth import read_session
 from adapters.tokens import InvalidToken, TokenVerifier, User
+from core.leaving import token_refusal
 from services.errors import Unauthenticated
 
 
@@ -15,15 +19,26 @@ def current_user(
     cookies: Mapping[str, str],
     cookie_name: str,
     tokens: TokenVerifier,
+    db: Database,
+    resuming_deletion: bool = False,
 ) -> User | None:
-    """The signed-in user, None for a guest; a token that is present but bad is refused."""
+    """The signed-in user, None for a guest; a token that is present but bad is refused, and so
+    is a good one whose user was deleted or is being deleted (`resuming_deletion`: the call that
+    finishes that deletion, let through)."""
     token = _bearer(authorization) if authorization else _cookie_token(cookies, cookie_name)
     if token is None:
         return None
     try:
-        return tokens.verify(token)
+        user = tokens.verify(token)
     except InvalidToken as exc:
         raise Unauthenticated(f"Invalid or expired access token: {exc}") from exc
+    found = profiles.standing(db, user.id)
+    refusal = token_refusal(
+        present=found.present, leaving=found.leaving, resuming=resuming_deletion
+    )
+    if refusal is not None:
+        raise Unauthenticated(refusal)
+    return user
 
 
 def _bearer(header: str) -> str:

@@ -6,18 +6,14 @@ import logging
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
 from adapters.bus import EventBus, PublishError
 from adapters.supabase_auth import Cookie, SupabaseAuth, decode_value, session_cookies
-from core.app_events import ACCOUNT_CREATED
-from core.events import app_event
+from core import welcome
 
 log = logging.getLogger(__name__)
-
-# A user created longer ago than this is not new: no welcome e-mail on their next sign-in.
-NEW_ACCOUNT_WINDOW = timedelta(days=7)
 
 
 @dataclass(frozen=True)
@@ -47,24 +43,21 @@ def complete_sign_in(
 def _announce_new_account(user: Any, bus: EventBus) -> None:
     """Publish `app.account.created` for a recently created user (the welcome e-mail's trigger).
 
-    Sign-in completes here for every method (password confirmation, OAuth, magic link), so this
-    is where a new account first shows itself. The event id is the user's, so the welcome mail
-    goes out once however often they sign in; a failed publish must not fail the sign-in.
+    A magic link, OAuth or an e-mail confirmation completes here: the session's user is the
+    first sight of a new account. A password sign-up does not pass here: its first `GET /api/me`
+    welcomes it (core/welcome.py). The event id is the user's, so the welcome mail goes out
+    once however often, and by whichever way, they sign in; a failed publish must not fail the
+    sign-in.
     """
     if not isinstance(user, Mapping) or not user.get("id") or not user.get("email"):
         return
-    created = _parse_time(user.get("created_at"))
     now = datetime.now(UTC)
-    if created is None or now - created > NEW_ACCOUNT_WINDOW:
+    created = _parse_time(user.get("created_at"))
+    if not welcome.due(created_at=created, welcomed_at=None, email=user["email"], now=now):
         return
     meta = user.get("user_metadata")
     name = meta.get("full_name") if isinstance(meta, Mapping) else None
-    event, data = app_event(
-        ACCOUNT_CREATED,
-        event_id=f"signup_{user['id']}",
-        obj={"user_id": user["id"], "email": user["email"], "name": name},
-        created=now,
-    )
+    event, data = welcome.welcome(user_id=str(user["id"]), email=user["email"], name=name, now=now)
     try:
         bus.publish(event, data)
     except PublishError as exc:

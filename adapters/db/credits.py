@@ -142,6 +142,8 @@ def held(db: Database, user_id: str) -> list[Credits]:
             used=r["used"],
             resets_at=r["resets_at"],
             team_id=str(r["team_id"]) if r["team_id"] else None,
+            packs=r["packs"],
+            packs_expire_at=r["packs_expire_at"],
         )
         for r in rows
     ]

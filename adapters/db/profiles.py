@@ -11,7 +11,7 @@ from adapters.db.pool import Database, Statement
 
 COLUMNS = (
     "id, email, name, customer_id, price_id, has_access, is_admin, access_changed_at,"
-    " price_changed_at"
+    " price_changed_at, created_at, welcomed_at"
 )
 
 
@@ -26,10 +26,41 @@ class Profile:
     is_admin: bool
     access_changed_at: datetime | None
     price_changed_at: datetime | None
+    created_at: datetime | None = None
+    welcomed_at: datetime | None = None  # when their welcome mail was handed on
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> Profile:
         return cls(**{**row, "id": str(row["id"])})
+
+
+@dataclass(frozen=True)
+class Standing:
+    """What decides whether a valid token's user may still call (core/leaving.py)."""
+
+    present: bool  # their profile is there: it goes with their auth user
+    leaving: bool  # a deletion of their account is under way
+
+
+def standing(db: Database, user_id: str) -> Standing:
+    """The user's standing, in one round trip on two primary-key (or unique) lookups: every
+    signed-in request reads it."""
+    [row] = db.fetch_all(
+        "select exists(select 1 from public.profiles where id = %(u)s::uuid) as present,"
+        " exists(select 1 from public.account_deletions where user_id = %(u)s::uuid"
+        " and finished_at is null) as leaving",
+        {"u": user_id},
+    )
+    return Standing(present=bool(row["present"]), leaving=bool(row["leaving"]))
+
+
+def mark_welcomed(db: Database, user_id: str) -> None:
+    """Their welcome was handed on: no later call hands it on again."""
+    db.fetch_all(
+        "update public.profiles set welcomed_at = now()"
+        " where id = %s::uuid and welcomed_at is null returning id",
+        (user_id,),
+    )
 
 
 def by_id(db: Database, user_id: str) -> Profile | None:

@@ -374,10 +374,12 @@ as $$
 $$;
 
 -- Every feature's credits a person has, per account they have access through.
+-- Each row also says what of the balance packs hold (`packs`: not ended with a period) and when
+-- the first of them ends (`packs_expire_at`; null: kept until used), for a dashboard to say.
 create or replace function public.credits_held(p_user uuid)
 returns table (
   account_id uuid, team_id uuid, feature text, balance integer, granted integer,
-  used integer, resets_at timestamptz
+  used integer, resets_at timestamptz, packs integer, packs_expire_at timestamptz
 )
 language sql
 stable
@@ -385,7 +387,7 @@ security definer
 set search_path = ''
 as $$
   select a.id, case when acc.kind = 'team' then a.id end, f.feature, b.balance, b.granted,
-    b.used, b.resets_at
+    b.used, b.resets_at, p.packs, p.expire_at
   from public.access_accounts(p_user) as a(id)
   join public.accounts acc on acc.id = a.id
   cross join lateral (
@@ -394,6 +396,11 @@ as $$
       and (g.expires_at is null or g.expires_at > now())
   ) as f
   cross join lateral public.credit_balance(a.id, f.feature) as b
+  cross join lateral (
+    select coalesce(sum(g.amount - g.used), 0)::integer as packs,
+      min(g.expires_at) filter (where g.amount > g.used) as expire_at
+    from public.credit_live(a.id, f.feature) g where g.kind = 'once'
+  ) as p
   order by f.feature, acc.kind = 'personal' desc, a.id
 $$;
 

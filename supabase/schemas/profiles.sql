@@ -17,7 +17,9 @@ create table public.profiles (
   -- Stripe `created` of the newest plan change applied: an older one never sets the plan back.
   price_changed_at timestamptz,
   created_at timestamptz not null default now(),
-  updated_at timestamptz not null default now()
+  updated_at timestamptz not null default now(),
+  -- When the welcome mail was handed on (after their first sign-in, whatever its method): once.
+  welcomed_at timestamptz
 );
 create index profiles_email_idx on public.profiles (lower(email));
 create trigger profiles_touch before update on public.profiles

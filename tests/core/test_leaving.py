@@ -15,6 +15,7 @@ from core.leaving import (
     confirmation_problem,
     last_owner_of,
     remaining,
+    token_refusal,
 )
 
 
@@ -84,3 +85,15 @@ def test_a_removal_token_is_the_addresss_alone() -> None:
     assert not token_matches("key", "eve@example.com", token)
     assert not token_matches("other", "ada@example.com", token)
     assert not token_matches("key", "ada@example.com", "é" + token[1:])  # no TypeError
+
+
+def test_a_token_is_refused_once_its_account_is_gone_or_going() -> None:
+    assert token_refusal(present=True, leaving=False, resuming=False) is None
+    assert token_refusal(present=False, leaving=False, resuming=False) == "This account was deleted"
+    assert token_refusal(present=False, leaving=False, resuming=True) == "This account was deleted"
+    going = "This account is being deleted"
+    assert token_refusal(present=True, leaving=True, resuming=False) == going
+    assert token_refusal(present=False, leaving=True, resuming=False) == going
+    # Only the deletion asked again, which finishes it, is let through while it runs.
+    assert token_refusal(present=True, leaving=True, resuming=True) is None
+    assert token_refusal(present=False, leaving=True, resuming=True) is None

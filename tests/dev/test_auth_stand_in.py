@@ -1,7 +1,8 @@
 """The Supabase Auth stand-in (dev/auth_stand_in.py) over HTTP, driven by supabase-py's auth
 client as supabase-js drives GoTrue: sign-up, password and magic-link sign-in (PKCE, through the
 API's /api/auth/callback), single-use refresh tokens carrying the access hook's claims, user,
-logout, redirect allow list, gateway and CORS."""
+logout, redirect allow list, gateway and CORS; a second factor (TOTP, real codes) enrolled,
+verified to `aal2` and removed through `auth.mfa`."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import jwt
+import pyotp
 import pytest
 import requests
 from supabase_auth import SyncGoTrueClient, SyncMemoryStorage
@@ -448,3 +450,156 @@ def landing(auth: AuthStandIn, wanted: str) -> str:
     ).raise_for_status()
     [landed] = parse_qs(urlsplit(auth.links[-1]).query)["redirect_to"]
     return landed
+
+
+# Multi-factor authentication, as supabase-js's `auth.mfa` (here supabase-py's) calls it.
+
+
+def signed_up(auth: AuthStandIn, address: str) -> SyncGoTrueClient:
+    browser = client(auth)
+    browser.sign_up({"email": address, "password": "correct horse"})
+    return browser
+
+
+def test_a_totp_factor_enrolled_and_verified_raises_the_session_to_aal2(
+    auth: AuthStandIn, api: Api
+) -> None:
+    browser = signed_up(auth, "mfa@example.com")
+    first = browser.get_session()
+    assert first is not None
+    assert claims(first.access_token, auth)["aal"] == "aal1"
+
+    enrolled = browser.mfa.enroll({"factor_type": "totp", "friendly_name": "Phone"})
+
+    assert enrolled.type == "totp"
+    assert enrolled.totp is not None
+    assert enrolled.totp.uri.startswith("otpauth://totp/")
+    assert f"secret={enrolled.totp.secret}" in enrolled.totp.uri
+    assert enrolled.totp.qr_code.startswith(
+        'data:image/svg+xml;utf-8,<svg xmlns="http://www.w3.org/2000/svg"'
+    )
+    [listed] = browser.mfa.list_factors().all
+    assert (listed.id, listed.status) == (enrolled.id, "unverified")
+    challenge = browser.mfa.challenge({"factor_id": enrolled.id})
+    code = pyotp.TOTP(enrolled.totp.secret).now()
+
+    browser.mfa.verify({"factor_id": enrolled.id, "challenge_id": challenge.id, "code": code})
+
+    session = browser.get_session()
+    assert session is not None
+    raised = claims(session.access_token, auth)
+    assert raised["aal"] == "aal2"
+    assert raised["session_id"] == claims(first.access_token, auth)["session_id"]
+    assert [m["method"] for m in raised["amr"]] == ["totp", "password"]
+    assert raised["has_access"] is False  # the access hook still ran
+    level = browser.mfa.get_authenticator_assurance_level()
+    assert (level.current_level, level.next_level) == ("aal2", "aal2")
+    [verified] = browser.mfa.list_factors().totp
+    assert verified.id == enrolled.id
+    # The API reads the second factor from the token, and a refresh keeps it.
+    assert api.container.tokens.verify(session.access_token).aal == "aal2"
+    refreshed = browser.refresh_session()
+    assert refreshed.session is not None
+    assert claims(refreshed.session.access_token, auth)["aal"] == "aal2"
+
+
+def test_a_wrong_or_replayed_code_and_someone_elses_factor_are_refused(
+    auth: AuthStandIn,
+) -> None:
+    browser = signed_up(auth, "careful@example.com")
+    enrolled = browser.mfa.enroll({"factor_type": "totp"})
+    assert enrolled.totp is not None
+    totp = pyotp.TOTP(enrolled.totp.secret)
+    challenge = browser.mfa.challenge({"factor_id": enrolled.id})
+    wrong = f"{(int(totp.now()) + 500_000) % 1_000_000:06d}"
+
+    with pytest.raises(AuthApiError) as refused:
+        browser.mfa.verify({"factor_id": enrolled.id, "challenge_id": challenge.id, "code": wrong})
+    assert (refused.value.status, refused.value.code) == (422, "mfa_verification_failed")
+    session = browser.get_session()
+    assert session is not None
+    assert claims(session.access_token, auth)["aal"] == "aal1"
+
+    good = {"factor_id": enrolled.id, "challenge_id": challenge.id, "code": totp.now()}
+    browser.mfa.verify(good)  # type: ignore[arg-type]
+    # A challenge answers once: the same code again is refused.
+    with pytest.raises(AuthApiError) as replayed:
+        browser.mfa.verify(good)  # type: ignore[arg-type]
+    assert replayed.value.status == 422
+
+    stranger = signed_up(auth, "stranger@example.com")
+    for call in (
+        lambda: stranger.mfa.challenge({"factor_id": enrolled.id}),
+        lambda: stranger.mfa.unenroll({"factor_id": enrolled.id}),
+    ):
+        with pytest.raises(AuthApiError) as hidden:
+            call()
+        assert (hidden.value.status, hidden.value.code) == (404, "mfa_factor_not_found")
+    with pytest.raises(AuthApiError) as other_type:
+        stranger.mfa.enroll({"factor_type": "phone", "phone": "+15555550100"})
+    assert other_type.value.status == 422
+
+
+def test_a_verified_factor_needs_aal2_to_remove_and_its_removal_lowers_the_session(
+    auth: AuthStandIn,
+) -> None:
+    browser = signed_up(auth, "remove@example.com")
+    enrolled = browser.mfa.enroll({"factor_type": "totp"})
+    assert enrolled.totp is not None
+    secret = enrolled.totp.secret
+    browser.mfa.challenge_and_verify({"factor_id": enrolled.id, "code": pyotp.TOTP(secret).now()})
+    # A new sign-in with the password alone is aal1: it may neither remove nor add a factor.
+    other = client(auth)
+    other.sign_in_with_password({"email": "remove@example.com", "password": "correct horse"})
+    level = other.mfa.get_authenticator_assurance_level()
+    assert (level.current_level, level.next_level) == ("aal1", "aal2")
+    with pytest.raises(AuthApiError) as refused:
+        other.mfa.unenroll({"factor_id": enrolled.id})
+    assert (refused.value.status, refused.value.code) == (422, "insufficient_aal")
+    with pytest.raises(AuthApiError) as no_new:
+        other.mfa.enroll({"factor_type": "totp", "friendly_name": "Second"})
+    assert (no_new.value.status, no_new.value.code) == (403, "insufficient_aal")
+
+    assert browser.mfa.unenroll({"factor_id": enrolled.id}).id == enrolled.id
+
+    assert browser.mfa.list_factors().all == []
+    refreshed = browser.refresh_session()
+    assert refreshed.session is not None
+    assert claims(refreshed.session.access_token, auth)["aal"] == "aal1"
+
+
+def test_verifying_ends_the_users_other_sessions_below_aal2(auth: AuthStandIn) -> None:
+    browser = signed_up(auth, "ends@example.com")
+    other = client(auth)
+    other.sign_in_with_password({"email": "ends@example.com", "password": "correct horse"})
+    enrolled = browser.mfa.enroll({"factor_type": "totp"})
+    assert enrolled.totp is not None
+
+    browser.mfa.challenge_and_verify(
+        {"factor_id": enrolled.id, "code": pyotp.TOTP(enrolled.totp.secret).now()}
+    )
+
+    stale = other.get_session()
+    assert stale is not None
+    with pytest.raises(AuthApiError) as ended:
+        other.refresh_session(stale.refresh_token)
+    assert ended.value.status == 400
+
+
+def test_factors_survive_a_restart(tmp_path: Path, database_url: str, db: Database) -> None:
+    state = tmp_path / "auth.json"
+    with running(database_url=database_url, state=state) as first:
+        browser = signed_up(first, "kept-factor@example.com")
+        enrolled = browser.mfa.enroll({"factor_type": "totp"})
+        assert enrolled.totp is not None
+        session = browser.get_session()
+        assert session is not None
+    with running(database_url=database_url, state=state) as again:
+        later = client(again)
+        later.refresh_session(session.refresh_token)
+        later.mfa.challenge_and_verify(
+            {"factor_id": enrolled.id, "code": pyotp.TOTP(enrolled.totp.secret).now()}
+        )
+        raised = later.get_session()
+        assert raised is not None
+        assert claims(raised.access_token, again)["aal"] == "aal2"

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import requests
 
 from adapters.db.pool import Database
 from adapters.supabase_auth import (
@@ -20,7 +21,8 @@ from adapters.supabase_auth import (
 from config import SettingsError
 from dev.auth_stand_in import AuthStandIn
 from tests.conftest import Api
-from tests.helpers import HANG_GUARD
+from tests.fakes.supabase import PUBLISHABLE_KEY
+from tests.helpers import HANG_GUARD, create_user
 
 USER = "7b0e1f5e-2f44-4a53-9a3c-0d3f1f0b6d01"
 
@@ -164,3 +166,97 @@ def test_an_old_account_signing_in_gets_no_welcome_mail(api: Api, fakes: Any) ->
     sign_in(api, fakes[1], created_at="2025-01-01T00:00:00Z")
     assert api.container.bus.wait_idle(HANG_GUARD)  # type: ignore[attr-defined]
     assert welcome_mails(api) == []
+
+
+# A password sign-up never passes the callback: its first GET /api/me welcomes it.
+
+
+def password_sign_up(supabase: AuthStandIn, address: str) -> dict[str, Any]:
+    answer = requests.post(
+        f"{supabase.url}/auth/v1/signup",
+        json={"email": address, "password": "correct horse"},
+        headers={"apikey": PUBLISHABLE_KEY},
+        timeout=10,
+    )
+    assert answer.status_code == 200, answer.text
+    session: dict[str, Any] = answer.json()
+    return session
+
+
+def me(api: Api, token: str) -> Any:
+    return api.get("/api/me", headers={"Authorization": f"Bearer {token}"})
+
+
+def test_a_password_sign_up_gets_one_welcome_mail_from_its_first_call(
+    api: Api, fakes: Any, db: Database
+) -> None:
+    session = password_sign_up(fakes[1], "pw-new@example.com")
+    assert api.container.bus.wait_idle()  # type: ignore[attr-defined]
+    assert welcome_mails(api) == []  # signed up: nothing told yet
+
+    for _ in range(3):
+        assert me(api, session["access_token"]).status_code == 200
+
+    assert api.container.bus.wait_idle()  # type: ignore[attr-defined]
+    [mail] = welcome_mails(api)
+    assert "To: pw-new@example.com" in mail
+    assert "Welcome" in mail
+    user = session["user"]["id"]
+    assert db.fetch_all("select event_id, kind from public.sent_emails") == [
+        {"event_id": f"signup_{user}", "kind": "new-signup"}
+    ]
+    [row] = db.fetch_all("select welcomed_at from public.profiles where id = %s", (user,))
+    assert row["welcomed_at"] is not None
+
+
+def test_a_link_sign_in_then_the_dashboard_is_still_one_welcome(
+    api: Api, fakes: Any, db: Database
+) -> None:
+    user = create_user(db, "linked@example.com")
+    now = datetime.now(UTC).isoformat()
+    code = fakes[1].issue_code(
+        verifier="v", user_id=user, email="linked@example.com", created_at=now
+    )
+    key = cookie_name(fakes[1])
+    answer = api.get(
+        f"/api/auth/callback?code={code}", cookies={f"{key}-code-verifier": encode_value("v")}
+    )
+    assert answer.status_code == 302
+    token = api.token(sub=user, email="linked@example.com")
+
+    assert me(api, token).status_code == 200
+    assert me(api, token).status_code == 200
+
+    assert api.container.bus.wait_idle()  # type: ignore[attr-defined]
+    assert len(welcome_mails(api)) == 1
+
+
+def test_someone_there_before_gets_no_welcome_from_the_dashboard(api: Api, db: Database) -> None:
+    user = create_user(db, "old@example.com")
+    with db.transaction() as conn:
+        conn.execute(
+            "update public.profiles set created_at = now() - interval '30 days' where id = %s",
+            (user,),
+        )
+    assert me(api, api.token(sub=user, email="old@example.com")).status_code == 200
+    assert api.container.bus.wait_idle()  # type: ignore[attr-defined]
+    assert welcome_mails(api) == []
+
+
+def test_a_welcome_the_bus_refused_goes_on_the_next_call(
+    api_factory: Callable[..., Api], fakes: Any, db: Database
+) -> None:
+    down = api_factory()
+    session = password_sign_up(fakes[1], "pw-later@example.com")
+    down.container.bus.close()  # publishing now fails
+
+    assert me(down, session["access_token"]).status_code == 200  # the answer does not wait on it
+
+    user = session["user"]["id"]
+    [row] = db.fetch_all("select welcomed_at from public.profiles where id = %s", (user,))
+    assert row["welcomed_at"] is None  # not recorded: still due
+    up = api_factory()
+    assert me(up, session["access_token"]).status_code == 200
+    assert up.container.bus.wait_idle()  # type: ignore[attr-defined]
+    [mail] = welcome_mails(up)
+    assert "To: pw-later@example.com" in mail

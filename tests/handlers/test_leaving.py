@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
+import uuid
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -19,6 +20,7 @@ import requests
 
 from adapters.db import teams as team_store
 from adapters.db.pool import Database
+from adapters.supabase_auth import encode_value
 from core.leaving import STEPS
 from dev.auth_stand_in import AuthStandIn
 from dev.samples.catalogue import seed_demo_products
@@ -211,8 +213,100 @@ def test_deleting_cancels_at_stripe_removes_github_deletes_the_user_and_keeps_bo
     [task] = db.fetch_all("select kind, subject, detail from public.founder_tasks")
     assert task["kind"] == "stripe_redact_customer"
     assert task["subject"].startswith("cus_")
-    # Gone: the same token finds nothing to delete any more.
-    assert delete(app, ada).status_code == 404
+    # Gone: the same token is refused, even to delete again.
+    assert delete(app, ada).status_code == 401
+
+
+# A token outlives its user: every route refuses it once the account is deleted.
+
+SIGNED_IN_ROUTES = [
+    ("GET", "/api/me", None),
+    ("GET", "/api/me/export", None),
+    ("DELETE", "/api/me", {"confirm": ADA}),
+    ("GET", f"/api/teams/{uuid.uuid4()}", None),
+    ("POST", "/api/teams", {"name": "After"}),
+    ("POST", "/api/invitations/accept", {"token": "x" * 43}),
+    ("POST", "/api/github/access", {"username": "ada-l"}),
+    ("POST", "/api/payments/create-portal", {"returnUrl": "https://app.example.com/x"}),
+    (
+        "POST",
+        "/api/payments/create-checkout",
+        {
+            "priceId": "price_demo_starter_one_time",
+            "mode": "payment",
+            "successUrl": "https://app.example.com/ok",
+            "cancelUrl": "https://app.example.com/no",
+        },
+    ),
+]
+
+
+def call(api: Api, method: str, path: str, body: Any, headers: dict[str, str]) -> Any:
+    return requests.request(method, api.url + path, json=body, headers=headers, timeout=30)
+
+
+def test_every_route_refuses_the_token_of_a_deleted_account(
+    app: Api, fakes: tuple[StripeStandIn, AuthStandIn], db: Database
+) -> None:
+    stripe = fakes[0]
+    user = create_user(db, ADA)
+    headers = bearer(app, user, ADA)
+    assert call(app, "GET", "/api/me", None, headers).status_code == 200
+    assert delete(app, user).status_code == 200
+    sessions = len(stripe.sessions)
+
+    for method, path, body in SIGNED_IN_ROUTES:
+        answer = call(app, method, path, body, headers)
+        assert answer.status_code == 401, (method, path, answer.text)
+        assert answer.json() == {"error": "This account was deleted"}, (method, path)
+    # The cookie a page keeps is the same token: refused the same way.
+    cookie = {
+        app.container.supabase_auth.cookie_name: encode_value(
+            {"access_token": headers["Authorization"].split(" ", 1)[1]}
+        )
+    }
+    assert requests.get(app.url + "/api/me", cookies=cookie, timeout=30).status_code == 401
+    # Nothing was made for it: no checkout, no team.
+    assert len(stripe.sessions) == sessions
+    assert db.fetch_all("select 1 from public.teams") == []
+
+
+def test_an_admin_deleted_is_refused_the_support_api(
+    api_factory: Callable[..., Api], db: Database
+) -> None:
+    app = api_factory(supabase_secret_key=SECRET_KEY, admin_mfa="off")
+    user = create_user(db, ADA)
+    with db.transaction() as conn:
+        conn.execute("update public.profiles set is_admin = true where id = %s", (user,))
+    headers = bearer(app, user, ADA)
+    assert call(app, "GET", "/api/admin/metrics", None, headers).status_code == 200
+    assert delete(app, user).status_code == 200
+
+    assert call(app, "GET", "/api/admin/metrics", None, headers).status_code == 404
+
+
+def test_while_a_deletion_runs_only_asking_again_is_let_through(
+    app: Api, ada: str, fakes: tuple[StripeStandIn, AuthStandIn], db: Database
+) -> None:
+    """Asked for, the deletion stops everything else at once (nothing bought while its steps
+    run); the deletion asked again finishes it."""
+    stripe = fakes[0]
+    stripe.outage_paths.add("/v1/subscriptions/")
+    assert delete(app, ada).status_code == 503  # recorded, stopped before its first step
+    stripe.outage_paths.clear()
+    headers = bearer(app, ada, ADA)
+    sessions = len(stripe.sessions)
+
+    for method, path, body in SIGNED_IN_ROUTES:
+        if method == "DELETE":
+            continue
+        answer = call(app, method, path, body, headers)
+        assert answer.status_code == 401, (method, path, answer.text)
+        assert answer.json() == {"error": "This account is being deleted"}, (method, path)
+    assert len(stripe.sessions) == sessions
+
+    assert delete(app, ada).status_code == 200
+    assert call(app, "GET", "/api/me", None, headers).status_code == 401
 
 
 def test_the_cancellation_a_deletion_asked_for_is_settled_not_dead_lettered(

@@ -114,7 +114,7 @@ def test_credits_granted_consumed_reset_bought_and_refunded(
     [held] = credits_of(api, ada)
     assert held == {
         "feature": "generations", "balance": 100, "granted": 100, "used": 0,
-        "resetsAt": held["resetsAt"], "teamId": None,
+        "resetsAt": held["resetsAt"], "teamId": None, "packs": 0, "packsExpireAt": None,
     }  # fmt: skip
     assert held["resetsAt"] is not None
 
@@ -142,7 +142,7 @@ def test_credits_granted_consumed_reset_bought_and_refunded(
     deliver(api, "invoice.paid", invoice(2, now), created=now)  # the next paid period
     assert credits_of(api, ada)[0] | {"resetsAt": None} == {
         "feature": "generations", "balance": 100, "granted": 100, "used": 0,
-        "resetsAt": None, "teamId": None,
+        "resetsAt": None, "teamId": None, "packs": 0, "packsExpireAt": None,
     }  # fmt: skip
     deliver(api, "invoice.paid", invoice(1, now - DAY), created=now - DAY)  # a late copy
     assert credits_of(api, ada)[0]["balance"] == 100
@@ -167,8 +167,13 @@ def test_credits_granted_consumed_reset_bought_and_refunded(
         "A credit pack: 500 credits for generations added to your balance;"
         " 450 credits for generations left now.",
     )
+    # The period's credits are drawn first: the pack's stay whole, and say so.
+    assert {k: credits_of(api, ada)[0][k] for k in ("balance", "packs", "packsExpireAt")} == {
+        "balance": 450, "packs": 450, "packsExpireAt": None,
+    }  # fmt: skip
     deliver(api, "invoice.paid", invoice(3, now + 30 * DAY), created=now + 2)
     assert credits_of(api, ada)[0]["balance"] == 550  # the pack's 450 kept, 100 new
+    assert credits_of(api, ada)[0]["packs"] == 450
     refund = {
         "id": "ch_pack", "object": "charge", "amount": 900, "amount_refunded": 900,
         "refunded": True, "currency": "usd", "customer": "cus_ada", "payment_intent": "pi_pack",

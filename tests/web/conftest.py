@@ -25,6 +25,8 @@ from tests.fakes.github import FakeGitHub
 from tests.helpers import wait_for
 from tests.pubsub_fixtures import spawn
 
+USAGE_KEY = "web-tests-usage-key-0123456789abcdef"
+
 
 @dataclass(frozen=True)
 class Site:
@@ -80,6 +82,8 @@ def site(
         "EMAIL_OUTBOX_DIR": str(scratch / "outbox"),
         "GITHUB_TOKEN": "ghp_test_fake",
         "GITHUB_API_URL": github.server.url,
+        # The founder's other services consume credits with it (POST /api/usage).
+        "USAGE_API_KEY": USAGE_KEY,
     }
     server = spawn([sys.executable, "-m", "dev.server"], env=env, port=port, log=scratch / "log")
     try:

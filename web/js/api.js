@@ -52,7 +52,7 @@ import { request } from "./http.js";
  */
 
 /**
- * @typedef {{ feature: string, balance: number, granted: number, used: number, resetsAt: (string | null), teamId: (string | null) }} CreditsAnswer
+ * @typedef {{ feature: string, balance: number, granted: number, used: number, resetsAt: (string | null), teamId: (string | null), packs: number, packsExpireAt: (string | null) }} CreditsAnswer
  */
 
 /**

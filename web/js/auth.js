@@ -75,6 +75,20 @@ function clearSession() {
   }
 }
 
+// Told to the page (its header) whenever the session changes: signed out, or raised to aal2.
+export const SESSION_CHANGED = "session-changed";
+
+function changed() {
+  window.dispatchEvent(new Event(SESSION_CHANGED));
+}
+
+/** The session forgotten here, without asking Auth: the API refused its token for good (an
+ * account deleted), so there is nothing left to end there. */
+export function forgetSession() {
+  clearSession();
+  changed();
+}
+
 export function storeSession(data) {
   clearSession();
   const value = encode(data);
@@ -213,6 +227,7 @@ export async function accessToken() {
 export async function signOut() {
   const found = session();
   clearSession();
+  changed();
   if (found && CONFIG.supabaseUrl) {
     await gotrue("/logout", { token: found.access_token }).catch(() => undefined);
   }
@@ -221,6 +236,62 @@ export async function signOut() {
 /** Whether the address's fragment carries a session or a sign-in's failure. */
 export function hasFragmentSession() {
   return /(^#|&)(access_token|error|error_description)=/.test(location.hash);
+}
+
+// A second factor, through Supabase Auth's MFA API as supabase-js's `auth.mfa` calls it: a TOTP
+// factor enrolled (its secret, URI and QR code), challenged and verified with a code from an
+// authenticator app, which raises the session to `aal2` (the support API asks for it).
+
+async function signedInToken() {
+  const token = await accessToken();
+  if (!token) throw new AuthError("Not signed in");
+  return token;
+}
+
+/** The user's factors ({id, friendly_name, factor_type, status}), as Auth lists them. */
+export async function listFactors() {
+  const user = await gotrue("/user", { method: "GET", token: await signedInToken() });
+  return Array.isArray(user.factors) ? user.factors : [];
+}
+
+/** The session's assurance level (`aal1`, `aal2`), from its access token. */
+export function assuranceLevel() {
+  const found = claims();
+  return found && typeof found.aal === "string" ? found.aal : null;
+}
+
+/** A new TOTP factor, unverified until a code verifies it: {id, totp: {qr_code, secret, uri}}. */
+export async function enrollTotp(friendlyName) {
+  return gotrue("/factors", {
+    body: { factor_type: "totp", friendly_name: friendlyName },
+    token: await signedInToken(),
+  });
+}
+
+/** A code from the app checked against a new challenge of the factor: the session Auth answers
+ * (now `aal2`) is kept. */
+export async function verifyTotp(factorId, code) {
+  const token = await signedInToken();
+  const id = encodeURIComponent(factorId);
+  const challenge = await gotrue(`/factors/${id}/challenge`, { body: {}, token });
+  const data = await gotrue(`/factors/${id}/verify`, {
+    body: { challenge_id: challenge.id, code },
+    token,
+  });
+  storeSession(data);
+  changed();
+  return data;
+}
+
+/** The factor removed (a verified one only from an `aal2` session); the session refreshed, so
+ * that its token says what is left. */
+export async function unenroll(factorId) {
+  await gotrue(`/factors/${encodeURIComponent(factorId)}`, {
+    method: "DELETE",
+    token: await signedInToken(),
+  });
+  await refresh();
+  changed();
 }
 
 /** A sign-in link made by Supabase's admin API (a guest buyer's) is implicit-flow: it lands

@@ -2,7 +2,7 @@
 // signed-in user's access token as a bearer, cookies sent too (CORS with credentials when the
 // API is on another origin), and the API's own `{"error": ...}` raised as an ApiError.
 import { CONFIG } from "../config.js";
-import { accessToken } from "./auth.js";
+import { accessToken, forgetSession } from "./auth.js";
 
 export class ApiError extends Error {
   /** @param {number} status @param {string} message */
@@ -43,6 +43,9 @@ export async function request(method, path, { body, query } = {}) {
   const data = await response.json().catch(() => null);
   if (!response.ok) {
     const said = data && typeof data.error === "string" ? data.error : null;
+    // The API refused the token itself (its account deleted, or the session no longer good):
+    // the page is signed out, as the API already treats it.
+    if (response.status === 401 && token) forgetSession();
     // Without the API's own words (a proxy's error page), people are told what to do, not a
     // status code.
     throw new ApiError(response.status, said || "Something went wrong on our side: please try again in a moment.");

@@ -1,7 +1,7 @@
 // What every page shares: building elements (text always as text, never as HTML), the site's
 // header, the loading, error and signed-out states, and what a person chose before signing in.
 import { CONFIG } from "../config.js";
-import { adoptOffered, claims, hasFragmentSession, offeredSession, session, signOut } from "./auth.js";
+import { SESSION_CHANGED, adoptOffered, claims, hasFragmentSession, offeredSession, session, signOut } from "./auth.js";
 
 /**
  * An element with attributes (on* as listeners) and children (strings become text).
@@ -181,6 +181,9 @@ export async function begin({ callback = false } = {}) {
     }
   }
   header();
+  // Signed out (by the button, or because the API refused the token) or raised to aal2: the
+  // header says so at once.
+  window.addEventListener(SESSION_CHANGED, header);
   return offered;
 }
 
