@@ -346,6 +346,37 @@ def test_the_api_roles_reach_nothing_in_the_audit_schema(db: Database, role: str
             conn.execute(statement)
 
 
+def test_the_rows_written_before_the_audit_log_moved_are_kept_append_only(
+    tmp_path: Path, database_url: str
+) -> None:
+    """The move to `audit` keeps every row (and its id and time), the triggers and the writer."""
+    before = tmp_path / "migrations"
+    before.mkdir()
+    for m in migrations.available():
+        if m.version < "20261208060000":
+            (before / m.path.name).write_text(m.path.read_text())
+    with empty_database(database_url) as url:
+        migrations.apply_all(url, allow_auth_stand_in=True, directory=before)
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute(
+                "select public.admin_audit_record(gen_random_uuid(), null, 'before the move',"
+                " null, null, 'r', '{}'::jsonb)"
+            )
+            [(old, at)] = conn.execute("select id, at from public.admin_audit").fetchall()
+        migrations.apply_all(url, allow_auth_stand_in=True)
+        with psycopg.connect(url, autocommit=True) as conn:
+            assert conn.execute(
+                "select id, at, action from audit.admin_audit order by id"
+            ).fetchall() == [(old, at, "before the move")]
+            [(new,)] = conn.execute(
+                "select audit.admin_audit_record(gen_random_uuid(), null, 'after', null, null,"
+                " 'r', '{}'::jsonb)"
+            ).fetchall()
+            assert new > old
+            with pytest.raises(psycopg.errors.InsufficientPrivilege, match="append-only"):
+                conn.execute("delete from audit.admin_audit where id = %s", (old,))
+
+
 def test_the_data_api_does_not_serve_the_audit_schema() -> None:
     """PostgREST serves only the schemas `[api] schemas` lists (on the hosted project, the
     dashboard's exposed schemas, docs/support.md), and finds functions through
