@@ -1,6 +1,7 @@
-"""The admin audit log in Postgres (`public.admin_audit`): rows are added and read, never
-changed (a trigger refuses UPDATE, DELETE and TRUNCATE to every role). A row is added through
-`public.admin_audit_record`, the one way in: the database sets its id and time."""
+"""The admin audit log in Postgres (`audit.admin_audit`, in a schema of its own that the role
+serving the app does not own): rows are added and read, never changed (a trigger refuses UPDATE,
+DELETE and TRUNCATE to every role). A row is added through `audit.admin_audit_record`, the one
+way in: the database sets its id and time."""
 
 from __future__ import annotations
 
@@ -29,7 +30,7 @@ def record(db: Database, entry: Entry) -> int:
     """Append the entry; returns its id."""
     with db.transaction() as conn:
         rows = conn.execute(
-            "select public.admin_audit_record(%s::uuid, %s, %s, %s::uuid, %s, %s, %s) as id",
+            "select audit.admin_audit_record(%s::uuid, %s, %s, %s::uuid, %s, %s, %s) as id",
             (
                 entry.admin_id,
                 entry.admin_email,
@@ -47,7 +48,7 @@ def page(db: Database, *, limit: int, before: int | None) -> list[dict[str, Any]
     """Newest first: up to `limit` rows older than the row `before` (None: from the newest)."""
     return db.fetch_all(
         "select id, at, admin_id::text, admin_email, action, subject_user_id::text, subject,"
-        " reason, request from public.admin_audit where (%s::bigint is null or id < %s::bigint)"
+        " reason, request from audit.admin_audit where (%s::bigint is null or id < %s::bigint)"
         " order by id desc limit %s",
         (before, before, limit),
     )

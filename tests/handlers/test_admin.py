@@ -132,7 +132,7 @@ def test_every_admin_route_is_missing_for_everyone_but_an_admin(api: Api, db: Da
     assert_no_spelling_is_found(api, {})
     assert_no_spelling_is_found(api, bearer(token(api, admin, "founder@example.com", aal="aal1")))
     # Nothing of theirs reached the audit log (rows are never removed: it is read per admin).
-    assert db.fetch_all("select * from public.admin_audit where admin_id = %s", (admin,)) == []
+    assert db.fetch_all("select * from audit.admin_audit where admin_id = %s", (admin,)) == []
     ok = api.get("/api/admin/metrics", headers=bearer(token(api, admin, "founder@example.com")))
     assert ok.status_code == 200
     assert ok.headers["Cache-Control"] == "private, no-store"
@@ -174,49 +174,49 @@ def test_no_role_can_change_or_remove_an_audit_row(db: Database) -> None:
     # a row of its own making (a backdated one), nor adds a trigger that would drop or rewrite
     # the rows to come.
     backdated = (
-        "insert into public.admin_audit (admin_id, action, at)"
+        "insert into audit.admin_audit (admin_id, action, at)"
         " values (gen_random_uuid(), 'forged', now() - interval '1 year')"
     )
     for role in ("authenticated", "anon", "service_role"):
         for statement in (
             backdated,
-            "insert into public.admin_audit (admin_id, action) values (gen_random_uuid(), 'x')",
-            "create trigger quiet before insert on public.admin_audit for each row"
+            "insert into audit.admin_audit (admin_id, action) values (gen_random_uuid(), 'x')",
+            "create trigger quiet before insert on audit.admin_audit for each row"
             " execute function public.touch_updated_at()",
-            "alter table public.admin_audit disable trigger admin_audit_append_only",
-            "select setval(pg_get_serial_sequence('public.admin_audit', 'id'), 1)",
+            "alter table audit.admin_audit disable trigger admin_audit_append_only",
+            "select setval(pg_get_serial_sequence('audit.admin_audit', 'id'), 1)",
         ):
             with pytest.raises(psycopg.errors.InsufficientPrivilege):  # noqa: SIM117
                 with as_role(db, role) as conn:
                     conn.execute(statement)
     with as_role(db, "service_role") as conn:
         [written] = conn.execute(
-            "select public.admin_audit_record(gen_random_uuid(), null, 'through the function',"
+            "select audit.admin_audit_record(gen_random_uuid(), null, 'through the function',"
             " null, null, 'r', '{}'::jsonb) as id"
         ).fetchall()
         [kept_at] = conn.execute(
-            "select at = now() as now from public.admin_audit where id = %s", (written["id"],)
+            "select at = now() as now from audit.admin_audit where id = %s", (written["id"],)
         ).fetchall()
         assert kept_at["now"] is True
     for role in ("authenticated", "anon"):
         with pytest.raises(psycopg.errors.InsufficientPrivilege), as_role(db, role) as conn:
             conn.execute(
-                "select public.admin_audit_record(gen_random_uuid(), null, 'x', null, null,"
+                "select audit.admin_audit_record(gen_random_uuid(), null, 'x', null, null,"
                 " null, '{}'::jsonb)"
             )
     for role in ("authenticated", "anon", "service_role"):
         for statement in (
-            "update public.admin_audit set reason = 'changed'",
-            "delete from public.admin_audit",
-            "truncate public.admin_audit",
+            "update audit.admin_audit set reason = 'changed'",
+            "delete from audit.admin_audit",
+            "truncate audit.admin_audit",
         ):
             with pytest.raises(psycopg.errors.InsufficientPrivilege):  # noqa: SIM117
                 with as_role(db, role) as conn:
                     conn.execute(statement)
     # The owner (the migrations' role) too: the trigger holds where grants do not.
     with pytest.raises(psycopg.errors.InsufficientPrivilege), db.transaction() as conn:
-        conn.execute("delete from public.admin_audit where id = %s", (row,))
-    [kept] = db.fetch_all("select reason from public.admin_audit where id = %s", (row,))
+        conn.execute("delete from audit.admin_audit where id = %s", (row,))
+    [kept] = db.fetch_all("select reason from audit.admin_audit where id = %s", (row,))
     assert kept["reason"] == "r"
 
 
@@ -247,7 +247,7 @@ def test_a_checkout_that_dead_lettered_is_found_replayed_and_gives_access(
     assert [p["id"] for p in found["items"]] == [ada]
     # The audit log, kept for good, keeps the searched address as its digest only.
     [searched] = db.fetch_all(
-        "select subject, request from public.admin_audit where admin_id = %s"
+        "select subject, request from audit.admin_audit where admin_id = %s"
         " and action = 'admin.customers'",
         (admin,),
     )
@@ -302,7 +302,7 @@ def test_a_searched_name_is_kept_as_its_digest_only(api: Api, db: Database) -> N
         found = api.get("/api/admin/customers", params={"q": q, "limit": "5"}, headers=founder)
         assert [p["id"] for p in found.json()["items"]] == [ada], q
     rows = db.fetch_all(
-        "select subject, request from public.admin_audit where admin_id = %s"
+        "select subject, request from audit.admin_audit where admin_id = %s"
         " and action = 'admin.customers' order by id",
         (admin,),
     )
@@ -325,7 +325,7 @@ def test_a_name_or_address_typed_as_a_customers_id_is_kept_as_its_digest_only(
         looked_up = api.get(f"/api/admin/customers/{typed}", headers=founder)
         assert looked_up.status_code == 400, typed
     rows = db.fetch_all(
-        "select subject, request from public.admin_audit where admin_id = %s order by id",
+        "select subject, request from audit.admin_audit where admin_id = %s order by id",
         (admin,),
     )
     typed_as = (b"ada lovelace", b"ada@example.com", b"ada@example.com")
@@ -789,7 +789,7 @@ def test_a_malformed_id_is_a_400_and_still_recorded(api: Api, db: Database) -> N
     ended = call(api, "DELETE", "/api/admin/grants/nope", json={"reason": "x"}, headers=founder)
     assert ended.status_code == 400
     rows = db.fetch_all(
-        "select action, subject, subject_user_id from public.admin_audit where admin_id = %s"
+        "select action, subject, subject_user_id from audit.admin_audit where admin_id = %s"
         " order by id",
         (admin,),
     )

@@ -6,11 +6,14 @@ and function in `public` is held against the allow-lists below: a new one that i
 or that hands a role a privilege not listed (Supabase's default privileges hand out all of
 them), fails here by name. `service_role` is the server's secret key, bypasses row-level
 security and keeps Supabase's defaults, and each object's owner holds all of it: neither is
-checked (the migrations' role owns everything but the audit log, whose roles are tried below).
+checked (the migrations' role owns everything in `public`). The audit log lives in a schema of
+its own, `audit`, which nobody but its roles owns: everything in it, `service_role`'s grants
+included, is held against its own allow-list below.
 """
 
 from __future__ import annotations
 
+import tomllib
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -33,7 +36,6 @@ API_ROLES = ("anon", "authenticated")
 TABLES: dict[str, dict[str, set[str]]] = {
     "account_deletions": {},
     "accounts": {"authenticated": {"SELECT"}},
-    "admin_audit": {},
     "credit_grants": {},
     "credit_uses": {},
     "disputes": {},
@@ -70,11 +72,6 @@ CATALOGUE = {
 # (table, role, privilege) -> the columns granted one by one (never a token's hash, a download
 # link, or a comp's admin and reason).
 COLUMNS: dict[tuple[str, str, str], set[str]] = {
-    # The audit log's writer adds a call's own columns (never `id` or `at`) and reads back the id.
-    ("admin_audit", "admin_audit_writer", "INSERT"): {
-        "admin_id", "admin_email", "action", "subject_user_id", "subject", "reason", "request",
-    },
-    ("admin_audit", "admin_audit_writer", "SELECT"): {"id"},
     ("entitlements", "authenticated", "SELECT"): {
         "id", "account_id", "source_id", "kind", "price_id", "status", "active",
         "current_period_end", "cancel_at_period_end", "trial_end", "ended_at", "changed_at",
@@ -98,8 +95,6 @@ FUNCTIONS: dict[str, set[str]] = {
     "access_refresh(uuid[])": set(),
     "accounts_record_customer()": set(),
     "accounts_refresh()": set(),
-    "admin_audit_record(uuid,text,text,uuid,text,text,jsonb)": set(),
-    "admin_audit_refuse_change()": set(),
     "consume_credits(uuid,text,integer,text)": set(),
     "credit_account(uuid,text)": set(),
     "credit_answer(credit_uses)": set(),
@@ -237,6 +232,159 @@ def test_every_function_answers_the_api_roles_as_its_allow_list_says(
         if r["allowed"] != (role in FUNCTIONS.get(r["name"], set()))
     )
     assert not wrong, f"{role} may or may not execute, against the allow-list: {wrong}"
+
+
+# The audit log's schema, `audit`: who owns each object in it, and every grant on it to anyone
+# but that owner, `service_role` included (supabase/schemas/support.sql says why each is there).
+WRITER = "admin_audit_record(uuid,text,text,uuid,text,text,jsonb)"
+AUDIT_OWNERS = {
+    "schema audit": "admin_audit_owner",
+    "table admin_audit": "admin_audit_owner",
+    "sequence admin_audit_id_seq": "admin_audit_owner",
+    "function admin_audit_refuse_change()": "admin_audit_owner",
+    f"function {WRITER}": "admin_audit_writer",
+}
+AUDIT_GRANTS: dict[str, dict[str, set[str]]] = {
+    # The writer's function inserts into the table; service_role reads it and calls the writer.
+    "schema audit": {"admin_audit_writer": {"USAGE"}, "service_role": {"USAGE"}},
+    "table admin_audit": {"service_role": {"SELECT"}},
+    "sequence admin_audit_id_seq": {},
+    # Its triggers call it, whoever fires them.
+    "function admin_audit_refuse_change()": {},
+    f"function {WRITER}": {"service_role": {"EXECUTE"}},
+}
+# The writer adds a call's own columns (never `id` or `at`, the database's) and reads back the id.
+AUDIT_COLUMNS: dict[tuple[str, str, str], set[str]] = {
+    ("admin_audit", "admin_audit_writer", "INSERT"): {
+        "admin_id", "admin_email", "action", "subject_user_id", "subject", "reason", "request",
+    },
+    ("admin_audit", "admin_audit_writer", "SELECT"): {"id"},
+}  # fmt: skip
+AUDIT_OBJECTS = """
+select 'schema ' || n.nspname as name, n.nspowner as owner,
+  coalesce(n.nspacl, acldefault('n', n.nspowner)) as acl
+from pg_namespace n where n.nspname = 'audit'
+union all
+select case c.relkind when 'S' then 'sequence ' else 'table ' end || c.relname, c.relowner,
+  coalesce(c.relacl, acldefault(case c.relkind when 'S' then 's' else 'r' end::"char", c.relowner))
+from pg_class c
+where c.relnamespace = 'audit'::regnamespace and c.relkind in ('r', 'p', 'v', 'm', 'f', 'S')
+union all
+select 'function ' || p.proname || '(' || coalesce((select string_agg(format_type(t, null), ','
+    order by i) from unnest(p.proargtypes::oid[]) with ordinality as a(t, i)), '') || ')',
+  p.proowner, coalesce(p.proacl, acldefault('f', p.proowner))
+from pg_proc p where p.pronamespace = 'audit'::regnamespace
+"""
+AUDIT_OBJECT_OWNERS = f"""
+with o as ({AUDIT_OBJECTS}) select o.name, pg_get_userbyid(o.owner) as owner from o
+"""  # noqa: S608 - constants
+AUDIT_OBJECT_GRANTS = f"""
+with o as ({AUDIT_OBJECTS}) select o.name, {GRANTEE} as grantee, a.privilege_type
+from o cross join lateral aclexplode(o.acl) a where a.grantee <> o.owner
+"""  # noqa: S608 - constants
+
+
+def test_the_audit_schema_is_its_owners_and_grants_only_what_its_allow_list_says(
+    db: Database,
+) -> None:
+    owners = {r["name"]: r["owner"] for r in db.fetch_all(AUDIT_OBJECT_OWNERS)}
+    assert owners == AUDIT_OWNERS
+    held: dict[str, dict[str, set[str]]] = {name: {} for name in owners}
+    for row in db.fetch_all(AUDIT_OBJECT_GRANTS):
+        held[row["name"]].setdefault(row["grantee"], set()).add(row["privilege_type"])
+    assert held == AUDIT_GRANTS
+    columns: dict[tuple[str, str, str], set[str]] = {}
+    for row in db.fetch_all(
+        "select c.relname, att.attname, pg_get_userbyid(a.grantee) as grantee, a.privilege_type"
+        " from pg_class c join pg_attribute att on att.attrelid = c.oid"
+        " cross join lateral aclexplode(att.attacl) a"
+        " where c.relnamespace = 'audit'::regnamespace"
+    ):
+        key = (row["relname"], row["grantee"], row["privilege_type"])
+        columns.setdefault(key, set()).add(row["attname"])
+    assert columns == AUDIT_COLUMNS
+    # Nobody who logs in owns it: not the role that migrates and serves the app.
+    [login] = db.fetch_all(
+        "select bool_or(rolcanlogin) as any from pg_roles where rolname = any(%s)",
+        (list(set(AUDIT_OWNERS.values())),),
+    )
+    assert login["any"] is False
+
+
+@pytest.mark.parametrize("role", API_ROLES)
+def test_the_api_roles_reach_nothing_in_the_audit_schema(db: Database, role: str) -> None:
+    [held] = db.fetch_all(
+        "select has_schema_privilege(%(r)s, 'audit', 'usage, create') as schema,"
+        " (select bool_or(has_table_privilege(%(r)s, c.oid,"
+        "   'select, insert, update, delete, truncate, references, trigger')"
+        "   or has_any_column_privilege(%(r)s, c.oid, 'select, insert, update, references'))"
+        "  from pg_class c where c.relnamespace = 'audit'::regnamespace"
+        "   and c.relkind in ('r', 'p', 'v', 'm', 'f')) as tables,"
+        " (select bool_or(has_sequence_privilege(%(r)s, c.oid, 'usage, select, update'))"
+        "  from pg_class c where c.relnamespace = 'audit'::regnamespace and c.relkind = 'S')"
+        "  as sequences,"
+        " (select bool_or(has_function_privilege(%(r)s, p.oid, 'execute'))"
+        "  from pg_proc p where p.pronamespace = 'audit'::regnamespace) as functions",
+        {"r": role},
+    )
+    assert held == {"schema": False, "tables": False, "sequences": False, "functions": False}
+    for statement in (
+        "select * from audit.admin_audit",
+        "insert into audit.admin_audit (admin_id, action) values (gen_random_uuid(), 'x')",
+        "delete from audit.admin_audit",
+        "truncate audit.admin_audit",
+        "select audit.admin_audit_record(gen_random_uuid(), null, 'x', null, null, null,"
+        " '{}'::jsonb)",
+        "create table audit.decoy (id int)",
+    ):
+        with (
+            as_role(db, role) as conn,
+            pytest.raises(
+                psycopg.errors.InsufficientPrivilege, match="permission denied for schema audit"
+            ),
+        ):
+            conn.execute(statement)
+
+
+def test_the_rows_written_before_the_audit_log_moved_are_kept_append_only(
+    tmp_path: Path, database_url: str
+) -> None:
+    """The move to `audit` keeps every row (and its id and time), the triggers and the writer."""
+    before = tmp_path / "migrations"
+    before.mkdir()
+    for m in migrations.available():
+        if m.version < "20261208060000":
+            (before / m.path.name).write_text(m.path.read_text())
+    with empty_database(database_url) as url:
+        migrations.apply_all(url, allow_auth_stand_in=True, directory=before)
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute(
+                "select public.admin_audit_record(gen_random_uuid(), null, 'before the move',"
+                " null, null, 'r', '{}'::jsonb)"
+            )
+            [(old, at)] = conn.execute("select id, at from public.admin_audit").fetchall()
+        migrations.apply_all(url, allow_auth_stand_in=True)
+        with psycopg.connect(url, autocommit=True) as conn:
+            assert conn.execute(
+                "select id, at, action from audit.admin_audit order by id"
+            ).fetchall() == [(old, at, "before the move")]
+            [(new,)] = conn.execute(
+                "select audit.admin_audit_record(gen_random_uuid(), null, 'after', null, null,"
+                " 'r', '{}'::jsonb)"
+            ).fetchall()
+            assert new > old
+            with pytest.raises(psycopg.errors.InsufficientPrivilege, match="append-only"):
+                conn.execute("delete from audit.admin_audit where id = %s", (old,))
+
+
+def test_the_data_api_does_not_serve_the_audit_schema() -> None:
+    """PostgREST serves only the schemas `[api] schemas` lists (on the hosted project, the
+    dashboard's exposed schemas, docs/support.md), and finds functions through
+    `extra_search_path`; `audit` is in neither."""
+    api = tomllib.loads((migrations.ROOT / "config.toml").read_text()).get("api", {})
+    # The Supabase CLI's defaults, where the file does not set them.
+    assert "audit" not in api.get("schemas", ["public", "graphql_public"])
+    assert "audit" not in api.get("extra_search_path", ["public", "extensions"])
 
 
 def statements(db: Database) -> dict[str, list[sql.Composed]]:
@@ -398,20 +546,20 @@ def test_the_role_that_migrates_and_runs_the_app_cannot_silence_the_audit_log(
     with as_supabase_postgres(database_url) as conn:
         [owner] = conn.execute(
             "select pg_get_userbyid(c.relowner), r.rolcanlogin from pg_class c"
-            " join pg_roles r on r.oid = c.relowner where c.oid = 'public.admin_audit'::regclass"
+            " join pg_roles r on r.oid = c.relowner where c.oid = 'audit.admin_audit'::regclass"
         ).fetchall()
         assert owner == ("admin_audit_owner", False)
         for statement in (
-            "alter table public.admin_audit disable trigger admin_audit_append_only",
-            "alter table public.admin_audit disable trigger all",
-            "drop trigger admin_audit_append_only on public.admin_audit",
-            "create or replace function public.admin_audit_refuse_change() returns trigger"
+            "alter table audit.admin_audit disable trigger admin_audit_append_only",
+            "alter table audit.admin_audit disable trigger all",
+            "drop trigger admin_audit_append_only on audit.admin_audit",
+            "create or replace function audit.admin_audit_refuse_change() returns trigger"
             " language plpgsql as $$ begin return old; end $$",
-            "alter table public.admin_audit alter column at drop default",
-            "insert into public.admin_audit (admin_id, action, at)"
+            "alter table audit.admin_audit alter column at drop default",
+            "insert into audit.admin_audit (admin_id, action, at)"
             " values (gen_random_uuid(), 'forged', now() - interval '1 year')",
-            "update public.admin_audit set reason = 'changed'",
-            "delete from public.admin_audit",
+            "update audit.admin_audit set reason = 'changed'",
+            "delete from audit.admin_audit",
             "set role admin_audit_owner",
             "set role admin_audit_writer",
         ):
@@ -419,32 +567,57 @@ def test_the_role_that_migrates_and_runs_the_app_cannot_silence_the_audit_log(
                 conn.execute(statement)
         with conn.transaction():
             [(row,)] = conn.execute(
-                "select public.admin_audit_record(gen_random_uuid(), null, 'kept', null, null,"
+                "select audit.admin_audit_record(gen_random_uuid(), null, 'kept', null, null,"
                 " 'r', '{}'::jsonb)"
             ).fetchall()
             [(at_now,)] = conn.execute(
-                "select at = now() from public.admin_audit where id = %s", (row,)
+                "select at = now() from audit.admin_audit where id = %s", (row,)
             ).fetchall()
         assert at_now is True
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="`public` belongs to the role that migrates and serves the app, and a schema's owner"
-    " may drop anything in it: the audit log needs a schema of its own owned by"
-    " admin_audit_owner, a change of every reader and writer of the table",
-)
 def test_the_owner_of_the_public_schema_cannot_drop_the_audit_logs_trigger_or_its_writer(
     database_url: str,
 ) -> None:
     """Without granting itself any role, the role that migrates and serves the app owns the
-    `public` schema: it must not turn the append-only trigger off by dropping its function with
-    what depends on it, nor swap `admin_audit_record` for one that records nothing."""
+    `public` schema, where a schema's owner may drop anything: the audit log lives in `audit`,
+    which it does not own and may create nothing in. It must not turn the append-only trigger
+    off by dropping its function with what depends on it, swap `admin_audit_record` for one that
+    records nothing, drop the table or the schema, nor move any of them where it may."""
     with as_supabase_postgres(database_url) as conn:
+        [(schema_owner, in_public)] = conn.execute(
+            "select pg_get_userbyid(nspowner), to_regclass('public.admin_audit') is not null"
+            " or to_regprocedure('public.admin_audit_record(uuid, text, text, uuid, text, text,"
+            " jsonb)') is not null or to_regprocedure('public.admin_audit_refuse_change()')"
+            " is not null from pg_namespace where nspname = 'audit'"
+        ).fetchall()
+        assert (schema_owner, in_public) == ("admin_audit_owner", False)
+        writer = "audit.admin_audit_record(uuid, text, text, uuid, text, text, jsonb)"
         for statement in (
-            "drop function public.admin_audit_refuse_change() cascade",
-            "drop function public.admin_audit_record(uuid, text, text, uuid, text, text, jsonb)",
-            "drop table public.admin_audit",
+            "drop function audit.admin_audit_refuse_change() cascade",
+            f"drop function {writer}",
+            f"create or replace function {writer} returns bigint language sql"
+            " as $$ select 0::bigint $$",
+            "create function audit.admin_audit_record(p uuid) returns bigint language sql"
+            " as $$ select 0::bigint $$",
+            "drop table audit.admin_audit",
+            "drop table audit.admin_audit cascade",
+            "drop schema audit cascade",
+            "alter schema audit rename to audit_gone",
+            "alter schema audit owner to current_user",
+            "alter table audit.admin_audit set schema public",
+            "alter function audit.admin_audit_refuse_change() set schema public",
+            f"alter function {writer} set schema public",
+            "create table audit.decoy (id int)",
         ):
             with pytest.raises(psycopg.errors.InsufficientPrivilege), conn.transaction():
                 conn.execute(statement)
+        # And it still appends, through the writer, as the app does.
+        with conn.transaction():
+            [(row,)] = conn.execute(
+                "select audit.admin_audit_record(gen_random_uuid(), null, 'kept', null, null,"
+                " 'r', '{}'::jsonb)"
+            ).fetchall()
+            assert conn.execute(
+                "select count(*) from audit.admin_audit where id = %s", (row,)
+            ).fetchall() == [(1,)]
