@@ -101,3 +101,12 @@ def test_two_thousand_events_with_faults_end_exactly_as_the_model(
     counted = str(report.figures["overages counted at the meter (meter events sent)"])
     assert int(counted.split(" ")[0]) > 0, counted
     assert set(report.refused) == {503}
+    # The credits state machine ran after the pipeline with its own steps' connections killed
+    # mid-transaction (tests/faultrun/credits.py), and equalled its model after every step (a
+    # mismatch is among the differences above).
+    machine = report.credits_machine
+    assert machine.examples > 0, machine
+    assert machine.killed_steps > 0, machine
+    assert machine.kills >= machine.killed_steps, machine
+    assert machine.sent_again > 0, machine  # the pool gave up, the step sent its key again
+    assert machine.steps > machine.killed_steps, machine  # and most steps went through unharmed
