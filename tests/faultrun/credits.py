@@ -38,8 +38,8 @@ from tests.adapters.db import test_credits_model as machine
 
 APPLICATION = "faultrun-credits"
 HOLDER = "faultrun-credits-holder"
-SHARE = 3  # one step in this many is killed
-TRIES = 5  # a step killed is sent again up to this many times
+SHARE = 3  # one call in this many is killed
+TRIES = 5  # a call killed is sent again up to this many times
 KILLED_WAIT_MS = 5000  # pg_terminate_backend waits for the backend to be gone
 T = TypeVar("T")
 
@@ -47,11 +47,11 @@ T = TypeVar("T")
 @dataclass
 class Figures:
     examples: int = 0
-    steps: int = 0
-    killed_steps: int = 0  # steps whose connection was killed at least once
+    calls: int = 0  # the steps' calls to Postgres (a step makes one or two)
+    killed_calls: int = 0  # calls whose connection was killed at least once
     kills: int = 0  # backends killed
-    sent_again: int = 0  # steps the pool gave up on, sent again by the step itself
-    missed: int = 0  # steps meant to be killed that never waited on the lock (none expected)
+    sent_again: int = 0  # calls the pool gave up on (or a write's), sent again by the step
+    missed: int = 0  # calls meant to be killed that never waited on the lock (none expected)
 
 
 class Killer:
@@ -123,11 +123,11 @@ class FaultyCredits(machine.Credits):
         figures.examples += 1
 
     def _faulted(self) -> int:
-        """How many times this step's connection is killed (0: not at all)."""
-        self.killer.figures.steps += 1
+        """How many times this call's connection is killed (0: not at all)."""
+        self.killer.figures.calls += 1
         if self.rng.randrange(SHARE):
             return 0
-        self.killer.figures.killed_steps += 1
+        self.killer.figures.killed_calls += 1
         return self.rng.choice((1, 2))
 
     def _again(self, step: Callable[[], T]) -> T:
@@ -207,6 +207,6 @@ def run(url: str, *, seed: int, examples: int, steps: int) -> tuple[Figures, lis
         db.close()
     if killer.figures.missed:
         differences.append(
-            f"credits machine: {killer.figures.missed} steps meant to be killed never waited"
+            f"credits machine: {killer.figures.missed} calls meant to be killed never waited"
         )
     return killer.figures, differences

@@ -39,8 +39,8 @@ from tests.faultrun.watch import DeadLetters, Settler, replay
 log = logging.getLogger(__name__)
 
 CREDITS_MACHINE = (
-    "credits machine: examples, steps, steps killed mid-transaction (connections killed,"
-    " sent again by the step), mismatches"
+    "credits machine: examples, steps' calls to Postgres, calls killed mid-transaction"
+    " (connections killed, calls sent again by the step), mismatches"
 )
 
 
@@ -204,9 +204,9 @@ def run(scenario: Scenario, rig: Rig, knobs: Knobs = Knobs()) -> Report:
     )
     report.differences += found
     report.credits_machine = machine
-    report.faults["credits steps killed"] = machine.killed_steps
+    report.faults["credits machine calls killed"] = machine.killed_calls
     report.figures[CREDITS_MACHINE] = (
-        f"{machine.examples}, {machine.steps}, {machine.killed_steps}"
+        f"{machine.examples}, {machine.calls}, {machine.killed_calls}"
         f" ({machine.kills}, {machine.sent_again}), {len(found)}"
     )
     report.figures["e-mails delivered"] = len(rig.resend.delivered)
