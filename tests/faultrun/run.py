@@ -25,6 +25,7 @@ from dev.samples.catalogue import seed_demo_products
 from dev.stripe_stand_in import StripeStandIn
 from runtime.container import Container
 from tests.fakes.resend import FakeResend
+from tests.faultrun import credits as faulty_credits
 from tests.faultrun import targets
 from tests.faultrun.check import access_outcomes, differences, teams_now
 from tests.faultrun.faults import BackendKiller, MailerFaults, Outage
@@ -36,6 +37,11 @@ from tests.faultrun.usage import METER, PACK_CREDITS, PERIOD_CREDITS, Usage
 from tests.faultrun.watch import DeadLetters, Settler, replay
 
 log = logging.getLogger(__name__)
+
+CREDITS_MACHINE = (
+    "credits machine: examples, steps' calls to Postgres, calls killed mid-transaction"
+    " (connections killed, calls sent again by the step), mismatches"
+)
 
 
 class Bus(Protocol):
@@ -66,6 +72,9 @@ class Knobs:
     kill_every: int = 40  # deliveries accepted between Postgres connections killed
     mailer_fault_every: int = 25  # e-mails delivered between bursts of Resend 500s
     settle_timeout: float = 240.0  # a batch settles in seconds; the margin is for a loaded machine
+    # The credits state machine, its connections killed mid-transaction (tests/faultrun/credits.py)
+    credits_examples: int = 10
+    credits_steps: int = 30
 
 
 @dataclass
@@ -74,6 +83,7 @@ class Report:
     refused: Counter[int] = field(default_factory=Counter)  # webhook answers other than 200
     faults: dict[str, int] = field(default_factory=dict)
     differences: list[str] = field(default_factory=list)
+    credits_machine: faulty_credits.Figures = field(default_factory=faulty_credits.Figures)
 
     def lines(self) -> list[str]:
         return [f"{name}: {value}" for name, value in self.figures.items()]
@@ -185,6 +195,20 @@ def run(scenario: Scenario, rig: Rig, knobs: Knobs = Knobs()) -> Report:
         teams=members.teams,
     )
     report.differences += usage.check(rig.stripe)
+    # After the checks above, which read every account: the machine adds its own.
+    machine, found = faulty_credits.run(
+        rig.database_url,
+        seed=scenario.seed,
+        examples=knobs.credits_examples,
+        steps=knobs.credits_steps,
+    )
+    report.differences += found
+    report.credits_machine = machine
+    report.faults["credits machine calls killed"] = machine.killed_calls
+    report.figures[CREDITS_MACHINE] = (
+        f"{machine.examples}, {machine.calls}, {machine.killed_calls}"
+        f" ({machine.kills}, {machine.sent_again}), {len(found)}"
+    )
     report.figures["e-mails delivered"] = len(rig.resend.delivered)
     report.figures["mismatches with the model"] = len(report.differences)
     return report

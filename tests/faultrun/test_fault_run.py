@@ -2,7 +2,8 @@
 emulator, `access` and `emails` under gunicorn, Postgres, Resend's API faked at its boundary),
 with faults injected, and four teams whose people join, leave and change roles over the API
 between the batches; the end state (and the teams' after each round of changes) must be exactly
-the model's.
+the model's. After it, the credits state machine of the suite runs on the same database, its
+steps' connections killed mid-transaction (tests/faultrun/credits.py).
 
 FAULT_RUN_SEED picks another scenario (the default is fixed); the seed is printed with the
 figures, so a failing run can be replayed. bench/fault_run.py runs the same at 10,000 events.
@@ -101,3 +102,13 @@ def test_two_thousand_events_with_faults_end_exactly_as_the_model(
     counted = str(report.figures["overages counted at the meter (meter events sent)"])
     assert int(counted.split(" ")[0]) > 0, counted
     assert set(report.refused) == {503}
+    # The credits state machine ran after the pipeline with its own steps' connections killed
+    # mid-transaction (tests/faultrun/credits.py), and equalled its model after every step (a
+    # mismatch is among the differences above).
+    machine = report.credits_machine
+    assert machine.examples > 0, machine
+    assert machine.killed_calls > 0, machine
+    assert machine.kills >= machine.killed_calls, machine
+    # A write killed before its commit, or a call its pool gave up on, sent again by the step.
+    assert machine.sent_again > 0, machine
+    assert machine.calls > machine.killed_calls, machine  # and most calls went through unharmed

@@ -4,8 +4,9 @@ due, ended, replaced by an admin's comp), consumptions, reservations settled at 
 took, and keys sent again, in any order Hypothesis finds. Each step goes through the real
 statements on the test Postgres (the access cycle's grant, reset and end; `credit_take`,
 `credits_settle`), and after each the balance, what the grants say was used and the units for
-the meter must equal the model's. `run` takes any database and number of examples, so a
-longer run can drive the same machine.
+the meter must equal the model's. `run` takes any database, number of examples and subclass of
+the machine: the fault run (tests/faultrun/credits.py) drives the same steps with their
+connections killed mid-transaction.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, Phase, settings
+from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 from hypothesis.stateful import (
     Bundle,
@@ -30,7 +32,7 @@ from hypothesis.stateful import (
 
 from adapters.db import credits
 from adapters.db.pool import Database
-from core.credits import CreditEnd, CreditGrant
+from core.credits import CreditEnd, CreditGrant, Taken
 from tests.helpers import create_user
 
 PLAN, PACK, METER = "price_model_plan", "price_model_pack", "model_meter"
@@ -181,9 +183,20 @@ class Credits(RuleBasedStateMachine):
         self.subscription_now("active")
         self.paid_period()
 
-    def _write(self, statement: str, columns: list[list[Any]]) -> None:
+    # Every statement of a step goes through these three, so the fault run's machine
+    # (tests/faultrun/credits.py) can kill their connections mid-transaction and send again.
+
+    def _write(self, *writes: tuple[str, Any]) -> None:
+        """The access cycle's writes, in one transaction."""
         with self.db.transaction() as conn:
-            conn.execute(statement, columns)
+            for statement, params in writes:
+                conn.execute(statement, params)
+
+    def _take(self, amount: int, key: str, *, reserve: bool = False) -> Taken:
+        return credits.take(self.db, self.account, "generations", amount, key, reserve=reserve)
+
+    def _settle(self, key: str, took: int) -> Taken:
+        return credits.settle(self.db, key, took)
 
     # Grants and their ends, through the access cycle's own statements.
 
@@ -201,8 +214,8 @@ class Credits(RuleBasedStateMachine):
             starts + timedelta(days=30),
             f"evt_{self.tag}_{self.periods}",
         )
-        self._write(credits.GRANT, credits.grant_columns([grant]))
-        self._write(credits.RESET, credits.reset_columns([grant]))
+        self._write((credits.GRANT, credits.grant_columns([grant])))
+        self._write((credits.RESET, credits.reset_columns([grant])))
         for old in self.model.grants:
             if old.kind == "period":
                 old.live = False
@@ -214,7 +227,7 @@ class Credits(RuleBasedStateMachine):
         grant = CreditGrant(
             self.account, source, None, PACK, datetime.now(UTC), None, f"evt_{source}"
         )
-        self._write(credits.GRANT, credits.grant_columns([grant]))
+        self._write((credits.GRANT, credits.grant_columns([grant])))
         self.model.grants.append(Grant(source, "once", PACK_CREDITS))
         return source
 
@@ -222,7 +235,7 @@ class Credits(RuleBasedStateMachine):
     def refunded_pack(self, source: str) -> None:
         """A pack refunded in full: what is left of it taken back, what was used stays used."""
         end = CreditEnd(None, source, datetime.now(UTC))
-        self._write(credits.END, credits.end_columns([end]))
+        self._write((credits.END, credits.end_columns([end])))
         self.model.by_source(source).live = False
 
     @rule(standing=st.sampled_from(sorted(STANDINGS)))
@@ -236,8 +249,8 @@ class Credits(RuleBasedStateMachine):
             "ended": ("canceled", False, False, None),
             "comp": ("canceled", False, False, None),
         }[standing]
-        with self.db.transaction() as conn:
-            conn.execute(
+        self._write(
+            (
                 "insert into public.entitlements (account_id, source_id, kind, price_id, status,"
                 " active, trial_end, customer_id, payment_method) values (%s, %s,"
                 " 'subscription', %s, %s, %s, case when %s then now() + interval '14 days' end,"
@@ -245,16 +258,17 @@ class Credits(RuleBasedStateMachine):
                 " active = excluded.active, trial_end = excluded.trial_end,"
                 " payment_method = excluded.payment_method",
                 (self.account, self.subscription, PLAN, status, active, trial, self.customer, card),
-            )
-            conn.execute(
+            ),
+            (
                 "insert into public.entitlements (account_id, source_id, kind, price_id, status,"
                 " active) values (%s, %s, 'comp', %s, 'active', %s) on conflict (source_id)"
                 " do update set active = excluded.active",
                 (self.account, f"comp_{self.tag}", PLAN, standing == "comp"),
-            )
+            ),
+        )
         if standing == "ended":  # its end ends its period credits
             end = CreditEnd(self.subscription, None, datetime.now(UTC))
-            self._write(credits.END, credits.end_columns([end]))
+            self._write((credits.END, credits.end_columns([end])))
             for grant in self.model.grants:
                 if grant.kind == "period":
                     grant.live = False
@@ -265,7 +279,7 @@ class Credits(RuleBasedStateMachine):
     @rule(target=keys, amount=st.integers(1, 6))
     def consume(self, amount: int) -> str:
         key = f"{self.tag}-{len(self.model.uses)}"
-        taken = credits.take(self.db, self.account, "generations", amount, key)
+        taken = self._take(amount, key)
         self.asked[key] = (amount, False)
         expected = self.model.take(key, amount, "consumed")
         assert (taken.state, taken.overage) == (expected.state, expected.overage)
@@ -274,7 +288,7 @@ class Credits(RuleBasedStateMachine):
     @rule(target=reservations, amount=st.integers(1, 10))
     def reserve(self, amount: int) -> str:
         key = f"{self.tag}-{len(self.model.uses)}"
-        taken = credits.take(self.db, self.account, "generations", amount, key, reserve=True)
+        taken = self._take(amount, key, reserve=True)
         self.asked[key] = (amount, True)
         expected = self.model.take(key, amount, "reserved")
         assert taken.state == expected.state
@@ -284,7 +298,7 @@ class Credits(RuleBasedStateMachine):
     def settle(self, key: str, share: float) -> None:
         use = self.model.uses[key]
         took = round(use.amount * share)
-        settled = credits.settle(self.db, key, took)
+        settled = self._settle(key, took)
         if use.state == "refused":
             assert settled.state == "refused"
             return
@@ -296,9 +310,9 @@ class Credits(RuleBasedStateMachine):
         """A key sent again answers its first answer and takes nothing more."""
         use = self.model.uses[key]
         asked, reserve = self.asked[key]
-        taken = credits.take(self.db, self.account, "generations", asked, key, reserve=reserve)
+        taken = self._take(asked, key, reserve=reserve)
         assert (taken.state, taken.first) == (use.state, False)
-        other = credits.take(self.db, self.account, "generations", asked + 1, key)
+        other = self._take(asked + 1, key)
         assert other.state == "conflict"
 
     @invariant()
@@ -319,18 +333,29 @@ class Credits(RuleBasedStateMachine):
         assert row["covered"] == drawn
 
 
-def run(db: Database, *, examples: int, steps: int = 40) -> None:
-    """Run the machine on `db` for `examples` examples (the suite's and the fault run's)."""
+def run(
+    db: Database,
+    *,
+    examples: int,
+    steps: int = 40,
+    machine: type[Credits] = Credits,
+    seed: int | None = None,
+) -> None:
+    """Run `machine` (this one, or the fault run's subclass) on `db` for `examples` examples.
+    With a `seed` the examples are those of the seed, and a failure is told as found (not
+    shrunk), so a bounded run stays bounded and a failure reproduces with its seed."""
     prepare(db)
-    machine = type("CreditsOn", (Credits,), {"db": db})
+    bound = type(f"{machine.__name__}On", (machine,), {"db": db})
+    phases = list(Phase) if seed is None else [Phase.explicit, Phase.generate]
     run_state_machine_as_test(
-        machine,
+        bound if seed is None else hypothesis_seed(seed)(bound),
         settings=settings(
             max_examples=examples,
             stateful_step_count=steps,
             deadline=None,
             suppress_health_check=[HealthCheck.too_slow],
             database=None,
+            phases=phases,
         ),
     )
 
