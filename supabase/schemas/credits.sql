@@ -244,10 +244,11 @@ begin
 end
 $$;
 
--- A person's consumption, the account found in the same statement: the one the key was first
--- taken from by this person (the same key answers the same even if the pool they draw from
--- changed since: a seat lost, credits of their own bought), else the pool they consume from
--- now (`credit_account`); `unknown` for no such person.
+-- A person's consumption, the account found in the same statement (a key first taken by
+-- someone else is a conflict): the one the key was first taken from by this person (the same
+-- key answers the same even if the pool they draw from changed since: a seat lost, credits of
+-- their own bought), else the pool they consume from now (`credit_account`); `unknown` for no
+-- such person.
 create or replace function public.credit_take_for(
   p_user uuid, p_feature text, p_amount integer, p_key text, p_state text
 ) returns jsonb
@@ -270,6 +271,13 @@ begin
   v_taken := public.credit_take(v_account, p_feature, p_amount, p_key, p_state);
   update public.credit_uses u set user_id = p_user
   where u.key = p_key and u.user_id is null and (v_taken ->> 'first')::boolean;
+  -- A key is its first taker's: another person (or the pool itself, taken by its id) sending it
+  -- to the same pool is refused, never answered a consumption they did not make as their own.
+  if not coalesce((v_taken ->> 'first')::boolean, true) and exists (
+    select 1 from public.credit_uses u where u.key = p_key and u.user_id is distinct from p_user
+  ) then
+    return jsonb_build_object('state', 'conflict', 'feature', p_feature);
+  end if;
   return v_taken || jsonb_build_object('account', v_account);
 end
 $$;
