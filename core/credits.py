@@ -89,7 +89,9 @@ def request_digest(method: str, path: str, body: bytes) -> str:
     return digest.hexdigest()
 
 
-def kept_answer(status: int, content_type: str | None, body: bytes | None, request: str) -> Answer:
+def kept_answer(
+    status: int, content_type: str | None, body: bytes | None, request: str | None
+) -> Answer:
     """The answer kept for a request sent again with its key: the answer itself, or (a body
     streamed, None, or beyond `LONGEST_KEPT_ANSWER`) a 409 saying it is not kept. Only the
     status, type and body are kept: never a header (a cookie, a session) of the first."""

@@ -67,7 +67,7 @@ def consumes(feature: str, amount: int = 1) -> Callable[[Callable[P, R]], Callab
             key, given = _consumption_key(user.id)
             payer = credits.Payer(user_id=user.id)
             taken = credits.consume(db, payer, feature, amount, key, reserve=True)
-            digest = _request_digest()
+            digest = _request_digest(given)
             try:
                 credits.first_time(taken, digest)
             except credits.Replayed as replayed:
@@ -103,7 +103,7 @@ def reserved_credits(feature: str, up_to: int) -> Iterator[credits.Reservation]:
     payer = credits.Payer(user_id=user.id)
     c = container()
     key, given = _consumption_key(user.id)
-    digest = _request_digest()
+    digest = _request_digest(given)
     with credits.reserved(
         c.db, payer, feature, up_to, key, request=digest, publish=c.bus.publish
     ) as r:
@@ -116,7 +116,7 @@ def reserved_credits(feature: str, up_to: int) -> Iterator[credits.Reservation]:
             return response
 
 
-def answer_of(response: Response, request_digest: str) -> Answer:
+def answer_of(response: Response, request_digest: str | None) -> Answer:
     """What a request answered, as kept for a request sent again with its key: a streamed
     answer (a file sent as it is read) is not read here, nor kept (`kept_answer`)."""
     streamed = response.is_streamed or response.direct_passthrough
@@ -124,9 +124,12 @@ def answer_of(response: Response, request_digest: str) -> Answer:
     return kept_answer(response.status_code, response.content_type, body, request_digest)
 
 
-def _request_digest() -> str:
+def _request_digest(given: bool) -> str | None:
     """The request a key was sent with (its method, path with query and body): the same key
-    sent with another request is refused, never given another request's answer."""
+    sent with another request is refused, never given another request's answer. Only a key the
+    client gave can be sent again: without one the body is left unread (a view may stream it)."""
+    if not given:
+        return None
     return request_digest(request.method, request.full_path, request.get_data(cache=True))
 
 
