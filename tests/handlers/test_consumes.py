@@ -69,6 +69,14 @@ def export() -> ResponseReturnValue:
     return send_file(io.BytesIO(b"%PDF-1.7 the report"), mimetype="application/pdf")
 
 
+@bp.post("/api/session")
+@consumes("generations", amount=1)
+def session() -> ResponseReturnValue:
+    answer = jsonify(started=True)
+    answer.set_cookie("session", "the-first-requests-own", httponly=True)
+    return answer
+
+
 @bp.post("/api/slow")
 @consumes("generations", amount=1)
 def slow() -> ResponseReturnValue:
@@ -268,3 +276,15 @@ def test_an_answer_streamed_or_too_large_to_keep_is_given_and_its_key_is_409_aft
     assert "not kept" in again.json()["error"]
     assert RUNS == {"export": 1}
     assert balance(db) == 9
+
+
+def test_a_replay_is_given_the_first_answers_body_never_its_headers(
+    app: Api, db: Database, ada: str
+) -> None:
+    key = {"Idempotency-Key": "cookie-1"}
+    first = call(app, ada, "/api/session", **key)
+    assert "the-first-requests-own" in first.headers["Set-Cookie"]
+    again = call(app, ada, "/api/session", **key)
+    assert (again.status_code, again.json()) == (200, {"started": True})
+    assert "Set-Cookie" not in again.headers
+    assert balance(db) == 10
