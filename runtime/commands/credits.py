@@ -39,7 +39,7 @@ def report_command(older_than: int) -> None:
     c: Container = current_app.extensions["container"]
     released = credits.release_stale(c.db, older_than_seconds=STALE_RESERVATION_SECONDS)
     if released:
-        click.echo(f"released {len(released)} reservation(s) left unsettled: {released}")
+        click.echo(f"released {len(released)} reservation(s) left unsettled")
     keys = credits.unreported(c.db, older_than_seconds=older_than)
     for key in keys:
         event, data = overage_recorded(key, datetime.now(UTC))
