@@ -77,6 +77,14 @@ def session() -> ResponseReturnValue:
     return answer
 
 
+@bp.post("/api/write-then-fail")
+def write_then_fail() -> ResponseReturnValue:
+    with reserved_credits("generations", up_to=10) as reservation:
+        RUNS["write"] += 1
+        reservation.took(3)
+    raise RuntimeError("the answer could not be made")
+
+
 @bp.post("/api/slow")
 @consumes("generations", amount=1)
 def slow() -> ResponseReturnValue:
@@ -288,3 +296,15 @@ def test_a_replay_is_given_the_first_answers_body_never_its_headers(
     assert (again.status_code, again.json()) == (200, {"started": True})
     assert "Set-Cookie" not in again.headers
     assert balance(db) == 10
+
+
+def test_a_reservation_whose_route_failed_after_it_answers_its_key_again_without_running(
+    app: Api, db: Database, ada: str
+) -> None:
+    key = {"Idempotency-Key": "write-fail"}
+    first = call(app, ada, "/api/write-then-fail", **key)
+    assert first.status_code == 500
+    again = call(app, ada, "/api/write-then-fail", **key)  # its answer, not "still running"
+    assert (again.status_code, again.json()) == (500, first.json())
+    assert RUNS == {"write": 1}
+    assert balance(db) == 8
