@@ -7,6 +7,8 @@ answers means to the caller, and the rules over balances that need no lock.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -29,6 +31,7 @@ class Answer:
     status: int
     content_type: str | None
     body: bytes
+    request: str | None = None  # the digest of the request it answered (`request_digest`)
 
 
 @dataclass(frozen=True)
@@ -69,15 +72,47 @@ class Credits:
 # give: the first still runs (or its answer was not kept yet), or its work failed.
 STILL_RUNNING = "A request with this Idempotency-Key is still running; retry it later"
 GIVEN_BACK = "A request with this Idempotency-Key failed and was given back; send a new key"
+ANOTHER_REQUEST = "This Idempotency-Key was used for another request; send a new key"
+NOT_KEPT = (
+    "The request with this Idempotency-Key was answered, but its answer is not kept"
+    " (streamed or too large); send a new key"
+)
+
+# The largest answer kept for a key (a database row per consumption, not a file store): a
+# larger or streamed one is given once, and a request sent again is told it is not kept.
+LONGEST_KEPT_ANSWER = 256 * 1024
 
 
-def replay(taken: Taken) -> Answer | str | None:
+def request_digest(method: str, path: str, body: bytes) -> str:
+    """What identifies a request under a key: its method, path with query, and body."""
+    digest = hashlib.sha256()
+    for part in (method.upper().encode(), path.encode(), body):
+        digest.update(len(part).to_bytes(8, "big") + part)
+    return digest.hexdigest()
+
+
+def kept_answer(
+    status: int, content_type: str | None, body: bytes | None, request: str | None
+) -> Answer:
+    """The answer kept for a request sent again with its key: the answer itself, or (a body
+    streamed, None, or beyond `LONGEST_KEPT_ANSWER`) a 409 saying it is not kept. Only the
+    status, type and body are kept: never a header (a cookie, a session) of the first."""
+    if body is None or len(body) > LONGEST_KEPT_ANSWER:
+        refusal = json.dumps({"error": NOT_KEPT}).encode()
+        return Answer(409, "application/json", refusal, request)
+    return Answer(status, content_type, body, request)
+
+
+def replay(taken: Taken, request: str | None = None) -> Answer | str | None:
     """How a request under a key is answered, from what the key's first request decided: None
-    when this request is the first (its work runs), the first's kept answer, or why it is
-    refused (409). The work behind a key never runs twice."""
+    when this request is the first (its work runs), the first's kept answer when it answered
+    this same request (`request`, its digest), or why it is refused (409): another request
+    under the key is never given the first's answer. The work behind a key never runs twice."""
     if taken.first:
         return None
     if taken.answer is not None:
+        if taken.answer.request is not None and taken.answer.request != request:
+            return ANOTHER_REQUEST
         return taken.answer
     return GIVEN_BACK if taken.state == "released" else STILL_RUNNING
 

@@ -144,12 +144,7 @@ def step(
     before = current or _new(change, account_id)
     order = ordering(created, current.changed_at if current else None)
     if order is Ordering.STALE:
-        if current is not None and current.price_id is None and change.price_id:
-            # A late change still tells the price a grant made by a change that names none (a
-            # renewal applied before its checkout): without it, what the grant sells (a team's
-            # seats, features) would stay unknown.
-            return Stepped(replace(before, price_id=change.price_id), STALE, applied=False)
-        return Stepped(before, STALE, applied=False)
+        return Stepped(told_late(before, change) if current else before, STALE, applied=False)
     grant, status = change.grant, change.status
     if order is Ordering.TIE and change.kind == SUBSCRIPTION:
         if change.source_id not in tie_statuses:
@@ -176,6 +171,20 @@ def step(
         return Stepped(after, GRANTED, applied=True)
     ended_before = current is not None and not current.active and current.ended_at is not None
     return Stepped(after, ENDED_ALREADY if ended_before else REVOKED, applied=True)
+
+
+def told_late(current: Entitlement, change: Change) -> Entitlement:
+    """What a late (stale) change still tells a grant that no newer change said: its price (a
+    renewal applied before its checkout: without it, what the grant sells, a team's seats or
+    features, would stay unknown), and a subscription's trial end and payment method (a trial's
+    paid invoice of nothing, handled first, says `active` and nothing of the trial: without them
+    a trial nobody will pay for would be billed overage as a paid subscription)."""
+    return replace(
+        current,
+        price_id=current.price_id or change.price_id,
+        trial_end=current.trial_end or _when(change.trial_end),
+        payment_method=_either_none(current.payment_method, change.payment_method),
+    )
 
 
 def still_held(entitlements: Iterable[Entitlement], source_id: str | None) -> bool:

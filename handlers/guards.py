@@ -20,7 +20,7 @@ from typing import ParamSpec, TypeVar, cast
 from flask import Response, after_this_request, make_response, request
 
 from adapters.db import features
-from core.credits import Answer
+from core.credits import Answer, kept_answer, request_digest
 from handlers.deps import caller, container
 from services import credits
 from services.errors import Forbidden, InvalidRequest
@@ -67,8 +67,9 @@ def consumes(feature: str, amount: int = 1) -> Callable[[Callable[P, R]], Callab
             key, given = _consumption_key(user.id)
             payer = credits.Payer(user_id=user.id)
             taken = credits.consume(db, payer, feature, amount, key, reserve=True)
+            digest = _request_digest(given)
             try:
-                credits.first_time(taken)
+                credits.first_time(taken, digest)
             except credits.Replayed as replayed:
                 return cast("R", as_response(replayed.answer))
             try:
@@ -81,7 +82,7 @@ def consumes(feature: str, amount: int = 1) -> Callable[[Callable[P, R]], Callab
                 db,
                 key,
                 amount if ok else 0,
-                answer=answer_of(response) if given else None,
+                answer=answer_of(response, digest) if given else None,
                 publish=container().bus.publish,
             )
             return cast("R", response)
@@ -102,19 +103,34 @@ def reserved_credits(feature: str, up_to: int) -> Iterator[credits.Reservation]:
     payer = credits.Payer(user_id=user.id)
     c = container()
     key, given = _consumption_key(user.id)
-    with credits.reserved(c.db, payer, feature, up_to, key, publish=c.bus.publish) as r:
+    digest = _request_digest(given)
+    with credits.reserved(
+        c.db, payer, feature, up_to, key, request=digest, publish=c.bus.publish
+    ) as r:
         yield r
     if given:
 
         @after_this_request
         def keep(response: Response) -> Response:
-            credits.answered(c.db, key, answer_of(response))
+            credits.answered(c.db, key, answer_of(response, digest))
             return response
 
 
-def answer_of(response: Response) -> Answer:
-    """What a request answered, as kept for a request sent again with its key."""
-    return Answer(response.status_code, response.content_type, response.get_data())
+def answer_of(response: Response, request_digest: str | None) -> Answer:
+    """What a request answered, as kept for a request sent again with its key: a streamed
+    answer (a file sent as it is read) is not read here, nor kept (`kept_answer`)."""
+    streamed = response.is_streamed or response.direct_passthrough
+    body = None if streamed else response.get_data()
+    return kept_answer(response.status_code, response.content_type, body, request_digest)
+
+
+def _request_digest(given: bool) -> str | None:
+    """The request a key was sent with (its method, path with query and body): the same key
+    sent with another request is refused, never given another request's answer. Only a key the
+    client gave can be sent again: without one the body is left unread (a view may stream it)."""
+    if not given:
+        return None
+    return request_digest(request.method, request.full_path, request.get_data(cache=True))
 
 
 def as_response(answer: Answer) -> Response:

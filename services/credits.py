@@ -82,11 +82,12 @@ def consume(
     return taken
 
 
-def first_time(taken: Taken) -> None:
-    """Let the work behind a key run only for the key's first request: a request sent again
-    is given the first one's kept answer (`Replayed`), or 409 while it still runs or when its
-    work failed (`replay`, core/credits.py)."""
-    kept = replay(taken)
+def first_time(taken: Taken, request: str | None = None) -> None:
+    """Let the work behind a key run only for the key's first request: the same request sent
+    again (`request`, its digest) is given the first one's kept answer (`Replayed`); another
+    request under the key, or one while the first still runs or after its work failed, is 409
+    (`replay`, core/credits.py)."""
+    kept = replay(taken, request)
     if isinstance(kept, Answer):
         raise Replayed(kept)
     if kept is not None:
@@ -130,12 +131,14 @@ def reserved(
     amount: int,
     key: str | None = None,
     *,
+    request: str | None = None,
     publish: Publish | None = None,
 ) -> Iterator[Reservation]:
     """Reserve up to `amount` before the work; the block says what it took
-    (`reservation.took(n)`), and the rest is given back. Work that fails releases it all."""
+    (`reservation.took(n)`), and the rest is given back. Work that fails releases it all.
+    `request`: the digest of the request the key was sent with (`first_time`)."""
     reservation = Reservation(key or str(uuid.uuid4()), amount)
-    first_time(consume(db, payer, feature, amount, reservation.key, reserve=True))
+    first_time(consume(db, payer, feature, amount, reservation.key, reserve=True), request)
     try:
         yield reservation
     except BaseException:

@@ -102,13 +102,14 @@ def settle(db: Database, key: str, amount: int, answer: Answer | None = None) ->
     """A reservation settled at `amount` (the rest given back; 0 releases it whole), with its
     request's answer kept for a request sent again with the key."""
     [row] = db.fetch_all(
-        "select public.credits_settle_answered(%s, %s, %s, %s, %s) as taken",
+        "select public.credits_settle_kept(%s, %s, %s, %s, %s, %s) as taken",
         (
             key,
             amount,
             answer.status if answer else None,
             answer.content_type if answer else None,
             answer.body if answer else None,
+            answer.request if answer else None,
         ),
     )
     return _taken(row["taken"])
@@ -117,8 +118,8 @@ def settle(db: Database, key: str, amount: int, answer: Answer | None = None) ->
 def answered(db: Database, key: str, answer: Answer) -> bool:
     """Keep the answer of a request whose consumption was settled before it answered (once)."""
     [row] = db.fetch_all(
-        "select public.credits_answered(%s, %s, %s, %s) as kept",
-        (key, answer.status, answer.content_type, answer.body),
+        "select public.credits_keep_answer(%s, %s, %s, %s, %s) as kept",
+        (key, answer.status, answer.content_type, answer.body, answer.request),
     )
     return bool(row["kept"])
 
@@ -171,7 +172,12 @@ def _taken(answer: Mapping[str, Any]) -> Taken:
 def _answer(kept: Any) -> Answer | None:
     if not isinstance(kept, Mapping):
         return None
-    return Answer(int(kept["status"]), kept.get("type"), base64.b64decode(kept.get("body") or ""))
+    return Answer(
+        int(kept["status"]),
+        kept.get("type"),
+        base64.b64decode(kept.get("body") or ""),
+        kept.get("request"),
+    )
 
 
 # A report's lease: a reporter that crashed after claiming leaves the overage to the next
@@ -201,6 +207,13 @@ def reported(db: Database, keys: Sequence[str], *, error: str | None = None) -> 
             " where key = any(%s) and reported_at is null returning key",
             (error, list(keys)),
         )
+
+
+def release_stale(db: Database, *, older_than_seconds: int) -> list[str]:
+    """Release the reservations unsettled this long (their request died before settling
+    them): their credits come back. The keys released."""
+    rows = db.fetch_all("select public.credits_release_stale(%s) as key", (older_than_seconds,))
+    return [str(r["key"]) for r in rows]
 
 
 def unreported(db: Database, *, older_than_seconds: int) -> list[str]:

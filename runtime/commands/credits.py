@@ -20,6 +20,11 @@ def credits_group() -> None:
     """Credits and usage: report overages to Stripe's meters."""
 
 
+# Longer than any request runs (Cloud Run's longest request timeout is an hour): a reservation
+# still unsettled after it was left by a request that died between reserving and settling.
+STALE_RESERVATION_SECONDS = 2 * 3600
+
+
 @credits_group.command("report")
 @click.option(
     "--older-than",
@@ -29,8 +34,12 @@ def credits_group() -> None:
     help="Seconds since the consumption: newer ones are still on their way.",
 )
 def report_command(older_than: int) -> None:
-    """Announce each unreported overage again (the reporter sends each once)."""
+    """Release the reservations left by requests that died, and announce each unreported
+    overage again (the reporter sends each once)."""
     c: Container = current_app.extensions["container"]
+    released = credits.release_stale(c.db, older_than_seconds=STALE_RESERVATION_SECONDS)
+    if released:
+        click.echo(f"released {len(released)} reservation(s) left unsettled")
     keys = credits.unreported(c.db, older_than_seconds=older_than)
     for key in keys:
         event, data = overage_recorded(key, datetime.now(UTC))

@@ -4,6 +4,7 @@ Idempotency-Key; a reservation consumes what the work took."""
 
 from __future__ import annotations
 
+import io
 import threading
 import time
 from collections import Counter
@@ -12,14 +13,16 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 import requests
-from flask import Blueprint, jsonify, request
+from flask import Blueprint, Response, jsonify, request, send_file
 from flask.typing import ResponseReturnValue
 
 from adapters.db.pool import Database
 from config import Settings
+from core.credits import LONGEST_KEPT_ANSWER
 from handlers.guards import consumes, reserved_credits
 from main import create_app
 from runtime.container import Container
+from services import credits
 from tests.conftest import Api
 from tests.fakes.http import serve
 from tests.handlers.test_usage import PLAN, deliver, invoice
@@ -48,6 +51,38 @@ def write() -> ResponseReturnValue:
         RUNS["write"] += 1
         reservation.took(int(request.args["took"]))
     return jsonify(written=True, run=RUNS["write"])
+
+
+@bp.post("/api/draw")
+@consumes("generations", amount=2)
+def draw() -> ResponseReturnValue:
+    RUNS["draw"] += 1
+    return jsonify(drawing=request.get_json(silent=True), run=RUNS["draw"])
+
+
+@bp.post("/api/export")
+@consumes("generations", amount=2)
+def export() -> ResponseReturnValue:
+    RUNS["export"] += 1
+    if request.args.get("big"):  # an answer beyond what a key keeps
+        return Response(b"x" * (LONGEST_KEPT_ANSWER + 1), mimetype="application/octet-stream")
+    return send_file(io.BytesIO(b"%PDF-1.7 the report"), mimetype="application/pdf")
+
+
+@bp.post("/api/session")
+@consumes("generations", amount=1)
+def session() -> ResponseReturnValue:
+    answer = jsonify(started=True)
+    answer.set_cookie("session", "the-first-requests-own", httponly=True)
+    return answer
+
+
+@bp.post("/api/write-then-fail")
+def write_then_fail() -> ResponseReturnValue:
+    with reserved_credits("generations", up_to=10) as reservation:
+        RUNS["write"] += 1
+        reservation.took(3)
+    raise RuntimeError("the answer could not be made")
 
 
 @bp.post("/api/slow")
@@ -149,7 +184,7 @@ def test_a_repeated_key_answers_the_first_answer_and_never_runs_the_work_again(
     failed = {"Idempotency-Key": "gen-fails"}
     first = call(app, ada, "/api/generate?fail=1", **failed)
     assert first.status_code == 503
-    replayed = call(app, ada, "/api/generate", **failed)  # the same key: the first answer
+    replayed = call(app, ada, "/api/generate?fail=1", **failed)  # sent again: the first answer
     assert (replayed.status_code, replayed.json()) == (503, {"error": "the model is down"})
     assert RUNS["generate"] == 2
     assert balance(db) == 9  # the failed work's credits given back, once
@@ -189,3 +224,87 @@ def test_a_key_sent_for_another_amount_is_409(app: Api, db: Database, ada: str) 
     assert call(app, ada, "/api/slow", **key).status_code == 409  # 1 credit, not 2
     assert RUNS == {"generate": 1}
     assert balance(db) == 9
+
+
+def test_a_key_sent_again_with_another_body_or_to_another_route_is_409_not_the_first_answer(
+    app: Api, db: Database, ada: str
+) -> None:
+    token = app.token(sub=ada, email="ada@example.com")
+    headers = {"Authorization": f"Bearer {token}", "Idempotency-Key": "one-request"}
+
+    def send(path: str, body: object) -> requests.Response:
+        return requests.post(app.url + path, json=body, headers=headers, timeout=10)
+
+    first = send("/api/draw", {"prompt": "a cat"})
+    assert (first.status_code, first.json()) == (200, {"drawing": {"prompt": "a cat"}, "run": 1})
+    assert send("/api/draw", {"prompt": "a cat"}).json() == first.json()  # the same request
+    other = send("/api/draw", {"prompt": "a dog"})  # another body: not the cat's answer
+    assert other.status_code == 409
+    assert "another request" in other.json()["error"]
+    elsewhere = send("/api/generate", {"prompt": "a cat"})  # same feature and amount
+    assert elsewhere.status_code == 409
+    assert "another request" in elsewhere.json()["error"]
+    assert RUNS == {"draw": 1}
+    assert balance(db) == 9
+
+
+def test_a_reservation_left_by_a_crash_is_given_back_by_the_sweep(
+    app: Api, db: Database, ada: str
+) -> None:
+    key = f"{ada}:crashed"  # what the guard reserves for Idempotency-Key: crashed
+    credits.consume(db, credits.Payer(user_id=ada), "generations", 2, key, reserve=True)
+    # The instance died here, between the reservation and its settling.
+    assert balance(db) == 9
+    db.fetch_all(
+        "update public.credit_uses set created_at = now() - interval '3 hours'"
+        " where key = %s returning key",
+        (key,),
+    )
+    flask_app = create_app(container=app.container)
+    result = flask_app.test_cli_runner().invoke(args=["credits", "report"])
+    assert result.exit_code == 0, result.output
+    assert balance(db) == 11  # the credits it held are back
+    again = call(app, ada, "/api/generate", **{"Idempotency-Key": "crashed"})
+    assert again.status_code == 409
+    assert "send a new key" in again.json()["error"]
+    assert RUNS == {}
+
+
+@pytest.mark.parametrize("path", ["/api/export", "/api/export?big=1"])
+def test_an_answer_streamed_or_too_large_to_keep_is_given_and_its_key_is_409_after(
+    app: Api, db: Database, ada: str, path: str
+) -> None:
+    key = {"Idempotency-Key": "export-1"}
+    first = call(app, ada, path, **key)
+    assert first.status_code == 200
+    assert first.content in (b"%PDF-1.7 the report", b"x" * (LONGEST_KEPT_ANSWER + 1))
+    assert balance(db) == 9  # consumed once, settled
+    again = call(app, ada, path, **key)
+    assert again.status_code == 409
+    assert "not kept" in again.json()["error"]
+    assert RUNS == {"export": 1}
+    assert balance(db) == 9
+
+
+def test_a_replay_is_given_the_first_answers_body_never_its_headers(
+    app: Api, db: Database, ada: str
+) -> None:
+    key = {"Idempotency-Key": "cookie-1"}
+    first = call(app, ada, "/api/session", **key)
+    assert "the-first-requests-own" in first.headers["Set-Cookie"]
+    again = call(app, ada, "/api/session", **key)
+    assert (again.status_code, again.json()) == (200, {"started": True})
+    assert "Set-Cookie" not in again.headers
+    assert balance(db) == 10
+
+
+def test_a_reservation_whose_route_failed_after_it_answers_its_key_again_without_running(
+    app: Api, db: Database, ada: str
+) -> None:
+    key = {"Idempotency-Key": "write-fail"}
+    first = call(app, ada, "/api/write-then-fail", **key)
+    assert first.status_code == 500
+    again = call(app, ada, "/api/write-then-fail", **key)  # its answer, not "still running"
+    assert (again.status_code, again.json()) == (500, first.json())
+    assert RUNS == {"write": 1}
+    assert balance(db) == 8

@@ -329,3 +329,34 @@ def test_a_trial_without_a_payment_method_consumes_no_overage(
     assert _consume(api, ada, 4, "carded").status_code == 200
     assert api.container.bus.wait_idle(30)
     assert stripe.meter_usage(METER, "cus_ada") == 4
+
+
+def test_a_trial_told_late_consumes_no_overage(
+    api_factory: Any, fakes: tuple[StripeStandIn, Any], db: Database
+) -> None:
+    """The trial's paid invoice of nothing (it says `active`) handled before the subscription's
+    own older event, which arrives late: the trial without a payment method is still a trial,
+    402 past its credits, not billed as a paid subscription Stripe will never charge."""
+    api = api_factory(usage_api_key=KEY)
+    stripe = fakes[0]
+    meta = {"type": "link", "credits": "generations:2", "meter": METER}
+    stripe.products["prod_gen"] = product("prod_gen", "Generator", "", meta)
+    stripe.prices[PLAN] = price(PLAN, "prod_gen", 1900, "month")
+    deliver(api, "product.updated", stripe.products["prod_gen"], created=1_000)
+    ada = create_user(db, "ada@example.com")
+    link(db, ada, "cus_ada")
+    now = int(time.time())
+    trial = {
+        "id": "sub_ada", "object": "subscription", "customer": "cus_ada", "status": "trialing",
+        "trial_start": now - 10, "trial_end": now + 14 * 86_400,
+        "trial_settings": {"end_behavior": {"missing_payment_method": "cancel"}},
+        "default_payment_method": None, "default_source": None,
+        "items": {"object": "list", "data": [{"id": "si_1", "price": {"id": PLAN}}]},
+    }  # fmt: skip
+    deliver(api, "invoice.paid", invoice(1, now - 10), created=now - 9)  # first, though newer
+    deliver(api, "customer.subscription.created", trial, created=now - 10)
+    refused = _consume(api, ada, 1_000, "trial-late")
+    assert (refused.status_code, refused.json()) == (
+        402, {"error": "Not enough generations credits", "balance": 2},
+    )  # fmt: skip
+    assert db.fetch_all("select 1 from public.credit_uses where overage > 0") == []

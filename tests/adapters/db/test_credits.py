@@ -233,3 +233,30 @@ def test_settling_reservations_that_went_into_overage_keeps_what_they_used(
             " from public.credit_uses"
         ).fetchone()
     assert row == {"balance": 0, "covered": 4, "overage": 11, "used": 15}
+
+
+def test_a_key_taken_by_one_person_is_a_conflict_for_another_drawing_on_the_same_pool(
+    db: Database,
+) -> None:
+    """Two people (or the team itself) sending one key to one pool: the second is refused, never
+    answered the first's consumption as its own (a consumption it would not pay for)."""
+    owner, member = create_user(db, "owner@example.com"), create_user(db, "member@example.com")
+    team = teams.create(db, owner_id=owner, name="Pool").id
+    with db.transaction() as conn:
+        conn.execute(
+            "insert into public.team_members (team_id, user_id, role) values (%s, %s, 'member')",
+            (team, member),
+        )
+    grant(db, team, 6, source="sub_team@1")
+    first, drawn = credits.take_for(db, owner, "generations", 2, "shared")
+    assert (first.state, first.balance, drawn) == ("consumed", 4, team)
+    other, _ = credits.take_for(db, member, "generations", 2, "shared")
+    assert other.state == "conflict"
+    assert credits.take(db, team, "generations", 2, "by-team").first
+    mine, _ = credits.take_for(db, member, "generations", 2, "by-team")
+    assert mine.state == "conflict"
+    assert credits.take_for(db, member, "generations", 2, "own")[0].first
+    again, _ = credits.take_for(db, owner, "generations", 2, "shared")  # its own: the same
+    assert (again.state, again.first) == ("consumed", False)
+    [row] = db.fetch_all("select sum(amount - used) as left from public.credit_grants")
+    assert row["left"] == 0
