@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from adapters.db.pool import Database
+from dev import stripe_shapes as shapes
 from dev.samples.catalogue import seed_demo_products
 from dev.stripe_stand_in import StripeStandIn
 from tests.conftest import Api
@@ -240,31 +241,20 @@ def test_a_trials_checkout_from_stripes_webhook_is_granted_and_told_as_a_trial(
     """Stripe's own event names the subscription by id only: the access cycle reads it (the
     session, its subscription expanded) to tell the trial's end and first charge."""
     trial_end = 1_800_000_000  # 2027-01-15
-    stripe_fake.sessions["cs_test_life0001"] = {
-        "id": "cs_test_life0001",
-        "object": "checkout.session",
-        "line_items": {"object": "list", "data": [{"id": "li_1", "price": {"id": MONTHLY}}]},
-        "subscription": "sub_ada",
-    }
-    stripe_fake.subscriptions["sub_ada"] = subscription(
-        status="trialing",
-        trial_end=trial_end,
-        items={
-            "object": "list",
-            "data": [
-                {
-                    "id": "si_1",
-                    "quantity": 1,
-                    "price": {
-                        "id": MONTHLY,
-                        "unit_amount": 1900,
-                        "currency": "usd",
-                        "recurring": {"interval": "month"},
-                    },
-                }
-            ],
-        },
+    stripe_fake.hold_session(
+        {
+            "id": "cs_test_life0001",
+            "object": "checkout.session",
+            "mode": "subscription",
+            "line_items": {"object": "list", "data": [{"id": "li_1", "price": {"id": MONTHLY}}]},
+            "subscription": "sub_ada",
+        }
     )
+    # A whole subscription as Stripe holds one: trialing until `trial_end`, then $19.00 a month.
+    stripe_fake.prices[MONTHLY] = shapes.price(MONTHLY, "prod_life", 1900, "month", created=0)
+    held = stripe_fake.subscribe("sub_ada", customer="cus_ada", price=MONTHLY, status="trialing")
+    held |= {"trial_end": trial_end, "default_payment_method": None, "default_source": None}
+    held["trial_settings"] = {"end_behavior": {"missing_payment_method": "cancel"}}
     body = session(
         ada,
         price=MONTHLY,
