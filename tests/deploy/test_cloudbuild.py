@@ -7,6 +7,7 @@ flag. gcloud is slow to start, so each command's help is fetched once, in parall
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
@@ -221,16 +222,44 @@ def _flags(text: str) -> frozenset[str]:
     return frozenset(flags)
 
 
-def _help(gcloud: str, words: tuple[str, ...]) -> Help:
+def _help_cache(gcloud: str) -> Path | None:
+    """Where the help of this release of gcloud is kept between runs: each `--help` costs a
+    second of a core, and a release's help never changes. None when the release is unknown."""
+    version = Path(gcloud).resolve().parents[1] / "VERSION"
+    if not version.is_file():
+        return None
+    home = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return home / "saas-backend-tests" / "gcloud-help" / version.read_text().strip()
+
+
+def _help_output(gcloud: str, words: tuple[str, ...]) -> dict[str, Any]:
+    """`gcloud <words> --help`'s exit status, output and errors, from the cache when it has them."""
+    cache = _help_cache(gcloud)
+    kept = cache / f"{'_'.join(words) or '_'}.json" if cache else None
+    if kept and kept.is_file():
+        return dict(json.loads(kept.read_text()))
     env = {**os.environ, "CLOUDSDK_CORE_DISABLE_PROMPTS": "1"}
     env["CLOUDSDK_COMPONENT_MANAGER_DISABLE_UPDATE_CHECK"] = "1"
     result = subprocess.run(
         [gcloud, *words, "--help"], capture_output=True, text=True, env=env, timeout=HANG_GUARD
     )
-    text = _ANSI.sub("", result.stdout)
+    found = {"returncode": result.returncode, "stdout": result.stdout, "stderr": result.stderr}
+    if kept and result.returncode == 0:  # a failure is asked again: it may have been the machine's
+        kept.parent.mkdir(parents=True, exist_ok=True)
+        # Written whole, then renamed: a parallel worker reads all of it or none.
+        partial = kept.with_suffix(f".{os.getpid()}.tmp")
+        partial.write_text(json.dumps(found))
+        partial.replace(kept)
+    return found
+
+
+def _help(gcloud: str, words: tuple[str, ...]) -> Help:
+    result = _help_output(gcloud, words)
+    text = _ANSI.sub("", result["stdout"])
     name = re.search(r"^NAME\n\s+gcloud ([a-z0-9 -]+?) - ", text, re.M)
-    if result.returncode or name is None:
-        return Help(error=result.stderr.strip().splitlines()[0] if result.stderr else "no help")
+    if result["returncode"] or name is None:
+        stderr = result["stderr"].strip()
+        return Help(error=stderr.splitlines()[0] if stderr else "no help")
     is_group = re.search(r"^(GROUPS|COMMANDS)$", text, re.M) is not None
     valued = {f"--{name}" for name in re.findall(r"--([a-z][a-z0-9-]*)=", text)}
     return Help("", tuple(name[1].split()), is_group, _flags(text), frozenset(valued))
