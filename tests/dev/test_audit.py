@@ -77,7 +77,10 @@ def test_no_fixed_release_is_told_not_failed() -> None:
 
 
 def test_a_package_pypi_could_not_answer_for_leaves_the_audit_incomplete() -> None:
-    skipped = {"name": "flask", "skip_reason": "Dependency not found on PyPI: flask (3.1.3)"}
+    skipped: dict[str, object] = {
+        "name": "flask",
+        "skip_reason": "Dependency not found on PyPI: flask (3.1.3)",
+    }
     judged = verdict(report(skipped, {"name": "jinja2", "version": "3.1.6", "vulns": []}))
     assert judged.code == audit.INCOMPLETE
     assert judged.skipped == ["Dependency not found on PyPI: flask (3.1.3)"]
