@@ -83,13 +83,15 @@ def ensure_topology(
     push_audiences: Mapping[str, str] | None = None,
     emulator_host: str | None = None,
     message_filters: Mapping[str, str] | None = None,
+    before_retiring: Callable[[], None] | None = None,
 ) -> list[str]:
     """Create the topic and one subscription per subscriber (push to its endpoint, or pull
     where the endpoint is None); returns their paths.
 
     Idempotent: what exists is updated to the given endpoint (or to pull) and policy; a
     subscriber's subscription with another filter is replaced without a gap (`rollover`).
-    `message_filters` defaults to this release's (a test gives a previous release's).
+    `message_filters` defaults to this release's (a test gives a previous release's);
+    `before_retiring` runs between the seek and the old subscription's deletion.
     """
     dead_letter = dead_letter_topic or f"{topic}-dead-letter"
     with clients(emulator_host) as (publisher, subscriber):
@@ -125,7 +127,7 @@ def ensure_topology(
             olds = retired(existing, topic, name, current)
             olds = [f"projects/{project}/subscriptions/{o}" for o in olds]
             make = partial(_ensure_subscription, subscriber, fields, topic_path)
-            rollover(subscriber, project, olds, make, path)
+            rollover(subscriber, project, olds, make, path, before_retiring)
             paths.append(path)
         return paths
 
@@ -136,6 +138,7 @@ def rollover(
     olds: list[str],
     ensure_new: Callable[[], None],
     new: str,
+    before_retiring: Callable[[], None] | None = None,
 ) -> None:
     """Make the new subscription (`ensure_new`) beside the `olds`, carrying the old one's
     backlog over, then delete it, as cloudbuild.yaml does: a snapshot of the old one first (it
@@ -156,6 +159,8 @@ def rollover(
     ensure_new()
     for old, snapshot in snapshots.items():
         subscriber.seek(request={"subscription": new, "snapshot": snapshot})
+        if before_retiring is not None:
+            before_retiring()
         subscriber.delete_subscription(request={"subscription": old})
         subscriber.delete_snapshot(request={"snapshot": snapshot})
 
