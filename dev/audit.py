@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -124,7 +125,12 @@ def judge(
     for finding in found:
         label = f"{finding.package} {finding.version}: {finding.id}"
         excuse = next(
-            (e for e in live if e.id in finding.names() and e.package == finding.package), None
+            (
+                e
+                for e in live
+                if e.id in finding.names() and _canonical(e.package) == _canonical(finding.package)
+            ),
+            None,
         )
         if excuse is not None:
             noted.append(f"{label} allowed until {excuse.expires}: {excuse.reason}")
@@ -133,6 +139,11 @@ def judge(
         else:
             noted.append(f"{label}, no fixed release yet")
     return Verdict(failing, noted, list(skipped))
+
+
+def _canonical(name: str) -> str:
+    """A package's name as PyPI compares them (PEP 503)."""
+    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 def locked_requirements(folder: Path) -> Path:

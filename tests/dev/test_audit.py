@@ -50,6 +50,11 @@ def test_an_exception_by_any_alias_passes_until_it_expires() -> None:
     assert verdict(report(), allowance("2026-12-06")).code == audit.VULNERABLE
 
 
+def test_an_exception_names_its_package_as_pypi_compares_names() -> None:
+    spelled = allowance("2027-01-31").replace('package = "jinja2"', 'package = "Jinja2"')
+    assert verdict(report(vulnerable(["3.1.7"])), spelled).code == audit.CLEAN
+
+
 def test_an_exception_for_another_package_or_id_excuses_nothing() -> None:
     other = allowance("2027-01-31").replace('package = "jinja2"', 'package = "flask"')
     assert verdict(report(vulnerable(["3.1.7"])), other).code == audit.VULNERABLE
