@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import stripe
 
+from access.catalogue_events import StripeProduct
+from access.checkouts import checkout_quantity
+from billing.catalogue import display_names, lookup_keys
 from config import MissingSetting
-from core.access import checkout_quantity
-from core.billing.catalogue import StripeProduct
-from core.catalogue import display_names, lookup_keys
 from core.stripe_objects import Trial, subscription_trial
 
 log = logging.getLogger(__name__)

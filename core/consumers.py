@@ -10,8 +10,8 @@ from core.app_events import (
     EMAIL_RESEND_REQUESTED,
     USAGE_RECORDED,
 )
-from core.email.plan import handled_types
 from core.events import SUBSCRIBED_TYPES
+from emails.plan import handled_types
 
 # Everything that travels on the bus: Stripe's events of the subscribed types (the webhook
 # drops the others at the door) and the application's own.
@@ -22,7 +22,7 @@ CONSUMED: dict[str, frozenset[str]] = {
     # a consumption, reported to Stripe's meter beside the access cycle; the account
     # deletions the api recorded, whose steps take the keys access holds (docs/leaving.md).
     "access": SUBSCRIBED_TYPES | {USAGE_RECORDED, ACCOUNT_DELETION_REQUESTED},
-    # The events an e-mail kind is sent for (each kind's triggers, core/email/kinds/); the
+    # The events an e-mail kind is sent for (each kind's triggers, emails/kinds/); the
     # resends an admin asked for, whose copy takes the Resend key emails holds
     # (docs/support.md); and the deletion requests, for which it plans no mail: a filter
     # refusing that one of our events too, beside those it refuses, is over Pub/Sub's 256 bytes.

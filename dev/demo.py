@@ -31,18 +31,18 @@ from email.parser import BytesHeaderParser, BytesParser
 from functools import partial
 from typing import Any, TypeVar
 
+from access.announcements import announced_ids
 from adapters.mail.outbox import OutboxMailer
+from billing import catalogue_sync as catalogue
 from config import Settings
-from core.announcements import announced_ids
-from core.email.money import format_amount
 from dev import local_users
 from dev import stack as local_stack
 from dev.samples import send as sample_events
 from dev.samples.catalogue import TAX_CODE
 from dev.samples.events import DEFAULT_PRICE, Facts
+from emails.money import format_amount
 from runtime import logs
 from runtime.container import Container
-from services import catalogue
 
 # Seconds a step may take before the demo gives up: only a hang guard. A step takes well under
 # a second on an idle machine (Pub/Sub retries after 1 s) but many times that on a loaded one,

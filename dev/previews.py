@@ -12,15 +12,15 @@ import psycopg
 
 from adapters.db.pool import DatabaseUnavailable
 from config import Settings
-from core.email.kind import SAMPLE_SITE, ProductFacts
-from core.email.kinds import KINDS, sample_props
-from core.email.render import Brand, EmailContent, render
+from emails.kind import SAMPLE_SITE, ProductFacts
+from emails.kinds import KINDS, sample_props
+from emails.render import Brand, EmailContent, render
+from emails.samples import catalogue_product
 from runtime.container import Container, brand_for
-from services.sample_emails import catalogue_product
 
 GALLERY_INTRO = """# Transactional e-mails
 
-Every kind rendered with its sample props (its module in `core/email/kinds/`), for the brand
+Every kind rendered with its sample props (its module in `emails/kinds/`), for the brand
 "{brand}", its links on {site}. Regenerate with `make emails-preview OUT=docs/emails` (plain
 `make emails-preview` renders `.env`'s brand into `.data/emails`; both name the catalogue's
 product while `make run` serves it): `python -m dev.previews` writes the `.html`, `.txt` and

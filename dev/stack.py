@@ -24,8 +24,10 @@ from typing import Any
 from werkzeug.middleware.dispatcher import DispatcherMiddleware
 from werkzeug.serving import BaseWSGIServer, make_server
 
+from accounts import store as profiles
 from adapters.bus.topology import PushPolicy, ensure_topology
-from adapters.db import migrations, profiles
+from adapters.db import migrations
+from billing import catalogue_sync as catalogue
 from config import Settings
 from config.site import cors_origin_list
 from dev import (
@@ -44,8 +46,7 @@ from dev.pubsub_emulator import free_port
 from main import create_app
 from runtime import lifecycle
 from runtime.container import Container
-from services import catalogue
-from subscribers import TARGETS
+from runtime.targets import TARGETS
 
 log = logging.getLogger("devserver")
 # Cloud Run's request timeout for the subscriber services, as cloudbuild.yaml deploys them.

@@ -7,10 +7,10 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from adapters.db import catalogue as store
+from access.catalogue_events import CatalogueWrite
 from adapters.db.pool import Database
-from core.billing.catalogue import CatalogueWrite
-from core.catalogue import catalogue_of, display_names, lookup_keys
+from billing import catalogue_store as store
+from billing.catalogue import catalogue_of, display_names, lookup_keys
 from dev import stripe_shapes as shapes
 
 CREATED = 1_764_547_200  # 2025-12-01, a fixed time: the objects are the same on every run

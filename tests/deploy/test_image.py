@@ -285,8 +285,8 @@ def spy(self, data, path, *args, **kwargs):
 loader.SourceLoader.source_to_code = spy
 for name in (
     "gunicorn.app.wsgiapp", "config", "main", "runtime.api", "runtime.subscriber_app",
-    "runtime.container", "subscribers.access", "subscribers.emails", "adapters.bus.pubsub",
-    "adapters.mail.resend", "core.email.render", "google.cloud.pubsub_v1", "google.auth.jwt",
+    "runtime.container", "access.subscriber", "emails.subscriber", "adapters.bus.pubsub",
+    "adapters.mail.resend", "emails.render", "google.cloud.pubsub_v1", "google.auth.jwt",
     "stripe", "supabase_auth", "github", "jwt", "resend", "psycopg_pool",
 ):
     importlib.import_module(name)

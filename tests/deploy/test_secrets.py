@@ -51,7 +51,7 @@ OPTIONAL = {
     "stripe_meter_events_secret",
     "lead_link_secret",
 }
-# Collaborators `handlers.deps.caller` uses for every signed-in route.
+# Collaborators `api.deps.caller` uses for every signed-in route.
 CALLER = {"supabase_auth", "tokens"}
 
 

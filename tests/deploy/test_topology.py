@@ -18,10 +18,10 @@ from core.app_events import (
     USAGE_RECORDED,
 )
 from core.consumers import CONSUMED, ON_THE_BUS
-from core.email.plan import handled_types
 from core.events import APP_EVENT_PREFIX, SUBSCRIBED_TYPES
+from emails.plan import handled_types
 from main import create_app
-from subscribers import TARGETS
+from runtime.targets import TARGETS
 from tests.deploy import topology
 
 

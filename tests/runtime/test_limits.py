@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from adapters.db.pool import Database
-from handlers.openapi import document
+from api.openapi import document
 from runtime.limits import ROUTE_LIMITS
 from tests.conftest import Api
 

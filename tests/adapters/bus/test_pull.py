@@ -29,6 +29,7 @@ from core.events import Event, parse_event
 from dev import pubsub_emulator
 from dev.samples.catalogue import seed_demo_products
 from runtime.container import Container
+from tests.access.lifecycle_helpers import MONTHLY, link
 from tests.conftest import SETTINGS_VARIABLES
 from tests.helpers import HANG_GUARD, create_user, stripe_event, wait_for
 from tests.pubsub_fixtures import (  # noqa: F401  # fixtures: pytest finds them by name
@@ -38,7 +39,6 @@ from tests.pubsub_fixtures import (  # noqa: F401  # fixtures: pytest finds them
     PubSub,
     pubsub_fixture,
 )
-from tests.subscribers.lifecycle_helpers import MONTHLY, link
 
 T0 = 1_700_000_000
 
@@ -156,7 +156,7 @@ def test_a_burst_is_applied_in_batches_and_every_message_acknowledged(
     pulling: Callable[[str], Container],
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    caplog.set_level(logging.INFO, logger="subscribers.access")
+    caplog.set_level(logging.INFO, logger="access.subscriber")
     customers = [f"cus_pb{n}" for n in range(4)]
     for customer in customers:
         linked(db, customer)
@@ -255,7 +255,7 @@ def test_e_mail_by_pull_sends_a_renewal_once_for_two_deliveries(
     pulling: Callable[[str], Container],
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    caplog.set_level(logging.INFO, logger="subscribers.emails")
+    caplog.set_level(logging.INFO, logger="emails.subscriber")
     seed_demo_products(db)
     linked(db, "cus_pm")
     body = renewal("cus_pm", 2, reason="subscription_cycle")

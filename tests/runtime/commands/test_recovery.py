@@ -27,10 +27,10 @@ from dev.samples.catalogue import seed_demo_products
 from dev.stripe_stand_in import StripeStandIn
 from main import create_app
 from runtime.container import Container
+from tests.access.lifecycle_helpers import link, profile, session, subscription
 from tests.conftest import SETTINGS_VARIABLES
 from tests.helpers import HANG_GUARD, create_user, stripe_event
 from tests.pubsub_fixtures import PROJECT, PubSub, pubsub_fixture  # noqa: F401
-from tests.subscribers.lifecycle_helpers import link, profile, session, subscription
 
 TOPIC = "lifecycle-events"
 
