@@ -9,7 +9,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from access.catalogue_events import PRICE_TYPES, PRODUCT_TYPES, CatalogueChange, catalogue_change
 from access.checkouts import (
     TRIAL_WILL_END,
     AccessChange,
@@ -19,6 +18,7 @@ from access.checkouts import (
     subscription_price,
 )
 from access.refunds import Dispute, Refund, dispute_from, refund_from
+from catalogue.events import PRICE_TYPES, PRODUCT_TYPES, CatalogueChange, catalogue_change
 from core.events import Event, stripe_id
 
 

@@ -12,7 +12,9 @@ from core.events import Event, parse_event, stripe_id
 from core.stripe_objects import (
     Amounts,
     Trial,
+    checkout_quantity,
     customer_contact,
+    first_quantity,
     invoice_period,
     invoice_price,
     invoice_subscription,
@@ -277,19 +279,7 @@ def subscription_price(subscription: Mapping[str, Any]) -> str | None:
 
 def subscription_quantity(subscription: Mapping[str, Any]) -> int | None:
     """The quantity of the subscription's current (first) item: a per-seat plan's seats."""
-    return _first_quantity(subscription.get("items"))
-
-
-def checkout_quantity(session: Mapping[str, Any]) -> int | None:
-    """The quantity of a checkout session's (first) line item, when it was read with them: the
-    seats a per-seat price was bought with (the buyer may change it on Stripe's page)."""
-    return _first_quantity(session.get("line_items"))
-
-
-def _first_quantity(items: Any) -> int | None:
-    data = _mapping(items).get("data")
-    first = data[0] if isinstance(data, list) and data else None
-    return _int(_mapping(first).get("quantity"))
+    return first_quantity(subscription.get("items"))
 
 
 def _uuid(value: Any) -> str | None:

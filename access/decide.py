@@ -16,7 +16,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
-from access import catalogue_events as catalogue
 from access.announcements import (
     Announcement,
     Person,
@@ -51,6 +50,7 @@ from access.entitlements import (
 from access.entitlements import Change as GrantChange
 from access.model import Account, State, billing_customer, by_customer, paying_account
 from access.refunds import Dispute, Refund
+from catalogue import events as catalogue
 from core.events import Event
 from credits.rules import CreditEnd, CreditGrant
 

@@ -7,8 +7,8 @@ from collections.abc import Mapping, Sequence
 
 from access.entitlements_store import Held
 from access.grant_words import Credits, GrantFacts, GrantWords, feature_name, words
+from core.money import format_major
 from credits.rules import Credits as HeldCredits
-from emails.money import format_major
 
 
 def of_held(

@@ -20,9 +20,9 @@ from typing import ParamSpec, TypeVar, cast
 from flask import Response, after_this_request, make_response, request
 
 from access import features_store as features
-from accounts.identity import require_user
 from api.deps import caller, container
-from core.errors import Forbidden, InvalidRequest
+from api.identity import require_user
+from core.errors import Forbidden, InvalidRequest, Replayed, StoredAnswer
 from credits import service as credits
 from credits.rules import Answer, kept_answer, request_digest
 
@@ -70,7 +70,7 @@ def consumes(feature: str, amount: int = 1) -> Callable[[Callable[P, R]], Callab
             digest = _request_digest(given)
             try:
                 credits.first_time(taken, digest)
-            except credits.Replayed as replayed:
+            except Replayed as replayed:
                 return cast("R", as_response(replayed.answer))
             try:
                 response = make_response(view(*args, **kwargs))
@@ -133,7 +133,7 @@ def _request_digest(given: bool) -> str | None:
     return request_digest(request.method, request.full_path, request.get_data(cache=True))
 
 
-def as_response(answer: Answer) -> Response:
+def as_response(answer: StoredAnswer) -> Response:
     """A kept answer given again."""
     return Response(answer.body, status=answer.status, content_type=answer.content_type)
 

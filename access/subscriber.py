@@ -24,7 +24,6 @@ from typing import Any, Protocol
 
 from access import features_store as features
 from access import store as billing
-from access.catalogue_events import CatalogueChange
 from access.changes import Change, to_changes
 from access.checkouts import Checkout
 from access.decide import Answers, Asks, Pending, Plan, decide
@@ -40,7 +39,8 @@ from adapters.stripe_api import (
     StripeCallFailed,
     StripeGateway,
 )
-from billing import catalogue_store as catalogue
+from catalogue import writes as catalogue
+from catalogue.events import CatalogueChange
 from core.app_events import ACCOUNT_DELETION_REQUESTED, USAGE_RECORDED
 from core.events import Event, is_app_event
 from credits.meter import UsageReporter

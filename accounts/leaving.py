@@ -12,10 +12,10 @@ from typing import Any
 
 from accounts import leaving_rules as rules
 from accounts import leaving_store as store
-from accounts import store as profiles
 from accounts.leaving_store import Deletion
 from adapters.accounts import AccountError, Accounts
 from adapters.bus import EventBus, PublishError
+from adapters.db import profiles
 from adapters.db.pool import Database
 from adapters.github_api import GitHubGateway, GitHubNotConfigured, GitHubUnavailable
 from adapters.stripe_api import PaymentsUnavailable, StripeCallFailed, StripeGateway

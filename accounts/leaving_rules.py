@@ -123,16 +123,3 @@ def redaction_task_detail(customer_id: str, reason: str) -> str:
         f"Redact the personal data of the Stripe customer {customer_id}, whose account was"
         f" deleted, in the Stripe Dashboard: {reason}"
     )
-
-
-def token_refusal(*, present: bool, leaving: bool, resuming: bool) -> str | None:
-    """Why a valid access token is refused for who it names, or None. A token outlives its
-    user (it is checked by its signature alone): a person whose profile is gone (it goes with
-    their auth user) is refused, and so is one whose deletion is under way, from the moment it
-    was asked for, so that nothing is bought or changed while its steps run. The one call let
-    through then is the deletion's own, asked again (`resuming`), which finishes it."""
-    if leaving:
-        return None if resuming else "This account is being deleted"
-    if not present:
-        return "This account was deleted"
-    return None

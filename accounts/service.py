@@ -7,9 +7,9 @@ from dataclasses import dataclass, field
 from access import entitlements_store as entitlements
 from access import features_store as features
 from access.entitlements_store import Held
-from accounts import store as profiles
-from accounts.store import Profile
+from adapters.db import profiles
 from adapters.db.pool import Database
+from adapters.db.profiles import Profile
 from adapters.tokens import User
 
 

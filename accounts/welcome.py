@@ -5,11 +5,11 @@ from __future__ import annotations
 import logging
 from datetime import UTC, datetime
 
-from accounts import store as profiles
 from accounts import welcome_rules as rules
-from accounts.store import Profile
 from adapters.bus import EventBus, PublishError
+from adapters.db import profiles
 from adapters.db.pool import Database
+from adapters.db.profiles import Profile
 
 log = logging.getLogger(__name__)
 

@@ -17,11 +17,15 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import stripe
 
-from access.catalogue_events import StripeProduct
-from access.checkouts import checkout_quantity
-from billing.catalogue import display_names, lookup_keys
 from config import MissingSetting
-from core.stripe_objects import Trial, subscription_trial
+from core.stripe_objects import (
+    StripeProduct,
+    Trial,
+    checkout_quantity,
+    display_names,
+    lookup_keys,
+    subscription_trial,
+)
 
 log = logging.getLogger(__name__)
 

@@ -6,13 +6,11 @@ from typing import TYPE_CHECKING, Protocol
 
 from flask import current_app, g, request
 
-from accounts.identity import current_user
 from adapters.tokens import User
 from api.caching import depends_on_caller
+from api.identity import current_user
 
 if TYPE_CHECKING:
-    from access.subscriber import AccessSubscriber
-    from accounts.leaving import Deletions
     from adapters.bus import EventBus
     from adapters.db.pool import Database
     from adapters.github_api import GitHubGateway
@@ -21,14 +19,13 @@ if TYPE_CHECKING:
     from adapters.supabase_auth import SupabaseAuth
     from adapters.tokens import TokenVerifier
     from config import Settings
-    from emails.kind import Senders
-    from emails.render import Brand
-    from support.service import Resends
+    from core.brand import Brand
 
 
 class Collaborators(Protocol):
-    """What the handlers use of the composition root's container (runtime/container.py,
-    which sits above the handlers and is never imported by them)."""
+    """What every domain's routes use of the composition root's container
+    (runtime/container.py, which sits above the domains and is never imported by them). What
+    one domain's routes alone use is in that domain's own Protocol beside them."""
 
     @property
     def settings(self) -> Settings: ...
@@ -48,14 +45,6 @@ class Collaborators(Protocol):
     def mailer(self) -> Mailer: ...
     @property
     def brand(self) -> Brand: ...
-    @property
-    def senders(self) -> Senders: ...
-    @property
-    def checkout_completion(self) -> AccessSubscriber: ...
-    @property
-    def account_deletions(self) -> Deletions: ...
-    @property
-    def email_resends(self) -> Resends: ...
 
 
 _CALLER = "deps_caller"

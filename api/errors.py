@@ -16,12 +16,12 @@ from core.errors import (
     NotConfigured,
     NotEnoughCredits,
     NotFound,
+    Replayed,
     ServiceError,
     TooManyRequests,
     Unauthenticated,
     Unavailable,
 )
-from credits.service import Replayed
 
 log = logging.getLogger(__name__)
 

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from access import purchases_store as purchases
 from access.checkouts import (
     PAID_STATUSES,
     Checkout,
@@ -26,6 +27,7 @@ from access.checkouts import (
     checkout_from,
     completion_event,
 )
+from access.purchases_store import SessionGrant
 from accounts.service import Account, account_of
 from adapters.db.pool import Database
 from adapters.stripe_api import (
@@ -35,8 +37,6 @@ from adapters.stripe_api import (
     StripeGateway,
 )
 from adapters.tokens import User
-from billing import purchases_store as purchases
-from billing.purchases_store import SessionGrant
 from billing.rules import completion_token_matches
 from core.errors import Conflict, NotConfigured, NotFound, Unavailable
 from core.events import Event

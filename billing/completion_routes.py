@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Protocol, cast
 
 from flask import Blueprint, Response, jsonify
 from flask.typing import ResponseReturnValue
@@ -11,10 +11,23 @@ from pydantic import BaseModel, ConfigDict, Field, RootModel, model_validator
 
 from access import grant_words_service as grant_words
 from access.entitlements import Kind
+from access.subscriber import AccessSubscriber
 from accounts.routes import MeAnswer, answer
-from api.deps import caller, container
+from api.deps import Collaborators, caller, container
 from api.parsing import RequestModel, json_object, validate
 from billing.completion import SessionAnswer, complete_checkout
+
+
+class _Collaborators(Collaborators, Protocol):
+    """What these routes use of the container beyond every domain's `Collaborators`."""
+
+    @property
+    def checkout_completion(self) -> AccessSubscriber: ...
+
+
+def _container() -> _Collaborators:
+    return cast("_Collaborators", container())
+
 
 bp = Blueprint("checkout_completion", __name__)
 
@@ -73,7 +86,7 @@ class CompletionAnswer(RootModel[MeAnswer | SessionGrantAnswer]):
 
 @bp.post("/api/payments/complete-checkout")
 def complete() -> ResponseReturnValue:
-    c = container()
+    c = _container()
     body = validate(CompletionRequest, json_object())
     completed = complete_checkout(
         session_id=body.session_id,

@@ -8,9 +8,9 @@ from flask import Blueprint, jsonify
 from flask.typing import ResponseReturnValue
 from pydantic import ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
-from accounts.identity import require_user
 from api.deps import caller, container
 from api.fields import absolute_url
+from api.identity import require_user
 from api.parsing import RequestModel, json_object, validate
 from billing import service as payments
 from billing.rules import MOST_SEATS, Mode, Offer

@@ -7,12 +7,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 
-from accounts import store as profiles
-from accounts.identity import require_user
+from adapters.db import profiles
 from adapters.db.pool import Database
 from adapters.stripe_api import PaymentsNotConfigured, PaymentsUnavailable, StripeGateway
 from adapters.tokens import User
-from billing import store as products
+from api.identity import require_user
 from billing.rules import (
     Buyer,
     Mode,
@@ -22,6 +21,7 @@ from billing.rules import (
     mode_matches,
     session_params,
 )
+from catalogue import store as products
 from core.errors import InvalidRequest, NotConfigured, Unavailable
 from teams import store as teams
 from teams.service import manager_of

@@ -5,6 +5,8 @@ They carry no HTTP status: `api/errors.py` maps each class to one, in one place.
 
 from __future__ import annotations
 
+from typing import Protocol
+
 
 class ServiceError(Exception):
     """A request the service refuses, with a message safe to show the caller."""
@@ -57,3 +59,23 @@ class NotEnoughCredits(ServiceError):
     def __init__(self, message: str, *, balance: int) -> None:
         super().__init__(message)
         self.balance = balance
+
+
+class StoredAnswer(Protocol):
+    """What a route answered the first time: its status, content type and body."""
+
+    @property
+    def status(self) -> int: ...
+    @property
+    def content_type(self) -> str | None: ...
+    @property
+    def body(self) -> bytes: ...
+
+
+class Replayed(Exception):  # an answer, not a failure
+    """A request sent again with a key whose first request answered: that answer, given again
+    (api/errors.py turns it into the response)."""
+
+    def __init__(self, answer: StoredAnswer) -> None:
+        super().__init__(f"replayed answer {answer.status}")
+        self.answer = answer

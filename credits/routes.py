@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from api.deps import container
 from api.parsing import RequestModel, json_object, validate
-from billing.catalogue import FEATURE
+from catalogue.rules import FEATURE
 from core.errors import NotFound, Unauthenticated
 from credits import service as credits
 from credits.rules import LONGEST_KEY

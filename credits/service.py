@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from adapters.db.pool import Database
-from core.errors import Conflict, NotEnoughCredits, NotFound
+from core.errors import Conflict, NotEnoughCredits, NotFound, Replayed
 from core.events import Event
 from credits import store
 from credits.rules import Answer, Credits, Taken, credits_low, not_enough, overage_recorded, replay
@@ -24,15 +24,6 @@ log = logging.getLogger(__name__)
 
 # Hands an application event to the bus (raises when the bus does not take it).
 Publish = Callable[[Event, bytes], None]
-
-
-class Replayed(Exception):  # an answer, not a failure
-    """A request sent again with a key whose first request answered: that answer, given again
-    (api/errors.py turns it into the response)."""
-
-    def __init__(self, answer: Answer) -> None:
-        super().__init__(f"replayed answer {answer.status}")
-        self.answer = answer
 
 
 @dataclass(frozen=True)

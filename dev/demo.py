@@ -33,14 +33,14 @@ from typing import Any, TypeVar
 
 from access.announcements import announced_ids
 from adapters.mail.outbox import OutboxMailer
-from billing import catalogue_sync as catalogue
+from catalogue import service as catalogue
 from config import Settings
+from core.money import format_amount
 from dev import local_users
 from dev import stack as local_stack
 from dev.samples import send as sample_events
 from dev.samples.catalogue import TAX_CODE
 from dev.samples.events import DEFAULT_PRICE, Facts
-from emails.money import format_amount
 from runtime import logs
 from runtime.container import Container
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from accounts import store as profiles
-from accounts.store import Profile
+from adapters.db import profiles
 from adapters.db.pool import Database
+from adapters.db.profiles import Profile
 from adapters.tokens import access_claims, sign_claims
 from config import Settings
 from core.addresses import email_address

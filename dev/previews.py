@@ -11,8 +11,9 @@ import click
 import psycopg
 
 from adapters.db.pool import DatabaseUnavailable
+from catalogue.rules import EmailProduct
 from config import Settings
-from emails.kind import SAMPLE_SITE, ProductFacts
+from emails.kind import SAMPLE_SITE
 from emails.kinds import KINDS, sample_props
 from emails.render import Brand, EmailContent, render
 from emails.samples import catalogue_product
@@ -28,7 +29,7 @@ this page, `dev/screenshot_emails.sh` takes the screenshots with headless Chromi
 """
 
 
-def write_previews(out: Path, brand: Brand, product: ProductFacts | None = None) -> list[Path]:
+def write_previews(out: Path, brand: Brand, product: EmailProduct | None = None) -> list[Path]:
     """Render each kind's sample props (on the brand's site, about `product` when given) to
     `<out>/<kind>.html` and `.txt`, plus a gallery page."""
     out.mkdir(parents=True, exist_ok=True)
@@ -61,7 +62,7 @@ def preview_brand(settings: Settings) -> Brand:
     return brand_for(settings, default_site=SAMPLE_SITE)
 
 
-def preview_product(settings: Settings) -> ProductFacts | None:
+def preview_product(settings: Settings) -> EmailProduct | None:
     """The synced catalogue's product (`products sync`) when DATABASE_URL names a database with
     one; None without (the samples name their own), said on stderr when it cannot be read."""
     if settings.database_url is None:

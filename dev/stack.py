@@ -24,10 +24,9 @@ from typing import Any
 from werkzeug.middleware.dispatcher import DispatcherMiddleware
 from werkzeug.serving import BaseWSGIServer, make_server
 
-from accounts import store as profiles
 from adapters.bus.topology import PushPolicy, ensure_topology
-from adapters.db import migrations
-from billing import catalogue_sync as catalogue
+from adapters.db import migrations, profiles
+from catalogue import service as catalogue
 from config import Settings
 from config.site import cors_origin_list
 from dev import (
@@ -45,6 +44,7 @@ from dev.processes import start_target
 from dev.pubsub_emulator import free_port
 from main import create_app
 from runtime import lifecycle
+from runtime.consumers import MESSAGE_FILTERS
 from runtime.container import Container
 from runtime.targets import TARGETS
 
@@ -190,6 +190,7 @@ def start_subscribers(settings: Settings, stack: contextlib.ExitStack) -> None:
     # drains added up past the time a Ctrl-C (or a test) gives the whole server.
     stack.callback(_terminate, processes)
     ensure_topology(
+        filters=MESSAGE_FILTERS,
         project=settings.google_cloud_project,
         topic=settings.pubsub_topic,
         push_endpoints=endpoints,

@@ -10,11 +10,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, TypeVar
 
+from catalogue.rules import EmailProduct
 from core.addresses import carries_address, has_hidden_characters
+from core.brand import Brand
 from core.events import Event
+from core.money import format_amount
 from core.stripe_objects import Amounts
-from emails.brand import Brand
-from emails.money import format_amount
 from emails.props import EmailProps
 from emails.subjects import SUBJECT_LIMIT
 
@@ -28,29 +29,16 @@ SAMPLE_SITE = "https://acme.example.com"
 P = TypeVar("P", bound=EmailProps)
 
 
-@dataclass(frozen=True)
-class ProductFacts:
-    """What a builder may know of the product an event is about."""
-
-    name: str
-    type: str
-    billing: str  # one_time, month or year
-    download_url: str | None
-    github_repo: str | None
-    # What a pack (`once` credits) adds to the buyer's balance: (feature, amount).
-    credits_added: tuple[tuple[str, int], ...] = ()
-
-
 # Builds a kind's props from an event, the product it is about (when known) and the site's URL;
 # None when this event calls for no e-mail after all.
-Build = Callable[[Event, ProductFacts | None, str], dict[str, Any] | None]
+Build = Callable[[Event, EmailProduct | None, str], dict[str, Any] | None]
 # A kind's sample props on a site (its URL): links to the site's own pages are on it, and the
 # pages every mail links to (`emails.props.DEFAULT_PATHS`) are left to the renderer, which
 # fills them for the samples as for the real mails.
 Sample = Callable[[str], Mapping[str, Any]]
 # What a kind's mails say of the product they are about, from its facts: the builders' part and
 # the samples' alike.
-AboutProduct = Callable[[ProductFacts], Mapping[str, Any]]
+AboutProduct = Callable[[EmailProduct], Mapping[str, Any]]
 
 
 @dataclass(frozen=True)
@@ -73,7 +61,7 @@ class Kind(Generic[P]):
     # What its mails say of a product; by default its name (for a kind whose props name one).
     about_product: AboutProduct | None = None
 
-    def sample_props(self, site: str = SAMPLE_SITE, product: ProductFacts | None = None) -> P:
+    def sample_props(self, site: str = SAMPLE_SITE, product: EmailProduct | None = None) -> P:
         """The sample on `site`, about `product` (one of the catalogue's) when given, validated
         into the props model."""
         values = dict(self.sample(site.rstrip("/")))
@@ -81,7 +69,7 @@ class Kind(Generic[P]):
             values |= self.product_props(product)
         return self.props.model_validate(values)
 
-    def product_props(self, product: ProductFacts) -> Mapping[str, Any]:
+    def product_props(self, product: EmailProduct) -> Mapping[str, Any]:
         """What this kind's mails say of `product`."""
         if self.about_product is not None:
             return self.about_product(product)

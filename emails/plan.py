@@ -11,12 +11,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from access.checkouts import checkout_from, subscription_price
+from catalogue.rules import EmailProduct
 from core.events import Event, is_app_event, stripe_id
 from core.stripe_objects import customer_contact, invoice_price
-from emails.kind import Build, ProductFacts, get
+from emails.kind import Build, get
 from emails.kinds import REGISTRY
 
-__all__ = ["PlannedEmail", "ProductFacts", "Recipient", "handled_types", "kind_for", "plan"]
+__all__ = ["EmailProduct", "PlannedEmail", "Recipient", "handled_types", "kind_for", "plan"]
 
 
 @dataclass(frozen=True)
@@ -78,7 +79,7 @@ def recipient_in(event: Event) -> Recipient | None:
 
 
 def plan(
-    event: Event, *, to: Recipient, product: ProductFacts | None, site_url: str
+    event: Event, *, to: Recipient, product: EmailProduct | None, site_url: str
 ) -> PlannedEmail | None:
     """The e-mail for an event, or None when the event calls for none."""
     found = _BUILDERS.get(event.type)

@@ -14,9 +14,9 @@ import css_inline
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 from pydantic import BaseModel
 
-from emails.brand import Brand
+from core.brand import Brand
+from core.money import format_amount
 from emails.kinds import kind_of
-from emails.money import format_amount
 from emails.props import DEFAULT_PATHS, EmailProps
 from emails.subjects import SUBJECT_LIMIT
 

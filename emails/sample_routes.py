@@ -4,17 +4,30 @@ support inbox, so strangers cannot use the service to send mail."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Protocol, cast
 
 from flask import Blueprint, jsonify, request
 from flask.typing import ResponseReturnValue
 from pydantic import WithJsonSchema, field_validator
 
-from api.deps import caller, container
+from api.deps import Collaborators, caller, container
 from api.parsing import EMAIL_SCHEMA, RequestModel, validate
 from core.addresses import email_address
+from emails.kind import Senders
 from emails.kinds import KINDS
 from emails.samples import catalogue_product, recipient, send_samples
+
+
+class _Collaborators(Collaborators, Protocol):
+    """What these routes use of the container beyond every domain's `Collaborators`."""
+
+    @property
+    def senders(self) -> Senders: ...
+
+
+def _container() -> _Collaborators:
+    return cast("_Collaborators", container())
+
 
 bp = Blueprint("sample_emails", __name__)
 
@@ -38,7 +51,7 @@ class SampleEmailQuery(RequestModel):
 
 @bp.get("/api/test-email")
 def send_sample_emails() -> ResponseReturnValue:
-    c = container()
+    c = _container()
     query = validate(SampleEmailQuery, request.args.to_dict())
     production = c.settings.is_production
     to = recipient(

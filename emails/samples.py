@@ -5,14 +5,15 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from accounts import store as profiles
-from accounts.identity import require_user
+from adapters.db import profiles
 from adapters.db.pool import Database
 from adapters.mail.message import Mailer, MailError, send_email
 from adapters.tokens import User
-from billing import store as products
+from api.identity import require_user
+from catalogue import store as products
+from catalogue.rules import EmailProduct
 from core.errors import Forbidden
-from emails.kind import ProductFacts, Senders
+from emails.kind import Senders
 from emails.kinds import kind_of
 from emails.render import Brand, render
 
@@ -47,7 +48,7 @@ def recipient(
     return to
 
 
-def catalogue_product(db: Database) -> ProductFacts | None:
+def catalogue_product(db: Database) -> EmailProduct | None:
     """The product the samples name: the synced catalogue's first (featured first, then by
     price); None while it has none (the samples name their own)."""
     found = products.active_products(db)
@@ -62,7 +63,7 @@ def send_samples(
     brand: Brand,
     senders: Senders,
     reply_to: str,
-    product: ProductFacts | None = None,
+    product: EmailProduct | None = None,
 ) -> list[Result]:
     """Send one sample of each kind to `to`, from the kind's own sender, its links on the
     brand's site (SITE_URL), about `product` when given; a provider failure is reported, not

@@ -6,11 +6,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from accounts import store as profiles
-from accounts.store import Profile
+from adapters.db import profiles
 from adapters.db.pool import Database, Statement
-from billing import store as products
-from billing.store import Product
+from adapters.db.profiles import Profile
+from catalogue import store as products
+from catalogue.store import Product
 
 # How long a claim keeps other deliveries of the same e-mail away: longer than any send can take
 # (a push is answered within its 60 s deadline), so an older claim is one whose process died.

@@ -13,10 +13,10 @@ from typing import TypeVar
 
 from pydantic import ValidationError
 
-from accounts.store import Profile
 from adapters.accounts import Accounts
 from adapters.bus.envelope import outcome_fields
 from adapters.db.pool import Database
+from adapters.db.profiles import Profile
 from adapters.mail.message import Mailer, MailError, UndeliverableEmail, send_email
 from core.app_events import EMAIL_RESEND_REQUESTED
 from core.events import Event, InvalidEvent

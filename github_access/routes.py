@@ -9,9 +9,9 @@ from flask import Blueprint, jsonify
 from flask.typing import ResponseReturnValue
 from pydantic import ConfigDict, Field, WithJsonSchema, field_validator
 
-from accounts.identity import require_user
 from api.deps import caller, container
 from api.fields import required_text
+from api.identity import require_user
 from api.parsing import RequestModel, json_object, validate
 from github_access.service import grant_repository_access
 

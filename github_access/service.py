@@ -7,8 +7,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 
-from accounts import store as profiles
+from access import purchases_store as purchases
+from access.purchases_store import RepositoryPurchase
 from adapters.bus import EventBus, PublishError
+from adapters.db import profiles
 from adapters.db.pool import Database
 from adapters.github_api import (
     GitHubGateway,
@@ -17,8 +19,6 @@ from adapters.github_api import (
     UnknownGitHubAccount,
 )
 from adapters.tokens import User
-from billing import purchases_store as purchases
-from billing.purchases_store import RepositoryPurchase
 from core.app_events import GITHUB_ACCESS_GRANTED
 from core.errors import Conflict, Forbidden, InvalidRequest, NotConfigured, Unavailable
 from core.events import app_event

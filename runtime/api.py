@@ -10,17 +10,17 @@ from accounts import leads_routes as leads
 from accounts import leaving_routes as leaving
 from accounts import routes as me
 from accounts import signin_routes as auth
-from api import caching, errors, health, openapi
+from api import caching, errors, health
 from api.deps import Collaborators
-from billing import catalogue_routes as products
 from billing import completion_routes as checkout_completion
 from billing import routes as payments
+from catalogue import routes as products
 from config import cors_origin_list
 from credits import routes as usage
 from emails import sample_routes as sample_emails
 from events import routes as webhook
 from github_access import routes as github
-from runtime import cli, limits, logs
+from runtime import cli, limits, logs, openapi
 from runtime.container import Container
 from support import routes as admin
 from teams import routes as teams

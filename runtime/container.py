@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from adapters.stripe_api import StripeGateway
     from adapters.supabase_auth import SupabaseAuth
     from adapters.tokens import TokenVerifier
-    from emails.brand import Brand
+    from core.brand import Brand
     from emails.kind import Senders
     from emails.subscriber import EmailSubscriber
     from support.service import Resends
@@ -41,7 +41,7 @@ def brand_for(settings: Settings, *, default_site: str) -> Brand:
     the support inbox."""
     # Here, not at the top: the e-mail modules load an address validator, Jinja and the CSS
     # inliner, which neither the API's first request nor access needs.
-    from emails.brand import Brand
+    from core.brand import Brand
 
     site = str(settings.site_url) if settings.site_url else default_site
     return Brand(

@@ -13,7 +13,7 @@ import logging
 import re
 import uuid
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, Protocol, cast
 from urllib.parse import unquote
 
 from flask import Blueprint, g, jsonify, request
@@ -23,16 +23,32 @@ from pydantic import BaseModel, ConfigDict
 from werkzeug.exceptions import HTTPException
 from werkzeug.exceptions import NotFound as RouteNotFound
 
-from accounts.identity import current_user
+from access.subscriber import AccessSubscriber
 from adapters.tokens import User
 from api.caching import depends_on_caller
-from api.deps import container
+from api.deps import Collaborators, container
+from api.identity import current_user
 from api.parsing import RequestModel, json_object, validate
 from core.addresses import digest_addresses
 from core.errors import InvalidRequest, ServiceError, Unauthenticated
 from support import service as support
 from support.audit_store import Entry
 from support.rules import searched
+from support.service import Resends
+
+
+class _Collaborators(Collaborators, Protocol):
+    """What these routes use of the container beyond every domain's `Collaborators`."""
+
+    @property
+    def checkout_completion(self) -> AccessSubscriber: ...
+    @property
+    def email_resends(self) -> Resends: ...
+
+
+def _container() -> _Collaborators:
+    return cast("_Collaborators", container())
+
 
 log = logging.getLogger(__name__)
 
@@ -449,7 +465,7 @@ def end_grant(grantId: str) -> ResponseReturnValue:
 
 @bp.post(f"{PREFIX}/events/<eventId>/replay")
 def replay(eventId: str) -> ResponseReturnValue:
-    c = container()
+    c = _container()
     reason_body()
     return _as(
         ReplayAnswer,
@@ -467,7 +483,7 @@ def replay(eventId: str) -> ResponseReturnValue:
 def resend(sentEmailId: str) -> ResponseReturnValue:
     reason_body()
     done = support.resend(
-        container().email_resends, sent_email_id=sentEmailId, admin=current_admin()
+        _container().email_resends, sent_email_id=sentEmailId, admin=current_admin()
     )
     # 202: the emails target sends it (the Pub/Sub design, where the api holds no Resend key).
     return _as(ResendAnswer, done.answer, 202 if done.handed_over else 200)

@@ -12,8 +12,8 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from accounts import leaving_store as leaving
-from accounts import store as profiles
 from adapters.bus import EventBus, PublishError
+from adapters.db import profiles
 from adapters.db.pool import Database
 from adapters.mail.message import KeepsSent, Mailer, MailError
 from adapters.stripe_api import PaymentsNotConfigured, PaymentsUnavailable, StripeGateway

@@ -10,11 +10,11 @@ from flask import Blueprint, jsonify
 from flask.typing import ResponseReturnValue
 from pydantic import BaseModel, ConfigDict, WithJsonSchema, field_validator
 
+from access.answers import EntitlementAnswer, entitlement_answer
 from access.entitlements_store import Held
-from accounts.identity import require_user
-from accounts.routes import EntitlementAnswer, entitlement_answer
 from api.deps import Collaborators, caller, container
 from api.fields import required_text
+from api.identity import require_user
 from api.parsing import EMAIL_SCHEMA, RequestModel, json_object, validate
 from core.addresses import email_address
 from teams import service as teams

@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 
 from adapters.db.pool import Database
 from adapters.stripe_api import sign
-from billing import store as products
+from catalogue import store as products
 from dev.samples.events import API_VERSION, Facts, sample_event
 
 LOOPBACK = frozenset({"localhost", "127.0.0.1", "::1"})

@@ -12,7 +12,8 @@ import importlib
 import pkgutil
 from typing import Any
 
-from emails.kind import SAMPLE_SITE, Kind, ProductFacts
+from catalogue.rules import EmailProduct
+from emails.kind import SAMPLE_SITE, Kind
 from emails.props import EmailProps
 
 
@@ -49,7 +50,7 @@ def props_model(name: str) -> type[EmailProps]:
 
 
 def sample_props(
-    name: str, site: str = SAMPLE_SITE, product: ProductFacts | None = None
+    name: str, site: str = SAMPLE_SITE, product: EmailProduct | None = None
 ) -> EmailProps:
     """The kind's sample on `site`, about `product` when given, validated into its props
     model."""

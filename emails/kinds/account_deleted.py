@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from catalogue.rules import EmailProduct
 from core.app_events import ACCOUNT_DELETED
+from core.brand import Brand
 from core.events import Event
-from emails.brand import Brand
-from emails.kind import Kind, ProductFacts
+from emails.kind import Kind
 from emails.props import EmailProps
 from emails.subjects import fit
 
@@ -20,7 +21,7 @@ def subject(_: AccountDeletedProps, brand: Brand) -> str:
     return fit("Your ", brand.product_name, " account is deleted")
 
 
-def _deleted(event: Event, _: ProductFacts | None, site: str) -> dict[str, Any]:
+def _deleted(event: Event, _: EmailProduct | None, site: str) -> dict[str, Any]:
     return {}
 
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 from datetime import date
 from typing import Any
 
+from catalogue.rules import EmailProduct
+from core.brand import Brand
 from core.events import Event
-from emails.brand import Brand
-from emails.kind import Kind, ProductFacts, amount, get
+from emails.kind import Kind, amount, get
 from emails.props import Billing, Day, EmailProps, Link, Text
 from emails.subjects import fit
 
@@ -30,7 +31,7 @@ def subject(p: CheckoutExpiredProps, _: Brand) -> str:
     return fit("Still thinking about ", p.product_name, "?")
 
 
-def _expired(event: Event, product: ProductFacts | None, site: str) -> dict[str, Any] | None:
+def _expired(event: Event, product: EmailProduct | None, site: str) -> dict[str, Any] | None:
     """A reminder, which is promotional mail: where Checkout asked for consent, only to those
     who gave it (Stripe's abandoned-cart guide); never to whoever declined."""
     session = event.object

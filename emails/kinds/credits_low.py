@@ -5,10 +5,11 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from catalogue.rules import EmailProduct
 from core.app_events import CREDITS_LOW
+from core.brand import Brand
 from core.events import Event
-from emails.brand import Brand
-from emails.kind import Kind, ProductFacts
+from emails.kind import Kind
 from emails.props import EmailProps, Link, Text
 from emails.subjects import fit
 
@@ -29,7 +30,7 @@ def subject(p: CreditsLowProps, _: Brand) -> str:
     return fit("Your ", p.feature, " credits are running low")
 
 
-def _low(event: Event, _: ProductFacts | None, site: str) -> dict[str, Any] | None:
+def _low(event: Event, _: EmailProduct | None, site: str) -> dict[str, Any] | None:
     obj = event.object
     if not isinstance(obj.get("balance"), int) or not isinstance(obj.get("granted"), int):
         return None

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from catalogue.rules import EmailProduct
 from core.app_events import GITHUB_ACCESS_GRANTED
+from core.brand import Brand
 from core.events import Event
-from emails.brand import Brand
-from emails.kind import Kind, ProductFacts
+from emails.kind import Kind
 from emails.props import EmailProps, Name, NamedLink, Repository, Text
 from emails.subjects import fit
 
@@ -40,7 +41,7 @@ def subject(p: GithubAccessGrantedProps, _: Brand) -> str:
     return fit("GitHub access granted: ", p.repository)
 
 
-def _granted(event: Event, _: ProductFacts | None, site: str) -> dict[str, Any]:
+def _granted(event: Event, _: EmailProduct | None, site: str) -> dict[str, Any]:
     grant = event.object
     return {
         "repository": grant["repository"],

@@ -5,10 +5,11 @@ from __future__ import annotations
 from datetime import date
 from typing import Any
 
+from catalogue.rules import EmailProduct
+from core.brand import Brand
 from core.events import Event
 from core.stripe_objects import invoice_amounts, invoice_link, invoice_period
-from emails.brand import Brand
-from emails.kind import Kind, ProductFacts, amount, charged, get
+from emails.kind import Kind, amount, charged, get
 from emails.props import ChargeProps, Day, Link, Text
 from emails.subjects import SUBJECT_LIMIT, fit, fits
 
@@ -37,7 +38,7 @@ def subject(p: InvoicePaidProps, _: Brand) -> str:
     return subject if fits(subject) else fit("Receipt for invoice ", p.invoice_number)
 
 
-def _paid(event: Event, product: ProductFacts | None, site: str) -> dict[str, Any] | None:
+def _paid(event: Event, product: EmailProduct | None, site: str) -> dict[str, Any] | None:
     invoice = event.object
     if invoice.get("billing_reason") == "subscription_create":
         return None  # the purchase confirmation already covers the first invoice

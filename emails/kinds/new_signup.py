@@ -6,10 +6,11 @@ from typing import Any
 
 from pydantic import EmailStr, SecretStr
 
+from catalogue.rules import EmailProduct
 from core.app_events import ACCOUNT_CREATED
+from core.brand import Brand
 from core.events import Event
-from emails.brand import Brand
-from emails.kind import Kind, ProductFacts
+from emails.kind import Kind
 from emails.props import EmailProps, Link
 from emails.subjects import fit
 
@@ -28,7 +29,7 @@ def subject(_: NewSignupProps, brand: Brand) -> str:
     return fit("Welcome to ", brand.product_name)
 
 
-def _created(event: Event, _: ProductFacts | None, site: str) -> dict[str, Any]:
+def _created(event: Event, _: EmailProduct | None, site: str) -> dict[str, Any]:
     return {"customer_email": event.object.get("email")}
 
 

@@ -5,10 +5,11 @@ from __future__ import annotations
 from datetime import date
 from typing import Any
 
+from catalogue.rules import EmailProduct
+from core.brand import Brand
 from core.events import Event
 from core.stripe_objects import invoice_link
-from emails.brand import Brand
-from emails.kind import Kind, ProductFacts, amount
+from emails.kind import Kind, amount
 from emails.props import Day, EmailProps, Link, Text
 from emails.subjects import fits
 
@@ -29,7 +30,7 @@ def subject(p: PaymentFailedProps, _: Brand) -> str:
     return subject if fits(subject) else "Action needed: your payment failed"
 
 
-def _failed(event: Event, product: ProductFacts | None, site: str) -> dict[str, Any]:
+def _failed(event: Event, product: EmailProduct | None, site: str) -> dict[str, Any]:
     invoice = event.object
     return {
         "amount": amount(invoice.get("amount_due"), invoice.get("currency")),

@@ -10,11 +10,12 @@ from typing import Any, Literal
 from pydantic import EmailStr
 
 from access.grant_words import Credits, GrantFacts, GrantWords, counted, feature_name, words
+from catalogue.rules import EmailProduct
 from core.app_events import ACCESS_GRANTED
+from core.brand import Brand
 from core.events import Event
 from core.stripe_objects import Amounts, Trial
-from emails.brand import Brand
-from emails.kind import Kind, ProductFacts, amount, charged
+from emails.kind import Kind, amount, charged
 from emails.props import Billing, ChargeProps, Day, Link, NamedLink, Repository, Text
 from emails.subjects import fit
 
@@ -27,7 +28,7 @@ class PurchaseConfirmationProps(ChargeProps):
     customer_email: EmailStr
     order_number: Text
     product_name: Text
-    amount: Text  # already formatted, see emails.money.format_amount
+    amount: Text  # already formatted, see core.money.format_amount
     product_type: Literal["link", "github"] = "link"
     billing: Billing | None = None
     purchase_date: Day | None = None
@@ -100,7 +101,7 @@ def subject(p: PurchaseConfirmationProps, _: Brand) -> str:
     return fit("Order confirmed: ", p.product_name)
 
 
-def _granted(event: Event, product: ProductFacts | None, site: str) -> dict[str, Any]:
+def _granted(event: Event, product: EmailProduct | None, site: str) -> dict[str, Any]:
     """Sent from `app.access.granted`: only once the access is committed."""
     grant = event.object
     values: dict[str, Any] = {
@@ -129,7 +130,7 @@ def _granted(event: Event, product: ProductFacts | None, site: str) -> dict[str,
     return values | about
 
 
-def _about(product: ProductFacts) -> dict[str, Any]:
+def _about(product: EmailProduct) -> dict[str, Any]:
     """The product as the confirmation tells it: its name, kind and billing, and how to reach
     it (its repository, or its download); the sample's own links give way to it."""
     values: dict[str, Any] = {

@@ -11,10 +11,11 @@ from typing import Any
 
 from pydantic import AwareDatetime, EmailStr
 
+from catalogue.rules import EmailProduct
 from core.app_events import ACCOUNT_INVITED
+from core.brand import Brand
 from core.events import Event
-from emails.brand import Brand
-from emails.kind import Kind, ProductFacts
+from emails.kind import Kind
 from emails.props import EmailProps, Link, Text
 from emails.subjects import fit
 
@@ -34,7 +35,7 @@ def subject(_: SigninLinkProps, brand: Brand) -> str:
     return fit("Sign in to ", brand.product_name)
 
 
-def _invited(event: Event, product: ProductFacts | None, site: str) -> dict[str, Any]:
+def _invited(event: Event, product: EmailProduct | None, site: str) -> dict[str, Any]:
     return {
         "customer_email": event.object.get("email"),
         "product_name": product.name if product else None,

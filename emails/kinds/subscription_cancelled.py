@@ -5,11 +5,12 @@ from __future__ import annotations
 from datetime import date
 from typing import Any
 
+from catalogue.rules import EmailProduct
 from core.app_events import ACCESS_REVOKED
+from core.brand import Brand
 from core.events import Event
 from core.stripe_objects import subscription_period_end
-from emails.brand import Brand
-from emails.kind import Kind, ProductFacts
+from emails.kind import Kind
 from emails.props import Day, EmailProps, Link, Text
 from emails.subjects import fit
 
@@ -41,7 +42,7 @@ def subject(p: SubscriptionCancelledProps, _: Brand) -> str:
 
 
 def _cancellation_scheduled(
-    event: Event, product: ProductFacts | None, site: str
+    event: Event, product: EmailProduct | None, site: str
 ) -> dict[str, Any] | None:
     """`cancel_at_period_end` turned true: access stays until the period's end, and says so.
 
@@ -57,7 +58,7 @@ def _cancellation_scheduled(
     return {"product_name": product.name if product else None, "access_end_date": end}
 
 
-def _access_ended(event: Event, product: ProductFacts | None, site: str) -> dict[str, Any] | None:
+def _access_ended(event: Event, product: EmailProduct | None, site: str) -> dict[str, Any] | None:
     """Sent from `app.access.revoked` once the revocation of an ended subscription is committed."""
     revoked = event.object
     reason = revoked.get("reason")

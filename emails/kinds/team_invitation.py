@@ -12,10 +12,11 @@ from typing import Any
 
 from pydantic import AwareDatetime
 
+from catalogue.rules import EmailProduct
 from core.app_events import TEAM_INVITED
+from core.brand import Brand
 from core.events import Event
-from emails.brand import Brand
-from emails.kind import Kind, ProductFacts
+from emails.kind import Kind
 from emails.props import Author, EmailProps, Link, Name, Text
 from emails.subjects import ATTRIBUTED_SUBJECT_LIMIT, first_fitting
 
@@ -39,7 +40,7 @@ def subject(p: TeamInvitationProps, brand: Brand) -> str:
     )
 
 
-def _invited(event: Event, _: ProductFacts | None, site: str) -> dict[str, Any] | None:
+def _invited(event: Event, _: EmailProduct | None, site: str) -> dict[str, Any] | None:
     invitation = event.object
     inviter = invitation.get("inviter")
     if not isinstance(inviter, Mapping) or not inviter.get("email"):

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from catalogue.rules import EmailProduct
 from core.app_events import TEAM_SEAT_LOST
+from core.brand import Brand
 from core.events import Event
-from emails.brand import Brand
-from emails.kind import Kind, ProductFacts, named_team
+from emails.kind import Kind, named_team
 from emails.props import EmailProps, NamedTeam
 from emails.subjects import fit
 
@@ -24,7 +25,7 @@ def subject(p: TeamSeatLostProps, brand: Brand) -> str:
     return fit("Your team seat on ", brand.product_name, " ended")
 
 
-def _lost(event: Event, _: ProductFacts | None, site: str) -> dict[str, Any]:
+def _lost(event: Event, _: EmailProduct | None, site: str) -> dict[str, Any]:
     return {"team": named_team(event.object), "seats": event.object["seats"]}
 
 

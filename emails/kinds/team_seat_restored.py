@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from catalogue.rules import EmailProduct
 from core.app_events import TEAM_SEAT_RESTORED
+from core.brand import Brand
 from core.events import Event
-from emails.brand import Brand
-from emails.kind import Kind, ProductFacts, named_team
+from emails.kind import Kind, named_team
 from emails.props import EmailProps, NamedTeam
 from emails.subjects import fit
 
@@ -23,7 +24,7 @@ def subject(p: TeamSeatRestoredProps, brand: Brand) -> str:
     return fit("Your team seat on ", brand.product_name, " is back")
 
 
-def _restored(event: Event, _: ProductFacts | None, site: str) -> dict[str, Any]:
+def _restored(event: Event, _: EmailProduct | None, site: str) -> dict[str, Any]:
     return {"team": named_team(event.object)}
 
 

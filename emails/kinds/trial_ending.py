@@ -6,10 +6,11 @@ from collections.abc import Mapping
 from datetime import date
 from typing import Any, Literal
 
+from catalogue.rules import EmailProduct
 from core.app_events import TRIAL_ENDING
+from core.brand import Brand
 from core.events import Event
-from emails.brand import Brand
-from emails.kind import Kind, ProductFacts, amount, get
+from emails.kind import Kind, amount, get
 from emails.props import Billing, Day, EmailProps, Link, Text
 
 
@@ -35,7 +36,7 @@ def subject(p: TrialEndingProps, _: Brand) -> str:
     return f"Your free trial ends on {day}"
 
 
-def _ending(event: Event, product: ProductFacts | None, site: str) -> dict[str, Any] | None:
+def _ending(event: Event, product: EmailProduct | None, site: str) -> dict[str, Any] | None:
     """Sent from `app.trial.ending`, three days before a trial the customer holds ends: the
     date, what it will cost, and what happens without a payment method, each as the
     subscription says (a trial that already ended says nothing)."""
@@ -78,7 +79,7 @@ def _first_period_amount(subscription: Mapping[str, Any]) -> str | None:
     return amount(total, currency) if isinstance(currency, str) else None
 
 
-def _interval(subscription: Mapping[str, Any], product: ProductFacts | None) -> str | None:
+def _interval(subscription: Mapping[str, Any], product: EmailProduct | None) -> str | None:
     """`month` or `year` when the plan bills once a month or a year (another period: the amount
     is said without one); the product's when the subscription's price does not say."""
     items = get(subscription, "items", "data")

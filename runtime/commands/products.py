@@ -6,7 +6,7 @@ import click
 from flask import current_app
 from flask.cli import AppGroup
 
-from billing.catalogue_sync import sync
+from catalogue.service import sync
 from runtime.container import Container
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-import api.openapi
+import runtime.openapi
 from adapters.db.pool import Database
 from config import Settings
 from main import create_app
@@ -83,7 +83,7 @@ def test_the_guarded_route_of_the_page_answers_as_the_page_says(
     post_event(app, stripe_event("customer.subscription.created", pro, created=T0 + 1))
     settle(app)
 
-    namespace = {**vars(api.openapi), "ReportsAnswer": reports_module.ReportsAnswer}
+    namespace = {**vars(runtime.openapi), "ReportsAnswer": reports_module.ReportsAnswer}
     operation = eval(example()[2], namespace)  # noqa: S307 - the page's own code
     assert (operation.method, operation.path) == ("get", "/api/reports")
     url = operation.path

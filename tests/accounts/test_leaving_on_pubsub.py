@@ -24,6 +24,7 @@ from dev import pubsub_emulator
 from dev.auth_stand_in import AuthStandIn
 from dev.samples.catalogue import seed_demo_products
 from dev.stripe_stand_in import StripeStandIn
+from runtime.consumers import MESSAGE_FILTERS
 from tests.conftest import PRODUCTION_SECRETS, Api
 from tests.fakes.supabase import SECRET_KEY
 from tests.helpers import HANG_GUARD, create_user, stripe_signature, wait_for
@@ -74,6 +75,7 @@ def api_fixture(
     Pub/Sub tests give: a test clears an outage after seeing a delivery fail)."""
     pubsub.ensure_running()
     ensure_topology(
+        filters=MESSAGE_FILTERS,
         project=PROJECT,
         topic=TOPIC,
         push_endpoints={"access": access.url + "/"},

@@ -15,8 +15,8 @@ from accounts.leaving_rules import (
     confirmation_problem,
     last_owner_of,
     remaining,
-    token_refusal,
 )
+from api.identity import token_refusal
 
 
 def test_the_steps_left_keep_their_order_whatever_was_done() -> None:

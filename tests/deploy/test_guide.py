@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
-from billing.catalogue import METADATA
+from catalogue.rules import METADATA
 from config import PRODUCTION_OPTIONAL, PRODUCTION_REQUIRED
 from core.events import SUBSCRIBED_TYPES
 from emails.props import DEFAULT_PATHS

@@ -26,7 +26,6 @@ import psycopg
 import pytest
 import requests
 
-from adapters.bus.filters import MESSAGE_FILTERS
 from adapters.bus.topology import clients, ensure_topology
 from adapters.db.pool import Database
 from config import PRODUCTION_REQUIRED, PRODUCTION_REQUIRED_BY_TARGET
@@ -36,6 +35,7 @@ from dev.cloudrun_front import CloudRunFront
 from dev.local_google import LocalGoogle
 from dev.samples.catalogue import seed_demo_products
 from dev.stripe_stand_in import StripeStandIn
+from runtime.consumers import MESSAGE_FILTERS
 from tests.conftest import serving
 from tests.deploy import topology
 from tests.deploy.conftest import Image
@@ -385,6 +385,7 @@ def test_the_loop_runs_in_containers_with_production_settings(
     assert set(endpoints) == {"access", "emails"}
     wanted = production.with_endpoints(endpoints)
     ensure_topology(
+        filters=MESSAGE_FILTERS,
         project=PROJECT,
         topic=production.topic,
         push_endpoints={target: sub.push_endpoint or "" for target, sub in wanted.push.items()},

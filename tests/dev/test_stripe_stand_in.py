@@ -9,7 +9,7 @@ import requests
 
 from adapters.db.pool import Database
 from adapters.stripe_api import StripeGateway
-from billing.catalogue_sync import sync
+from catalogue.service import sync
 from core.stripe_objects import CURRENT_VERSION
 from dev import stripe_stand_in
 from dev.samples import catalogue

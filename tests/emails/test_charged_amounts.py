@@ -14,15 +14,15 @@ import html5lib
 
 from access.announcements import Person, access_granted
 from access.checkouts import checkout_from
+from catalogue.rules import EmailProduct
 from core.events import Event, parse_event
-from emails.kind import ProductFacts
 from emails.kinds import kind_of
 from emails.render import Brand, EmailContent, render
 from tests.helpers import stripe_event
 
 BRAND = Brand(product_name="Acme", site_url="https://acme.example.com", support_email="a@b.co")
-KIT = ProductFacts("Starter Kit", "link", "one_time", "https://example.com/kit.zip", None)
-PLAN = ProductFacts("Team Monthly", "link", "month", None, None)
+KIT = EmailProduct("Starter Kit", "link", "one_time", "https://example.com/kit.zip", None)
+PLAN = EmailProduct("Team Monthly", "link", "month", None, None)
 VAT_ID = [{"type": "eu_vat", "value": "DE123456789"}]
 
 
@@ -45,7 +45,7 @@ def session(**overrides: Any) -> dict[str, Any]:
     }
 
 
-def confirmation(paid: dict[str, Any], product: ProductFacts = KIT) -> EmailContent:
+def confirmation(paid: dict[str, Any], product: EmailProduct = KIT) -> EmailContent:
     body = stripe_event("checkout.session.completed", paid, created=1_795_000_001)
     event = parse_event(json.loads(body))
     checkout = checkout_from(event)

@@ -8,19 +8,19 @@ from datetime import UTC, datetime
 import html5lib
 import pytest
 
+from catalogue.rules import EmailProduct
 from core.app_events import ACCESS_GRANTED
 from core.events import Event
-from emails.kind import ProductFacts
 from emails.kinds import kind_of
 from emails.render import Brand, EmailContent, render
 
 BRAND = Brand(product_name="Acme", site_url="https://acme.example.com", support_email="a@b.co")
-SUBSCRIPTION = ProductFacts("Team Monthly", "link", "month", "https://acme.example.com/app", None)
-LIFETIME = ProductFacts("Starter Kit", "link", "one_time", "https://example.com/kit.zip", None)
-REPOSITORY = ProductFacts("Pro Repository", "github", "one_time", None, "example-org/pro")
+SUBSCRIPTION = EmailProduct("Team Monthly", "link", "month", "https://acme.example.com/app", None)
+LIFETIME = EmailProduct("Starter Kit", "link", "one_time", "https://example.com/kit.zip", None)
+REPOSITORY = EmailProduct("Pro Repository", "github", "one_time", None, "example-org/pro")
 
 
-def confirmation(product: ProductFacts) -> EmailContent:
+def confirmation(product: EmailProduct) -> EmailContent:
     """The mail as the emails subscriber builds it from access's grant of `product`."""
     grant = Event(
         id="evt_app_granted",
@@ -62,7 +62,7 @@ def test_a_subscription_says_it_renews_and_where_to_manage_it() -> None:
 
 
 def test_a_yearly_subscription_renews_every_year() -> None:
-    content = confirmation(ProductFacts("Team Yearly", "link", "year", None, None))
+    content = confirmation(EmailProduct("Team Yearly", "link", "year", None, None))
     for part in both(content):
         assert "renews every year until you cancel" in part
         assert "every month" not in part
@@ -92,14 +92,14 @@ def test_a_repository_is_claimed_with_a_github_username() -> None:
 
 @pytest.mark.parametrize("billing", ["month", "year"])
 def test_a_repository_sold_as_a_subscription_says_both(billing: str) -> None:
-    content = confirmation(ProductFacts("Pro Club", "github", billing, None, "example-org/pro"))
+    content = confirmation(EmailProduct("Pro Club", "github", billing, None, "example-org/pro"))
     for part in both(content):
         assert "Add your GitHub username" in part
         assert f"Your access renews every {billing} until you cancel" in part
 
 
 def test_a_pack_says_what_it_added_to_the_balance_and_promises_no_files() -> None:
-    pack = ProductFacts(
+    pack = EmailProduct(
         "Generation Pack", "link", "one_time", None, None, credits_added=(("generations", 500),)
     )
     content = confirmation(pack)
@@ -109,7 +109,7 @@ def test_a_pack_says_what_it_added_to_the_balance_and_promises_no_files() -> Non
         assert "https://acme.example.com/dashboard" in part
         assert "file" not in part.lower()
         assert "download" not in part.lower()
-    one = ProductFacts("Single", "link", "one_time", None, None, credits_added=(("exports", 1),))
+    one = EmailProduct("Single", "link", "one_time", None, None, credits_added=(("exports", 1),))
     for part in both(confirmation(one)):
         assert "1 credit for exports was added to your balance" in part
     for part in both(confirmation(LIFETIME)):
@@ -118,7 +118,7 @@ def test_a_pack_says_what_it_added_to_the_balance_and_promises_no_files() -> Non
 
 
 def test_a_one_time_purchase_without_a_download_promises_no_files() -> None:
-    plain = ProductFacts("Consulting Hour", "link", "one_time", None, None)
+    plain = EmailProduct("Consulting Hour", "link", "one_time", None, None)
     for part in both(confirmation(plain)):
         assert "yours to keep, with nothing to renew" in part
         assert "file" not in part.lower()

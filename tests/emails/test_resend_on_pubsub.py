@@ -21,6 +21,7 @@ from core.events import app_event
 from dev import pubsub_emulator
 from dev.samples.catalogue import seed_demo_products
 from dev.stripe_stand_in import StripeStandIn
+from runtime.consumers import MESSAGE_FILTERS
 from tests.conftest import PRODUCTION_SECRETS, Api, serving
 from tests.fakes.resend import FakeResend
 from tests.helpers import create_user, stripe_signature, wait_for
@@ -88,6 +89,7 @@ def api_fixture(
     Pub/Sub tests give: a test sees a delivery fail before Resend takes it)."""
     pubsub.ensure_running()
     ensure_topology(
+        filters=MESSAGE_FILTERS,
         project=PROJECT,
         topic=TOPIC,
         push_endpoints={"access": access_target.url + "/", "emails": emails.url + "/"},
@@ -244,6 +246,7 @@ def _emails_pushed_to(endpoint: str | None, pubsub: PubSub, access_target: Servi
     """The emails subscription pushing to `endpoint`, or held (a pull subscription nobody
     pulls: its messages wait), as the api fixture sets it up otherwise."""
     ensure_topology(
+        filters=MESSAGE_FILTERS,
         project=PROJECT,
         topic=TOPIC,
         push_endpoints={"access": access_target.url + "/", "emails": endpoint},

@@ -28,6 +28,7 @@ from config import Settings
 from core.events import Event, parse_event
 from dev import pubsub_emulator
 from dev.samples.catalogue import seed_demo_products
+from runtime.consumers import MESSAGE_FILTERS
 from runtime.container import Container
 from tests.access.lifecycle_helpers import MONTHLY, link
 from tests.conftest import SETTINGS_VARIABLES
@@ -49,6 +50,7 @@ def topic(pubsub: PubSub) -> str:
     pubsub.ensure_running()
     name = f"pull-{uuid.uuid4().hex[:8]}"
     ensure_topology(
+        filters=MESSAGE_FILTERS,
         project=PROJECT,
         topic=name,
         push_endpoints={"access": None, "emails": None},
@@ -286,6 +288,7 @@ def test_a_push_subscription_becomes_pull_and_back(pubsub: PubSub) -> None:
 
     for wanted in ("http://127.0.0.1:9/", None, "http://127.0.0.1:9/"):
         ensure_topology(
+            filters=MESSAGE_FILTERS,
             project=PROJECT,
             topic=name,
             push_endpoints={"access": wanted},

@@ -4,33 +4,24 @@ An event says which product changed; before the transaction its current state is
 Stripe (the product, every price of it, its Entitlements features), and a price event's own
 object stands for that price. Each row written is stamped with the event's `created`: a row
 holds a state at least as new as its stamp, so an older event arriving late changes nothing
-(`billing/catalogue_store.py` writes only over an older stamp), and the ledger makes a
+(`catalogue/writes.py` writes only over an older stamp), and the ledger makes a
 redelivery a no-op. An archived price or product is a row with `is_active` false at once:
 checkout sells active rows only; purchases keep referring to it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from billing.catalogue import Listing, Unreadable, listing, product_of, read_product
+from catalogue.rules import Listing, Unreadable, listing, product_of, read_product
 from core.events import Event, stripe_id
+from core.stripe_objects import StripeProduct
 
 PRODUCT_TYPES = ("product.created", "product.updated", "product.deleted")
 PRICE_TYPES = ("price.created", "price.updated", "price.deleted")
-
-
-@dataclass(frozen=True)
-class StripeProduct:
-    """A product as Stripe holds it now: the object, all its prices, its features' keys."""
-
-    product: Mapping[str, Any]
-    prices: Sequence[Mapping[str, Any]]
-    features: Sequence[str]
-    feature_names: Mapping[str, str] = field(default_factory=dict)  # key -> display name
 
 
 @dataclass(frozen=True)

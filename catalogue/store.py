@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from adapters.db.pool import Connection, Database, Statement
 
 if TYPE_CHECKING:
-    from emails.kind import ProductFacts
+    from catalogue.rules import EmailProduct
 
 COLUMNS = (
     "id, name, description, price, stripe_price_id, type, billing_type, billing_interval,"
@@ -50,12 +50,12 @@ class Product:
         features = tuple(row.get("features") or ())
         return cls(**{**row, "id": str(row["id"]), "features": features})
 
-    def facts(self) -> ProductFacts:
+    def facts(self) -> EmailProduct:
         """What an e-mail may say of it: the real mails' and the samples' alike."""
         # Here, not at the top: the e-mail modules are not loaded by the API's first request.
-        from emails.kind import ProductFacts
+        from catalogue.rules import EmailProduct
 
-        return ProductFacts(
+        return EmailProduct(
             name=self.name,
             type=self.type,
             billing=self.billing_interval or "one_time",

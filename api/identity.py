@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from accounts import store as profiles
-from accounts.leaving_rules import token_refusal
+from adapters.db import profiles
 from adapters.db.pool import Database
 from adapters.supabase_auth import read_session
 from adapters.tokens import InvalidToken, TokenVerifier, User
@@ -61,3 +60,16 @@ def require_user(user: User | None) -> User:
     if user is None:
         raise Unauthenticated("Sign in required")
     return user
+
+
+def token_refusal(*, present: bool, leaving: bool, resuming: bool) -> str | None:
+    """Why a valid access token is refused for who it names, or None. A token outlives its
+    user (it is checked by its signature alone): a person whose profile is gone (it goes with
+    their auth user) is refused, and so is one whose deletion is under way, from the moment it
+    was asked for, so that nothing is bought or changed while its steps run. The one call let
+    through then is the deletion's own, asked again (`resuming`), which finishes it."""
+    if leaving:
+        return None if resuming else "This account is being deleted"
+    if not present:
+        return "This account was deleted"
+    return None

@@ -46,6 +46,19 @@ METER = re.compile(r"^[A-Za-z0-9_.:-]{1,100}$")
 
 
 @dataclass(frozen=True)
+class EmailProduct:
+    """What an e-mail's builder may know of the product an event is about."""
+
+    name: str
+    type: str
+    billing: str  # one_time, month or year
+    download_url: str | None
+    github_repo: str | None
+    # What a pack (`once` credits) adds to the buyer's balance: (feature, amount).
+    credits_added: tuple[tuple[str, int], ...] = ()
+
+
+@dataclass(frozen=True)
 class ProductFacts:
     """What a readable product says, for every price of it."""
 
@@ -271,29 +284,6 @@ def product_of(price: Mapping[str, Any]) -> str | None:
     if isinstance(product, Mapping):
         product = product.get("id")
     return product if isinstance(product, str) and product else None
-
-
-def lookup_keys(product_features: Sequence[Mapping[str, Any]]) -> list[str]:
-    """The lookup keys of a product's Entitlements features (`product_feature` objects)."""
-    keys = []
-    for found in product_features:
-        feature = found.get("entitlement_feature") or {}
-        if isinstance(feature, Mapping) and feature.get("lookup_key"):
-            keys.append(str(feature["lookup_key"]))
-    return keys
-
-
-def display_names(product_features: Sequence[Mapping[str, Any]]) -> dict[str, str]:
-    """Each Entitlements feature's display name (`name`) by its lookup key, where it has one."""
-    names: dict[str, str] = {}
-    for found in product_features:
-        feature = found.get("entitlement_feature") or {}
-        if not isinstance(feature, Mapping):
-            continue
-        key, name = feature.get("lookup_key"), feature.get("name")
-        if isinstance(key, str) and key and isinstance(name, str) and name.strip():
-            names[key] = name.strip()[:100]
-    return names
 
 
 def _flag(meta: Mapping[str, Any], name: str, problems: list[str]) -> bool:

@@ -11,17 +11,16 @@ from typing import Any
 
 import pytest
 
-from access.catalogue_events import CatalogueChange, Retirement, StripeProduct, decide
 from access.changes import key, to_changes
-from billing.catalogue import (
+from catalogue.events import CatalogueChange, Retirement, decide
+from catalogue.rules import (
     Unreadable,
     catalogue_of,
-    display_names,
     listing,
-    lookup_keys,
     read_product,
 )
 from core.events import parse_event
+from core.stripe_objects import StripeProduct, display_names, lookup_keys
 from dev.samples.catalogue import price, product, product_feature
 from tests.helpers import stripe_event
 

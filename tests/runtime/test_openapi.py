@@ -12,8 +12,8 @@ import schemathesis
 from hypothesis import HealthCheck, settings
 from schemathesis.specs.openapi.checks import response_schema_conformance, status_code_conformance
 
-from api.openapi import document
 from main import create_app
+from runtime.openapi import document
 from tests.conftest import Api
 from tests.helpers import HANG_GUARD
 

@@ -12,9 +12,9 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from access.catalogue_events import CatalogueWrite
 from adapters.db.pool import Database, Statement
-from billing.catalogue import Listing
+from catalogue.events import CatalogueWrite
+from catalogue.rules import Listing
 
 _FIELDS = (
     "stripe_price_id text, stripe_product_id text, name text, description text,"

@@ -8,7 +8,7 @@ from flask import Blueprint, jsonify
 from flask.typing import ResponseReturnValue
 
 from api.deps import container
-from billing.store import Product, active_products
+from catalogue.store import Product, active_products
 
 bp = Blueprint("products", __name__)
 

@@ -7,11 +7,11 @@ import logging
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from access.catalogue_events import CatalogueWrite, Retirement
 from adapters.db.pool import Database
 from adapters.stripe_api import StripeGateway
-from billing import catalogue_store as store
-from billing.catalogue import catalogue_of
+from catalogue import writes as store
+from catalogue.events import CatalogueWrite, Retirement
+from catalogue.rules import catalogue_of
 
 log = logging.getLogger(__name__)
 

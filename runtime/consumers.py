@@ -1,9 +1,11 @@
 """Which events each subscriber acts on, declared once. The bus hands each subscriber these and
-no others: `adapters/bus/filters.py` turns them into the Pub/Sub subscriptions' filters, for the
-emulator and, through `flask --app main events filters`, for the deploy (cloudbuild.yaml)."""
+no others: their Pub/Sub subscriptions' filters are derived here (`MESSAGE_FILTERS`, through
+`adapters/bus/filters.py`'s rule), for the emulator and, through `python -m runtime.consumers`
+or `flask --app main events filters`, for the deploy (cloudbuild.yaml)."""
 
 from __future__ import annotations
 
+from adapters.bus.filters import message_filter
 from core.app_events import (
     ACCOUNT_DELETION_REQUESTED,
     APP_EVENTS,
@@ -28,3 +30,21 @@ CONSUMED: dict[str, frozenset[str]] = {
     # refusing that one of our events too, beside those it refuses, is over Pub/Sub's 256 bytes.
     "emails": handled_types() | {EMAIL_RESEND_REQUESTED, ACCOUNT_DELETION_REQUESTED},
 }
+
+
+def _derived() -> dict[str, str]:
+    found = {target: message_filter(types, ON_THE_BUS) for target, types in CONSUMED.items()}
+    return {target: expression for target, expression in found.items() if expression}
+
+
+# The filter of each subscriber's subscription; a subscriber not named here gets every message.
+MESSAGE_FILTERS: dict[str, str] = _derived()
+
+
+def filter_lines() -> list[str]:
+    """`<subscriber> <filter>`, one line per filtered subscription."""
+    return [f"{target} {expression}" for target, expression in MESSAGE_FILTERS.items()]
+
+
+if __name__ == "__main__":
+    print("\n".join(filter_lines()))
