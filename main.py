@@ -4,7 +4,8 @@ Importing this module reads no setting, builds nothing and loads no SDK (functio
 imports it to find a target; gunicorn to find `app`). On first use, `root()` reads `Settings`
 and builds the `runtime.container.Container`, which builds each adapter once:
 
-- the API: `create_app` -> `handlers/` (routes) -> `services/` (use cases) -> `core/` (rules)
+- the API: `create_app` -> each concept's `routes.py` -> its `service.py` (use cases) ->
+  its `rules.py` and `store.py`
 - access: `access/subscriber.py` (one cycle) -> `access/` (rules) -> `access/store.py`
 - e-mail: `emails/subscriber.py` -> `emails/` (plan: which mail an event calls for;
   props; render) -> `adapters/mail/` (Resend, or the outbox) and `emails/store.py`

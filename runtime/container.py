@@ -304,7 +304,7 @@ class Container:
         return Coalescer(self.access_subscriber.apply_many, max_batch=most)
 
     def subscriber(self, target: str) -> Callable[[Event], object]:
-        """The subscriber behind one of `subscribers.TARGETS`."""
+        """The subscriber behind one of `runtime.targets.TARGETS`."""
         if target == "access":
             return self.access_subscriber
         if target == "emails":

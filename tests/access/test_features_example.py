@@ -37,8 +37,8 @@ def example() -> list[str]:
 
 @pytest.fixture
 def reports_module() -> Iterator[types.ModuleType]:
-    """The page's handlers/reports.py, as a module of its own."""
-    module = types.ModuleType("handlers.reports")
+    """The page's reports/routes.py, as a module of its own."""
+    module = types.ModuleType("reports.routes")
     sys.modules[module.__name__] = module
     try:
         exec(compile(example()[0], "docs/features.md", "exec"), module.__dict__)  # noqa: S102
@@ -63,8 +63,8 @@ def app(
 def test_the_registration_step_names_what_runtime_api_has() -> None:
     _, registration, _ = example()
     source = (ROOT / "runtime" / "api.py").read_text()
-    assert registration.startswith("from handlers import (\n")
-    assert "from handlers import (\n" in source
+    assert registration.startswith("from reports import routes as reports\n")
+    assert "from teams import routes as teams\n" in source
     assert "    for blueprint in (\n" in registration
     assert "    for blueprint in (\n" in source
     assert "        app.register_blueprint(blueprint)\n" in source

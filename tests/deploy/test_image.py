@@ -241,7 +241,7 @@ def test_the_image_holds_only_what_the_service_runs(image: Image) -> None:
     top = {path.split("/", 1)[0] for path in paths}
     assert not (top & FORBIDDEN), f"in the image: {sorted(top & FORBIDDEN)}"
     assert not [p for p in paths if p.rsplit("/", 1)[-1].startswith(".env")]
-    # (handlers/test_email.py is the /api/test-email route, not a test)
+    # (emails/sample_routes.py is the /api/test-email route, not a test)
     assert not [p for p in paths if {"tests", "conftest.py"} & set(p.split("/"))], "tests"
     assert set(REQUIRED) <= paths
     packages = in_image(image, "sh", "-c", "ls /app/.venv/lib/python*/site-packages")
