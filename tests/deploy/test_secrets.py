@@ -132,7 +132,8 @@ def _is_container_call(node: ast.AST) -> bool:
     return (
         isinstance(node, ast.Call)
         and isinstance(node.func, ast.Name)
-        and node.func.id == "container"
+        # `_container()`: the container as a domain's routes type it (their own Protocol).
+        and node.func.id in ("container", "_container")
     )
 
 
