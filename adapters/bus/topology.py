@@ -2,7 +2,7 @@
 
 Production provisions the same shape in `cloudbuild.yaml`: one topic, one push subscription
 per subscriber named `<topic>-<subscriber>-<version of its filter>` with that filter
-(`adapters/bus/filters.py`, which the deploy reads through `flask --app main events filters`),
+(`runtime/consumers.py`, which the deploy reads through `flask --app main events filters`),
 retries with backoff, then a dead-letter topic. A filter is fixed when a subscription is made,
 so a changed filter is a new subscription, made beside the old one, given the old one's backlog
 (a snapshot of it, taken first, and a seek), before the old one is deleted: at no moment does
@@ -28,7 +28,6 @@ from google.api_core import exceptions
 from google.protobuf import duration_pb2, field_mask_pb2
 from google.pubsub_v1.services.subscriber.transports import SubscriberGrpcTransport
 
-from adapters.bus.filters import MESSAGE_FILTERS
 from adapters.bus.pubsub import publisher_transport
 
 
@@ -51,11 +50,11 @@ DELIVERY_ATTEMPTS = {"emails": 50}
 DEAD_LETTER_TOPIC_RETENTION = 31 * 24 * 3600
 
 
-def subscription_name(topic: str, subscriber: str, message_filter: str | None = None) -> str:
+def subscription_name(topic: str, subscriber: str, message_filter: str) -> str:
     """The push subscription feeding one subscriber, as cloudbuild.yaml names it: the filter's
     version (the first 8 hex digits of its sha256) follows the subscriber's name, so a changed
-    filter is another subscription. `message_filter` defaults to this release's."""
-    expression = MESSAGE_FILTERS.get(subscriber) if message_filter is None else message_filter
+    filter is another subscription; no filter, no version."""
+    expression = message_filter
     if not expression:
         return f"{topic}-{subscriber}"
     return f"{topic}-{subscriber}-{filter_version(expression)}"
@@ -82,15 +81,15 @@ def ensure_topology(
     push_service_account: str | None = None,
     push_audiences: Mapping[str, str] | None = None,
     emulator_host: str | None = None,
-    message_filters: Mapping[str, str] | None = None,
+    filters: Mapping[str, str],
     before_retiring: Callable[[], None] | None = None,
 ) -> list[str]:
     """Create the topic and one subscription per subscriber (push to its endpoint, or pull
-    where the endpoint is None); returns their paths.
+    where the endpoint is None), each with its filter in `filters` (the subscriber targets'
+    `runtime.consumers.MESSAGE_FILTERS`); returns their paths.
 
     Idempotent: what exists is updated to the given endpoint (or to pull) and policy; a
     subscriber's subscription with another filter is replaced without a gap (`rollover`).
-    `message_filters` defaults to this release's (a test gives a previous release's);
     `before_retiring` runs between the seek and the old subscription's deletion.
     """
     dead_letter = dead_letter_topic or f"{topic}-dead-letter"
@@ -104,7 +103,6 @@ def ensure_topology(
         }
         _ensure_subscription(subscriber, dead_fields, dead_path)
         paths = []
-        filters = MESSAGE_FILTERS if message_filters is None else message_filters
         for name, endpoint in push_endpoints.items():
             current = subscription_name(topic, name, filters.get(name) or "")
             path = f"projects/{project}/subscriptions/{current}"

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from adapters.bus.filters import MESSAGE_FILTERS, message_filter
+from adapters.bus.filters import message_filter
 from adapters.bus.topology import (
     DEAD_LETTER_TOPIC_RETENTION,
     DELIVERY_ATTEMPTS,
@@ -23,11 +23,11 @@ from core.app_events import (
     EMAIL_RESEND_REQUESTED,
     USAGE_RECORDED,
 )
-from core.consumers import CONSUMED, ON_THE_BUS
-from core.email.plan import handled_types
 from core.events import APP_EVENT_PREFIX, SUBSCRIBED_TYPES
+from emails.plan import handled_types
 from main import create_app
-from subscribers import TARGETS
+from runtime.consumers import CONSUMED, MESSAGE_FILTERS, ON_THE_BUS, subscription_of
+from runtime.targets import TARGETS
 from tests.deploy import topology
 
 
@@ -110,7 +110,7 @@ def test_the_deploy_takes_its_filters_from_the_code_not_a_copy(tmp_path: Path) -
     steps = {step["id"]: step for step in config["steps"]}
     step = steps["filters"]
     assert (step["name"], step["dir"]) == ("${_IMAGE}", "/app")
-    assert "/app/.venv/bin/python -m adapters.bus.filters > /workspace/filters" in step["args"][1]
+    assert "/app/.venv/bin/python -m runtime.consumers > /workspace/filters" in step["args"][1]
     assert "filters" in steps["subscriptions"]["waitFor"]
     assert "hasPrefix" not in topology.CLOUDBUILD.read_text()
     written = dict(line.split(" ", 1) for line in topology.filters_written().splitlines())
@@ -162,7 +162,7 @@ def test_a_changed_filter_is_a_new_subscription_made_before_the_old_one_goes() -
     is made beside the old one, after a snapshot of it, seeks to that snapshot (the old one's
     backlog and everything published since), and only then is the old one deleted."""
     topic = "payment-events"
-    new = {t: subscription_name(topic, t) for t in ("access", "emails")}
+    new = {t: subscription_of(topic, t) for t in ("access", "emails")}
     old_emails = f"{topic}-emails-{'0' * 8}"
     calls = _pubsub(
         topology.provisioning("local-project", existing=(f"{topic}-access", old_emails))
@@ -184,7 +184,7 @@ def test_a_changed_filter_is_a_new_subscription_made_before_the_old_one_goes() -
 def test_a_build_run_again_changes_no_subscription_whose_filter_is_unchanged() -> None:
     """Endpoint, retries, dead letters and retention are updated in place; nothing is made,
     sought or deleted when the filter's subscription exists."""
-    current = tuple(subscription_name("payment-events", t) for t in ("access", "emails"))
+    current = tuple(subscription_of("payment-events", t) for t in ("access", "emails"))
     calls = _pubsub(topology.provisioning("local-project", existing=current))
     assert not [c for c in calls if c[0] in ("subscriptions", "snapshots") and c[2] in current]
     assert not [c for c in calls if c[1] in ("delete", "seek")]

@@ -35,7 +35,7 @@ from typing import Any
 import pytest
 import requests
 
-from adapters.bus.topology import clients, ensure_topology, subscription_name
+from adapters.bus.topology import clients, ensure_topology
 from adapters.db import migrations
 from adapters.db.pool import Database
 from dev import local_google
@@ -43,6 +43,7 @@ from dev.local_google import PUSH_ACCOUNT, LocalGoogle
 from dev.processes import Target, spawn
 from dev.pubsub_emulator import free_port
 from dev.stripe_stand_in import StripeStandIn
+from runtime.consumers import MESSAGE_FILTERS, subscription_of
 from tests.conftest import SETTINGS_VARIABLES, SummaryLines
 from tests.helpers import (
     HANG_GUARD,
@@ -344,6 +345,7 @@ def test_an_upgrade_loses_no_event_and_does_none_twice(
             push_endpoints=new.endpoints(),
             policy=TEST_POLICY,
             emulator_host=pubsub.host,
+            filters=MESSAGE_FILTERS,
             before_retiring=caught_up,
         )
         flowing.join(HANG_GUARD)
@@ -365,7 +367,7 @@ def test_an_upgrade_loses_no_event_and_does_none_twice(
             print(f"--- {log.name}\n{log.read_text(errors='replace')[-3000:]}")
 
     assert stream.refused == [], "the webhook acknowledged every checkout"
-    assert current_subscriptions == {subscription_name(topic, t) for t in ("access", "emails")}, (
+    assert current_subscriptions == {subscription_of(topic, t) for t in ("access", "emails")}, (
         "only this release's subscriptions are left"
     )
     sent = len(stream.sent)

@@ -25,7 +25,8 @@ from typing import Any
 import yaml
 from google.pubsub_v1.types import Subscription as SubscriptionProto
 
-from adapters.bus.topology import PushPolicy, subscription_name
+from adapters.bus.topology import PushPolicy
+from runtime.consumers import subscription_of
 from tests.helpers import HANG_GUARD
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -393,5 +394,5 @@ def check_names(topology: Topology) -> None:
     """Production's names are the ones `ensure_topology` gives (topic-subscriber and its
     filter's version, -dead-letter)."""
     for target, sub in topology.push.items():
-        assert sub.name == subscription_name(topology.topic, target)
+        assert sub.name == subscription_of(topology.topic, target)
     assert topology.dead_letter_topic == f"{topology.topic}-dead-letter"

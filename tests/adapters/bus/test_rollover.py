@@ -14,8 +14,8 @@ import uuid
 import pytest
 from google.api_core import exceptions
 
-from adapters.bus.filters import MESSAGE_FILTERS
 from adapters.bus.topology import clients, ensure_topology, subscription_name
+from runtime.consumers import MESSAGE_FILTERS, subscription_of
 from tests.helpers import wait_for
 from tests.pubsub_fixtures import (  # noqa: F401  # fixtures: pytest finds them by name
     PROJECT,
@@ -41,15 +41,19 @@ def test_a_new_filter_replaces_the_old_subscription_after_it_is_made(pubsub: Pub
         topic=topic,
         push_endpoints=endpoints,
         emulator_host=pubsub.host,
-        message_filters={"access": OLD_FILTER},
+        filters={"access": OLD_FILTER},
     )
     assert made.endswith(f"/{old}")
     assert old in names(pubsub)
 
     [replaced] = ensure_topology(
-        project=PROJECT, topic=topic, push_endpoints=endpoints, emulator_host=pubsub.host
+        project=PROJECT,
+        topic=topic,
+        push_endpoints=endpoints,
+        emulator_host=pubsub.host,
+        filters=MESSAGE_FILTERS,
     )
-    new = subscription_name(topic, "access")
+    new = subscription_of(topic, "access")
     assert new != old
     assert replaced.endswith(f"/{new}")
     mine = {n for n in names(pubsub) if n.startswith(f"{topic}-access")}
@@ -85,10 +89,14 @@ def test_an_unversioned_subscription_from_an_older_build_is_replaced(pubsub: Pub
             }
         )
     ensure_topology(
-        project=PROJECT, topic=topic, push_endpoints={"access": None}, emulator_host=pubsub.host
+        project=PROJECT,
+        topic=topic,
+        push_endpoints={"access": None},
+        emulator_host=pubsub.host,
+        filters=MESSAGE_FILTERS,
     )
     assert {n for n in names(pubsub) if n.startswith(f"{topic}-access")} == {
-        subscription_name(topic, "access")
+        subscription_of(topic, "access")
     }
 
 
@@ -100,7 +108,7 @@ def test_two_old_subscriptions_are_left_for_a_person(pubsub: PubSub) -> None:
             topic=topic,
             push_endpoints={"access": None},
             emulator_host=pubsub.host,
-            message_filters={"access": expression},
+            filters={"access": expression},
         )
     # The second call replaced the first: one old subscription, as expected.
     with clients(pubsub.host) as (_publisher, subscriber):
@@ -113,6 +121,10 @@ def test_two_old_subscriptions_are_left_for_a_person(pubsub: PubSub) -> None:
     before = names(pubsub)
     with pytest.raises(RuntimeError, match="several subscriptions besides"):
         ensure_topology(
-            project=PROJECT, topic=topic, push_endpoints={"access": None}, emulator_host=pubsub.host
+            project=PROJECT,
+            topic=topic,
+            push_endpoints={"access": None},
+            emulator_host=pubsub.host,
+            filters=MESSAGE_FILTERS,
         )
     assert names(pubsub) == before, "nothing was made or deleted"
