@@ -71,6 +71,7 @@ RELEASE_PATHS = (
     "adapters/bus/topology.py",
     "adapters/bus/filters.py",
     "core/consumers.py",
+    "runtime/consumers.py",
 )
 PRICE = "price_demo_monthly"
 BATCH = 8  # checkouts per phase of the upgrade
