@@ -308,8 +308,13 @@ def test_an_upgrade_loses_no_event_and_does_none_twice(
         policy = TEST_POLICY
         run_in(
             previous_tree,
-            "import json, os\nfrom adapters.bus.topology import PushPolicy, ensure_topology\n"
-            f"ensure_topology(project={PROJECT!r}, topic={topic!r},"
+            "import inspect, json, os\n"
+            "from adapters.bus.topology import PushPolicy, ensure_topology\n"
+            # Releases since the layout move pass their filters in; earlier ones read their own.
+            "extra = {}\nif 'filters' in inspect.signature(ensure_topology).parameters:\n"
+            "    from runtime.consumers import MESSAGE_FILTERS\n"
+            "    extra['filters'] = MESSAGE_FILTERS\n"
+            f"ensure_topology(**extra, project={PROJECT!r}, topic={topic!r},"
             f" push_endpoints=json.loads(os.environ['ENDPOINTS']),"
             f" policy=PushPolicy(ack_deadline={policy.ack_deadline},"
             f" min_backoff={policy.min_backoff}, max_backoff={policy.max_backoff},"
