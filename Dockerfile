@@ -1,5 +1,8 @@
 # One image, three Cloud Run services: FUNCTION_TARGET picks api (default), access or emails.
-ARG PYTHON_IMAGE=python:3.11-slim
+# The base by digest (python:3.11-slim's multi-platform index), never by tag alone: a tag moves,
+# a digest names the same bytes for every build (tests/deploy/test_pinned.py refuses a tag). A
+# newer base is a deliberate change of this line (docs/deploy.md, "Known bytes").
+ARG PYTHON_IMAGE=python:3.11-slim@sha256:9c900dea9e8fb7e16277c179b555cc72d29a352dbc33cff48ad5a0412fd5bfc7
 
 FROM ${PYTHON_IMAGE} AS build
 # uv from PyPI rather than the ghcr.io/astral-sh/uv image: one registry fewer for the builder.

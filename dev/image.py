@@ -1,8 +1,11 @@
 """`make image`: build the Dockerfile with Docker where a daemon runs, else with podman.
 
-Where `python:3.11-slim` cannot be pulled (no registry of container images reachable, as on the
-machines this project is developed on), podman builds on a local stand-in for it: Debian
-bookworm's own Python 3.11 from `debootstrap`, imported as `localhost/python-standin`. What is
+Where the Dockerfile's base (`python:3.11-slim`, by digest) cannot be pulled (no registry of
+container images reachable, as on the machines this project is developed on), podman builds on a
+local stand-in for it: Debian bookworm's own Python 3.11 from `debootstrap`, imported as
+`localhost/python-standin`. Its packages come from Debian's archive as it was on `SNAPSHOT`
+(snapshot.debian.org), so the stand-in is the same bytes for every build; where that archive is
+out of reach, from today's mirror, and the build says so. What is
 missing (podman, runc, debootstrap) is installed from Debian's packages; everything already
 there is reused, so a second run costs only the (cached) build.
 
@@ -25,6 +28,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +38,9 @@ TAG = "saas-backend:local"
 REAL_BASE = "python:3.11-slim"
 STANDIN = "localhost/python-standin:3.11-bookworm"
 SUITE = "bookworm"
+# The day of Debian's archive the stand-in is built from; a newer one is a deliberate change.
+SNAPSHOT = "20261201T000000Z"
+SNAPSHOT_MIRROR = f"http://snapshot.debian.org/archive/debian/{SNAPSHOT}"
 MIRROR = "http://deb.debian.org/debian"
 CACHE = ROOT / ".data" / "image"
 # The machine's CA bundle, copied into the stand-in: downloads may pass a TLS-inspecting proxy.
@@ -134,12 +141,21 @@ def ca_bundle() -> Path:
     return Path("/etc/ssl/certs/ca-certificates.crt")
 
 
+def pinned_base() -> str:
+    """The Dockerfile's own base: `python:3.11-slim@sha256:...` (its PYTHON_IMAGE default)."""
+    for line in (ROOT / "Dockerfile").read_text().splitlines():
+        if line.startswith("ARG PYTHON_IMAGE="):
+            return line.split("=", 1)[1].strip()
+    raise ImageError("the Dockerfile declares no ARG PYTHON_IMAGE default")
+
+
 def base_image(eng: Engine) -> str:
     """The image the Dockerfile builds FROM (its PYTHON_IMAGE argument)."""
     if chosen := os.environ.get("PYTHON_IMAGE"):
         return chosen
-    if eng.name == "docker" or eng.image_exists(f"docker.io/library/{REAL_BASE}"):
-        return REAL_BASE
+    pinned = pinned_base()
+    if eng.name == "docker" or eng.image_exists(f"docker.io/library/{pinned}"):
+        return pinned
     ensure_standin(eng)
     return STANDIN
 
@@ -169,13 +185,20 @@ def _debootstrap(tarball: Path) -> None:
     ensure_packages({"debootstrap": "debootstrap"})
     tarball.parent.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
-    log(f"debootstrap {SUITE} (minbase, python3) into a stand-in for {REAL_BASE}")
+    mirror = SNAPSHOT_MIRROR
+    if not _reachable(f"{SNAPSHOT_MIRROR}/dists/{SUITE}/Release"):
+        mirror = MIRROR
+        log(
+            f"Debian's archive of {SNAPSHOT} is out of reach: the stand-in is built from"
+            f" today's {SUITE} ({MIRROR}), not pinned by date"
+        )
+    log(f"debootstrap {SUITE} (minbase, python3) from {mirror}, a stand-in for {REAL_BASE}")
     with tempfile.TemporaryDirectory(dir=tarball.parent, prefix="rootfs-") as scratch:
         rootfs = Path(scratch) / "rootfs"
         packages = "python3,python3-pip,python3-venv,ca-certificates"
         command = [_which("debootstrap") or "debootstrap", "--variant=minbase"]
         result = subprocess.run(
-            [*command, f"--include={packages}", SUITE, str(rootfs), MIRROR],
+            [*command, f"--include={packages}", SUITE, str(rootfs), mirror],
             capture_output=True,
             text=True,
             check=False,
@@ -189,6 +212,16 @@ def _debootstrap(tarball: Path) -> None:
         subprocess.run(["tar", "-C", str(rootfs), "-cf", str(partial), "."], check=True)
         partial.replace(tarball)  # a cut-short run never leaves a truncated cache behind
     log(f"stand-in root file system cached in {time.monotonic() - started:.0f} s")
+
+
+def _reachable(url: str) -> bool:
+    try:
+        # An http URL of our own constant, never a caller's.
+        request = urllib.request.Request(url, method="HEAD")  # noqa: S310
+        with urllib.request.urlopen(request, timeout=10):  # noqa: S310
+            return True
+    except (OSError, ValueError):
+        return False
 
 
 @contextlib.contextmanager

@@ -6,6 +6,7 @@ or `flask --app main events filters`, for the deploy (cloudbuild.yaml)."""
 from __future__ import annotations
 
 from adapters.bus.filters import message_filter
+from adapters.bus.topology import subscription_name
 from core.app_events import (
     ACCOUNT_DELETION_REQUESTED,
     APP_EVENTS,
@@ -48,3 +49,8 @@ def filter_lines() -> list[str]:
 
 if __name__ == "__main__":
     print("\n".join(filter_lines()))
+
+
+def subscription_of(topic: str, target: str) -> str:
+    """The name of this release's subscription feeding `target`: it carries its filter's version."""
+    return subscription_name(topic, target, MESSAGE_FILTERS.get(target, ""))

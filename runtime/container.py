@@ -318,10 +318,10 @@ class Container:
         gathers, as the in-process bus does); e-mail takes batches (two round trips each) on
         every thread, since its sends wait on Resend."""
         from adapters.bus.pull import LINGER_SECONDS, PullConsumer
-        from adapters.bus.topology import subscription_name
+        from runtime.consumers import subscription_of
 
         s = self.settings
-        name = subscription_name(s.pubsub_topic, s.function_target)
+        name = subscription_of(s.pubsub_topic, s.function_target)
         access = s.function_target == "access"
         return PullConsumer(
             subscription=f"projects/{s.google_cloud_project}/subscriptions/{name}",

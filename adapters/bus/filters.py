@@ -7,7 +7,8 @@ reading no setting (cloudbuild.yaml runs it in the image, which refuses to load 
 production's settings); `flask --app main events filters` prints the same lines.
 
 The filter reads the `event_type` attribute every publisher sets. It is fixed when the
-subscription is created: a changed filter takes recreating the subscription (docs/deploy.md).
+subscription is created: a changed filter is a new subscription, named after it, which the build
+makes beside the old one (adapters/bus/topology.py, docs/deploy.md "Upgrades: nothing lost").
 """
 
 from __future__ import annotations

@@ -1,9 +1,12 @@
 """Topics and subscriptions, created or brought up to date (development and tests).
 
 Production provisions the same shape in `cloudbuild.yaml`: one topic, one push subscription
-per subscriber named `<topic>-<subscriber>` with its filter (`runtime/consumers.py`, which
-the deploy reads through `flask --app main events filters`), retries with backoff, then a
-dead-letter topic.
+per subscriber named `<topic>-<subscriber>-<version of its filter>` with that filter
+(`runtime/consumers.py`, which the deploy reads through `flask --app main events filters`),
+retries with backoff, then a dead-letter topic. A filter is fixed when a subscription is made,
+so a changed filter is a new subscription, made beside the old one, given the old one's backlog
+(a snapshot of it, taken first, and a seek), before the old one is deleted: at no moment does
+no subscription receive (`rollover`). Every other setting is updated in place.
 A subscriber given no endpoint gets a pull subscription of the same name and policy (read by
 `adapters/bus/pull.py`).
 tests/deploy/topology.py reads cloudbuild.yaml's setup, builds it on the emulator with this
@@ -12,9 +15,12 @@ module and compares; `PushPolicy()`'s defaults are checked against it.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+import hashlib
+import re
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, replace
+from functools import partial
 
 import google.cloud.pubsub_v1 as pubsub_v1
 import grpc
@@ -44,9 +50,25 @@ DELIVERY_ATTEMPTS = {"emails": 50}
 DEAD_LETTER_TOPIC_RETENTION = 31 * 24 * 3600
 
 
-def subscription_name(topic: str, subscriber: str) -> str:
-    """The push subscription feeding one subscriber, as cloudbuild.yaml names it."""
-    return f"{topic}-{subscriber}"
+def subscription_name(topic: str, subscriber: str, message_filter: str) -> str:
+    """The push subscription feeding one subscriber, as cloudbuild.yaml names it: the filter's
+    version (the first 8 hex digits of its sha256) follows the subscriber's name, so a changed
+    filter is another subscription; no filter, no version."""
+    expression = message_filter
+    if not expression:
+        return f"{topic}-{subscriber}"
+    return f"{topic}-{subscriber}-{filter_version(expression)}"
+
+
+def filter_version(expression: str) -> str:
+    return hashlib.sha256(expression.encode()).hexdigest()[:8]
+
+
+def retired(names: Iterable[str], topic: str, subscriber: str, current: str) -> list[str]:
+    """The subscriber's subscriptions among `names` other than `current`: another filter's, or
+    one named before filters had versions."""
+    pattern = re.compile(rf"{re.escape(topic)}-{re.escape(subscriber)}(-[0-9a-f]{{8}})?")
+    return [name for name in names if name != current and pattern.fullmatch(name)]
 
 
 def ensure_topology(
@@ -60,12 +82,15 @@ def ensure_topology(
     push_audiences: Mapping[str, str] | None = None,
     emulator_host: str | None = None,
     filters: Mapping[str, str],
+    before_retiring: Callable[[], None] | None = None,
 ) -> list[str]:
     """Create the topic and one subscription per subscriber (push to its endpoint, or pull
     where the endpoint is None), each with its filter in `filters` (the subscriber targets'
     `runtime.consumers.MESSAGE_FILTERS`); returns their paths.
 
-    Idempotent: what exists is updated to the given endpoint (or to pull) and policy.
+    Idempotent: what exists is updated to the given endpoint (or to pull) and policy; a
+    subscriber's subscription with another filter is replaced without a gap (`rollover`).
+    `before_retiring` runs between the seek and the old subscription's deletion.
     """
     dead_letter = dead_letter_topic or f"{topic}-dead-letter"
     with clients(emulator_host) as (publisher, subscriber):
@@ -79,7 +104,8 @@ def ensure_topology(
         _ensure_subscription(subscriber, dead_fields, dead_path)
         paths = []
         for name, endpoint in push_endpoints.items():
-            path = f"projects/{project}/subscriptions/{subscription_name(topic, name)}"
+            current = subscription_name(topic, name, filters.get(name) or "")
+            path = f"projects/{project}/subscriptions/{current}"
             audience = (push_audiences or {}).get(name)
             attempts = DELIVERY_ATTEMPTS.get(name, policy.max_delivery_attempts)
             fields = _push(
@@ -90,11 +116,51 @@ def ensure_topology(
                 push_service_account,
                 audience,
             )
-            if name in filters:
+            if filters.get(name):
                 fields["filter"] = filters[name]
-            _ensure_subscription(subscriber, fields, topic_path)
+            existing = [
+                sub.name.rsplit("/", 1)[-1]
+                for sub in subscriber.list_subscriptions(request={"project": f"projects/{project}"})
+            ]
+            olds = retired(existing, topic, name, current)
+            olds = [f"projects/{project}/subscriptions/{o}" for o in olds]
+            make = partial(_ensure_subscription, subscriber, fields, topic_path)
+            rollover(subscriber, project, olds, make, path, before_retiring)
             paths.append(path)
         return paths
+
+
+def rollover(
+    subscriber: pubsub_v1.SubscriberClient,
+    project: str,
+    olds: list[str],
+    ensure_new: Callable[[], None],
+    new: str,
+    before_retiring: Callable[[], None] | None = None,
+) -> None:
+    """Make the new subscription (`ensure_new`) beside the `olds`, carrying the old one's
+    backlog over, then delete it, as cloudbuild.yaml does: a snapshot of the old one first (it
+    holds the old one's unacknowledged messages and everything published after it), then the
+    new subscription, a seek of it to the snapshot, and only then the old one deleted."""
+    if len(olds) > 1:
+        raise RuntimeError(
+            f"several subscriptions besides {new}: {', '.join(olds)}; delete all but one once"
+            " its backlog is empty"
+        )
+    snapshots = {
+        old: f"projects/{project}/snapshots/{old.rsplit('/', 1)[-1]}-to-{new.rsplit('-', 1)[-1]}"
+        for old in olds
+    }
+    for old, snapshot in snapshots.items():
+        with suppress(exceptions.AlreadyExists):
+            subscriber.create_snapshot(request={"name": snapshot, "subscription": old})
+    ensure_new()
+    for old, snapshot in snapshots.items():
+        subscriber.seek(request={"subscription": new, "snapshot": snapshot})
+        if before_retiring is not None:
+            before_retiring()
+        subscriber.delete_subscription(request={"subscription": old})
+        subscriber.delete_snapshot(request={"snapshot": snapshot})
 
 
 def _kept(policy: PushPolicy, *, retain_acked: bool) -> dict[str, object]:

@@ -9,7 +9,13 @@ import pytest
 import yaml
 
 from adapters.bus.filters import message_filter
-from adapters.bus.topology import DEAD_LETTER_TOPIC_RETENTION, DELIVERY_ATTEMPTS, PushPolicy
+from adapters.bus.topology import (
+    DEAD_LETTER_TOPIC_RETENTION,
+    DELIVERY_ATTEMPTS,
+    PushPolicy,
+    retired,
+    subscription_name,
+)
 from config import Settings
 from core.app_events import (
     ACCOUNT_DELETION_REQUESTED,
@@ -20,7 +26,7 @@ from core.app_events import (
 from core.events import APP_EVENT_PREFIX, SUBSCRIBED_TYPES
 from emails.plan import handled_types
 from main import create_app
-from runtime.consumers import CONSUMED, MESSAGE_FILTERS, ON_THE_BUS
+from runtime.consumers import CONSUMED, MESSAGE_FILTERS, ON_THE_BUS, subscription_of
 from runtime.targets import TARGETS
 from tests.deploy import topology
 
@@ -139,3 +145,71 @@ def test_a_group_wanted_all_but_a_few_is_its_prefix_without_them() -> None:
     assert message_filter({"invoice.paid", "charge.refunded", "app.c"}, among) == (
         'NOT hasPrefix(attributes.event_type, "app.") OR attributes.event_type = "app.c"'
     )
+
+
+def _pubsub(calls: list[list[str]]) -> list[tuple[str, ...]]:
+    """The Pub/Sub calls that change something, as (group, verb, name)."""
+    return [
+        tuple(call[1:4])
+        for call in calls
+        if call[:1] == ["pubsub"] and call[2] in ("create", "delete", "seek")
+    ]
+
+
+def test_a_changed_filter_is_a_new_subscription_made_before_the_old_one_goes() -> None:
+    """The build the founder runs over last month's deployment (an access subscription named
+    before filters had versions, and an emails one of another filter): each new subscription
+    is made beside the old one, after a snapshot of it, seeks to that snapshot (the old one's
+    backlog and everything published since), and only then is the old one deleted."""
+    topic = "payment-events"
+    new = {t: subscription_of(topic, t) for t in ("access", "emails")}
+    old_emails = f"{topic}-emails-{'0' * 8}"
+    calls = _pubsub(
+        topology.provisioning("local-project", existing=(f"{topic}-access", old_emails))
+    )
+    for target, old in (("access", f"{topic}-access"), ("emails", old_emails)):
+        snapshot = f"{old}-to-{new[target].rsplit('-', 1)[-1]}"
+        steps = [
+            ("snapshots", "create", snapshot),
+            ("subscriptions", "create", new[target]),
+            ("subscriptions", "seek", new[target]),
+            ("subscriptions", "delete", old),
+            ("snapshots", "delete", snapshot),
+        ]
+        assert [c for c in calls if c in steps] == steps, target
+    deleted = {c[2] for c in calls if c[:2] == ("subscriptions", "delete")}
+    assert deleted == {f"{topic}-access", old_emails}, "nothing else is deleted"
+
+
+def test_a_build_run_again_changes_no_subscription_whose_filter_is_unchanged() -> None:
+    """Endpoint, retries, dead letters and retention are updated in place; nothing is made,
+    sought or deleted when the filter's subscription exists."""
+    current = tuple(subscription_of("payment-events", t) for t in ("access", "emails"))
+    calls = _pubsub(topology.provisioning("local-project", existing=current))
+    assert not [c for c in calls if c[0] in ("subscriptions", "snapshots") and c[2] in current]
+    assert not [c for c in calls if c[1] in ("delete", "seek")]
+    updated = topology.provisioning("local-project", existing=current)
+    names = {c[3] for c in updated if c[1:3] == ["subscriptions", "update"]}
+    assert set(current) <= names
+
+
+def test_two_old_subscriptions_stop_the_build_before_anything_changes() -> None:
+    topic = "payment-events"
+    with pytest.raises(AssertionError, match="several subscriptions besides"):
+        topology.provisioning(
+            "local-project", existing=(f"{topic}-access", f"{topic}-access-1234abcd")
+        )
+
+
+def test_each_filter_names_its_own_subscription() -> None:
+    assert subscription_name("t", "access", "") == "t-access"
+    first = subscription_name("t", "access", 'attributes.event_type = "a"')
+    second = subscription_name("t", "access", 'attributes.event_type = "b"')
+    assert first != second
+    assert re.fullmatch(r"t-access-[0-9a-f]{8}", first)
+    assert retired(
+        ["t-access", first, second, "t-emails", "t-access-pull", "t-dead-letter"],
+        "t",
+        "access",
+        second,
+    ) == ["t-access", first]

@@ -25,7 +25,8 @@ from typing import Any
 import yaml
 from google.pubsub_v1.types import Subscription as SubscriptionProto
 
-from adapters.bus.topology import PushPolicy, subscription_name
+from adapters.bus.topology import PushPolicy
+from runtime.consumers import subscription_of
 from tests.helpers import HANG_GUARD
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -44,13 +45,15 @@ record() {
   line="$(printf '%s\x1f' "$@")"
   printf '%s\x1e' "$line" >> "$GCLOUD_CALLS"
 }
+# $GCLOUD_EXISTING: subscriptions (one name a line) that exist before the build; nothing else does.
 gcloud() {
   record "$@"
   case "$1 $2 $3" in
-    "pubsub topics describe" | "pubsub subscriptions describe") return 1 ;;  # nothing exists
+    "pubsub subscriptions describe") grep -qx -- "$4" "$GCLOUD_EXISTING" ;;
+    "pubsub topics describe" | "pubsub snapshots describe") return 1 ;;
+    "pubsub subscriptions list") cat "$GCLOUD_EXISTING" ;;
     "run services describe") echo "__SERVICE_URL__$4" ;;
   esac
-  return 0
 }
 # No network in a dry run: python3 (the revision URL's lookup, the smoke test, reading what a
 # service has now) is recorded; the revision URL's lookup answers a placeholder URL.
@@ -231,13 +234,26 @@ def seconds(text: str) -> float:
 
 def cloudbuild(project: str) -> Topology:
     """The topology cloudbuild.yaml's scripts create in `project` (a dry run, no network)."""
-    scripts, values = rendered(project)
+    return _read(provisioning(project), prefix=_prefix())
+
+
+def provisioning(
+    project: str, *, existing: tuple[str, ...] = (), filters: str | None = None
+) -> list[list[str]]:
+    """The `gcloud` calls of the provision and subscriptions steps, where the subscriptions
+    `existing` are there already and the filters step wrote `filters` (this checkout's)."""
+    scripts, _ = rendered(project)
     calls = []
-    workspace = {"filters": filters_written()}
+    workspace = {"filters": filters_written() if filters is None else filters}
     for step_id in ("provision", "subscriptions"):
-        with dry_run(scripts[step_id], workspace=workspace) as found:
+        with dry_run(scripts[step_id], workspace=workspace, existing=existing) as found:
             calls += found
-    return _read(calls, prefix=_render(values["_SERVICE_PREFIX"], values))
+    return calls
+
+
+def _prefix() -> str:
+    _, values = rendered("local-project")
+    return _render(values["_SERVICE_PREFIX"], values)
 
 
 @cache
@@ -298,7 +314,11 @@ def _render(text: str, values: dict[str, str]) -> str:
 
 @contextmanager
 def dry_run(
-    script: str, *, env: dict[str, str] | None = None, workspace: dict[str, str] | None = None
+    script: str,
+    *,
+    env: dict[str, str] | None = None,
+    workspace: dict[str, str] | None = None,
+    existing: tuple[str, ...] = (),
 ) -> Iterator[list[list[str]]]:
     """The `gcloud` calls of a rendered script; the files it writes to /workspace (where
     `workspace` holds those earlier steps left) stay readable until the block ends."""
@@ -307,12 +327,19 @@ def dry_run(
             (Path(scratch) / name).write_text(text)
         calls = Path(scratch) / "calls"
         calls.touch()
+        there = Path(scratch) / "existing"
+        there.write_text("".join(f"{name}\n" for name in existing))
         recorder = _RECORDER.replace("__SERVICE_URL__", SERVICE_URL)
         # Steps share /workspace in Cloud Build; here, a scratch folder.
         body = script.replace("/workspace/", f"{scratch}/")
         result = subprocess.run(
             ["bash", "-c", recorder + body],
-            env={**(env or {}), "GCLOUD_CALLS": str(calls), "PATH": "/usr/bin:/bin"},
+            env={
+                **(env or {}),
+                "GCLOUD_CALLS": str(calls),
+                "GCLOUD_EXISTING": str(there),
+                "PATH": "/usr/bin:/bin",
+            },
             capture_output=True,
             text=True,
             timeout=HANG_GUARD,
@@ -331,7 +358,14 @@ def _read(calls: list[list[str]], *, prefix: str) -> Topology:
     for call in calls:
         if call[:1] != ["pubsub"] or call[2:3] in (["describe"], ["add-iam-policy-binding"]):
             continue
+        if call[1:3] == ["subscriptions", "list"] or call[1] == "snapshots":
+            continue  # what exists; a snapshot holds a backlog, not settings
         group, verb, name, *flags = call[1:]
+        if (group, verb) == ("subscriptions", "delete"):
+            subscriptions.pop(name, None)
+            continue
+        if (group, verb) == ("subscriptions", "seek"):
+            continue  # the acknowledgement state, not a setting
         if (group, verb) == ("topics", "create"):
             topics.add(name)
             continue
@@ -357,7 +391,8 @@ def _read(calls: list[list[str]], *, prefix: str) -> Topology:
 
 
 def check_names(topology: Topology) -> None:
-    """Production's names are the ones `ensure_topology` gives (topic-subscriber, -dead-letter)."""
+    """Production's names are the ones `ensure_topology` gives (topic-subscriber and its
+    filter's version, -dead-letter)."""
     for target, sub in topology.push.items():
-        assert sub.name == subscription_name(topology.topic, target)
+        assert sub.name == subscription_of(topology.topic, target)
     assert topology.dead_letter_topic == f"{topology.topic}-dead-letter"

@@ -9,7 +9,7 @@ from typing import Any
 import psycopg
 from psycopg.rows import dict_row, tuple_row
 
-from adapters.bus.topology import subscription_name
+from runtime.consumers import subscription_of
 from tests.fakes.resend import FakeResend
 from tests.faultrun.model import Profile, Scenario
 from tests.faultrun.watch import DeadLetters
@@ -38,7 +38,7 @@ def differences(
         found += _members(scenario, conn, teams or {})
         found += _ledger(scenario, outcomes)
         found += _emails(scenario, conn, resend, outcomes)
-    access = subscription_name(topic, "access")
+    access = subscription_of(topic, "access")
     found += _dead_letters(scenario, dead, accepted, access, outcomes)
     return found
 

@@ -15,7 +15,6 @@ from typing import Protocol
 
 import psycopg
 
-from adapters.bus.topology import subscription_name
 from adapters.db.pool import Database
 from config import Settings
 from credits import store as credits
@@ -23,6 +22,7 @@ from credits.rules import overage_recorded
 from dev import stripe_shapes as shapes
 from dev.samples.catalogue import seed_demo_products
 from dev.stripe_stand_in import StripeStandIn
+from runtime.consumers import subscription_of
 from runtime.container import Container
 from tests.fakes.resend import FakeResend
 from tests.faultrun import credits as faulty_credits
@@ -118,7 +118,7 @@ def run(scenario: Scenario, rig: Rig, knobs: Knobs = Knobs()) -> Report:
         )
         rig.bus.ensure_topology(endpoints)
         assert base.jwt_secret is not None
-        emails = f"projects/{rig.project}/subscriptions/{subscription_name(rig.topic, 'emails')}"
+        emails = f"projects/{rig.project}/subscriptions/{subscription_of(rig.topic, 'emails')}"
         members = Members(
             service.api.url,
             base.jwt_secret,

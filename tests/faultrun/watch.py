@@ -15,7 +15,7 @@ from google.api_core import exceptions
 from google.protobuf import timestamp_pb2
 from google.pubsub_v1.services.subscriber.transports import SubscriberGrpcTransport
 
-from adapters.bus.topology import subscription_name
+from runtime.consumers import subscription_of
 from tests.faultrun.targets import SUBSCRIBERS, Log
 
 SOURCE = "CloudPubSubDeadLetterSourceSubscription"
@@ -65,12 +65,12 @@ def missing(
     how many announcements access made the e-mails subscriber has yet to handle once."""
     short = {}
     for name in SUBSCRIBERS:
-        source = subscription_name(topic, name)
+        source = subscription_of(topic, name)
         handled = logs[name].handled
         short[name] = sum(
             max(0, n - handled[e] - dead.found[(source, e)]) for e, n in accepted.items()
         )
-    emails = subscription_name(topic, "emails")
+    emails = subscription_of(topic, "emails")
     short["emails"] += sum(
         1 for a in announced if not logs["emails"].handled[a] and not dead.found[(emails, a)]
     )
@@ -133,7 +133,7 @@ class Settler:
                 last, moved, pushes = short, time.monotonic(), seen
             elif time.monotonic() - moved > self.stall:
                 stalled = [
-                    f"projects/{self.project}/subscriptions/{subscription_name(self.topic, n)}"
+                    f"projects/{self.project}/subscriptions/{subscription_of(self.topic, n)}"
                     for n, count in short.items()
                     if count
                 ]

@@ -22,13 +22,13 @@ from google.api_core import exceptions
 
 from adapters.bus.pubsub import PubSubBus
 from adapters.bus.pull import PullConsumer
-from adapters.bus.topology import clients, ensure_topology, subscription_name
+from adapters.bus.topology import clients, ensure_topology
 from adapters.db.pool import Database
 from config import Settings
 from core.events import Event, parse_event
 from dev import pubsub_emulator
 from dev.samples.catalogue import seed_demo_products
-from runtime.consumers import MESSAGE_FILTERS
+from runtime.consumers import MESSAGE_FILTERS, subscription_of
 from runtime.container import Container
 from tests.access.lifecycle_helpers import MONTHLY, link
 from tests.conftest import SETTINGS_VARIABLES
@@ -126,7 +126,7 @@ def leftover(pubsub: PubSub, topic: str, target: str) -> list[str]:
     """Message ids the subscription still holds for anyone (none once all were acknowledged).
     Asked once the consumer has stopped: a message it leased and never acknowledged is then
     free again, and would be found."""
-    path = f"projects/{PROJECT}/subscriptions/{subscription_name(topic, target)}"
+    path = f"projects/{PROJECT}/subscriptions/{subscription_of(topic, target)}"
     with clients(pubsub.host) as (_, subscriber):
         try:
             found = subscriber.pull(request={"subscription": path, "max_messages": 100}, timeout=2)
@@ -280,7 +280,7 @@ def test_e_mail_by_pull_sends_a_renewal_once_for_two_deliveries(
 def test_a_push_subscription_becomes_pull_and_back(pubsub: PubSub) -> None:
     pubsub.ensure_running()
     name = f"flip-{uuid.uuid4().hex[:8]}"
-    path = f"projects/{PROJECT}/subscriptions/{subscription_name(name, 'access')}"
+    path = f"projects/{PROJECT}/subscriptions/{subscription_of(name, 'access')}"
 
     def endpoint() -> str:
         with clients(pubsub.host) as (_, subscriber):
@@ -406,7 +406,7 @@ def test_a_batch_holds_whole_messages_up_to_its_size_in_events(pubsub: PubSub, t
                 timeout=HANG_GUARD
             )
     consumer = PullConsumer(
-        subscription=f"projects/{PROJECT}/subscriptions/{subscription_name(topic, 'access')}",
+        subscription=f"projects/{PROJECT}/subscriptions/{subscription_of(topic, 'access')}",
         handle=handle,
         batch_size=4,
         max_messages=10,
