@@ -5,8 +5,7 @@ or `flask --app main events filters`, for the deploy (cloudbuild.yaml)."""
 
 from __future__ import annotations
 
-from adapters.bus.filters import message_filter
-from adapters.bus.topology import subscription_name
+from adapters.bus.filters import message_filter, subscription_name
 from core.app_events import (
     ACCOUNT_DELETION_REQUESTED,
     APP_EVENTS,

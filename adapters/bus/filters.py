@@ -13,6 +13,7 @@ makes beside the old one (adapters/bus/topology.py, docs/deploy.md "Upgrades: no
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable
 
 # Pub/Sub refuses longer filters.
@@ -79,3 +80,17 @@ def _excepting(wanted: frozenset[str], among: frozenset[str]) -> str | None:
     named = sorted(groups[short[0]] & wanted)
     terms = [f'NOT hasPrefix(attributes.event_type, "{short[0]}")']
     return " OR ".join(terms + [f'attributes.event_type = "{t}"' for t in named])
+
+
+def subscription_name(topic: str, subscriber: str, message_filter: str) -> str:
+    """The push subscription feeding one subscriber, as cloudbuild.yaml names it: the filter's
+    version (the first 8 hex digits of its sha256) follows the subscriber's name, so a changed
+    filter is another subscription; no filter, no version."""
+    expression = message_filter
+    if not expression:
+        return f"{topic}-{subscriber}"
+    return f"{topic}-{subscriber}-{filter_version(expression)}"
+
+
+def filter_version(expression: str) -> str:
+    return hashlib.sha256(expression.encode()).hexdigest()[:8]

@@ -15,7 +15,6 @@ module and compares; `PushPolicy()`'s defaults are checked against it.
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager, suppress
@@ -28,6 +27,7 @@ from google.api_core import exceptions
 from google.protobuf import duration_pb2, field_mask_pb2
 from google.pubsub_v1.services.subscriber.transports import SubscriberGrpcTransport
 
+from adapters.bus.filters import subscription_name
 from adapters.bus.pubsub import publisher_transport
 
 
@@ -48,20 +48,6 @@ class PushPolicy:
 DELIVERY_ATTEMPTS = {"emails": 50}
 # The dead-letter topic keeps messages longer than a subscription can (31 days against 7).
 DEAD_LETTER_TOPIC_RETENTION = 31 * 24 * 3600
-
-
-def subscription_name(topic: str, subscriber: str, message_filter: str) -> str:
-    """The push subscription feeding one subscriber, as cloudbuild.yaml names it: the filter's
-    version (the first 8 hex digits of its sha256) follows the subscriber's name, so a changed
-    filter is another subscription; no filter, no version."""
-    expression = message_filter
-    if not expression:
-        return f"{topic}-{subscriber}"
-    return f"{topic}-{subscriber}-{filter_version(expression)}"
-
-
-def filter_version(expression: str) -> str:
-    return hashlib.sha256(expression.encode()).hexdigest()[:8]
 
 
 def retired(names: Iterable[str], topic: str, subscriber: str, current: str) -> list[str]:

@@ -8,13 +8,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from adapters.bus.filters import message_filter
+from adapters.bus.filters import message_filter, subscription_name
 from adapters.bus.topology import (
     DEAD_LETTER_TOPIC_RETENTION,
     DELIVERY_ATTEMPTS,
     PushPolicy,
     retired,
-    subscription_name,
 )
 from config import Settings
 from core.app_events import (

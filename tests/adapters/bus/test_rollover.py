@@ -14,7 +14,8 @@ import uuid
 import pytest
 from google.api_core import exceptions
 
-from adapters.bus.topology import clients, ensure_topology, subscription_name
+from adapters.bus.filters import subscription_name
+from adapters.bus.topology import clients, ensure_topology
 from runtime.consumers import MESSAGE_FILTERS, subscription_of
 from tests.helpers import wait_for
 from tests.pubsub_fixtures import (  # noqa: F401  # fixtures: pytest finds them by name
