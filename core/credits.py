@@ -55,6 +55,17 @@ class Taken:
 
 
 @dataclass(frozen=True)
+class Check:
+    """Whether `amount` of `feature` would be taken now (nothing is taken by asking), what the
+    balance is, and whether any of it would be billed as overage."""
+
+    feature: str
+    allowed: bool
+    balance: int
+    overage: bool
+
+
+@dataclass(frozen=True)
 class Credits:
     """An account's credits of one feature, as a person sees them."""
 

@@ -20,7 +20,7 @@ from typing import ParamSpec, TypeVar, cast
 from flask import Response, after_this_request, make_response, request
 
 from adapters.db import features
-from core.credits import Answer, kept_answer, request_digest
+from core.credits import Answer, Check, kept_answer, request_digest
 from handlers.deps import caller, container
 from services import credits
 from services.errors import Forbidden, InvalidRequest
@@ -90,6 +90,14 @@ def consumes(feature: str, amount: int = 1) -> Callable[[Callable[P, R]], Callab
         return guarded
 
     return guard
+
+
+def credits_check(feature: str, amount: int = 1) -> Check:
+    """Whether the signed-in user's pool (their own, else a seated team's) would give `amount`
+    of `feature` now, and whether any of it would be overage: for a route deciding before it
+    starts long work. Takes nothing: the work's own consumption decides again."""
+    user = require_user(caller())
+    return credits.check(container().db, credits.Payer(user_id=user.id), feature, amount)
 
 
 @contextmanager

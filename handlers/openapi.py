@@ -48,7 +48,13 @@ from handlers.teams import (
     TeamAnswer,
     TeamDetailAnswer,
 )
-from handlers.usage import NotEnoughAnswer, UsageAnswer, UsageRequest
+from handlers.usage import (
+    CheckAnswer,
+    CheckRequest,
+    NotEnoughAnswer,
+    UsageAnswer,
+    UsageRequest,
+)
 
 bp = Blueprint("openapi", __name__)
 
@@ -197,6 +203,11 @@ OPERATIONS = (
               " 404 while USAGE_API_KEY is unset",
               {200: UsageAnswer, 401: ErrorAnswer, 402: NotEnoughAnswer, 404: ErrorAnswer,
                409: ErrorAnswer, **COMMON}, UsageRequest, usage_key=True),
+    Operation("post", "/api/usage/check",
+              "Whether a consumption would be taken now for a user or a team, and whether any"
+              " of it would be overage; takes nothing; 404 while USAGE_API_KEY is unset",
+              {200: CheckAnswer, 401: ErrorAnswer, 404: ErrorAnswer, **COMMON}, CheckRequest,
+              usage_key=True),
     Operation("post", "/api/teams", "Create a team; the caller is its owner",
               {201: TeamAnswer, 401: ErrorAnswer, **COMMON, **LIMITED}, CreateTeamRequest,
               signed_in=True),

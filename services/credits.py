@@ -18,6 +18,7 @@ from adapters.db import credits as store
 from adapters.db.pool import Database
 from core.credits import (
     Answer,
+    Check,
     Credits,
     Taken,
     credits_low,
@@ -80,6 +81,20 @@ def consume(
     _announce(taken, key, publish)
     _low(db, account, taken, publish)
     return taken
+
+
+def check(db: Database, payer: Payer, feature: str, amount: int) -> Check:
+    """Whether `amount` of `feature` would be taken now from the payer's pool, and whether any
+    of it would be overage; takes nothing and writes nothing. Raises NotFound."""
+    if payer.team_id is not None:
+        account = store.team_account(db, payer.team_id)
+        if account is None:
+            raise NotFound("No such team (teamId)")
+        return store.check(db, account, feature, amount)
+    found = store.check_for(db, payer.user_id or "", feature, amount)
+    if found is None:
+        raise NotFound("No such user (userId)")
+    return found
 
 
 def first_time(taken: Taken, request: str | None = None) -> None:

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from adapters.db.pool import Database
-from core.credits import Answer, CreditEnd, CreditGrant, Credits, Taken
+from core.credits import Answer, Check, CreditEnd, CreditGrant, Credits, Taken
 
 # The access cycle's writes of credits (parts of its one statement: adapters/db/billing.py).
 # A grant's features and amounts are the product's at its price; a source grants each feature
@@ -96,6 +96,31 @@ def take_for(
     )
     account = row["taken"].get("account")
     return _taken(row["taken"]), str(account) if account else None
+
+
+def check(db: Database, account_id: str, feature: str, amount: int) -> Check:
+    """Whether the account could take `amount` of `feature` now; reads only."""
+    [row] = db.fetch_all(
+        "select public.credit_check(%s::uuid, %s, %s) as checked", (account_id, feature, amount)
+    )
+    return _check(row["checked"])
+
+
+def check_for(db: Database, user_id: str, feature: str, amount: int) -> Check | None:
+    """A person's check, from the pool they would consume from now (None: no such person)."""
+    [row] = db.fetch_all(
+        "select public.credit_check_for(%s::uuid, %s, %s) as checked", (user_id, feature, amount)
+    )
+    return None if row["checked"]["state"] == "unknown" else _check(row["checked"])
+
+
+def _check(answer: Mapping[str, Any]) -> Check:
+    return Check(
+        feature=answer["feature"],
+        allowed=answer["state"] == "allowed",
+        balance=int(answer["balance"]),
+        overage=int(answer.get("overage") or 0) > 0,
+    )
 
 
 def settle(db: Database, key: str, amount: int, answer: Answer | None = None) -> Taken:

@@ -475,6 +475,39 @@ as $$
     public.credit_account((select auth.uid()), feature), feature) b), 0)
 $$;
 
+-- Whether an account could take `p_amount` of `p_feature` now, taking nothing and writing
+-- nothing: `allowed` as `credit_take` would decide it at this instant (the balance covers it, or
+-- a meter Stripe will charge bills what goes beyond), and whether any of it would be overage. A
+-- consumption made later decides again under the grants' locks: a check is an answer, not a hold.
+create or replace function public.credit_check(p_account uuid, p_feature text, p_amount integer)
+returns jsonb
+language sql
+stable
+security definer
+set search_path = ''
+as $$
+  select jsonb_build_object('state', case when b.balance >= p_amount or m.meter is not null
+      then 'allowed' else 'refused' end,
+    'feature', p_feature, 'balance', b.balance,
+    'overage', greatest(p_amount - b.balance, 0) * (m.meter is not null)::integer)
+  from public.credit_balance(p_account, p_feature) b
+  left join public.credit_billing(p_account, p_feature) m on true
+$$;
+
+-- A person's check, from the pool they would consume from now (`credit_account`); `unknown`
+-- for no such person.
+create or replace function public.credit_check_for(p_user uuid, p_feature text, p_amount integer)
+returns jsonb
+language sql
+stable
+security definer
+set search_path = ''
+as $$
+  select case when a.id is null then jsonb_build_object('state', 'unknown', 'feature', p_feature)
+    else public.credit_check(a.id, p_feature, p_amount) || jsonb_build_object('account', a.id) end
+  from (select public.credit_account(p_user, p_feature) as id) a
+$$;
+
 revoke execute on function
   public.credit_live(uuid, text),
   public.credit_billing(uuid, text),
@@ -492,7 +525,9 @@ revoke execute on function
   public.credits_keep_answer(text, integer, text, bytea, text),
   public.credits_release_stale(integer),
   public.credits_held(uuid),
-  public.credits_of(text)
+  public.credits_of(text),
+  public.credit_check(uuid, text, integer),
+  public.credit_check_for(uuid, text, integer)
   from public, anon, authenticated;
 
 grant execute on function public.credits_of(text) to anon, authenticated;
@@ -509,5 +544,7 @@ grant execute on function
   public.credits_release_stale(integer),
   public.credits_held(uuid),
   public.credit_account(uuid, text),
-  public.credit_balance(uuid, text)
+  public.credit_balance(uuid, text),
+  public.credit_check(uuid, text, integer),
+  public.credit_check_for(uuid, text, integer)
   to service_role;

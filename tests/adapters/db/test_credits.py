@@ -15,7 +15,7 @@ import pytest
 
 from adapters.db import credits, teams
 from adapters.db.pool import Database
-from core.credits import Taken
+from core.credits import Check, Taken
 from tests.adapters.db.test_schema import as_role
 from tests.helpers import create_user
 
@@ -260,3 +260,22 @@ def test_a_key_taken_by_one_person_is_a_conflict_for_another_drawing_on_the_same
     assert (again.state, again.first) == ("consumed", False)
     [row] = db.fetch_all("select sum(amount - used) as left from public.credit_grants")
     assert row["left"] == 0
+
+
+def test_a_check_says_what_a_consumption_would_answer_and_takes_nothing(db: Database) -> None:
+    """On a plan billed on a meter, beyond the credits a check allows with overage, as the
+    consumption then does; past due, it refuses, as the consumption then does."""
+    acct = account(db, create_user(db, "ada@example.com"))
+    metered_plan(db, acct)
+    grant(db, acct, 4, source="sub_1@1")
+    assert credits.check(db, acct, "generations", 4) == Check("generations", True, 4, False)
+    assert credits.check(db, acct, "generations", 5) == Check("generations", True, 4, True)
+    assert db.fetch_all("select * from public.credit_uses") == []
+    taken = credits.take(db, acct, "generations", 5, "k1")
+    assert (taken.state, taken.overage) == ("consumed", 1)
+    with db.transaction() as conn:
+        conn.execute("update public.entitlements set status = 'past_due' where source_id = 'sub_1'")
+    assert credits.check(db, acct, "generations", 1) == Check("generations", False, 0, False)
+    assert credits.take(db, acct, "generations", 1, "k2").state == "refused"
+    stranger = "00000000-0000-4000-8000-000000000000"
+    assert credits.check_for(db, stranger, "generations", 1) is None

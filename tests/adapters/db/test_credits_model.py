@@ -1,12 +1,12 @@
 """Credits against a small model: grants (paid periods, packs), their ends and refunds, the
 subscription that carries the meter (active, on trial with or without a payment method, past
 due, ended, replaced by an admin's comp), consumptions, reservations settled at what the work
-took, and keys sent again, in any order Hypothesis finds. Each step goes through the real
-statements on the test Postgres (the access cycle's grant, reset and end; `credit_take`,
-`credits_settle`), and after each the balance, what the grants say was used and the units for
-the meter must equal the model's. `run` takes any database, number of examples and subclass of
-the machine: the fault run (tests/faultrun/credits.py) drives the same steps with their
-connections killed mid-transaction.
+took, checks (which change nothing), and keys sent again, in any order Hypothesis finds. Each
+step goes through the real statements on the test Postgres (the access cycle's grant, reset and
+end; `credit_take`, `credits_settle`), and after each the balance, what the grants say was used
+and the units for the meter must equal the model's. `run` takes any database, number of examples
+and subclass of the machine: the fault run (tests/faultrun/credits.py) drives the same steps
+with their connections killed mid-transaction.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from hypothesis.stateful import (
 
 from adapters.db import credits
 from adapters.db.pool import Database
-from core.credits import CreditEnd, CreditGrant, Taken
+from core.credits import Check, CreditEnd, CreditGrant, Taken
 from tests.helpers import create_user
 
 PLAN, PACK, METER = "price_model_plan", "price_model_pack", "model_meter"
@@ -198,6 +198,9 @@ class Credits(RuleBasedStateMachine):
     def _settle(self, key: str, took: int) -> Taken:
         return credits.settle(self.db, key, took)
 
+    def _check(self, amount: int) -> Check:
+        return credits.check(self.db, self.account, "generations", amount)
+
     # Grants and their ends, through the access cycle's own statements.
 
     @rule()
@@ -314,6 +317,31 @@ class Credits(RuleBasedStateMachine):
         assert (taken.state, taken.first) == (use.state, False)
         other = self._take(asked + 1, key)
         assert other.state == "conflict"
+
+    @rule(amount=st.integers(1, 12))
+    def checked(self, amount: int) -> None:
+        """A check answers what a consumption of `amount` would answer now, and changes
+        nothing (the invariant holds the rest to the model, which it does not touch)."""
+        before = self._state()
+        found = self._check(amount)
+        billed = STANDINGS.get(self.model.standing, False)
+        allowed = self.model.balance >= amount or billed
+        assert (found.allowed, found.balance) == (allowed, self.model.balance)
+        assert found.overage == (billed and self.model.balance < amount)
+        assert self._state() == before
+
+    def _state(self) -> list[Any]:
+        """Every row a consumption writes, of this account."""
+        return [
+            self.db.fetch_all(
+                "select * from public.credit_grants where account_id = %s order by id",
+                (self.account,),
+            ),
+            self.db.fetch_all(
+                "select * from public.credit_uses where account_id = %s order by key",
+                (self.account,),
+            ),
+        ]
 
     @invariant()
     def equal_to_the_model(self) -> None:

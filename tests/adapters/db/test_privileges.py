@@ -100,6 +100,8 @@ FUNCTIONS: dict[str, set[str]] = {
     "credit_answer(credit_uses)": set(),
     "credit_balance(uuid,text)": set(),
     "credit_billing(uuid,text)": set(),
+    "credit_check(uuid,text,integer)": set(),
+    "credit_check_for(uuid,text,integer)": set(),
     "credit_live(uuid,text)": set(),
     "credit_meter(uuid,text)": set(),
     "credit_take(uuid,text,integer,text,text)": set(),
