@@ -48,6 +48,7 @@ class Taken:
     before: int = 0  # the balance before it
     mark: int | None = None  # the period (or pack) its low balance is told once for
     answer: Answer | None = None  # the first request's answer, kept (given to a replay)
+    capped: bool = False  # refused because the overage would pass its cap for the period
 
     @property
     def allowed(self) -> bool:
@@ -131,6 +132,11 @@ def replay(taken: Taken, request: str | None = None) -> Answer | str | None:
 def not_enough(feature: str) -> str:
     """The refusal a consumption beyond the balance answers."""
     return f"Not enough {feature} credits"
+
+
+def overage_limit(feature: str) -> str:
+    """The refusal a consumption answers when its overage would pass its product's cap."""
+    return f"The overage limit of {feature} is reached"
 
 
 def fell_low(*, before: int, after: int, granted: int) -> bool:

@@ -23,6 +23,7 @@ from core.credits import (
     Taken,
     credits_low,
     not_enough,
+    overage_limit,
     overage_recorded,
     replay,
 )
@@ -185,7 +186,8 @@ def answered(db: Database, key: str, answer: Answer) -> None:
 
 def checked(taken: Taken, key: str) -> Taken:
     if taken.state == "refused":
-        raise NotEnoughCredits(not_enough(taken.feature), balance=taken.balance)
+        refusal = overage_limit if taken.capped else not_enough
+        raise NotEnoughCredits(refusal(taken.feature), balance=taken.balance)
     if taken.state == "conflict":
         raise Conflict("This key was used for another consumption (key)")
     if taken.state == "unknown":

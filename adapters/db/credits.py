@@ -191,6 +191,7 @@ def _taken(answer: Mapping[str, Any]) -> Taken:
         before=int(answer.get("before") or 0),
         mark=int(answer["mark"]) if answer.get("mark") is not None else None,
         answer=_answer(answer.get("answer")),
+        capped=bool(answer.get("capped")),
     )
 
 

@@ -279,3 +279,36 @@ def test_a_check_says_what_a_consumption_would_answer_and_takes_nothing(db: Data
     assert credits.take(db, acct, "generations", 1, "k2").state == "refused"
     stranger = "00000000-0000-4000-8000-000000000000"
     assert credits.check_for(db, stranger, "generations", 1) is None
+
+
+def test_parallel_overage_never_passes_its_cap_and_a_check_says_so(
+    db: Database, wide: Database
+) -> None:
+    """Pay as you go (no credits held) on a plan whose overage is capped at 7 units a period:
+    of 40 parallel consumptions of 1, exactly 7 are taken; the rest are refused as capped,
+    each key answering the same again, and a check then says no."""
+    acct = account(db, create_user(db, "ada@example.com"))
+    metered_plan(db, acct)
+    with db.transaction() as conn:
+        conn.execute(
+            "update public.products set overage_cap = 7 where stripe_price_id = 'price_pro'"
+        )
+    assert credits.check(db, acct, "generations", 7) == Check("generations", True, 0, True)
+    assert credits.check(db, acct, "generations", 8) == Check("generations", False, 0, False)
+
+    def one(n: int) -> tuple[str, bool]:
+        taken = credits.take(wide, acct, "generations", 1, f"key-{n}")
+        return taken.state, taken.capped
+
+    with ThreadPoolExecutor(16) as pool:
+        states = Counter(pool.map(one, range(40)))
+    assert states == {("consumed", False): 7, ("refused", True): 33}
+    with ThreadPoolExecutor(16) as pool:
+        assert Counter(pool.map(one, range(40))) == states
+    [row] = db.fetch_all("select sum(overage) as units from public.credit_uses")
+    assert row["units"] == 7
+    assert credits.check(db, acct, "generations", 1).allowed is False
+    grant(db, acct, 2, source="cs_pack", kind="once")  # credits still go, the cap aside
+    assert credits.check(db, acct, "generations", 2) == Check("generations", True, 2, False)
+    assert credits.take(db, acct, "generations", 3, "beyond").capped
+    assert credits.take(db, acct, "generations", 2, "within").state == "consumed"

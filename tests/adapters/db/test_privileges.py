@@ -104,6 +104,8 @@ FUNCTIONS: dict[str, set[str]] = {
     "credit_check_for(uuid,text,integer)": set(),
     "credit_live(uuid,text)": set(),
     "credit_meter(uuid,text)": set(),
+    "credit_overage_terms(uuid,text)": set(),
+    "credit_overage_used(uuid,text,timestamp with time zone)": set(),
     "credit_take(uuid,text,integer,text,text)": set(),
     "credit_take_for(uuid,text,integer,text,text)": set(),
     "credits_held(uuid)": set(),
