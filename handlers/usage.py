@@ -137,6 +137,14 @@ def consume() -> ResponseReturnValue:
     c = container()
     body = validate(UsageRequest, json_object())
     payer = credits.Payer(user_id=body.userId, team_id=body.teamId)
-    taken = credits.consume(c.db, payer, body.feature, body.amount, body.key, publish=c.bus.publish)
+    taken = credits.consume(
+        c.db,
+        payer,
+        body.feature,
+        body.amount,
+        body.key,
+        publish=c.bus.publish,
+        alerts=c.settings.credits_alert_thresholds,
+    )
     answer = UsageAnswer(feature=taken.feature, balance=taken.balance, used=body.amount)
     return jsonify(answer.model_dump(mode="json"))

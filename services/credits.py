@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -21,11 +21,12 @@ from core.credits import (
     Check,
     Credits,
     Taken,
-    credits_low,
     not_enough,
     overage_limit,
     overage_recorded,
+    reached,
     replay,
+    threshold_events,
 )
 from core.events import Event
 from services.errors import Conflict, NotEnoughCredits, NotFound
@@ -62,10 +63,12 @@ def consume(
     *,
     reserve: bool = False,
     publish: Publish | None = None,
+    alerts: Sequence[int] = (),
 ) -> Taken:
     """Take `amount` credits of `feature` under `key` (the same key again answers the first
     time's answer). Raises NotFound, Conflict (a key used for another consumption) or
-    NotEnoughCredits. An overage (beyond the credits, on a meter) is announced on the bus."""
+    NotEnoughCredits. An overage (beyond the credits, on a meter) is announced on the bus, and
+    so is each of `alerts` (percent of the grant used) this consumption reached."""
     if payer.team_id is not None:
         account = store.team_account(db, payer.team_id)
         if account is None:
@@ -80,7 +83,7 @@ def consume(
         account = found
     taken = checked(taken, key)
     _announce(taken, key, publish)
-    _low(db, account, taken, publish)
+    _alert(db, account, taken, publish, alerts)
     return taken
 
 
@@ -200,18 +203,23 @@ def held(db: Database, user_id: str) -> list[Credits]:
     return store.held(db, user_id)
 
 
-def _low(db: Database, account: str, taken: Taken, publish: Publish | None) -> None:
-    """A balance taken under a tenth of its grant for the first time is told to its holder, once
-    a period (the e-mail subscriber sends an event's mail once)."""
-    if publish is None or not taken.first:
-        return
-    now = datetime.now(UTC)
-    if credits_low(taken, account_id=account, to={}, at=now) is None:
+def _alert(
+    db: Database, account: str, taken: Taken, publish: Publish | None, alerts: Sequence[int]
+) -> None:
+    """Each threshold of the grant used that this consumption reached is told to its holder,
+    once a period (the event's id names the threshold and the period, and the e-mail subscriber
+    sends an event's mail once)."""
+    if publish is None or not reached(taken, alerts):
         return
     try:
         to = store.contact(db, account)
-        found = credits_low(taken, account_id=account, to=to, at=now) if to else None
-        if found is not None:
-            publish(*found)
+        if not to:
+            return
+        terms = store.alert_terms(db, account, taken.feature)
+        now = datetime.now(UTC)
+        for event in threshold_events(
+            taken, account_id=account, to=to, at=now, thresholds=alerts, terms=terms
+        ):
+            publish(*event)
     except Exception as exc:  # the consumption stands; the mail is a courtesy
-        log.warning("credits: the low balance of %s not announced: %s", account, exc)
+        log.warning("credits: the thresholds reached by %s not announced: %s", account, exc)

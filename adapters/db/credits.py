@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from adapters.db.pool import Database
-from core.credits import Answer, Check, CreditEnd, CreditGrant, Credits, Taken
+from core.credits import AlertTerms, Answer, Check, CreditEnd, CreditGrant, Credits, Taken
 
 # The access cycle's writes of credits (parts of its one statement: adapters/db/billing.py).
 # A grant's features and amounts are the product's at its price; a source grants each feature
@@ -278,6 +278,17 @@ def customers_of(db: Database, keys: Sequence[str]) -> dict[str, str | None]:
         (list(keys),),
     )
     return {str(r["key"]): r["customer"] for r in rows}
+
+
+def alert_terms(db: Database, account_id: str, feature: str) -> AlertTerms:
+    """What an alert tells of what comes next for the account's feature."""
+    [row] = db.fetch_all(
+        "select b.resets_at, t.meter is not null as billed, t.cap"
+        " from public.credit_balance(%s::uuid, %s) b"
+        " left join public.credit_overage_terms(%s::uuid, %s) t on true",
+        (account_id, feature, account_id, feature),
+    )
+    return AlertTerms(resets_at=row["resets_at"], billed=bool(row["billed"]), cap=row["cap"])
 
 
 def contact(db: Database, account_id: str) -> dict[str, Any] | None:

@@ -25,7 +25,8 @@ from tests.conftest import Api
 from tests.handlers.test_admin import bearer, make_admin, token
 from tests.handlers.test_usage import KEY, PLAN, deliver, invoice, use
 from tests.helpers import HANG_GUARD, create_user, stripe_signature
-from tests.subscribers.lifecycle_helpers import link
+from tests.subscribers.lifecycle_helpers import link, settle
+from tests.subscribers.test_emails import outbox, text_of
 
 METER = "generations_overage"
 
@@ -395,3 +396,8 @@ def test_overage_stops_at_its_cap_with_402_and_only_what_it_allowed_is_billed(
     }  # fmt: skip
     assert api.container.bus.wait_idle(HANG_GUARD)  # type: ignore[attr-defined]
     assert stripe.meter_usage(METER, "cus_ada") == 5
+    settle(api)
+    [told] = [m for m in outbox(api) if "You have used 90%" in str(m["Subject"])]
+    words = " ".join(text_of(told).split())
+    assert "Beyond them, what is used is billed on the subscription as overage, up to 5" in words
+    assert "refused" not in words
