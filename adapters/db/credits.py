@@ -13,6 +13,7 @@ import base64
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from adapters.db.credit_batches import Consumption, batches_of
 from adapters.db.pool import Database
 from core.credits import AlertTerms, Answer, Check, CreditEnd, CreditGrant, Credits, Taken
 
@@ -77,12 +78,10 @@ def end_columns(ends: Sequence[CreditEnd]) -> list[list[Any]]:
 def take(
     db: Database, account_id: str, feature: str, amount: int, key: str, *, reserve: bool = False
 ) -> Taken:
-    """Consume (or reserve) `amount` credits of `feature` under `key`."""
-    [row] = db.fetch_all(
-        "select public.credit_take(%s::uuid, %s, %s, %s, %s) as taken",
-        (account_id, feature, amount, key, "reserved" if reserve else "consumed"),
-    )
-    return _taken(row["taken"])
+    """Consume (or reserve) `amount` credits of `feature` under `key` (with the consumptions
+    of this instance in flight at the same moment, in one statement: `credit_batches.py`)."""
+    state = "reserved" if reserve else "consumed"
+    return _taken(batches_of(db).take(Consumption(account_id, None, feature, amount, key, state)))
 
 
 def take_for(
@@ -90,12 +89,10 @@ def take_for(
 ) -> tuple[Taken, str | None]:
     """A person's consumption, the account found in the same statement (`credit_take_for`):
     what it answered and from which account (None: no such person)."""
-    [row] = db.fetch_all(
-        "select public.credit_take_for(%s::uuid, %s, %s, %s, %s) as taken",
-        (user_id, feature, amount, key, "reserved" if reserve else "consumed"),
-    )
-    account = row["taken"].get("account")
-    return _taken(row["taken"]), str(account) if account else None
+    state = "reserved" if reserve else "consumed"
+    taken = batches_of(db).take(Consumption(None, user_id, feature, amount, key, state))
+    account = taken.get("account")
+    return _taken(taken), str(account) if account else None
 
 
 def check(db: Database, account_id: str, feature: str, amount: int) -> Check:

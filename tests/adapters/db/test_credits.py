@@ -312,3 +312,51 @@ def test_parallel_overage_never_passes_its_cap_and_a_check_says_so(
     assert credits.check(db, acct, "generations", 2) == Check("generations", True, 2, False)
     assert credits.take(db, acct, "generations", 3, "beyond").capped
     assert credits.take(db, acct, "generations", 2, "within").state == "consumed"
+
+
+def test_consumptions_in_flight_together_are_taken_in_one_statement_each_as_alone(
+    database_url: str, db: Database
+) -> None:
+    """60 parallel consumptions on a pool of 2 connections, over 40 credits of two accounts
+    and a person's pool: they go in batches (fewer transactions than consumptions), each
+    answered as it would be alone (40 taken, never below zero, each key once); one whose
+    statement fails (a key too long for its column) fails alone, its batch's others taken."""
+    narrow = Database(lambda: database_url, max_size=2)
+    first, second = (account(db, create_user(db, f"{n}@example.com")) for n in ("a", "b"))
+    person = create_user(db, "c@example.com")
+    grant(db, first, 20, source="sub_1@1")
+    grant(db, second, 10, source="sub_2@1")
+    grant(db, account(db, person), 10, source="sub_3@1")
+
+    def one(n: int) -> str:
+        if n % 3 == 2:
+            return credits.take_for(narrow, person, "generations", 1, f"key-{n}")[0].state
+        acct = first if n % 3 == 0 else second
+        return credits.take(narrow, acct, "generations", 1, f"key-{n}").state
+
+    try:
+        with ThreadPoolExecutor(30) as pool:
+            states = Counter(pool.map(one, range(60)))
+        assert states == {"consumed": 40, "refused": 20}
+        [row] = db.fetch_all(
+            "select count(*) as uses, count(distinct xmin::text) as transactions,"
+            " (select min(amount - used) from public.credit_grants) as least"
+            " from public.credit_uses"
+        )
+        assert row["uses"] == 60
+        assert row["transactions"] < 60  # taken together
+        assert row["least"] == 0
+        with ThreadPoolExecutor(30) as pool:
+            assert Counter(pool.map(one, range(60))) == states  # each key answers the same
+
+        def odd(n: int) -> str:
+            key = "x" * 101 if n == 0 else f"odd-{n}"
+            return credits.take(narrow, first, "generations", 1, key).state
+
+        with ThreadPoolExecutor(10) as pool:
+            futures = [pool.submit(odd, n) for n in range(10)]
+        with pytest.raises(Exception, match="credit_uses_key_check"):
+            futures[0].result()
+        assert {f.result() for f in futures[1:]} == {"refused"}  # the credits are used up
+    finally:
+        narrow.close()
