@@ -4,10 +4,11 @@ Importing this module reads no setting, builds nothing and loads no SDK (functio
 imports it to find a target; gunicorn to find `app`). On first use, `root()` reads `Settings`
 and builds the `runtime.container.Container`, which builds each adapter once:
 
-- the API: `create_app` -> `handlers/` (routes) -> `services/` (use cases) -> `core/` (rules)
-- access: `subscribers/access.py` (one cycle) -> `core/billing/` (rules) -> `adapters/db/billing.py`
-- e-mail: `subscribers/emails.py` -> `core/email/` (plan: which mail an event calls for;
-  props; render) -> `adapters/mail/` (Resend, or the outbox) and `adapters/db/sent_emails.py`
+- the API: `create_app` -> each concept's `routes.py` -> its `service.py` (use cases) ->
+  its `rules.py` and `store.py`
+- access: `access/subscriber.py` (one cycle) -> `access/` (rules) -> `access/store.py`
+- e-mail: `emails/subscriber.py` -> `emails/` (plan: which mail an event calls for;
+  props; render) -> `adapters/mail/` (Resend, or the outbox) and `emails/store.py`
   (sent at most once per event and kind)
 - the bus between them: `adapters/bus/` (in-process, or Pub/Sub)
 """
@@ -97,14 +98,14 @@ app = LazyApp(create_app)
 
 def access(cloud_event: CloudEvent) -> None:
     """Pub/Sub push target: grant or revoke access."""
-    from subscribers.envelope import deliver
+    from adapters.bus.envelope import deliver
 
     deliver(cloud_event.data, root().pushes("access"), target="access")
 
 
 def emails(cloud_event: CloudEvent) -> None:
     """Pub/Sub push target: send the e-mail the event calls for."""
-    from subscribers.envelope import deliver
+    from adapters.bus.envelope import deliver
 
     deliver(cloud_event.data, root().pushes("emails"), target="emails")
 

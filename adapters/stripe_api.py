@@ -18,10 +18,14 @@ if TYPE_CHECKING:
     import stripe
 
 from config import MissingSetting
-from core.access import checkout_quantity
-from core.billing.catalogue import StripeProduct
-from core.catalogue import display_names, lookup_keys
-from core.stripe_objects import Trial, subscription_trial
+from core.stripe_objects import (
+    StripeProduct,
+    Trial,
+    checkout_quantity,
+    display_names,
+    lookup_keys,
+    subscription_trial,
+)
 
 log = logging.getLogger(__name__)
 

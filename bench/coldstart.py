@@ -50,13 +50,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from resend_sink import resend_sink
 from servers import postgres, server_env, tree_cpu
 
+from access.announcements import Person, access_granted
+from access.checkouts import checkout_from
 from adapters.bus.topology import ensure_topology
 from adapters.db.pool import Database
-from core.access import checkout_from
-from core.announcements import Person, access_granted
 from core.events import parse_event
 from dev import pubsub_emulator
 from dev.local_google import PUSH_ACCOUNT, id_token_claims, new_key, remove_signature, sign
+from runtime.consumers import MESSAGE_FILTERS
 
 ROOT = Path(__file__).resolve().parent.parent
 CACHE = ROOT / ".data" / "bench"
@@ -310,7 +311,11 @@ def main() -> None:
         ):
             # Where access announces what it committed; nothing reads it here.
             ensure_topology(
-                project=PROJECT, topic=TOPIC, push_endpoints={}, emulator_host=emulator.host
+                filters=MESSAGE_FILTERS,
+                project=PROJECT,
+                topic=TOPIC,
+                push_endpoints={},
+                emulator_host=emulator.host,
             )
             db = Database(lambda: url)
             settings = {

@@ -11,7 +11,7 @@ from flask.typing import ResponseReturnValue
 
 from adapters.stripe_api import SignatureError, verify_signature
 from config import DEV_WEBHOOK_SECRET
-from services.webhook import TOLERANCE_SECONDS
+from events.intake import TOLERANCE_SECONDS
 
 app = Flask(__name__)
 

@@ -34,6 +34,7 @@ from config import Settings
 from core.events import message_body
 from dev import pubsub_emulator
 from dev.local_google import PUSH_ACCOUNT, id_token_claims, new_key, remove_signature, sign
+from runtime.consumers import MESSAGE_FILTERS
 
 TOPIC = "bench-push"
 # The target checks Pub/Sub's push token; wrk sends it as Cloud Run forwards it once its invoker
@@ -173,7 +174,11 @@ def main() -> None:
     ):
         # The topic its announcements go to; nothing reads it here.
         ensure_topology(
-            project=PROJECT, topic=TOPIC, push_endpoints={}, emulator_host=emulator.host
+            filters=MESSAGE_FILTERS,
+            project=PROJECT,
+            topic=TOPIC,
+            push_endpoints={},
+            emulator_host=emulator.host,
         )
         settings = {
             "function_target": args.target,

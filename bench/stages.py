@@ -25,12 +25,12 @@ from servers import postgres, postgres_cpu, server_env
 
 from adapters.mail.message import send_email
 from config import DEV_WEBHOOK_SECRET, Settings
-from core.email.plan import Recipient, plan
-from core.email.render import render
 from core.events import Event, parse_event
+from emails.plan import Recipient, plan
+from emails.render import render
+from events.intake import receive
 from runtime.api import build_api
 from runtime.container import Container
-from services.webhook import receive
 
 
 @dataclass

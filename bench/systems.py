@@ -21,6 +21,7 @@ from adapters.bus.topology import ensure_topology
 from config import DEV_WEBHOOK_SECRET
 from dev import local_google, pubsub_emulator
 from dev.local_google import PUSH_ACCOUNT
+from runtime.consumers import MESSAGE_FILTERS
 
 SYNC_ENGINE = {"@supabase/stripe-sync-engine": "0.48.5", "stripe": "23.1.0"}
 CACHE = ROOT / ".data" / "bench"
@@ -152,6 +153,7 @@ def pubsub(
         if pull:
             # The subscriptions first: a consumer whose subscription is missing exits.
             ensure_topology(
+                filters=MESSAGE_FILTERS,
                 project=PROJECT,
                 topic=topic,
                 push_endpoints=dict.fromkeys(("access", "emails")),
@@ -187,7 +189,11 @@ def pubsub(
             )
         if not pull:
             ensure_topology(
-                project=PROJECT, topic=topic, push_endpoints=endpoints, emulator_host=emulator.host
+                filters=MESSAGE_FILTERS,
+                project=PROJECT,
+                topic=topic,
+                push_endpoints=endpoints,
+                emulator_host=emulator.host,
             )
         env = server_env(scratch, database_url, **settings)
         port, pid = stack.enter_context(

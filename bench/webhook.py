@@ -28,6 +28,7 @@ from adapters.bus.topology import ensure_topology
 from config import DEV_WEBHOOK_SECRET
 from core.events import Event
 from dev import pubsub_emulator
+from runtime.consumers import MESSAGE_FILTERS
 
 PROJECT, TOPIC = "local-project", "bench-events"
 SCENARIOS = ("floor", "inline", "pubsub", "publisher")
@@ -194,7 +195,13 @@ def main() -> None:
         emulator = None
         if {"pubsub", "publisher"} & set(chosen):
             emulator = stack.enter_context(pubsub_emulator.running(project=PROJECT)).host
-            ensure_topology(project=PROJECT, topic=TOPIC, push_endpoints={}, emulator_host=emulator)
+            ensure_topology(
+                filters=MESSAGE_FILTERS,
+                project=PROJECT,
+                topic=TOPIC,
+                push_endpoints={},
+                emulator_host=emulator,
+            )
         rounds = []
         for n in range(args.repeat):
             rounds.append(one_round(chosen, scratch, database_url, emulator, args))

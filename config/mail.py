@@ -46,7 +46,7 @@ class MailSettings(Environment):
 GROUP = Group(
     fields=MailSettings,
     # The emails target sends through Resend, an admin's resends too (the api hands them on:
-    # services/support.py); the api sends only while its test route is on
+    # support/service.py); the api sends only while its test route is on
     # (`Settings.production_required`).
     required={"emails": ("resend_api_key",)},
 )

@@ -9,7 +9,7 @@ from config.environment import Environment
 
 # The subscriber targets: each a Cloud Run service fed by a push subscription of its own (the
 # in-process bus, `bin/serve` and the deploy take their names from here, through
-# `subscribers.TARGETS`). Here because FUNCTION_TARGET is checked against it, and the settings
+# `runtime.targets.TARGETS`). Here because FUNCTION_TARGET is checked against it, and the settings
 # import nothing of the project.
 TARGETS: tuple[str, ...] = ("access", "emails")
 

@@ -13,19 +13,8 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError, ValidationInfo, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from config import (
-    bus,
-    database,
-    delivery,
-    github,
-    limits,
-    mail,
-    serving,
-    site,
-    stripe,
-    supabase,
-    usage,
-)
+from config import bus, database, delivery, github, limits, mail, serving, site, stripe, supabase
+from config import credits as usage
 from config.checks import SettingsError, readable, unsafe_reason
 from config.serving import TARGETS
 

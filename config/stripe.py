@@ -37,7 +37,7 @@ class StripeSettings(Environment):
     )
     checkout_recovery: bool = True
     checkout_promotions_consent: bool = False
-    # Who handles tax on a sale (core/checkout.py sends each value's parameters): `none` (the
+    # Who handles tax on a sale (billing/rules.py sends each value's parameters): `none` (the
     # founder, outside Stripe), `stripe_tax` (Stripe Tax calculates and collects it, the founder
     # files), `managed_payments` (Stripe sells as merchant of record and files). Adaptive
     # Pricing (local currencies at Checkout): `on`, `off`, or unset to follow the dashboard.

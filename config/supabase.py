@@ -112,7 +112,7 @@ GROUP = Group(
     fields=SupabaseSettings,
     # The api checks tokens and asks Auth for sign-in; the subscribers make guest buyers'
     # accounts and sign-in links with the secret key, and access deletes a leaving person's
-    # Auth user with it (the api hands it the deletion: services/leaving.py).
+    # Auth user with it (the api hands it the deletion: accounts/leaving.py).
     required={
         "api": ("supabase_url", "supabase_publishable_key"),
         "access": ("supabase_url", "supabase_secret_key"),

@@ -23,14 +23,14 @@ TEAM_SEAT_RESTORED = "app.team.seat_restored"
 # A person deleted their account: they are told, at the address they had.
 ACCOUNT_DELETED = "app.account.deleted"
 # A person's account deletion is recorded (with the Pub/Sub design): the access target, which
-# holds the keys its steps need (the api holds none), runs them (services/leaving.py).
+# holds the keys its steps need (the api holds none), runs them (accounts/leaving.py).
 ACCOUNT_DELETION_REQUESTED = "app.account.deletion_requested"
 # An admin asked to send a sent e-mail again (with the Pub/Sub design): the emails target,
 # which holds the Resend key (the api holds none), reads the copy back and sends it, once
-# (services/support.py `resend_requested`).
+# (support/service.py `resend_requested`).
 EMAIL_RESEND_REQUESTED = "app.email.resend_requested"
 # A consumption went beyond the credits of an account billed on a meter: its overage is
-# reported to Stripe's meter (`subscribers/usage.py`), once per consumption key.
+# reported to Stripe's meter (`credits/meter.py`), once per consumption key.
 USAGE_RECORDED = "app.usage.recorded"
 # The previous release's announcement of a balance under 10% of its grant (still mailed).
 CREDITS_LOW = "app.credits.low"

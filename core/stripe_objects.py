@@ -19,8 +19,8 @@ said to a customer then says less rather than something untrue.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from core.events import stripe_id
@@ -320,3 +320,49 @@ def _mapping(value: Any) -> Mapping[str, Any]:
 
 def _int(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+@dataclass(frozen=True)
+class StripeProduct:
+    """A product as Stripe holds it now: the object, all its prices, its features' keys."""
+
+    product: Mapping[str, Any]
+    prices: Sequence[Mapping[str, Any]]
+    features: Sequence[str]
+    feature_names: Mapping[str, str] = field(default_factory=dict)  # key -> display name
+
+
+def checkout_quantity(session: Mapping[str, Any]) -> int | None:
+    """The quantity of a checkout session's (first) line item, when it was read with them: the
+    seats a per-seat price was bought with (the buyer may change it on Stripe's page)."""
+    return first_quantity(session.get("line_items"))
+
+
+def first_quantity(items: Any) -> int | None:
+    """The quantity of a list of line items' (or a subscription's items') first."""
+    data = _mapping(items).get("data")
+    first = data[0] if isinstance(data, list) and data else None
+    return _int(_mapping(first).get("quantity"))
+
+
+def lookup_keys(product_features: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The lookup keys of a product's Entitlements features (`product_feature` objects)."""
+    keys = []
+    for found in product_features:
+        feature = found.get("entitlement_feature") or {}
+        if isinstance(feature, Mapping) and feature.get("lookup_key"):
+            keys.append(str(feature["lookup_key"]))
+    return keys
+
+
+def display_names(product_features: Sequence[Mapping[str, Any]]) -> dict[str, str]:
+    """Each Entitlements feature's display name (`name`) by its lookup key, where it has one."""
+    names: dict[str, str] = {}
+    for found in product_features:
+        feature = found.get("entitlement_feature") or {}
+        if not isinstance(feature, Mapping):
+            continue
+        key, name = feature.get("lookup_key"), feature.get("name")
+        if isinstance(key, str) and key and isinstance(name, str) and name.strip():
+            names[key] = name.strip()[:100]
+    return names

@@ -31,10 +31,11 @@ from email.parser import BytesHeaderParser, BytesParser
 from functools import partial
 from typing import Any, TypeVar
 
+from access.announcements import announced_ids
 from adapters.mail.outbox import OutboxMailer
+from catalogue import service as catalogue
 from config import Settings
-from core.announcements import announced_ids
-from core.email.money import format_amount
+from core.money import format_amount
 from dev import local_users
 from dev import stack as local_stack
 from dev.samples import send as sample_events
@@ -42,7 +43,6 @@ from dev.samples.catalogue import TAX_CODE
 from dev.samples.events import DEFAULT_PRICE, Facts
 from runtime import logs
 from runtime.container import Container
-from services import catalogue
 
 # Seconds a step may take before the demo gives up: only a hang guard. A step takes well under
 # a second on an idle machine (Pub/Sub retries after 1 s) but many times that on a loaded one,

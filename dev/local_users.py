@@ -11,7 +11,7 @@ from adapters.db.profiles import Profile
 from adapters.tokens import access_claims, sign_claims
 from config import Settings
 from core.addresses import email_address
-from services.errors import Forbidden, InvalidRequest, NotConfigured
+from core.errors import Forbidden, InvalidRequest, NotConfigured
 
 
 @dataclass(frozen=True)
@@ -35,7 +35,7 @@ def create(
     """The profile for `email`, created (with its auth user) when missing; True if new. A
     `password` is set (or replaced) for signing in through the Auth stand-in. Made by hand, a
     new one is taken as welcomed: its first sign-in sends no welcome mail (a person who signs
-    up on the pages is welcomed, core/welcome.py)."""
+    up on the pages is welcomed, accounts/welcome_rules.py)."""
     ensure_local(settings)
     # Here, not at import: the app registers this module's commands, and the stand-in loads jwt.
     from dev import auth_stand_in

@@ -21,6 +21,9 @@ from typing import Any
 
 from flask import Flask, Response, abort, render_template_string
 
+from access.announcements import announced_ids
+from access.checkouts import COMPLETION_PREFIX
+from access.entitlements import STALE
 from adapters.db.pool import Database
 from adapters.mail.outbox import OutboxMailer
 from adapters.stripe_api import (
@@ -29,14 +32,11 @@ from adapters.stripe_api import (
     StripeCallFailed,
     StripeGateway,
 )
-from core.access import COMPLETION_PREFIX
-from core.announcements import announced_ids
-from core.entitlements import STALE
 from runtime.container import Container
-from services.support import held_dead_letters
+from support.service import held_dead_letters
 
 PATH = "/_dev/pipeline"
-# Ids of the events access publishes about a Stripe event (core/announcements.py): shown with it.
+# Ids of the events access publishes about a Stripe event (access/announcements.py): shown with it.
 ANNOUNCEMENT_PREFIXES = tuple(announced_ids("")[1:])
 LATEST = 50
 
@@ -126,7 +126,7 @@ def latest_events(
 ) -> list[EventRow]:
     """The newest Stripe events in the ledger, every consumer's outcome, the e-mails sent
     about them (under their own id or an announcement's, a checkout's under its session:
-    core/announcements.py)."""
+    access/announcements.py)."""
     rows = db.fetch_all(
         "select e.event_id, e.event_type, e.event_created, p.consumer, p.outcome"
         " from (select event_id, min(event_type) as event_type,"
@@ -219,7 +219,7 @@ def consumers_of(events: Sequence[EventRow]) -> list[str]:
 
 def dead_letters(container: Container) -> list[DeadLetterRow]:
     """What the bus gave up on: the in-process bus's list, or the dead-letter subscription's
-    (read as the support API reads it, `services/support.py`)."""
+    (read as the support API reads it, `support/service.py`)."""
     held = held_dead_letters(container.settings, container.bus)
     return [DeadLetterRow(name, event.id, event.type) for name, event in held]
 

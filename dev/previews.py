@@ -11,16 +11,17 @@ import click
 import psycopg
 
 from adapters.db.pool import DatabaseUnavailable
+from catalogue.rules import EmailProduct
 from config import Settings
-from core.email.kind import SAMPLE_SITE, ProductFacts
-from core.email.kinds import KINDS, sample_props
-from core.email.render import Brand, EmailContent, render
+from emails.kind import SAMPLE_SITE
+from emails.kinds import KINDS, sample_props
+from emails.render import Brand, EmailContent, render
+from emails.samples import catalogue_product
 from runtime.container import Container, brand_for
-from services.sample_emails import catalogue_product
 
 GALLERY_INTRO = """# Transactional e-mails
 
-Every kind rendered with its sample props (its module in `core/email/kinds/`), for the brand
+Every kind rendered with its sample props (its module in `emails/kinds/`), for the brand
 "{brand}", its links on {site}. Regenerate with `make emails-preview OUT=docs/emails` (plain
 `make emails-preview` renders `.env`'s brand into `.data/emails`; both name the catalogue's
 product while `make run` serves it): `python -m dev.previews` writes the `.html`, `.txt` and
@@ -28,7 +29,7 @@ this page, `dev/screenshot_emails.sh` takes the screenshots with headless Chromi
 """
 
 
-def write_previews(out: Path, brand: Brand, product: ProductFacts | None = None) -> list[Path]:
+def write_previews(out: Path, brand: Brand, product: EmailProduct | None = None) -> list[Path]:
     """Render each kind's sample props (on the brand's site, about `product` when given) to
     `<out>/<kind>.html` and `.txt`, plus a gallery page."""
     out.mkdir(parents=True, exist_ok=True)
@@ -61,7 +62,7 @@ def preview_brand(settings: Settings) -> Brand:
     return brand_for(settings, default_site=SAMPLE_SITE)
 
 
-def preview_product(settings: Settings) -> ProductFacts | None:
+def preview_product(settings: Settings) -> EmailProduct | None:
     """The synced catalogue's product (`products sync`) when DATABASE_URL names a database with
     one; None without (the samples name their own), said on stderr when it cannot be read."""
     if settings.database_url is None:

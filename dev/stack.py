@@ -26,6 +26,7 @@ from werkzeug.serving import BaseWSGIServer, make_server
 
 from adapters.bus.topology import PushPolicy, ensure_topology
 from adapters.db import migrations, profiles
+from catalogue import service as catalogue
 from config import Settings
 from config.site import cors_origin_list
 from dev import (
@@ -43,9 +44,9 @@ from dev.processes import start_target
 from dev.pubsub_emulator import free_port
 from main import create_app
 from runtime import lifecycle
+from runtime.consumers import MESSAGE_FILTERS
 from runtime.container import Container
-from services import catalogue
-from subscribers import TARGETS
+from runtime.targets import TARGETS
 
 log = logging.getLogger("devserver")
 # Cloud Run's request timeout for the subscriber services, as cloudbuild.yaml deploys them.
@@ -189,6 +190,7 @@ def start_subscribers(settings: Settings, stack: contextlib.ExitStack) -> None:
     # drains added up past the time a Ctrl-C (or a test) gives the whole server.
     stack.callback(_terminate, processes)
     ensure_topology(
+        filters=MESSAGE_FILTERS,
         project=settings.google_cloud_project,
         topic=settings.pubsub_topic,
         push_endpoints=endpoints,

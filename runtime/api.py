@@ -6,29 +6,24 @@ from flask import Flask
 from flask_cors import CORS
 from werkzeug.middleware.proxy_fix import ProxyFix
 
+from accounts import leads_routes as leads
+from accounts import leaving_routes as leaving
+from accounts import routes as me
+from accounts import signin_routes as auth
+from api import caching, errors, health
+from api.deps import Collaborators
+from billing import completion_routes as checkout_completion
+from billing import routes as payments
+from catalogue import routes as products
 from config import cors_origin_list
-from handlers import (
-    admin,
-    auth,
-    caching,
-    checkout_completion,
-    errors,
-    github,
-    health,
-    leads,
-    leaving,
-    me,
-    openapi,
-    payments,
-    products,
-    sample_emails,
-    teams,
-    usage,
-    webhook,
-)
-from handlers.deps import Collaborators
-from runtime import cli, limits, logs
+from credits import routes as usage
+from emails import sample_routes as sample_emails
+from events import routes as webhook
+from github_access import routes as github
+from runtime import cli, limits, logs, openapi
 from runtime.container import Container
+from support import routes as admin
+from teams import routes as teams
 
 # Every route's JSON is a few fields: a small default limit; the webhook opts into Stripe's size.
 MAX_BODY_BYTES = 16 * 1024
@@ -39,7 +34,7 @@ def build_api(container: Container) -> Flask:
     app = Flask("main")
     app.config["MAX_CONTENT_LENGTH"] = MAX_BODY_BYTES
     app.json.sort_keys = False  # type: ignore[attr-defined]
-    # What the handlers read back as `handlers.deps.Collaborators` (mypy checks the fit here).
+    # What the handlers read back as `api.deps.Collaborators` (mypy checks the fit here).
     collaborators: Collaborators = container
     app.extensions["container"] = collaborators
     # Cloud Run terminates TLS in front of us and appends the client's address to
@@ -79,7 +74,7 @@ def build_api(container: Container) -> Flask:
             allow_headers=["Authorization", "Content-Type"],
             methods=["GET", "POST", "PATCH", "DELETE", "OPTIONS"],
             max_age=600,
-            # `Vary` is handlers/caching.py's (flask-cors names Origin only for several origins).
+            # `Vary` is api/caching.py's (flask-cors names Origin only for several origins).
             vary_header=False,
         )
     if container.settings.test_email_enabled:

@@ -18,12 +18,12 @@ from flask.cli import with_appcontext
 
 from adapters.db import migrations
 from config import MissingSetting, SettingsError
+from core.errors import NotConfigured
 from runtime.commands.credits import credits_group
 from runtime.commands.events import events
 from runtime.commands.leaving import account_deletions
 from runtime.commands.products import echo_sync, products
 from runtime.container import Container
-from services.errors import NotConfigured
 
 
 @contextmanager

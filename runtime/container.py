@@ -14,11 +14,13 @@ from typing import TYPE_CHECKING
 from config import MissingSetting, Settings, secret
 from core.events import Event
 from runtime.lazy import once
-from subscribers import TARGETS
+from runtime.targets import TARGETS
 
 log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
+    from access.subscriber import AccessSubscriber
+    from accounts.leaving import Deletions, Leaving
     from adapters.accounts import Accounts
     from adapters.bus import BatchHandler, EventBus
     from adapters.bus.pull import PullConsumer
@@ -28,12 +30,10 @@ if TYPE_CHECKING:
     from adapters.stripe_api import StripeGateway
     from adapters.supabase_auth import SupabaseAuth
     from adapters.tokens import TokenVerifier
-    from core.email.brand import Brand
-    from core.email.kind import Senders
-    from services.leaving import Deletions, Leaving
-    from services.support import Resends
-    from subscribers.access import AccessSubscriber
-    from subscribers.emails import EmailSubscriber
+    from core.brand import Brand
+    from emails.kind import Senders
+    from emails.subscriber import EmailSubscriber
+    from support.service import Resends
 
 
 def brand_for(settings: Settings, *, default_site: str) -> Brand:
@@ -41,7 +41,7 @@ def brand_for(settings: Settings, *, default_site: str) -> Brand:
     the support inbox."""
     # Here, not at the top: the e-mail modules load an address validator, Jinja and the CSS
     # inliner, which neither the API's first request nor access needs.
-    from core.email.brand import Brand
+    from core.brand import Brand
 
     site = str(settings.site_url) if settings.site_url else default_site
     return Brand(
@@ -170,16 +170,16 @@ class Container:
     @once
     def senders(self) -> Senders:
         """Who each kind of e-mail comes from: the team, or no-reply for account mails."""
-        from core.email.kind import Senders
+        from emails.kind import Senders
 
         s = self.settings
         return Senders(team=s.email_from_admin, noreply=s.email_from_noreply)
 
     @once
     def access_subscriber(self) -> AccessSubscriber:
-        from services import seats
-        from subscribers.access import AccessSubscriber
-        from subscribers.usage import UsageReporter
+        from access.subscriber import AccessSubscriber
+        from credits.meter import UsageReporter
+        from teams import seats
 
         return AccessSubscriber(
             db=self.db,
@@ -196,7 +196,7 @@ class Container:
     def leaving(self) -> Leaving:
         """What an account deletion's steps call: where they run (the access target, the
         founder's `account-deletions resume`, or the api in one process)."""
-        from services.leaving import Leaving
+        from accounts.leaving import Leaving
 
         return Leaving(
             db=self.db,
@@ -212,7 +212,7 @@ class Container:
         """Account deletion as the api takes it. With the Pub/Sub design the api holds no
         secret key (deleting the Auth user takes Supabase's): it records the deletion and the
         access target runs its steps; in one process, the api runs them in the request."""
-        from services.leaving import Deletions
+        from accounts.leaving import Deletions
 
         here = None if self.settings.event_bus == "pubsub" else self.leaving
         return Deletions(db=self.db, bus=self.bus, steps=here)
@@ -220,7 +220,7 @@ class Container:
     def _resume_deletion(self, deletion_id: str) -> str:
         # The steps' collaborators are built on the first deletion, not with the subscriber:
         # the in-process bus is built from the subscribers, and the steps publish on it.
-        from services import leaving
+        from accounts import leaving
 
         return leaving.resume_requested(deletion_id, deps=self.leaving)
 
@@ -231,9 +231,9 @@ class Container:
         access target (and the page is told so); in one process, the access subscriber."""
         if self.settings.event_bus != "pubsub":
             return self.access_subscriber
+        from access.subscriber import AccessSubscriber
         from adapters.accounts import ExistingAccounts
-        from services import seats
-        from subscribers.access import AccessSubscriber
+        from teams import seats
 
         return AccessSubscriber(
             db=self.db,
@@ -253,7 +253,7 @@ class Container:
 
     @once
     def email_subscriber(self) -> EmailSubscriber:
-        from subscribers.emails import EmailSubscriber
+        from emails.subscriber import EmailSubscriber
 
         return EmailSubscriber(
             db=self.db,
@@ -266,7 +266,7 @@ class Container:
         )
 
     def _resend_requested(self, event: Event) -> str:
-        from services import support
+        from support import service as support
 
         return support.resend_requested(event, db=self.db, mailer=self.mailer)
 
@@ -275,7 +275,7 @@ class Container:
         """A resend as the api takes it. With the Pub/Sub design the api holds no Resend key
         (reading the copy back and sending it take it): it claims the resend and the emails
         target sends it; in one process, the api sends it in the request."""
-        from services.support import Resends
+        from support.service import Resends
 
         here = None if self.settings.event_bus == "pubsub" else self.mailer
         return Resends(db=self.db, bus=self.bus, mailer=here)
@@ -304,7 +304,7 @@ class Container:
         return Coalescer(self.access_subscriber.apply_many, max_batch=most)
 
     def subscriber(self, target: str) -> Callable[[Event], object]:
-        """The subscriber behind one of `subscribers.TARGETS`."""
+        """The subscriber behind one of `runtime.targets.TARGETS`."""
         if target == "access":
             return self.access_subscriber
         if target == "emails":
@@ -338,7 +338,7 @@ class Container:
         """A batch's e-mails are claimed together, so its last one must go out within the
         claim's lease (after which another delivery may take it over) even when every worker
         waits its turn at the account's rate: at Resend's default 2/s and 16 threads, 7."""
-        from adapters.db.sent_emails import CLAIM_LEASE_SECONDS
+        from emails.store import CLAIM_LEASE_SECONDS
 
         s = self.settings
         within_lease = s.resend_rate_per_second * CLAIM_LEASE_SECONDS / 2 / s.gunicorn_threads

@@ -16,8 +16,8 @@ from flask.typing import ResponseReturnValue
 from flask_limiter import Limiter
 from flask_limiter.errors import RateLimitExceeded
 
+from api.errors import error
 from config import Settings
-from handlers.errors import error
 
 # Endpoint -> the setting that holds its limit.
 ROUTE_LIMITS = {

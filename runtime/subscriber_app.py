@@ -17,7 +17,7 @@ import functions_framework
 from config import Settings
 from core import tracing
 from runtime import logs
-from subscribers import TARGETS
+from runtime.targets import TARGETS
 
 log = logging.getLogger(__name__)
 

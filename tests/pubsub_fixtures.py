@@ -23,6 +23,7 @@ from dev import pubsub_emulator
 from dev.processes import Target
 from dev.processes import spawn as start_process
 from dev.stripe_stand_in import StripeStandIn
+from runtime.consumers import MESSAGE_FILTERS
 from tests.conftest import SETTINGS_VARIABLES
 from tests.helpers import HANG_GUARD, stripe_signature
 
@@ -70,6 +71,7 @@ class PubSub:
 
     def ensure_topology(self, push_endpoints: dict[str, str]) -> None:
         ensure_topology(
+            filters=MESSAGE_FILTERS,
             project=PROJECT,
             topic=TOPIC,
             push_endpoints=push_endpoints,

@@ -44,10 +44,10 @@ NAMED_ROUTE = re.compile(r"\b(GET|POST|PUT|PATCH|DELETE) (/api/[\w/{}.-]*)")
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
 def test_every_route_a_page_names_is_served(page: Path) -> None:
-    from handlers.openapi import OPERATIONS
+    from runtime.openapi import OPERATIONS
 
     # The OpenAPI document's own route is not one of its operations; the founder's example in
-    # features.md is built by tests/handlers/test_features_example.py.
+    # features.md is built by tests/access/test_features_example.py.
     served = {(op.method.upper(), op.path) for op in OPERATIONS}
     served |= {("GET", "/api/openapi.json"), ("GET", "/api/reports")}
     named = set(NAMED_ROUTE.findall(page.read_text()))

@@ -51,7 +51,7 @@ def test_the_lazy_app_builds_the_api_on_first_use_only() -> None:
         "before = 'flask' in sys.modules\n"
         "app = main.app.load()\n"
         "sdks = [m for m in ('stripe', 'supabase_auth', 'github', 'jwt') if m in sys.modules]\n"
-        "print(before, type(app).__name__, 'handlers.auth' in sys.modules, sdks,"
+        "print(before, type(app).__name__, 'accounts.signin_routes' in sys.modules, sdks,"
         " sorted(r.rule for r in app.url_map.iter_rules())[:2])"
     )
     line = run_python(code, {"APP_ENV": "development"})
@@ -76,6 +76,6 @@ def test_a_subscriber_process_never_builds_the_api() -> None:
     code = (
         "import sys, main\n"
         "main.root().access_subscriber\n"
-        "print(sorted(m for m in ('handlers.auth', 'runtime.api') if m in sys.modules))"
+        "print(sorted(m for m in ('accounts.signin_routes', 'runtime.api') if m in sys.modules))"
     )
     assert run_python(code, {"APP_ENV": "development"}) == "[]"

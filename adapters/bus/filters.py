@@ -1,9 +1,10 @@
-"""The Pub/Sub filter of each subscriber's subscription, derived from the event types it acts
-on (`core.consumers`); Pub/Sub acknowledges the other messages without delivering them.
+"""The Pub/Sub filter of a subscription, from the event types its subscriber acts on (the
+targets' filters are derived in `runtime.consumers`); Pub/Sub acknowledges the other messages
+without delivering them.
 
-`python -m adapters.bus.filters` prints them, `<subscriber> <filter>` a line, reading no setting
-(cloudbuild.yaml runs it in the image, which refuses to load the app without production's
-settings); `flask --app main events filters` prints the same lines.
+`python -m runtime.consumers` prints the targets' filters, `<subscriber> <filter>` a line,
+reading no setting (cloudbuild.yaml runs it in the image, which refuses to load the app without
+production's settings); `flask --app main events filters` prints the same lines.
 
 The filter reads the `event_type` attribute every publisher sets. It is fixed when the
 subscription is created: a changed filter takes recreating the subscription (docs/deploy.md).
@@ -12,8 +13,6 @@ subscription is created: a changed filter takes recreating the subscription (doc
 from __future__ import annotations
 
 from collections.abc import Iterable
-
-from core.consumers import CONSUMED, ON_THE_BUS
 
 # Pub/Sub refuses longer filters.
 FILTER_LIMIT_BYTES = 256
@@ -79,21 +78,3 @@ def _excepting(wanted: frozenset[str], among: frozenset[str]) -> str | None:
     named = sorted(groups[short[0]] & wanted)
     terms = [f'NOT hasPrefix(attributes.event_type, "{short[0]}")']
     return " OR ".join(terms + [f'attributes.event_type = "{t}"' for t in named])
-
-
-def _derived() -> dict[str, str]:
-    found = {target: message_filter(types, ON_THE_BUS) for target, types in CONSUMED.items()}
-    return {target: expression for target, expression in found.items() if expression}
-
-
-# The filter of each subscriber's subscription; a subscriber not named here gets every message.
-MESSAGE_FILTERS: dict[str, str] = _derived()
-
-
-def filter_lines() -> list[str]:
-    """`<subscriber> <filter>`, one line per filtered subscription."""
-    return [f"{target} {expression}" for target, expression in MESSAGE_FILTERS.items()]
-
-
-if __name__ == "__main__":
-    print("\n".join(filter_lines()))

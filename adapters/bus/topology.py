@@ -1,7 +1,7 @@
 """Topics and subscriptions, created or brought up to date (development and tests).
 
 Production provisions the same shape in `cloudbuild.yaml`: one topic, one push subscription
-per subscriber named `<topic>-<subscriber>` with its filter (`adapters/bus/filters.py`, which
+per subscriber named `<topic>-<subscriber>` with its filter (`runtime/consumers.py`, which
 the deploy reads through `flask --app main events filters`), retries with backoff, then a
 dead-letter topic.
 A subscriber given no endpoint gets a pull subscription of the same name and policy (read by
@@ -22,7 +22,6 @@ from google.api_core import exceptions
 from google.protobuf import duration_pb2, field_mask_pb2
 from google.pubsub_v1.services.subscriber.transports import SubscriberGrpcTransport
 
-from adapters.bus.filters import MESSAGE_FILTERS
 from adapters.bus.pubsub import publisher_transport
 
 
@@ -60,9 +59,11 @@ def ensure_topology(
     push_service_account: str | None = None,
     push_audiences: Mapping[str, str] | None = None,
     emulator_host: str | None = None,
+    filters: Mapping[str, str],
 ) -> list[str]:
     """Create the topic and one subscription per subscriber (push to its endpoint, or pull
-    where the endpoint is None); returns their paths.
+    where the endpoint is None), each with its filter in `filters` (the subscriber targets'
+    `runtime.consumers.MESSAGE_FILTERS`); returns their paths.
 
     Idempotent: what exists is updated to the given endpoint (or to pull) and policy.
     """
@@ -89,8 +90,8 @@ def ensure_topology(
                 push_service_account,
                 audience,
             )
-            if name in MESSAGE_FILTERS:
-                fields["filter"] = MESSAGE_FILTERS[name]
+            if name in filters:
+                fields["filter"] = filters[name]
             _ensure_subscription(subscriber, fields, topic_path)
             paths.append(path)
         return paths

@@ -36,7 +36,7 @@ class Profile:
 
 @dataclass(frozen=True)
 class Standing:
-    """What decides whether a valid token's user may still call (core/leaving.py)."""
+    """What decides whether a valid token's user may still call (accounts/leaving_rules.py)."""
 
     present: bool  # their profile is there: it goes with their auth user
     leaving: bool  # a deletion of their account is under way

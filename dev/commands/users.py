@@ -11,10 +11,10 @@ import click
 from flask import current_app
 from flask.cli import AppGroup
 
-from core.announcements import about
+from access.announcements import about
+from core.errors import ServiceError
 from dev import local_users
 from runtime.container import Container
-from services.errors import ServiceError
 
 
 @click.group("users", cls=AppGroup)

@@ -7,10 +7,11 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from adapters.db import catalogue as store
 from adapters.db.pool import Database
-from core.billing.catalogue import CatalogueWrite
-from core.catalogue import catalogue_of, display_names, lookup_keys
+from catalogue import writes as store
+from catalogue.events import CatalogueWrite
+from catalogue.rules import catalogue_of
+from core.stripe_objects import display_names, lookup_keys
 from dev import stripe_shapes as shapes
 
 CREATED = 1_764_547_200  # 2025-12-01, a fixed time: the objects are the same on every run

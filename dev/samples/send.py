@@ -10,9 +10,9 @@ from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import urlsplit
 
-from adapters.db import products
 from adapters.db.pool import Database
 from adapters.stripe_api import sign
+from catalogue import store as products
 from dev.samples.events import API_VERSION, Facts, sample_event
 
 LOOPBACK = frozenset({"localhost", "127.0.0.1", "::1"})

@@ -10,8 +10,8 @@ import click
 from flask import current_app
 from flask.cli import AppGroup
 
-from adapters.db import credits
-from core.credits import overage_recorded
+from credits import store as credits
+from credits.rules import overage_recorded
 from runtime.container import Container
 
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import click
 from flask.cli import AppGroup
 
-from adapters.bus.filters import filter_lines
 from runtime.commands.recovery import reconcile_command, replay_dead_letters_command
+from runtime.consumers import filter_lines
 
 
 @click.group("events", cls=AppGroup)

@@ -8,9 +8,9 @@ import click
 from flask import current_app
 from flask.cli import AppGroup
 
+from accounts import leaving
+from accounts.leaving import Outcome
 from runtime.container import Container
-from services import leaving
-from services.leaving import Outcome
 
 account_deletions = AppGroup("account-deletions", help="Account deletions under way.")
 

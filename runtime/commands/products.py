@@ -6,8 +6,8 @@ import click
 from flask import current_app
 from flask.cli import AppGroup
 
+from catalogue.service import sync
 from runtime.container import Container
-from services.catalogue import sync
 
 
 @click.group("products", cls=AppGroup)

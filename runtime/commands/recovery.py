@@ -12,9 +12,9 @@ import click
 from flask import current_app
 from flask.cli import with_appcontext
 
+from core.errors import InvalidRequest
+from events import recovery as event_recovery
 from runtime.container import Container
-from services import event_recovery
-from services.errors import InvalidRequest
 
 
 def _container() -> Container:

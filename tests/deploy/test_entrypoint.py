@@ -31,7 +31,7 @@ from dev.local_google import id_token_claims, new_key, remove_signature, sign
 from tests.helpers import HANG_GUARD, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
-ENTRY_FILES = ("bin/serve", "gunicorn.conf.py", "runtime", "config", "subscribers")
+ENTRY_FILES = ("bin/serve", "gunicorn.conf.py", "runtime", "config")
 
 
 def instructions() -> list[tuple[str, str]]:

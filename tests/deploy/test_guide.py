@@ -2,7 +2,7 @@
 
 The Stripe webhook's event types come from core/events.py, the secrets from the settings
 (config/), the required build substitutions from cloudbuild.yaml's own check, and the frontend
-pages from the paths the e-mails link to (core/email/props.py).
+pages from the paths the e-mails link to (emails/props.py).
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 import yaml
 
+from catalogue.rules import METADATA
 from config import PRODUCTION_OPTIONAL, PRODUCTION_REQUIRED
-from core.catalogue import METADATA
-from core.email.props import DEFAULT_PATHS
 from core.events import SUBSCRIBED_TYPES
+from emails.props import DEFAULT_PATHS
 
 ROOT = Path(__file__).resolve().parents[2]
 GUIDE = ROOT / "docs" / "deploy.md"

@@ -10,15 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from core.email.props import DEFAULT_PATHS
+from emails.props import DEFAULT_PATHS
 from tests.deploy.test_guide import _checklist_item, _section
 
 ROOT = Path(__file__).resolve().parents[2]
 GUIDE = ROOT / "docs" / "deploy.md"
 # The links the mails build beside DEFAULT_PATHS, each in the one place that builds it.
 BUILT_LINKS = {
-    "/#pricing": ROOT / "core" / "email" / "kinds" / "checkout_expired.py",
-    "/invitations/accept": ROOT / "services" / "teams.py",
+    "/#pricing": ROOT / "emails" / "kinds" / "checkout_expired.py",
+    "/invitations/accept": ROOT / "teams" / "service.py",
 }
 
 

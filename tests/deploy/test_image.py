@@ -26,7 +26,6 @@ import psycopg
 import pytest
 import requests
 
-from adapters.bus.filters import MESSAGE_FILTERS
 from adapters.bus.topology import clients, ensure_topology
 from adapters.db.pool import Database
 from config import PRODUCTION_REQUIRED, PRODUCTION_REQUIRED_BY_TARGET
@@ -36,6 +35,7 @@ from dev.cloudrun_front import CloudRunFront
 from dev.local_google import LocalGoogle
 from dev.samples.catalogue import seed_demo_products
 from dev.stripe_stand_in import StripeStandIn
+from runtime.consumers import MESSAGE_FILTERS
 from tests.conftest import serving
 from tests.deploy import topology
 from tests.deploy.conftest import Image
@@ -241,7 +241,7 @@ def test_the_image_holds_only_what_the_service_runs(image: Image) -> None:
     top = {path.split("/", 1)[0] for path in paths}
     assert not (top & FORBIDDEN), f"in the image: {sorted(top & FORBIDDEN)}"
     assert not [p for p in paths if p.rsplit("/", 1)[-1].startswith(".env")]
-    # (handlers/test_email.py is the /api/test-email route, not a test)
+    # (emails/sample_routes.py is the /api/test-email route, not a test)
     assert not [p for p in paths if {"tests", "conftest.py"} & set(p.split("/"))], "tests"
     assert set(REQUIRED) <= paths
     packages = in_image(image, "sh", "-c", "ls /app/.venv/lib/python*/site-packages")
@@ -285,8 +285,8 @@ def spy(self, data, path, *args, **kwargs):
 loader.SourceLoader.source_to_code = spy
 for name in (
     "gunicorn.app.wsgiapp", "config", "main", "runtime.api", "runtime.subscriber_app",
-    "runtime.container", "subscribers.access", "subscribers.emails", "adapters.bus.pubsub",
-    "adapters.mail.resend", "core.email.render", "google.cloud.pubsub_v1", "google.auth.jwt",
+    "runtime.container", "access.subscriber", "emails.subscriber", "adapters.bus.pubsub",
+    "adapters.mail.resend", "emails.render", "google.cloud.pubsub_v1", "google.auth.jwt",
     "stripe", "supabase_auth", "github", "jwt", "resend", "psycopg_pool",
 ):
     importlib.import_module(name)
@@ -385,6 +385,7 @@ def test_the_loop_runs_in_containers_with_production_settings(
     assert set(endpoints) == {"access", "emails"}
     wanted = production.with_endpoints(endpoints)
     ensure_topology(
+        filters=MESSAGE_FILTERS,
         project=PROJECT,
         topic=production.topic,
         push_endpoints={target: sub.push_endpoint or "" for target, sub in wanted.push.items()},

@@ -30,6 +30,7 @@ from adapters.mail.message import MailError, send_email
 from adapters.mail.resend import ResendMailer
 from dev.samples.catalogue import seed_demo_products
 from runtime import logs
+from tests.access.test_subscriber import completed, post_event
 from tests.conftest import Api
 from tests.deploy.test_cloudbuild import (
     Help,
@@ -41,7 +42,6 @@ from tests.deploy.test_cloudbuild import (
 )
 from tests.fakes.resend import FakeResend
 from tests.helpers import HANG_GUARD, create_user, stripe_event
-from tests.subscribers.test_access import completed, post_event
 
 ROOT = Path(__file__).resolve().parents[2]
 MONITORING = ROOT / "ops" / "monitoring"

@@ -20,7 +20,7 @@ from dev.pubsub_emulator import free_port
 from dev.samples.catalogue import seed_demo_products
 from tests.deploy import test_serve
 from tests.helpers import HANG_GUARD, create_user
-from tests.subscribers.test_targets import completed_body, profile_access, push_envelope
+from tests.runtime.test_targets import completed_body, profile_access, push_envelope
 
 INVOKERS = frozenset({PUSH_ACCOUNT})
 serve = test_serve.serve  # the fixture: a target started with `bin/serve`

@@ -51,7 +51,7 @@ OPTIONAL = {
     "stripe_meter_events_secret",
     "lead_link_secret",
 }
-# Collaborators `handlers.deps.caller` uses for every signed-in route.
+# Collaborators `api.deps.caller` uses for every signed-in route.
 CALLER = {"supabase_auth", "tokens"}
 
 
@@ -132,7 +132,8 @@ def _is_container_call(node: ast.AST) -> bool:
     return (
         isinstance(node, ast.Call)
         and isinstance(node.func, ast.Name)
-        and node.func.id == "container"
+        # `_container()`: the container as a domain's routes type it (their own Protocol).
+        and node.func.id in ("container", "_container")
     )
 
 

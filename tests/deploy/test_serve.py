@@ -15,18 +15,18 @@ from typing import Any
 import pytest
 import requests
 
+from access.announcements import Person, access_granted
+from access.checkouts import checkout_from
 from adapters.db.pool import Database
 from adapters.supabase_auth import storage_key
 from config import PRODUCTION_REQUIRED_BY_TARGET, Settings
-from core.access import checkout_from
-from core.announcements import Person, access_granted
 from core.events import parse_event
 from dev import local_google
 from dev.local_google import PUSH_ACCOUNT, LocalGoogle
 from dev.processes import environment
 from dev.samples.catalogue import seed_demo_products
 from tests.helpers import HANG_GUARD, create_user, stripe_event, wait_for
-from tests.subscribers.test_targets import completed_body, profile_access, push_envelope
+from tests.runtime.test_targets import completed_body, profile_access, push_envelope
 
 ROOT = Path(__file__).resolve().parents[2]
 # Every production setting but the push ones, plausible and not public.

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from adapters.bus.filters import MESSAGE_FILTERS, message_filter
+from adapters.bus.filters import message_filter
 from adapters.bus.topology import DEAD_LETTER_TOPIC_RETENTION, DELIVERY_ATTEMPTS, PushPolicy
 from config import Settings
 from core.app_events import (
@@ -17,11 +17,11 @@ from core.app_events import (
     EMAIL_RESEND_REQUESTED,
     USAGE_RECORDED,
 )
-from core.consumers import CONSUMED, ON_THE_BUS
-from core.email.plan import handled_types
 from core.events import APP_EVENT_PREFIX, SUBSCRIBED_TYPES
+from emails.plan import handled_types
 from main import create_app
-from subscribers import TARGETS
+from runtime.consumers import CONSUMED, MESSAGE_FILTERS, ON_THE_BUS
+from runtime.targets import TARGETS
 from tests.deploy import topology
 
 
@@ -104,7 +104,7 @@ def test_the_deploy_takes_its_filters_from_the_code_not_a_copy(tmp_path: Path) -
     steps = {step["id"]: step for step in config["steps"]}
     step = steps["filters"]
     assert (step["name"], step["dir"]) == ("${_IMAGE}", "/app")
-    assert "/app/.venv/bin/python -m adapters.bus.filters > /workspace/filters" in step["args"][1]
+    assert "/app/.venv/bin/python -m runtime.consumers > /workspace/filters" in step["args"][1]
     assert "filters" in steps["subscriptions"]["waitFor"]
     assert "hasPrefix" not in topology.CLOUDBUILD.read_text()
     written = dict(line.split(" ", 1) for line in topology.filters_written().splitlines())

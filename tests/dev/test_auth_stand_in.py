@@ -23,15 +23,15 @@ from adapters.db.pool import Database
 from adapters.supabase_auth import encode_value, read_session, storage_key
 from adapters.tokens import TokenVerifier
 from config import Settings, SettingsError
+from core.errors import ServiceError
 from dev import local_users
 from dev.auth_stand_in import AuthStandIn, running
 from dev.samples.catalogue import seed_demo_products
 from dev.stack import with_auth_stand_in
-from services.errors import ServiceError
+from tests.access.test_subscriber import completed, post_event
 from tests.conftest import Api
 from tests.fakes.supabase import PUBLISHABLE_KEY, SECRET_KEY
 from tests.helpers import HANG_GUARD, stripe_event, wait_for
-from tests.subscribers.test_access import completed, post_event
 from tests.test_config import PRODUCTION
 
 

@@ -21,15 +21,15 @@ import html5lib
 import pytest
 import requests
 
+from access.announcements import announced_ids
 from adapters.db.pool import Database
-from core.announcements import announced_ids
 from dev import pipeline_view, stripe_stand_in
 from dev import stack as local_stack
 from dev.samples.catalogue import seed_demo_products
+from tests.access.lifecycle_helpers import subscription
+from tests.access.test_subscriber import completed, post_event
 from tests.conftest import Api
 from tests.helpers import HANG_GUARD, create_user, stripe_event, wait_for
-from tests.subscribers.lifecycle_helpers import subscription
-from tests.subscribers.test_access import completed, post_event
 
 NS = {"h": "http://www.w3.org/1999/xhtml"}
 

@@ -9,9 +9,9 @@ import pytest
 from click.testing import CliRunner
 
 from adapters.db.pool import Database
-from core.email.kinds import KINDS
 from dev.previews import emails_preview
 from dev.samples.catalogue import seed_demo_products
+from emails.kinds import KINDS
 
 
 def test_previews_follow_brand_name_and_land_in_the_data_dir(

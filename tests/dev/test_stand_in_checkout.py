@@ -25,8 +25,8 @@ from dev.stripe_stand_in import StripeStandIn
 from main import create_app
 from tests.conftest import Api
 from tests.dev.test_pipeline_view import rendered
+from tests.emails.test_subscriber import outbox, text_of
 from tests.helpers import HANG_GUARD, create_user, wait_for
-from tests.subscribers.test_emails import outbox, text_of
 
 NS = {"h": "http://www.w3.org/1999/xhtml"}
 BRAND = "Initech"

@@ -9,10 +9,10 @@ import requests
 
 from adapters.db.pool import Database
 from adapters.stripe_api import StripeGateway
+from catalogue.service import sync
 from core.stripe_objects import CURRENT_VERSION
 from dev import stripe_stand_in
 from dev.samples import catalogue
-from services.catalogue import sync
 from tests.dev.test_stand_in_checkout import commands_of
 
 

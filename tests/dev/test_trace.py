@@ -21,15 +21,15 @@ import pytest
 import requests
 from pydantic import SecretStr
 
+from access.announcements import announced_ids
 from adapters.db.pool import Database
 from config import Settings
-from core.announcements import announced_ids
 from dev import stack as local_stack
 from runtime import logs
+from tests.access.lifecycle_helpers import subscription
+from tests.access.test_subscriber import completed
 from tests.helpers import HANG_GUARD, create_user, stripe_event, stripe_signature, wait_for
 from tests.pubsub_fixtures import PubSub, pubsub_fixture  # noqa: F401  # fixture by name
-from tests.subscribers.lifecycle_helpers import subscription
-from tests.subscribers.test_access import completed
 
 TRACE_ID = secrets.token_hex(16)
 WEBHOOK_SPAN = secrets.token_hex(8)

@@ -1,4 +1,4 @@
-"""The credits state machine (tests/adapters/db/test_credits_model.py) under the fault run's
+"""The credits state machine (tests/credits/test_store_model.py) under the fault run's
 kind of fault: its steps' Postgres connections killed mid-transaction with
 `pg_terminate_backend`, each killed step sent again as its client would, under the same
 idempotency key (a consumption's, or the access cycle's source and event), and the database
@@ -33,8 +33,8 @@ import psycopg
 from psycopg.conninfo import make_conninfo
 
 from adapters.db.pool import Database, DatabaseUnavailable
-from core.credits import Taken
-from tests.adapters.db import test_credits_model as machine
+from credits.rules import Taken
+from tests.credits import test_store_model as machine
 
 APPLICATION = "faultrun-credits"
 HOLDER = "faultrun-credits-holder"

@@ -16,10 +16,10 @@ from typing import Protocol
 import psycopg
 
 from adapters.bus.topology import subscription_name
-from adapters.db import credits
 from adapters.db.pool import Database
 from config import Settings
-from core.credits import overage_recorded
+from credits import store as credits
+from credits.rules import overage_recorded
 from dev import stripe_shapes as shapes
 from dev.samples.catalogue import seed_demo_products
 from dev.stripe_stand_in import StripeStandIn

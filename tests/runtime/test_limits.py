@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from adapters.db.pool import Database
-from handlers.openapi import document
 from runtime.limits import ROUTE_LIMITS
+from runtime.openapi import document
 from tests.conftest import Api
 
 # One request to each limited route; what it answers below the limit does not matter here.

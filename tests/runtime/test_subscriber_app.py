@@ -26,7 +26,7 @@ from runtime.subscriber_app import create_app
 from tests.conftest import serving
 from tests.fakes.http import FakeServer, json_response
 from tests.helpers import create_user
-from tests.subscribers.test_targets import completed_body, profile_access, push_envelope
+from tests.runtime.test_targets import completed_body, profile_access, push_envelope
 
 AUDIENCE = "https://saas-access-123456789.europe-west1.run.app"
 ACCOUNT = "saas-push@my-project.iam.gserviceaccount.com"

@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 
 import requests
 
-from core.email.kinds import KINDS
+from emails.kinds import KINDS
 from tests.helpers import HANG_GUARD
 from tests.web.conftest import Site
 

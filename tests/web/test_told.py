@@ -18,11 +18,11 @@ import pytest
 import requests
 from playwright.sync_api import Browser, BrowserContext, Page, expect
 
+from access.grant_words import day
 from adapters.db.pool import Database
 from adapters.tokens import User
-from core.grant_words import day
 from dev import stripe_stand_in
-from services.support import give_comp
+from support.service import give_comp
 from tests.conftest import SETTINGS_VARIABLES
 from tests.helpers import create_user, wait_for
 from tests.web.conftest import Site

@@ -28,7 +28,9 @@ from config import Settings
 from core.events import Event, parse_event
 from dev import pubsub_emulator
 from dev.samples.catalogue import seed_demo_products
+from runtime.consumers import MESSAGE_FILTERS
 from runtime.container import Container
+from tests.access.lifecycle_helpers import MONTHLY, link
 from tests.conftest import SETTINGS_VARIABLES
 from tests.helpers import HANG_GUARD, create_user, stripe_event, wait_for
 from tests.pubsub_fixtures import (  # noqa: F401  # fixtures: pytest finds them by name
@@ -38,7 +40,6 @@ from tests.pubsub_fixtures import (  # noqa: F401  # fixtures: pytest finds them
     PubSub,
     pubsub_fixture,
 )
-from tests.subscribers.lifecycle_helpers import MONTHLY, link
 
 T0 = 1_700_000_000
 
@@ -49,6 +50,7 @@ def topic(pubsub: PubSub) -> str:
     pubsub.ensure_running()
     name = f"pull-{uuid.uuid4().hex[:8]}"
     ensure_topology(
+        filters=MESSAGE_FILTERS,
         project=PROJECT,
         topic=name,
         push_endpoints={"access": None, "emails": None},
@@ -156,7 +158,7 @@ def test_a_burst_is_applied_in_batches_and_every_message_acknowledged(
     pulling: Callable[[str], Container],
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    caplog.set_level(logging.INFO, logger="subscribers.access")
+    caplog.set_level(logging.INFO, logger="access.subscriber")
     customers = [f"cus_pb{n}" for n in range(4)]
     for customer in customers:
         linked(db, customer)
@@ -255,7 +257,7 @@ def test_e_mail_by_pull_sends_a_renewal_once_for_two_deliveries(
     pulling: Callable[[str], Container],
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    caplog.set_level(logging.INFO, logger="subscribers.emails")
+    caplog.set_level(logging.INFO, logger="emails.subscriber")
     seed_demo_products(db)
     linked(db, "cus_pm")
     body = renewal("cus_pm", 2, reason="subscription_cycle")
@@ -286,6 +288,7 @@ def test_a_push_subscription_becomes_pull_and_back(pubsub: PubSub) -> None:
 
     for wanted in ("http://127.0.0.1:9/", None, "http://127.0.0.1:9/"):
         ensure_topology(
+            filters=MESSAGE_FILTERS,
             project=PROJECT,
             topic=name,
             push_endpoints={"access": wanted},

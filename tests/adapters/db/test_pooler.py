@@ -13,10 +13,10 @@ import pytest
 
 from adapters.db.pool import Database, DatabaseUnavailable
 from dev.samples.catalogue import seed_demo_products
+from tests.access.test_subscriber import completed, post_event
 from tests.conftest import Api
 from tests.helpers import HANG_GUARD, create_user, postgres_home, stripe_event, wait_for
 from tests.pooler import Pooler, authority, running
-from tests.subscribers.test_access import completed, post_event
 
 
 @pytest.fixture(scope="module")

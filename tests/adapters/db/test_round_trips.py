@@ -12,14 +12,14 @@ from dataclasses import dataclass, field, replace
 import pytest
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
+from access.subscriber import AccessSubscriber
 from adapters.db.pool import Database
 from config import Settings
 from core.events import parse_event
 from dev.samples.catalogue import seed_demo_products
 from runtime.container import Container
-from subscribers.access import AccessSubscriber
+from tests.access.test_subscriber_batches import customers, event
 from tests.helpers import stripe_event
-from tests.subscribers.test_access_batches import customers, event
 
 T0 = 1_700_000_000
 

@@ -273,7 +273,7 @@ def test_the_migrate_step_refuses_an_unmarked_contraction(
 def test_members_read_their_teams_and_only_the_server_writes(db: Database) -> None:
     from datetime import UTC, datetime, timedelta
 
-    from adapters.db import teams
+    from teams import store as teams
 
     ada, grace, eve = (create_user(db, f"{n}@example.com") for n in ("ada", "grace", "eve"))
     team = teams.create(db, owner_id=ada, name="Engines").id

@@ -20,8 +20,8 @@ from dev.samples.events import API_VERSION, API_VERSIONS, SAMPLE_TYPES
 from dev.stripe_stand_in import StripeStandIn
 from main import create_app
 from tests.conftest import Api
+from tests.emails.test_subscriber import outbox, text_of
 from tests.helpers import HANG_GUARD, create_user, wait_for
-from tests.subscribers.test_emails import outbox, text_of
 
 ONE_TIME_CENTS = 4900  # the one-time demo product, at 49.00
 # Each type after the checkout: has_access afterwards (None: the access subscriber ignores it)
@@ -291,8 +291,8 @@ def test_events_can_address_a_team_and_its_seats(
 ) -> None:
     from functools import partial
 
-    from adapters.db import teams
-    from core.teams import Seats
+    from teams import store as teams
+    from teams.rules import Seats
 
     seed_demo_products(db)
     with db.transaction() as conn:

@@ -96,7 +96,7 @@ def test_metadata_errors_are_logged_with_the_id_and_not_sold(
         product("prod_week", "Weekly", "", {"type": "link"}),
         price("price_week", "prod_week", 900, "week"),
     )
-    with caplog.at_level(logging.WARNING, logger="services.catalogue"):
+    with caplog.at_level(logging.WARNING, logger="catalogue.service"):
         result = cli("products", "sync")
     assert result.exit_code == 0, result.output
     assert set(rows(db)) == {"price_ok"}

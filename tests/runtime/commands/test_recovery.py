@@ -26,11 +26,12 @@ from dev.pubsub_emulator import free_port
 from dev.samples.catalogue import seed_demo_products
 from dev.stripe_stand_in import StripeStandIn
 from main import create_app
+from runtime.consumers import MESSAGE_FILTERS
 from runtime.container import Container
+from tests.access.lifecycle_helpers import link, profile, session, subscription
 from tests.conftest import SETTINGS_VARIABLES
 from tests.helpers import HANG_GUARD, create_user, stripe_event
 from tests.pubsub_fixtures import PROJECT, PubSub, pubsub_fixture  # noqa: F401
-from tests.subscribers.lifecycle_helpers import link, profile, session, subscription
 
 TOPIC = "lifecycle-events"
 
@@ -136,7 +137,13 @@ class Probe:
 @pytest.fixture
 def probe(pubsub: PubSub, monkeypatch: pytest.MonkeyPatch) -> Iterator[Probe]:
     pubsub.ensure_running()
-    ensure_topology(project=PROJECT, topic=TOPIC, push_endpoints={}, emulator_host=pubsub.host)
+    ensure_topology(
+        filters=MESSAGE_FILTERS,
+        project=PROJECT,
+        topic=TOPIC,
+        push_endpoints={},
+        emulator_host=pubsub.host,
+    )
     monkeypatch.setenv("PUBSUB_EMULATOR_HOST", pubsub.host)
     publisher, subscriber = pubsub_v1.PublisherClient(), pubsub_v1.SubscriberClient()
     path = subscriber.subscription_path(PROJECT, f"{TOPIC}-probe-{uuid.uuid4().hex[:8]}")
