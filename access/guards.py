@@ -24,7 +24,7 @@ from api.deps import caller, container
 from api.identity import require_user
 from core.errors import Forbidden, InvalidRequest, Replayed, StoredAnswer
 from credits import service as credits
-from credits.rules import Answer, kept_answer, request_digest
+from credits.rules import Answer, Check, kept_answer, request_digest
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -90,6 +90,14 @@ def consumes(feature: str, amount: int = 1) -> Callable[[Callable[P, R]], Callab
         return guarded
 
     return guard
+
+
+def credits_check(feature: str, amount: int = 1) -> Check:
+    """Whether the signed-in user's pool (their own, else a seated team's) would give `amount`
+    of `feature` now, and whether any of it would be overage: for a route deciding before it
+    starts long work. Takes nothing: the work's own consumption decides again."""
+    user = require_user(caller())
+    return credits.check(container().db, credits.Payer(user_id=user.id), feature, amount)
 
 
 @contextmanager

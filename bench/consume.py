@@ -1,12 +1,15 @@
 """Consumptions of credits per second and their latency, with Postgres an internet hop away:
-`uv run python bench/consume.py` (15 ms each way, 16 clients, 10 s per scenario).
+`uv run python bench/consume.py` (15 ms each way, 64 clients on 8 connections, 10 s per
+scenario).
 
 Every consumption is one call of `credits/store.py` `take` (what POST /api/usage,
-`@consumes` and the reservations call): `public.credit_take` sent with BEGIN and COMMIT in one
+`@consumes` and the reservations call): the instance's consumptions in flight at the same moment
+are taken in one statement (`credits/batches.py`), sent with BEGIN and COMMIT in one
 round trip. The floor is one plain round trip the same way (`select 1` with BEGIN and COMMIT),
-which no consumption can beat. Scenarios: `floor`; `spread` (each consumption on one of
-`--accounts` accounts); `hot` (every client on one account: the grants' row locks make them
-take turns). See bench/README.md.
+from one client, which no call can beat. Scenarios: `floor`; `alone` (each consumption its own
+statement, as before batches, the clients taking turns for the connections); `spread` (each
+consumption on one of `--accounts` accounts); `hot` (every client on one account: the grants'
+row locks make them take turns). See bench/README.md.
 """
 
 from __future__ import annotations
@@ -35,7 +38,8 @@ from dev import local_postgres
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--delay-ms", type=float, default=15.0, help="each way to Postgres")
-    parser.add_argument("--clients", type=int, default=16)
+    parser.add_argument("--clients", type=int, default=64, help="threads consuming at once")
+    parser.add_argument("--connections", type=int, default=8, help="the instance's pool")
     parser.add_argument("--duration", type=float, default=10.0, help="seconds per scenario")
     parser.add_argument("--accounts", type=int, default=100)
     args = parser.parse_args()
@@ -47,21 +51,35 @@ def main() -> int:
     ):
         accounts = _accounts(url, args.accounts)
         with delayed(url, args.delay_ms) as far:
-            db = Database(lambda: far, max_size=args.clients)
+            db = Database(lambda: far, max_size=args.connections, timeout=60)
             db.fetch_all("select 1")
-            floor = run(args, lambda n: db.fetch_all("select 1"))
+            floor = run(args, lambda n: db.fetch_all("select 1"), clients=1)
+            alone = run(args, lambda n: _alone(db, accounts[n % len(accounts)]))
             spread = run(args, lambda n: _take(db, accounts[n % len(accounts)]))
             hot = run(args, lambda n: _take(db, accounts[0]))
             db.close()
         [row] = _query(url, "select count(*), min(amount - used) from public.credit_grants")
-    print(f"Postgres {args.delay_ms:g} ms away each way, {args.clients} clients, "
-          f"{args.duration:g} s a scenario")  # fmt: skip
+    print(f"Postgres {args.delay_ms:g} ms away each way, {args.clients} clients on"
+          f" {args.connections} connections, {args.duration:g} s a scenario")  # fmt: skip
     print(f"{'scenario':10} {'per s':>8} {'p50 ms':>8} {'p99 ms':>8}")
-    for name, (rate, p50, p99) in (("floor", floor), ("spread", spread), ("hot", hot)):
+    scenarios = (("floor", floor), ("alone", alone), ("spread", spread), ("hot", hot))
+    for name, (rate, p50, p99) in scenarios:
         print(f"{name:10} {rate:8.0f} {p50:8.1f} {p99:8.1f}")
-    print(f"p99 over the floor's: spread {spread[2] / floor[2]:.2f}x, hot {hot[2] / floor[2]:.2f}x")
+    trip = floor[1]
+    print(f"p99 in round trips (the floor's p50, {trip:.1f} ms): alone {alone[2] / trip:.2f},"
+          f" spread {spread[2] / trip:.2f}, hot {hot[2] / trip:.2f}")  # fmt: skip
     print(f"grants never overdrawn: {row[0]} grants, least left {row[1]}")
     return 0
+
+
+def _alone(db: Database, account: str) -> None:
+    """A consumption in a statement of its own, as every one was before batches."""
+    [row] = db.fetch_all(
+        "select public.credit_take(%s::uuid, 'generations', 1, %s, 'consumed') as taken",
+        (account, uuid.uuid4().hex),
+    )
+    if row["taken"]["state"] != "consumed":
+        raise RuntimeError(f"consumption answered {row['taken']}")
 
 
 def _take(db: Database, account: str) -> None:
@@ -70,8 +88,11 @@ def _take(db: Database, account: str) -> None:
         raise RuntimeError(f"consumption answered {taken}")
 
 
-def run(args: argparse.Namespace, call: Callable[[int], object]) -> tuple[float, float, float]:
-    """Calls per second, p50 and p99 in ms, from `--clients` threads for `--duration`."""
+def run(
+    args: argparse.Namespace, call: Callable[[int], object], *, clients: int | None = None
+) -> tuple[float, float, float]:
+    """Calls per second, p50 and p99 in ms, from `--clients` threads (or `clients`) for
+    `--duration`."""
     latencies: list[float] = []
     lock = threading.Lock()
     stop = time.monotonic() + args.duration
@@ -84,7 +105,8 @@ def run(args: argparse.Namespace, call: Callable[[int], object]) -> tuple[float,
         with lock:
             latencies.extend(mine)
 
-    threads = [threading.Thread(target=client, args=(n,)) for n in range(args.clients)]
+    count = clients or args.clients
+    threads = [threading.Thread(target=client, args=(n,)) for n in range(count)]
     began = time.monotonic()
     for thread in threads:
         thread.start()

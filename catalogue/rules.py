@@ -29,6 +29,7 @@ METADATA: Mapping[str, str] = {
     "credits_period": "`period` (each paid period, unused ones end with it; the default) or `once`",
     "credits_expire_days": "whole days `once` credits are kept (1 to 3650; default: until used)",
     "meter": "the Stripe meter's event name that bills consumption beyond the credits",
+    "overage_cap": "with `meter`: the overage units a subscription may be billed per period",
 }
 
 # Anchored with \Z, not $: `$` also matches before a final newline, which a name may not carry.
@@ -78,6 +79,7 @@ class ProductFacts:
     credits_period: str | None = None  # `period` or `once`, None without credits
     credits_expire_days: int | None = None
     meter: str | None = None  # the meter event consumption beyond the credits is billed on
+    overage_cap: int | None = None  # the overage units billed per period at most; None: no cap
     # (key, display name) of its features that Stripe's Entitlements names
     feature_names: tuple[tuple[str, str], ...] = ()
 
@@ -109,6 +111,7 @@ class Listing:
     credits_expire_days: int | None = None
     meter: str | None = None
     feature_names: tuple[tuple[str, str], ...] = ()
+    overage_cap: int | None = None
 
 
 class Unreadable(ValueError):
@@ -155,6 +158,7 @@ def read_product(
     meter = str(meta.get("meter", "")).strip() or None
     if meter is not None and not METER.match(meter):
         problems.append(f"metadata meter is {meter!r}, not a meter event name")
+    overage_cap = _overage_cap(meta, meter, problems)
     if problems:
         raise Unreadable("; ".join(problems))
     return ProductFacts(
@@ -177,7 +181,25 @@ def read_product(
         credits_period=credits_period,
         credits_expire_days=expire_days,
         meter=meter,
+        overage_cap=overage_cap,
     )
+
+
+def _overage_cap(meta: Mapping[str, Any], meter: str | None, problems: list[str]) -> int | None:
+    """The overage units a subscription's meter may bill per period (`overage_cap`), a whole
+    number beside a `meter`; None when unset."""
+    text = str(meta.get("overage_cap", "")).strip()
+    if not text:
+        return None
+    if not text.isdigit() or not 1 <= int(text) <= LARGEST_CREDIT:
+        problems.append(
+            f"metadata overage_cap is {text!r}, not a whole number 1 to {LARGEST_CREDIT}"
+        )
+        return None
+    if meter is None:
+        problems.append("metadata overage_cap is set without a meter")
+        return None
+    return int(text)
 
 
 def tax_code_of(product: Mapping[str, Any]) -> str | None:
@@ -231,6 +253,7 @@ def listing(facts: ProductFacts, price: Mapping[str, Any]) -> Listing:
         credits_expire_days=facts.credits_expire_days,
         meter=facts.meter,
         feature_names=facts.feature_names,
+        overage_cap=facts.overage_cap,
     )
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from pydantic import SecretStr
+from pydantic import SecretStr, field_validator
 
 from config.checks import Group, secret
 from config.environment import Environment
@@ -27,6 +27,33 @@ class UsageSettings(Environment):
     # (`v1.billing.meter.error_report_triggered`, `v1.billing.meter.no_meter_found`) to
     # /api/webhook/payments: a destination has its own secret. Unset: such events are refused.
     stripe_meter_events_secret: SecretStr | None = None
+    # The percentages of a grant used (of each period's credits, or of a pack) at which its
+    # holder is mailed and `app.credits.threshold` is published, once each per period
+    # (comma-separated, 1 to 100). Empty: no alerts.
+    credits_alerts: str = "90"
+
+    @field_validator("credits_alerts")
+    @classmethod
+    def _alerts(cls, value: str) -> str:
+        alert_thresholds(value)  # raises naming the value that is not a percentage
+        return value
+
+    @property
+    def credits_alert_thresholds(self) -> tuple[int, ...]:
+        return alert_thresholds(self.credits_alerts)
+
+
+def alert_thresholds(text: str) -> tuple[int, ...]:
+    """The percentages of a grant used that its holder is told of (`CREDITS_ALERTS`, such as
+    `50,90,100`), in order. Raises ValueError naming a value that is not 1 to 100."""
+    found: set[int] = set()
+    for part in (p.strip() for p in text.split(",")):
+        if not part:
+            continue
+        if not part.isdigit() or not 1 <= int(part) <= 100:
+            raise ValueError(f"CREDITS_ALERTS: {part!r} is not a percentage 1 to 100")
+        found.add(int(part))
+    return tuple(sorted(found))
 
 
 def _problems(settings: Settings) -> Iterable[str]:

@@ -32,8 +32,11 @@ EMAIL_RESEND_REQUESTED = "app.email.resend_requested"
 # A consumption went beyond the credits of an account billed on a meter: its overage is
 # reported to Stripe's meter (`credits/meter.py`), once per consumption key.
 USAGE_RECORDED = "app.usage.recorded"
-# A consumption took a balance under 10% of its grant: its holder is told, once a period.
+# The previous release's announcement of a balance under 10% of its grant (still mailed).
 CREDITS_LOW = "app.credits.low"
+# A consumption took what was used of a grant to one of CREDITS_ALERTS' percentages: its holder
+# is told, once per threshold and period; the founder's own systems may subscribe to it too.
+CREDITS_THRESHOLD = "app.credits.threshold"
 
 APP_EVENTS = frozenset(
     {
@@ -51,5 +54,6 @@ APP_EVENTS = frozenset(
         EMAIL_RESEND_REQUESTED,
         USAGE_RECORDED,
         CREDITS_LOW,
+        CREDITS_THRESHOLD,
     }
 )

@@ -54,7 +54,8 @@ class TooManyRequests(ServiceError):
 
 
 class NotEnoughCredits(ServiceError):
-    """A consumption beyond the balance of an account no meter bills for the overage."""
+    """A consumption beyond the balance of an account no meter bills for the overage, or whose
+    overage would pass its cap for the period."""
 
     def __init__(self, message: str, *, balance: int) -> None:
         super().__init__(message)

@@ -1,4 +1,5 @@
-"""POST /api/usage: the founder's other services consume credits with the usage secret."""
+"""POST /api/usage: the founder's other services consume credits with the usage secret;
+POST /api/usage/check: whether a consumption would be taken now, taking nothing."""
 
 from __future__ import annotations
 
@@ -22,16 +23,13 @@ bp = Blueprint("usage", __name__)
 LARGEST_AMOUNT = 1_000_000
 
 
-class UsageRequest(RequestModel):
-    model_config = ConfigDict(
-        json_schema_extra={"required": ["feature", "amount", "key"]}, extra="forbid"
-    )
+class CheckRequest(RequestModel):
+    model_config = ConfigDict(json_schema_extra={"required": ["feature", "amount"]}, extra="forbid")
 
     userId: str | None = None
     teamId: str | None = None
     feature: str = Field(default="", max_length=64)
     amount: Any = None
-    key: str = Field(default="", max_length=LONGEST_KEY)
 
     @field_validator("userId", "teamId", mode="before")
     @classmethod
@@ -59,6 +57,20 @@ class UsageRequest(RequestModel):
             raise ValueError(f"amount must be 1 to {LARGEST_AMOUNT}")
         return value
 
+    @model_validator(mode="after")
+    def _one_payer(self) -> CheckRequest:
+        if (self.userId is None) == (self.teamId is None):
+            raise ValueError("Give userId or teamId, one of them (userId)")
+        return self
+
+
+class UsageRequest(CheckRequest):
+    model_config = ConfigDict(
+        json_schema_extra={"required": ["feature", "amount", "key"]}, extra="forbid"
+    )
+
+    key: str = Field(default="", max_length=LONGEST_KEY)
+
     @field_validator("key", mode="before")
     @classmethod
     def _key(cls, value: Any) -> str:
@@ -67,12 +79,6 @@ class UsageRequest(RequestModel):
         if not value.isprintable() or not value.isascii():
             raise ValueError("key must be printable ASCII")
         return value
-
-    @model_validator(mode="after")
-    def _one_payer(self) -> UsageRequest:
-        if (self.userId is None) == (self.teamId is None):
-            raise ValueError("Give userId or teamId, one of them (userId)")
-        return self
 
 
 class UsageAnswer(BaseModel):
@@ -83,6 +89,15 @@ class UsageAnswer(BaseModel):
     used: int  # the units this consumption took (beyond the credits: billed on the meter)
 
 
+class CheckAnswer(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    feature: str
+    allowed: bool  # whether the amount would be taken now
+    balance: int  # what is left now (nothing is taken by asking)
+    overage: bool  # whether any of it would be billed as overage
+
+
 class NotEnoughAnswer(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -90,11 +105,11 @@ class NotEnoughAnswer(BaseModel):
     balance: int
 
 
-@bp.post("/api/usage")
-def consume() -> ResponseReturnValue:
-    c = container()
-    expected = c.settings.usage_api_key
-    if expected is None:  # not sold over HTTP: the route does not exist
+def _usage_key() -> None:
+    """The usage secret, checked before the body is read: 404 while it is unset (not sold over
+    HTTP: the routes do not exist), 401 when the caller does not send it."""
+    expected = container().settings.usage_api_key
+    if expected is None:
         raise NotFound("Not found")
     given = request.headers.get("Authorization", "")
     scheme, _, token = given.partition(" ")
@@ -102,8 +117,34 @@ def consume() -> ResponseReturnValue:
         token.strip().encode(), expected.get_secret_value().encode()
     ):
         raise Unauthenticated("A valid usage key is required")
+
+
+@bp.post("/api/usage/check")
+def check() -> ResponseReturnValue:
+    _usage_key()
+    body = validate(CheckRequest, json_object())
+    payer = credits.Payer(user_id=body.userId, team_id=body.teamId)
+    found = credits.check(container().db, payer, body.feature, body.amount)
+    answer = CheckAnswer(
+        feature=found.feature, allowed=found.allowed, balance=found.balance, overage=found.overage
+    )
+    return jsonify(answer.model_dump(mode="json"))
+
+
+@bp.post("/api/usage")
+def consume() -> ResponseReturnValue:
+    _usage_key()
+    c = container()
     body = validate(UsageRequest, json_object())
     payer = credits.Payer(user_id=body.userId, team_id=body.teamId)
-    taken = credits.consume(c.db, payer, body.feature, body.amount, body.key, publish=c.bus.publish)
+    taken = credits.consume(
+        c.db,
+        payer,
+        body.feature,
+        body.amount,
+        body.key,
+        publish=c.bus.publish,
+        alerts=c.settings.credits_alert_thresholds,
+    )
     answer = UsageAnswer(feature=taken.feature, balance=taken.balance, used=body.amount)
     return jsonify(answer.model_dump(mode="json"))

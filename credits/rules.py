@@ -9,17 +9,15 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
-from core.app_events import CREDITS_LOW, USAGE_RECORDED
+from core.app_events import CREDITS_THRESHOLD, USAGE_RECORDED
 from core.events import Event, app_event
 
 State = Literal["consumed", "reserved", "released", "refused", "conflict", "unknown"]
-# A balance under this share of what was granted is low: its holder is told once a period.
-LOW_SHARE = 0.1
 LONGEST_KEY = 100  # Stripe's meter event identifier holds at most 100 characters
 
 
@@ -48,10 +46,22 @@ class Taken:
     before: int = 0  # the balance before it
     mark: int | None = None  # the period (or pack) its low balance is told once for
     answer: Answer | None = None  # the first request's answer, kept (given to a replay)
+    capped: bool = False  # refused because the overage would pass its cap for the period
 
     @property
     def allowed(self) -> bool:
         return self.state in ("consumed", "reserved", "released")
+
+
+@dataclass(frozen=True)
+class Check:
+    """Whether `amount` of `feature` would be taken now (nothing is taken by asking), what the
+    balance is, and whether any of it would be billed as overage."""
+
+    feature: str
+    allowed: bool
+    balance: int
+    overage: bool
 
 
 @dataclass(frozen=True)
@@ -122,11 +132,30 @@ def not_enough(feature: str) -> str:
     return f"Not enough {feature} credits"
 
 
-def fell_low(*, before: int, after: int, granted: int) -> bool:
-    """Whether this consumption took the balance under `LOW_SHARE` of the grant for the first
-    time (later ones, already under, do not: the holder is told once)."""
-    line = granted * LOW_SHARE
-    return granted > 0 and before >= line > after
+def overage_limit(feature: str) -> str:
+    """The refusal a consumption answers when its overage would pass its product's cap."""
+    return f"The overage limit of {feature} is reached"
+
+
+def crossed(*, before: int, after: int, granted: int, thresholds: Sequence[int]) -> tuple[int, ...]:
+    """The thresholds (percent of `granted` used) this consumption reached, from a balance of
+    `before` to `after`: each once, by the consumption that reached it (later ones, already
+    past it, do not)."""
+    if granted <= 0:
+        return ()
+    used_before, used_after = granted - before, granted - after
+    return tuple(p for p in thresholds if used_before * 100 < p * granted <= used_after * 100)
+
+
+@dataclass(frozen=True)
+class AlertTerms:
+    """What an alert tells of what comes next, read when a threshold is reached: when the
+    period's credits end (None: packs only), whether a meter bills what goes beyond them, and
+    the overage units it may bill per period (None: no cap)."""
+
+    resets_at: datetime | None
+    billed: bool
+    cap: int | None
 
 
 @dataclass(frozen=True)
@@ -216,22 +245,41 @@ def meter_error(body: Mapping[str, Any]) -> MeterError | None:
     )
 
 
-def credits_low(
-    taken: Taken, *, account_id: str, to: Mapping[str, Any], at: datetime
-) -> tuple[Event, bytes] | None:
-    """The announcement a consumption makes when it took the balance under `LOW_SHARE` of the
-    grant for the first time: its id is the account's, the feature's and the period's, so it
-    is told once per period (again for a new pack only). `to` is whom the mail addresses."""
+def reached(taken: Taken, thresholds: Sequence[int]) -> tuple[int, ...]:
+    """The thresholds a consumption reached (none for a key sent again, nor without a grant)."""
     if not taken.first or taken.mark is None:
-        return None
-    if not fell_low(before=taken.before, after=taken.balance, granted=taken.granted):
-        return None
-    obj = {
-        **to,
-        "feature": taken.feature,
-        "balance": taken.balance,
-        "granted": taken.granted,
-        "at": at.isoformat(),
-    }
-    event_id = f"credits_low_{account_id}_{taken.feature}_{taken.mark}"
-    return app_event(CREDITS_LOW, event_id=event_id, obj=obj, created=at)
+        return ()
+    return crossed(
+        before=taken.before, after=taken.balance, granted=taken.granted, thresholds=thresholds
+    )
+
+
+def threshold_events(
+    taken: Taken,
+    *,
+    account_id: str,
+    to: Mapping[str, Any],
+    at: datetime,
+    thresholds: Sequence[int],
+    terms: AlertTerms,
+) -> list[tuple[Event, bytes]]:
+    """The announcements of the thresholds a consumption reached: each id names the account,
+    the feature, the period (or pack) and the threshold, so each is told once per period (again
+    for a new pack only). `to` is whom the mail addresses."""
+    found = []
+    for percent in reached(taken, thresholds):
+        obj = {
+            **to,
+            "feature": taken.feature,
+            "percent": percent,
+            "balance": taken.balance,
+            "granted": taken.granted,
+            "used": taken.granted - taken.balance,
+            "at": at.isoformat(),
+            "resets_at": terms.resets_at.isoformat() if terms.resets_at else None,
+            "billed": terms.billed,
+            "cap": terms.cap,
+        }
+        event_id = f"credits_threshold_{account_id}_{taken.feature}_{taken.mark}_{percent}"
+        found.append(app_event(CREDITS_THRESHOLD, event_id=event_id, obj=obj, created=at))
+    return found

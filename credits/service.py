@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -18,7 +18,18 @@ from adapters.db.pool import Database
 from core.errors import Conflict, NotEnoughCredits, NotFound, Replayed
 from core.events import Event
 from credits import store
-from credits.rules import Answer, Credits, Taken, credits_low, not_enough, overage_recorded, replay
+from credits.rules import (
+    Answer,
+    Check,
+    Credits,
+    Taken,
+    not_enough,
+    overage_limit,
+    overage_recorded,
+    reached,
+    replay,
+    threshold_events,
+)
 
 log = logging.getLogger(__name__)
 
@@ -43,10 +54,12 @@ def consume(
     *,
     reserve: bool = False,
     publish: Publish | None = None,
+    alerts: Sequence[int] = (),
 ) -> Taken:
     """Take `amount` credits of `feature` under `key` (the same key again answers the first
     time's answer). Raises NotFound, Conflict (a key used for another consumption) or
-    NotEnoughCredits. An overage (beyond the credits, on a meter) is announced on the bus."""
+    NotEnoughCredits. An overage (beyond the credits, on a meter) is announced on the bus, and
+    so is each of `alerts` (percent of the grant used) this consumption reached."""
     if payer.team_id is not None:
         account = store.team_account(db, payer.team_id)
         if account is None:
@@ -61,8 +74,22 @@ def consume(
         account = found
     taken = checked(taken, key)
     _announce(taken, key, publish)
-    _low(db, account, taken, publish)
+    _alert(db, account, taken, publish, alerts)
     return taken
+
+
+def check(db: Database, payer: Payer, feature: str, amount: int) -> Check:
+    """Whether `amount` of `feature` would be taken now from the payer's pool, and whether any
+    of it would be overage; takes nothing and writes nothing. Raises NotFound."""
+    if payer.team_id is not None:
+        account = store.team_account(db, payer.team_id)
+        if account is None:
+            raise NotFound("No such team (teamId)")
+        return store.check(db, account, feature, amount)
+    found = store.check_for(db, payer.user_id or "", feature, amount)
+    if found is None:
+        raise NotFound("No such user (userId)")
+    return found
 
 
 def first_time(taken: Taken, request: str | None = None) -> None:
@@ -153,7 +180,8 @@ def answered(db: Database, key: str, answer: Answer) -> None:
 
 def checked(taken: Taken, key: str) -> Taken:
     if taken.state == "refused":
-        raise NotEnoughCredits(not_enough(taken.feature), balance=taken.balance)
+        refusal = overage_limit if taken.capped else not_enough
+        raise NotEnoughCredits(refusal(taken.feature), balance=taken.balance)
     if taken.state == "conflict":
         raise Conflict("This key was used for another consumption (key)")
     if taken.state == "unknown":
@@ -166,18 +194,23 @@ def held(db: Database, user_id: str) -> list[Credits]:
     return store.held(db, user_id)
 
 
-def _low(db: Database, account: str, taken: Taken, publish: Publish | None) -> None:
-    """A balance taken under a tenth of its grant for the first time is told to its holder, once
-    a period (the e-mail subscriber sends an event's mail once)."""
-    if publish is None or not taken.first:
-        return
-    now = datetime.now(UTC)
-    if credits_low(taken, account_id=account, to={}, at=now) is None:
+def _alert(
+    db: Database, account: str, taken: Taken, publish: Publish | None, alerts: Sequence[int]
+) -> None:
+    """Each threshold of the grant used that this consumption reached is told to its holder,
+    once a period (the event's id names the threshold and the period, and the e-mail subscriber
+    sends an event's mail once)."""
+    if publish is None or not reached(taken, alerts):
         return
     try:
         to = store.contact(db, account)
-        found = credits_low(taken, account_id=account, to=to, at=now) if to else None
-        if found is not None:
-            publish(*found)
+        if not to:
+            return
+        terms = store.alert_terms(db, account, taken.feature)
+        now = datetime.now(UTC)
+        for event in threshold_events(
+            taken, account_id=account, to=to, at=now, thresholds=alerts, terms=terms
+        ):
+            publish(*event)
     except Exception as exc:  # the consumption stands; the mail is a courtesy
-        log.warning("credits: the low balance of %s not announced: %s", account, exc)
+        log.warning("credits: the thresholds reached by %s not announced: %s", account, exc)

@@ -14,7 +14,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from adapters.db.pool import Database
-from credits.rules import Answer, CreditEnd, CreditGrant, Credits, Taken
+from credits.batches import Consumption, batches_of
+from credits.rules import AlertTerms, Answer, Check, CreditEnd, CreditGrant, Credits, Taken
 
 # The access cycle's writes of credits (parts of its one statement: access/store.py).
 # A grant's features and amounts are the product's at its price; a source grants each feature
@@ -77,12 +78,10 @@ def end_columns(ends: Sequence[CreditEnd]) -> list[list[Any]]:
 def take(
     db: Database, account_id: str, feature: str, amount: int, key: str, *, reserve: bool = False
 ) -> Taken:
-    """Consume (or reserve) `amount` credits of `feature` under `key`."""
-    [row] = db.fetch_all(
-        "select public.credit_take(%s::uuid, %s, %s, %s, %s) as taken",
-        (account_id, feature, amount, key, "reserved" if reserve else "consumed"),
-    )
-    return _taken(row["taken"])
+    """Consume (or reserve) `amount` credits of `feature` under `key` (with the consumptions
+    of this instance in flight at the same moment, in one statement: `credits/batches.py`)."""
+    state = "reserved" if reserve else "consumed"
+    return _taken(batches_of(db).take(Consumption(account_id, None, feature, amount, key, state)))
 
 
 def take_for(
@@ -90,12 +89,35 @@ def take_for(
 ) -> tuple[Taken, str | None]:
     """A person's consumption, the account found in the same statement (`credit_take_for`):
     what it answered and from which account (None: no such person)."""
+    state = "reserved" if reserve else "consumed"
+    taken = batches_of(db).take(Consumption(None, user_id, feature, amount, key, state))
+    account = taken.get("account")
+    return _taken(taken), str(account) if account else None
+
+
+def check(db: Database, account_id: str, feature: str, amount: int) -> Check:
+    """Whether the account could take `amount` of `feature` now; reads only."""
     [row] = db.fetch_all(
-        "select public.credit_take_for(%s::uuid, %s, %s, %s, %s) as taken",
-        (user_id, feature, amount, key, "reserved" if reserve else "consumed"),
+        "select public.credit_check(%s::uuid, %s, %s) as checked", (account_id, feature, amount)
     )
-    account = row["taken"].get("account")
-    return _taken(row["taken"]), str(account) if account else None
+    return _check(row["checked"])
+
+
+def check_for(db: Database, user_id: str, feature: str, amount: int) -> Check | None:
+    """A person's check, from the pool they would consume from now (None: no such person)."""
+    [row] = db.fetch_all(
+        "select public.credit_check_for(%s::uuid, %s, %s) as checked", (user_id, feature, amount)
+    )
+    return None if row["checked"]["state"] == "unknown" else _check(row["checked"])
+
+
+def _check(answer: Mapping[str, Any]) -> Check:
+    return Check(
+        feature=answer["feature"],
+        allowed=answer["state"] == "allowed",
+        balance=int(answer["balance"]),
+        overage=int(answer.get("overage") or 0) > 0,
+    )
 
 
 def settle(db: Database, key: str, amount: int, answer: Answer | None = None) -> Taken:
@@ -166,6 +188,7 @@ def _taken(answer: Mapping[str, Any]) -> Taken:
         before=int(answer.get("before") or 0),
         mark=int(answer["mark"]) if answer.get("mark") is not None else None,
         answer=_answer(answer.get("answer")),
+        capped=bool(answer.get("capped")),
     )
 
 
@@ -252,6 +275,17 @@ def customers_of(db: Database, keys: Sequence[str]) -> dict[str, str | None]:
         (list(keys),),
     )
     return {str(r["key"]): r["customer"] for r in rows}
+
+
+def alert_terms(db: Database, account_id: str, feature: str) -> AlertTerms:
+    """What an alert tells of what comes next for the account's feature."""
+    [row] = db.fetch_all(
+        "select b.resets_at, t.meter is not null as billed, t.cap"
+        " from public.credit_balance(%s::uuid, %s) b"
+        " left join public.credit_overage_terms(%s::uuid, %s) t on true",
+        (account_id, feature, account_id, feature),
+    )
+    return AlertTerms(resets_at=row["resets_at"], billed=bool(row["billed"]), cap=row["cap"])
 
 
 def contact(db: Database, account_id: str) -> dict[str, Any] | None:

@@ -17,7 +17,13 @@ from accounts.leaving_routes import DeleteAccountRequest, DeletionAnswer, Export
 from accounts.routes import MeAnswer
 from billing.completion_routes import CompletionAnswer, CompletionRequest
 from billing.routes import CheckoutRequest, PortalRequest
-from credits.routes import NotEnoughAnswer, UsageAnswer, UsageRequest
+from credits.routes import (
+    CheckAnswer,
+    CheckRequest,
+    NotEnoughAnswer,
+    UsageAnswer,
+    UsageRequest,
+)
 from emails.sample_routes import SampleEmailQuery
 from github_access.routes import AccessRequest
 from support.routes import (
@@ -197,6 +203,11 @@ OPERATIONS = (
               " 404 while USAGE_API_KEY is unset",
               {200: UsageAnswer, 401: ErrorAnswer, 402: NotEnoughAnswer, 404: ErrorAnswer,
                409: ErrorAnswer, **COMMON}, UsageRequest, usage_key=True),
+    Operation("post", "/api/usage/check",
+              "Whether a consumption would be taken now for a user or a team, and whether any"
+              " of it would be overage; takes nothing; 404 while USAGE_API_KEY is unset",
+              {200: CheckAnswer, 401: ErrorAnswer, 404: ErrorAnswer, **COMMON}, CheckRequest,
+              usage_key=True),
     Operation("post", "/api/teams", "Create a team; the caller is its owner",
               {201: TeamAnswer, 401: ErrorAnswer, **COMMON, **LIMITED}, CreateTeamRequest,
               signed_in=True),

@@ -431,3 +431,16 @@ def test_the_outbox_follows_data_dir_unless_set(monkeypatch: pytest.MonkeyPatch)
     assert Settings().email_outbox_dir == Path("/srv/elsewhere/outbox")
     monkeypatch.setenv("EMAIL_OUTBOX_DIR", "/srv/mail")
     assert Settings().email_outbox_dir == Path("/srv/mail")
+
+
+def test_credits_alerts_are_percentages_of_a_grant_used(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("CREDITS_ALERTS", raising=False)
+    assert Settings().credits_alert_thresholds == (90,)
+    monkeypatch.setenv("CREDITS_ALERTS", " 100,50, 90,50 ")
+    assert Settings().credits_alert_thresholds == (50, 90, 100)
+    monkeypatch.setenv("CREDITS_ALERTS", "")
+    assert Settings().credits_alert_thresholds == ()
+    for bad in ("0", "101", "ninety", "50%", "-5"):
+        monkeypatch.setenv("CREDITS_ALERTS", f"50,{bad}")
+        with pytest.raises(SettingsError, match=f"CREDITS_ALERTS: '{bad}' is not a percentage"):
+            Settings()

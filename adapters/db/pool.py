@@ -88,6 +88,11 @@ class Database:
         self._lock = threading.Lock()
 
     @property
+    def max_size(self) -> int:
+        """The most connections the pool holds at once."""
+        return self._max_size
+
+    @property
     def pool(self) -> ConnectionPool[Connection]:
         with self._lock:
             if self._pool is None:

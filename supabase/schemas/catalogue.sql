@@ -46,6 +46,9 @@ create table public.products (
   -- How a buyer reads each feature (key -> Stripe's Entitlements feature `name`); a feature
   -- without one is shown by its key.
   feature_names jsonb not null default '{}'::jsonb check (jsonb_typeof(feature_names) = 'object'),
+  -- The overage units a subscription's meter may bill per billing period (docs/credits.md);
+  -- null: no cap.
+  overage_cap integer check (overage_cap between 1 and 1000000000),
   constraint products_interval_matches_billing check (
     (billing_type = 'one_time' and billing_interval is null)
     or (billing_type = 'subscription' and billing_interval is not null)

@@ -68,11 +68,16 @@ create table public.credit_uses (
   reserved integer,
   -- The request the kept answer answered (a digest of its method, path and body): a key sent
   -- again with another request is refused, never given another request's answer.
-  answer_request text
+  answer_request text,
+  -- Refused because the overage would pass its product's cap for the period (`overage_cap`).
+  capped boolean not null default false
 );
 create index credit_uses_account_feature on public.credit_uses (account_id, feature);
 create index credit_uses_unreported on public.credit_uses (created_at)
   where overage > 0 and reported_at is null;
+-- The overage of a period, summed against its cap.
+create index credit_uses_overage on public.credit_uses (account_id, feature, created_at)
+  where overage > 0;
 
 -- Server only: no policy; a person reads their own balance through `credits_of`.
 alter table public.credit_grants enable row level security;
@@ -97,13 +102,18 @@ $$;
 -- without one is cancelled at its end, and nobody pays; a trial's paid invoice of nothing says
 -- `active`, so its `trial_end` says it is one). A complimentary grant, a past-due or ended
 -- subscription, one whose customer is not known: none, so the consumption is refused.
-create or replace function public.credit_billing(p_account uuid, p_feature text)
-returns table (meter text, customer_id text)
+-- `cap`: the product's `overage_cap`, the overage units allowed per billing period, the period
+-- starting `since` (the subscription's period end less its interval; unknown: the last month).
+create or replace function public.credit_overage_terms(p_account uuid, p_feature text)
+returns table (meter text, customer_id text, cap integer, since timestamptz)
 language sql
 stable
 set search_path = ''
 as $$
-  select p.meter, e.customer_id from public.entitlements e
+  select p.meter, e.customer_id, p.overage_cap,
+    coalesce(e.current_period_end - case p.billing_interval when 'year' then interval '1 year'
+      else interval '1 month' end, now() - interval '1 month')
+  from public.entitlements e
   join public.products p on p.stripe_price_id = e.price_id
   where e.account_id = p_account and e.active and e.kind = 'subscription'
     and e.customer_id is not null
@@ -111,6 +121,30 @@ as $$
     and (e.payment_method or (e.status = 'active' and coalesce(e.trial_end <= now(), true)))
     and p.meter is not null and (p.credits ? p_feature or p_feature = any(p.features))
   order by p.meter, e.source_id limit 1
+$$;
+
+-- The meter and the customer (`credit_overage_terms`) without the cap.
+create or replace function public.credit_billing(p_account uuid, p_feature text)
+returns table (meter text, customer_id text)
+language sql
+stable
+set search_path = ''
+as $$
+  select t.meter, t.customer_id from public.credit_overage_terms(p_account, p_feature) t
+$$;
+
+-- The overage units an account's consumptions of a feature took since `p_since` (a
+-- reservation's counted at what it drew until it is settled), against the cap.
+create or replace function public.credit_overage_used(
+  p_account uuid, p_feature text, p_since timestamptz
+) returns integer
+language sql
+stable
+set search_path = ''
+as $$
+  select coalesce(sum(u.overage), 0)::integer from public.credit_uses u
+  where u.account_id = p_account and u.feature = p_feature and u.overage > 0
+    and u.state in ('consumed', 'reserved') and u.created_at >= p_since
 $$;
 
 -- The meter an account's overage of a feature is billed on (`credit_billing`), else null.
@@ -178,6 +212,8 @@ declare
   v_pack bigint;
   v_meter text;
   v_customer text;
+  v_cap integer;
+  v_since timestamptz;
   v_state text := p_state;
 begin
   insert into public.credit_uses (key, account_id, feature, amount, state, balance, reserved)
@@ -194,7 +230,7 @@ begin
     end if;
     return jsonb_build_object('state', v_use.state, 'feature', v_use.feature,
       'balance', v_use.balance, 'overage', v_use.overage, 'first', false,
-      'answer', public.credit_answer(v_use));
+      'answer', public.credit_answer(v_use), 'capped', v_use.capped);
   end if;
   for v_grant in
     select g.id, g.kind, g.amount, g.amount - g.used as left_over from public.credit_grants g
@@ -213,12 +249,26 @@ begin
     end if;
   end loop;
   if v_balance < p_amount then
-    select b.meter, b.customer_id into v_meter, v_customer
-    from public.credit_billing(p_account, p_feature) b;
+    select b.meter, b.customer_id, b.cap, b.since into v_meter, v_customer, v_cap, v_since
+    from public.credit_overage_terms(p_account, p_feature) b;
     if v_meter is null then
       update public.credit_uses set state = 'refused', balance = v_balance where key = p_key;
       return jsonb_build_object('state', 'refused', 'feature', p_feature,
         'balance', v_balance, 'overage', 0, 'first', true);
+    end if;
+    if v_cap is not null then
+      -- The period's overage is summed under a lock of the account's feature, taken after the
+      -- grants' (in every consumption's order), so parallel ones never pass the cap together,
+      -- an account without credits of the feature (pay as you go) too.
+      perform pg_advisory_xact_lock(hashtextextended(p_account::text || '/' || p_feature, 0));
+      if public.credit_overage_used(p_account, p_feature, v_since) + p_amount - v_balance
+        > v_cap
+      then
+        update public.credit_uses set state = 'refused', balance = v_balance, capped = true
+        where key = p_key;
+        return jsonb_build_object('state', 'refused', 'feature', p_feature,
+          'balance', v_balance, 'overage', 0, 'first', true, 'capped', true);
+      end if;
     end if;
   end if;
   -- Period credits first (they end soonest), then packs by expiry, oldest first.
@@ -475,9 +525,49 @@ as $$
     public.credit_account((select auth.uid()), feature), feature) b), 0)
 $$;
 
+-- Whether an account could take `p_amount` of `p_feature` now, taking nothing and writing
+-- nothing: `allowed` as `credit_take` would decide it at this instant (the balance covers it, or
+-- a meter Stripe will charge bills what goes beyond, within its cap), and how much of it would be
+-- overage (none when refused). A consumption made later decides again under the grants' locks:
+-- a check is an answer, not a hold.
+create or replace function public.credit_check(p_account uuid, p_feature text, p_amount integer)
+returns jsonb
+language sql
+stable
+security definer
+set search_path = ''
+as $$
+  select jsonb_build_object('state', case when c.allowed then 'allowed' else 'refused' end,
+    'feature', p_feature, 'balance', c.balance,
+    'overage', greatest(p_amount - c.balance, 0) * c.allowed::integer)
+  from (
+    select b.balance, b.balance >= p_amount or (m.meter is not null and (m.cap is null
+      or public.credit_overage_used(p_account, p_feature, m.since) + p_amount - b.balance
+        <= m.cap)) as allowed
+    from public.credit_balance(p_account, p_feature) b
+    left join public.credit_overage_terms(p_account, p_feature) m on true
+  ) c
+$$;
+
+-- A person's check, from the pool they would consume from now (`credit_account`); `unknown`
+-- for no such person.
+create or replace function public.credit_check_for(p_user uuid, p_feature text, p_amount integer)
+returns jsonb
+language sql
+stable
+security definer
+set search_path = ''
+as $$
+  select case when a.id is null then jsonb_build_object('state', 'unknown', 'feature', p_feature)
+    else public.credit_check(a.id, p_feature, p_amount) || jsonb_build_object('account', a.id) end
+  from (select public.credit_account(p_user, p_feature) as id) a
+$$;
+
 revoke execute on function
   public.credit_live(uuid, text),
   public.credit_billing(uuid, text),
+  public.credit_overage_terms(uuid, text),
+  public.credit_overage_used(uuid, text, timestamptz),
   public.credit_meter(uuid, text),
   public.credit_answer(public.credit_uses),
   public.credit_account(uuid, text),
@@ -492,7 +582,9 @@ revoke execute on function
   public.credits_keep_answer(text, integer, text, bytea, text),
   public.credits_release_stale(integer),
   public.credits_held(uuid),
-  public.credits_of(text)
+  public.credits_of(text),
+  public.credit_check(uuid, text, integer),
+  public.credit_check_for(uuid, text, integer)
   from public, anon, authenticated;
 
 grant execute on function public.credits_of(text) to anon, authenticated;
@@ -509,5 +601,7 @@ grant execute on function
   public.credits_release_stale(integer),
   public.credits_held(uuid),
   public.credit_account(uuid, text),
-  public.credit_balance(uuid, text)
+  public.credit_balance(uuid, text),
+  public.credit_check(uuid, text, integer),
+  public.credit_check_for(uuid, text, integer)
   to service_role;

@@ -217,6 +217,9 @@ def test_credits_are_read_with_how_they_are_granted() -> None:
         (("generations", 500),), "once", 365,
     )  # fmt: skip
     assert read_product(product("prod_3", "Plain", "", {"type": "link"})).credits == ()
+    capped = read_product(product("prod_4", "Metered", "", {**meta, "overage_cap": " 500 "}))
+    assert listing(capped, price("price_m", "prod_4", 900, "month")).overage_cap == 500
+    assert facts.overage_cap is None
 
 
 @pytest.mark.parametrize(
@@ -238,6 +241,10 @@ def test_credits_are_read_with_how_they_are_granted() -> None:
             "metadata credits_expire_days is set but credits_period is not once",
         ),
         ({"meter": "no spaces please"}, "metadata meter is 'no spaces please'"),
+        ({"meter": "m", "overage_cap": "0"}, "metadata overage_cap is '0', not a whole number"),
+        ({"meter": "m", "overage_cap": "1.5"}, "metadata overage_cap is '1.5', not a whole"),
+        ({"meter": "m", "overage_cap": "-3"}, "metadata overage_cap is '-3', not a whole"),
+        ({"overage_cap": "50"}, "metadata overage_cap is set without a meter"),
     ],
 )
 def test_unreadable_credits_name_the_key(metadata: dict[str, str], problem: str) -> None:

@@ -21,9 +21,10 @@ from dev import stripe_shapes as shapes
 from dev.samples.catalogue import price, product
 from dev.stripe_stand_in import StripeStandIn
 from main import create_app
-from tests.access.lifecycle_helpers import link
+from tests.access.lifecycle_helpers import link, settle
 from tests.conftest import Api
 from tests.credits.test_routes import KEY, PLAN, deliver, invoice, use
+from tests.emails.test_subscriber import outbox, text_of
 from tests.helpers import HANG_GUARD, create_user, stripe_signature
 from tests.support.test_routes import bearer, make_admin, token
 
@@ -360,3 +361,43 @@ def test_a_trial_told_late_consumes_no_overage(
         402, {"error": "Not enough generations credits", "balance": 2},
     )  # fmt: skip
     assert db.fetch_all("select 1 from public.credit_uses where overage > 0") == []
+
+
+def test_overage_stops_at_its_cap_with_402_and_only_what_it_allowed_is_billed(
+    metered: tuple[Api, str], db: Database, fakes: tuple[StripeStandIn, Any]
+) -> None:
+    """The plan's product says `overage_cap=5`: of 120 consumptions over 100 credits, 105 are
+    taken and the rest 402 with the cap's own words; the meter is sent 5 units, and the check
+    says no before a consumption would."""
+    api, ada = metered
+    stripe = fakes[0]
+    capped = {**stripe.products["prod_gen"]["metadata"], "overage_cap": "5"}
+    stripe.products["prod_gen"] = {**stripe.products["prod_gen"], "metadata": capped}
+    deliver(api, "product.updated", stripe.products["prod_gen"], created=2_000)
+
+    def one(n: int) -> requests.Response:
+        return use(api, {"userId": ada, "feature": "generations", "amount": 1, "key": f"g-{n}"})
+
+    with ThreadPoolExecutor(16) as pool:
+        answers = list(pool.map(one, range(120)))
+    assert sorted(a.status_code for a in answers) == [200] * 105 + [402] * 15
+    refusal = {"error": "The overage limit of generations is reached", "balance": 0}
+    assert all(a.json() == refusal for a in answers if a.status_code == 402)
+    again = one(next(n for n, a in enumerate(answers) if a.status_code == 402))
+    assert (again.status_code, again.json()) == (402, refusal)  # the key answers the same
+    checked = requests.post(
+        api.url + "/api/usage/check",
+        json={"userId": ada, "feature": "generations", "amount": 1},
+        headers={"Authorization": f"Bearer {KEY}"},
+        timeout=HANG_GUARD,
+    )
+    assert checked.json() == {
+        "feature": "generations", "allowed": False, "balance": 0, "overage": False,
+    }  # fmt: skip
+    assert api.container.bus.wait_idle(HANG_GUARD)  # type: ignore[attr-defined]
+    assert stripe.meter_usage(METER, "cus_ada") == 5
+    settle(api)
+    [told] = [m for m in outbox(api) if "You have used 90%" in str(m["Subject"])]
+    words = " ".join(text_of(told).split())
+    assert "Beyond them, what is used is billed on the subscription as overage, up to 5" in words
+    assert "refused" not in words

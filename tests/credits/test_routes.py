@@ -129,11 +129,14 @@ def test_credits_granted_consumed_reset_bought_and_refunded(
         "Not enough generations credits"
     }
     assert credits_of(api, ada)[0]["balance"] == 0
-    settle(api)  # the balance fell under a tenth of the grant: told once this period
-    [low] = [m for m in outbox(api) if "running low" in str(m["Subject"])]
+    settle(api)  # 90% of the grant used (CREDITS_ALERTS' default): told once this period
+    [low] = [m for m in outbox(api) if "You have used 90%" in str(m["Subject"])]
     assert low["To"] == "ada@example.com"
     assert "Hi Ada," in text_of(low)
-    assert "fell under a tenth of what was granted" in text_of(low)
+    told = " ".join(text_of(low).split())
+    assert "Your generations credits: 90 of 100 used, 10 left at" in told
+    assert "When none are left, what needs them is refused until more are added." in told
+    assert "What is left of this period's credits ends at" in told
     with ThreadPoolExecutor(16) as pool:  # every key again: the first answer, nothing taken
         again = list(pool.map(one, range(150)))
     assert [s for s, _ in again] == [s for s, _ in answers]
@@ -151,7 +154,7 @@ def test_credits_granted_consumed_reset_bought_and_refunded(
     assert credits_of(api, ada)[0]["balance"] == 600
     settle(api)
     [confirmation] = [m for m in outbox(api) if "Order confirmed" in str(m["Subject"])]
-    assert len([m for m in outbox(api) if "running low" in str(m["Subject"])]) == 1
+    assert len([m for m in outbox(api) if "You have used" in str(m["Subject"])]) == 1
     assert "500 credits for generations were added to your balance" in text_of(confirmation)
     assert "file" not in text_of(confirmation).lower()
     r = use(api, {"userId": ada, "feature": "generations", "amount": 150, "key": "big"})
@@ -243,3 +246,43 @@ def test_a_wrong_key_is_401_an_unknown_account_404_and_a_reused_key_409(
 def test_without_a_usage_key_the_route_does_not_exist(api: Api) -> None:
     body = {"userId": "00000000-0000-4000-8000-000000000000", "feature": "g", "amount": 1}
     assert use(api, {**body, "key": "k"}).status_code == 404
+
+
+def test_each_alert_threshold_is_told_once_a_period(
+    api_factory: Any, usage_api: tuple[Api, str], db: Database
+) -> None:
+    """CREDITS_ALERTS=50,90,100: 150 parallel consumptions over 100 credits tell each threshold
+    once, the same keys again tell nothing more, and the next paid period tells them again."""
+    _, ada = usage_api
+    api = api_factory(usage_api_key=KEY, credits_alerts="50,90,100")
+    now = int(time.time())
+    deliver(api, "invoice.paid", invoice(1, now - DAY), created=now - DAY)
+
+    def spend(prefix: str, n: int) -> None:
+        def one(i: int) -> int:
+            body = {"userId": ada, "feature": "generations", "amount": 1, "key": f"{prefix}{i}"}
+            return use(api, body).status_code
+
+        with ThreadPoolExecutor(16) as pool:
+            list(pool.map(one, range(n)))
+        settle(api)
+
+    def subjects() -> list[str]:
+        return sorted(str(m["Subject"]) for m in outbox(api) if "credits" in str(m["Subject"]))
+
+    told = [
+        "You have used 50% of your generations credits",
+        "You have used 90% of your generations credits",
+        "Your generations credits are used up",
+    ]
+    spend("a", 150)
+    assert subjects() == sorted(told)
+    spend("a", 150)  # the same keys: nothing taken, nothing told
+    assert subjects() == sorted(told)
+    [row] = db.fetch_all("select count(*) as n from public.sent_emails where kind = 'credits-low'")
+    assert row["n"] == 3
+    deliver(api, "invoice.paid", invoice(2, now), created=now)  # the next period
+    spend("b", 100)
+    assert subjects() == sorted(told * 2)
+    [used_up] = [m for m in outbox(api) if "used up" in str(m["Subject"])][-1:]
+    assert "100 of 100 used, 0 left at" in " ".join(text_of(used_up).split())

@@ -15,7 +15,7 @@ import pytest
 
 from adapters.db.pool import Database
 from credits import store as credits
-from credits.rules import Taken
+from credits.rules import Check, Taken
 from teams import store as teams
 from tests.adapters.db.test_schema import as_role
 from tests.helpers import create_user
@@ -261,3 +261,103 @@ def test_a_key_taken_by_one_person_is_a_conflict_for_another_drawing_on_the_same
     assert (again.state, again.first) == ("consumed", False)
     [row] = db.fetch_all("select sum(amount - used) as left from public.credit_grants")
     assert row["left"] == 0
+
+
+def test_a_check_says_what_a_consumption_would_answer_and_takes_nothing(db: Database) -> None:
+    """On a plan billed on a meter, beyond the credits a check allows with overage, as the
+    consumption then does; past due, it refuses, as the consumption then does."""
+    acct = account(db, create_user(db, "ada@example.com"))
+    metered_plan(db, acct)
+    grant(db, acct, 4, source="sub_1@1")
+    assert credits.check(db, acct, "generations", 4) == Check("generations", True, 4, False)
+    assert credits.check(db, acct, "generations", 5) == Check("generations", True, 4, True)
+    assert db.fetch_all("select * from public.credit_uses") == []
+    taken = credits.take(db, acct, "generations", 5, "k1")
+    assert (taken.state, taken.overage) == ("consumed", 1)
+    with db.transaction() as conn:
+        conn.execute("update public.entitlements set status = 'past_due' where source_id = 'sub_1'")
+    assert credits.check(db, acct, "generations", 1) == Check("generations", False, 0, False)
+    assert credits.take(db, acct, "generations", 1, "k2").state == "refused"
+    stranger = "00000000-0000-4000-8000-000000000000"
+    assert credits.check_for(db, stranger, "generations", 1) is None
+
+
+def test_parallel_overage_never_passes_its_cap_and_a_check_says_so(
+    db: Database, wide: Database
+) -> None:
+    """Pay as you go (no credits held) on a plan whose overage is capped at 7 units a period:
+    of 40 parallel consumptions of 1, exactly 7 are taken; the rest are refused as capped,
+    each key answering the same again, and a check then says no."""
+    acct = account(db, create_user(db, "ada@example.com"))
+    metered_plan(db, acct)
+    with db.transaction() as conn:
+        conn.execute(
+            "update public.products set overage_cap = 7 where stripe_price_id = 'price_pro'"
+        )
+    assert credits.check(db, acct, "generations", 7) == Check("generations", True, 0, True)
+    assert credits.check(db, acct, "generations", 8) == Check("generations", False, 0, False)
+
+    def one(n: int) -> tuple[str, bool]:
+        taken = credits.take(wide, acct, "generations", 1, f"key-{n}")
+        return taken.state, taken.capped
+
+    with ThreadPoolExecutor(16) as pool:
+        states = Counter(pool.map(one, range(40)))
+    assert states == {("consumed", False): 7, ("refused", True): 33}
+    with ThreadPoolExecutor(16) as pool:
+        assert Counter(pool.map(one, range(40))) == states
+    [row] = db.fetch_all("select sum(overage) as units from public.credit_uses")
+    assert row["units"] == 7
+    assert credits.check(db, acct, "generations", 1).allowed is False
+    grant(db, acct, 2, source="cs_pack", kind="once")  # credits still go, the cap aside
+    assert credits.check(db, acct, "generations", 2) == Check("generations", True, 2, False)
+    assert credits.take(db, acct, "generations", 3, "beyond").capped
+    assert credits.take(db, acct, "generations", 2, "within").state == "consumed"
+
+
+def test_consumptions_in_flight_together_are_taken_in_one_statement_each_as_alone(
+    database_url: str, db: Database
+) -> None:
+    """60 parallel consumptions on a pool of 2 connections, over 40 credits of two accounts
+    and a person's pool: they go in batches (fewer transactions than consumptions), each
+    answered as it would be alone (40 taken, never below zero, each key once); one whose
+    statement fails (a key too long for its column) fails alone, its batch's others taken."""
+    narrow = Database(lambda: database_url, max_size=2)
+    first, second = (account(db, create_user(db, f"{n}@example.com")) for n in ("a", "b"))
+    person = create_user(db, "c@example.com")
+    grant(db, first, 20, source="sub_1@1")
+    grant(db, second, 10, source="sub_2@1")
+    grant(db, account(db, person), 10, source="sub_3@1")
+
+    def one(n: int) -> str:
+        if n % 3 == 2:
+            return credits.take_for(narrow, person, "generations", 1, f"key-{n}")[0].state
+        acct = first if n % 3 == 0 else second
+        return credits.take(narrow, acct, "generations", 1, f"key-{n}").state
+
+    try:
+        with ThreadPoolExecutor(30) as pool:
+            states = Counter(pool.map(one, range(60)))
+        assert states == {"consumed": 40, "refused": 20}
+        [row] = db.fetch_all(
+            "select count(*) as uses, count(distinct xmin::text) as transactions,"
+            " (select min(amount - used) from public.credit_grants) as least"
+            " from public.credit_uses"
+        )
+        assert row["uses"] == 60
+        assert row["transactions"] < 60  # taken together
+        assert row["least"] == 0
+        with ThreadPoolExecutor(30) as pool:
+            assert Counter(pool.map(one, range(60))) == states  # each key answers the same
+
+        def odd(n: int) -> str:
+            key = "x" * 101 if n == 0 else f"odd-{n}"
+            return credits.take(narrow, first, "generations", 1, key).state
+
+        with ThreadPoolExecutor(10) as pool:
+            futures = [pool.submit(odd, n) for n in range(10)]
+        with pytest.raises(Exception, match="credit_uses_key_check"):
+            futures[0].result()
+        assert {f.result() for f in futures[1:]} == {"refused"}  # the credits are used up
+    finally:
+        narrow.close()

@@ -1,12 +1,12 @@
 """Credits against a small model: grants (paid periods, packs), their ends and refunds, the
 subscription that carries the meter (active, on trial with or without a payment method, past
 due, ended, replaced by an admin's comp), consumptions, reservations settled at what the work
-took, and keys sent again, in any order Hypothesis finds. Each step goes through the real
-statements on the test Postgres (the access cycle's grant, reset and end; `credit_take`,
-`credits_settle`), and after each the balance, what the grants say was used and the units for
-the meter must equal the model's. `run` takes any database, number of examples and subclass of
-the machine: the fault run (tests/faultrun/credits.py) drives the same steps with their
-connections killed mid-transaction.
+took, checks (which change nothing), the cap on overage, and keys sent again, in any order
+Hypothesis finds. Each step goes through the real statements on the test Postgres (the access
+cycle's grant, reset and end; `credit_take`, `credits_settle`), and after each the balance, what
+the grants say was used and the units for the meter must equal the model's. `run` takes any
+database, number of examples and subclass of the machine: the fault run
+(tests/faultrun/credits.py) drives the same steps with their connections killed mid-transaction.
 """
 
 from __future__ import annotations
@@ -32,11 +32,12 @@ from hypothesis.stateful import (
 
 from adapters.db.pool import Database
 from credits import store as credits
-from credits.rules import CreditEnd, CreditGrant, Taken
+from credits.rules import Check, CreditEnd, CreditGrant, Taken
 from tests.helpers import create_user
 
 PLAN, PACK, METER = "price_model_plan", "price_model_pack", "model_meter"
 PLAN_CREDITS, PACK_CREDITS = 4, 3
+OVERAGE_CAP = 9  # the plan's overage units per period (its product's `overage_cap`)
 SUBSCRIPTION, CUSTOMER = "sub_model", "cus_model"
 # How the subscription that carries the meter stands, and whether Stripe will charge its
 # overage: only an active one, or a trial a payment method backs.
@@ -64,6 +65,7 @@ class Use:
     key: str
     amount: int
     state: str  # consumed, reserved, released, refused
+    capped: bool = False  # refused because the overage would pass the cap
     covered: int = 0
     overage: int = 0
     draws: list[tuple[str, int]] = field(default_factory=list)  # (grant source, units)
@@ -89,6 +91,15 @@ class Model:
     def metered(self) -> int:
         return sum(u.overage for u in self.uses.values() if u.state == "consumed")
 
+    @property
+    def overage_held(self) -> int:
+        """The overage the period's cap counts: consumed, and drawn by reservations."""
+        return sum(u.overage for u in self.uses.values() if u.state in ("consumed", "reserved"))
+
+    def capped(self, amount: int) -> bool:
+        """Whether `amount` beyond the balance would pass the cap."""
+        return self.overage_held + amount - self.balance > OVERAGE_CAP
+
     def by_source(self, source: str) -> Grant:
         return next(g for g in self.grants if g.source == source)
 
@@ -96,6 +107,8 @@ class Model:
         billed = STANDINGS.get(self.standing, False)
         if self.balance < amount and not billed:
             use = Use(key, amount, "refused")
+        elif self.balance < amount and self.capped(amount):
+            use = Use(key, amount, "refused", capped=True)
         else:
             use = Use(key, amount, state)
             left = amount
@@ -134,14 +147,15 @@ def prepare(db: Database) -> None:
     with db.transaction() as conn:
         conn.execute(
             "insert into public.products (name, price, stripe_price_id, type, billing_type,"
-            " billing_interval, credits, credits_period, meter) values"
-            " ('Model plan', 9, %s, 'link', 'subscription', 'month', %s, 'period', %s),"
-            " ('Model pack', 5, %s, 'link', 'one_time', null, %s, 'once', null)"
+            " billing_interval, credits, credits_period, meter, overage_cap) values"
+            " ('Model plan', 9, %s, 'link', 'subscription', 'month', %s, 'period', %s, %s),"
+            " ('Model pack', 5, %s, 'link', 'one_time', null, %s, 'once', null, null)"
             " on conflict do nothing",
             (
                 PLAN,
                 f'{{"generations": {PLAN_CREDITS}}}',
                 METER,
+                OVERAGE_CAP,
                 PACK,
                 f'{{"generations": {PACK_CREDITS}}}',
             ),
@@ -197,6 +211,9 @@ class Credits(RuleBasedStateMachine):
 
     def _settle(self, key: str, took: int) -> Taken:
         return credits.settle(self.db, key, took)
+
+    def _check(self, amount: int) -> Check:
+        return credits.check(self.db, self.account, "generations", amount)
 
     # Grants and their ends, through the access cycle's own statements.
 
@@ -282,7 +299,11 @@ class Credits(RuleBasedStateMachine):
         taken = self._take(amount, key)
         self.asked[key] = (amount, False)
         expected = self.model.take(key, amount, "consumed")
-        assert (taken.state, taken.overage) == (expected.state, expected.overage)
+        assert (taken.state, taken.overage, taken.capped) == (
+            expected.state,
+            expected.overage,
+            expected.capped,
+        )
         return key
 
     @rule(target=reservations, amount=st.integers(1, 10))
@@ -291,7 +312,7 @@ class Credits(RuleBasedStateMachine):
         taken = self._take(amount, key, reserve=True)
         self.asked[key] = (amount, True)
         expected = self.model.take(key, amount, "reserved")
-        assert taken.state == expected.state
+        assert (taken.state, taken.capped) == (expected.state, expected.capped)
         return key
 
     @rule(key=consumes(reservations), share=st.floats(0, 1))
@@ -311,9 +332,34 @@ class Credits(RuleBasedStateMachine):
         use = self.model.uses[key]
         asked, reserve = self.asked[key]
         taken = self._take(asked, key, reserve=reserve)
-        assert (taken.state, taken.first) == (use.state, False)
+        assert (taken.state, taken.first, taken.capped) == (use.state, False, use.capped)
         other = self._take(asked + 1, key)
         assert other.state == "conflict"
+
+    @rule(amount=st.integers(1, 12))
+    def checked(self, amount: int) -> None:
+        """A check answers what a consumption of `amount` would answer now, and changes
+        nothing (the invariant holds the rest to the model, which it does not touch)."""
+        before = self._state()
+        found = self._check(amount)
+        billed = STANDINGS.get(self.model.standing, False)
+        allowed = self.model.balance >= amount or (billed and not self.model.capped(amount))
+        assert (found.allowed, found.balance) == (allowed, self.model.balance)
+        assert found.overage == (allowed and self.model.balance < amount)
+        assert self._state() == before
+
+    def _state(self) -> list[Any]:
+        """Every row a consumption writes, of this account."""
+        return [
+            self.db.fetch_all(
+                "select * from public.credit_grants where account_id = %s order by id",
+                (self.account,),
+            ),
+            self.db.fetch_all(
+                "select * from public.credit_uses where account_id = %s order by key",
+                (self.account,),
+            ),
+        ]
 
     @invariant()
     def equal_to_the_model(self) -> None:
@@ -321,7 +367,8 @@ class Credits(RuleBasedStateMachine):
         [row] = self.db.fetch_all(
             "select coalesce(sum(overage) filter (where state = 'consumed'), 0) as metered,"
             " coalesce(sum(covered) filter (where state in ('consumed', 'reserved')), 0)"
-            " as covered from public.credit_uses where account_id = %s",
+            " as covered, coalesce(sum(overage) filter (where state in ('consumed',"
+            " 'reserved')), 0) as overage from public.credit_uses where account_id = %s",
             (self.account,),
         )
         assert held.balance == self.model.balance
@@ -331,6 +378,7 @@ class Credits(RuleBasedStateMachine):
             u.covered for u in self.model.uses.values() if u.state in ("consumed", "reserved")
         )
         assert row["covered"] == drawn
+        assert row["overage"] == self.model.overage_held <= OVERAGE_CAP  # never passed
 
 
 def run(

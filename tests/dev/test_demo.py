@@ -89,8 +89,8 @@ def test_make_demo_runs_the_whole_loop_and_exits_0(home: Path, bus: str) -> None
         "Receipt: $19.00 for Team Monthly",
         "Receipt: $9.00 for Demo Metered",
         "Subscription ended: Team Monthly",
-        "Your generations credits are running low",  # the pack's
-        "Your generations credits are running low",  # the plan's
+        "Your generations credits are used up",  # the pack's
+        "Your generations credits are used up",  # the plan's
     ]
     # A pack consumed to 402; a plan on a meter consumed past its credits, the 3 over reported.
     assert re.search(r"^\[credits\] pack: 5 generations granted; 6 consumptions answered"

@@ -28,6 +28,14 @@ import { request } from "./http.js";
  */
 
 /**
+ * @typedef {{ feature: string, allowed: boolean, balance: number, overage: boolean }} CheckAnswer
+ */
+
+/**
+ * @typedef {{ userId?: (string | null), teamId?: (string | null), feature: string, amount: unknown }} CheckRequest
+ */
+
+/**
  * @typedef {{ priceId: string, successUrl: string, cancelUrl: string, mode: ("payment" | "subscription"), teamId?: (string | null), quantity?: (number | null) }} CheckoutRequest
  */
 
@@ -367,6 +375,14 @@ export function getMeExport() {
  */
 export function postUsage(body) {
   return request("POST", `/api/usage`, { body });
+}
+
+/** Whether a consumption would be taken now for a user or a team, and whether any of it would be overage; takes nothing; 404 while USAGE_API_KEY is unset
+ * @param {CheckRequest} body
+ * @returns {Promise<CheckAnswer>}
+ */
+export function postUsageCheck(body) {
+  return request("POST", `/api/usage/check`, { body });
 }
 
 /** Create a team; the caller is its owner
