@@ -15,6 +15,7 @@ from accounts.service import Account, account_of
 from accounts.welcome import welcome_if_new
 from api.deps import caller, container
 from api.identity import require_user
+from api.operations import LIMITED, ErrorAnswer, documented
 from credits import service as credits
 from teams.service import teams_of
 
@@ -58,6 +59,11 @@ class MeAnswer(_Answer):
 
 
 @bp.get("/api/me")
+@documented(
+    "The signed-in user's access and entitlements",
+    {200: MeAnswer, 401: ErrorAnswer, 503: ErrorAnswer, **LIMITED},
+    signed_in=True,
+)
 def me() -> ResponseReturnValue:
     c = container()
     account = account_of(require_user(caller()), db=c.db)
