@@ -41,9 +41,7 @@ from adapters.stripe_api import (
 )
 from catalogue import writes as catalogue
 from catalogue.events import CatalogueChange
-from core.app_events import ACCOUNT_DELETION_REQUESTED, USAGE_RECORDED
 from core.events import Event, is_app_event
-from credits.meter import UsageReporter
 
 log = logging.getLogger(__name__)
 
@@ -81,12 +79,6 @@ class AccessSubscriber:
     github: GitHubGateway
     publish: Publish
     tell_seats: TellSeats
-    # Runs the steps of the account deletion an `app.account.deletion_requested` names, not
-    # done yet; raises while one fails or another call runs them, so that the delivery comes
-    # back (accounts/leaving.py `resume_requested`, given by the composition root).
-    resume_deletion: Callable[[str], str]
-    # Reports consumptions' overage to Stripe's meters (`app.usage.recorded`), beside the cycle.
-    usage: UsageReporter | None = None
 
     def __call__(self, event: Event) -> str:
         [outcome] = self.apply_many([event])
@@ -102,17 +94,9 @@ class AccessSubscriber:
         bad event does not hold back the others.
         """
         results: list[str | Exception] = ["ignored"] * len(events)
-        usage = [n for n, e in enumerate(events) if e.type == USAGE_RECORDED]
-        if usage and self.usage is not None:
-            reported = self.usage.report_many([events[n] for n in usage])
-            for n, outcome in zip(usage, reported, strict=True):
-                results[n] = outcome
         batch: list[tuple[int, Pending]] = []
         receipts: dict[str, str | None] = {}
         for n, event in enumerate(events):
-            if event.type == ACCOUNT_DELETION_REQUESTED:
-                results[n] = _attempt_deletion(self.resume_deletion, event)
-                continue
             if is_app_event(event.type):
                 continue  # the application's own announcements change no access
             try:
@@ -295,15 +279,6 @@ def _attempt(
     return outcome
 
 
-def _attempt_deletion(resume: Callable[[str], str], event: Event) -> str | Exception:
-    """A deletion's steps, on their own: no transaction of the batch is open, and each step
-    is recorded as it succeeds (its calls to Stripe, GitHub and Supabase Auth come first)."""
-    try:
-        return resume(str(event.object["deletion_id"]))
-    except Exception as exc:  # retried by the bus; the steps done stay done
-        return exc
-
-
 def _attempt_check(
     check: Callable[[Event], None], event: Event, outcome: str | Exception
 ) -> str | Exception:
@@ -333,9 +308,23 @@ def _tell_the_admin(dispute: Dispute) -> None:
 
 
 def _log(events: Sequence[Event], outcomes: Sequence[str | Exception]) -> None:
-    """A line per event handled, whatever the size of its batch: the log-based metrics count
-    them (ops/monitoring: events applied by outcome, duplicates); a failure is logged by the
-    bus, with what it does about it. A batch also says which events shared its transaction."""
+    """A line per event, and a batch says which events shared its transaction."""
+    log_outcomes(events, outcomes)
+    if len(events) > 1:
+        counts = Counter(o if isinstance(o, str) else type(o).__name__ for o in outcomes)
+        log.info(
+            "access: %d events in one transaction (%s): %s",
+            len(events),
+            ", ".join(f"{outcome} {n}" for outcome, n in sorted(counts.items())),
+            " ".join(event.id for event in events),
+        )
+
+
+def log_outcomes(events: Sequence[Event], outcomes: Sequence[str | Exception]) -> None:
+    """A line per event the access target handled (the cycle's, an overage report's, a
+    deletion's), whatever the size of its batch: the log-based metrics count them
+    (ops/monitoring: events applied by outcome, duplicates); a failure is logged by the bus,
+    with what it does about it."""
     for event, outcome in zip(events, outcomes, strict=True):
         if isinstance(outcome, str):
             log.info(
@@ -345,11 +334,3 @@ def _log(events: Sequence[Event], outcomes: Sequence[str | Exception]) -> None:
                 outcome,
                 extra=outcome_fields(CONSUMER, event, outcome),
             )
-    if len(events) > 1:
-        counts = Counter(o if isinstance(o, str) else type(o).__name__ for o in outcomes)
-        log.info(
-            "access: %d events in one transaction (%s): %s",
-            len(events),
-            ", ".join(f"{outcome} {n}" for outcome, n in sorted(counts.items())),
-            " ".join(event.id for event in events),
-        )

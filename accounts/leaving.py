@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -22,7 +22,7 @@ from adapters.stripe_api import PaymentsUnavailable, StripeCallFailed, StripeGat
 from adapters.tokens import User
 from core.app_events import ACCOUNT_DELETED, ACCOUNT_DELETION_REQUESTED
 from core.errors import Conflict, InvalidRequest, NotConfigured, NotFound, Unavailable
-from core.events import app_event
+from core.events import Event, app_event
 from teams import seats
 
 log = logging.getLogger(__name__)
@@ -149,6 +149,19 @@ def resume_requested(deletion_id: str, *, deps: Leaving) -> str:
     if deletion.finished:
         return "duplicate"
     return "waiting" if resume(deletion, deps=deps).remaining else "deleted"
+
+
+def resume_requested_many(events: Sequence[Event], *, deps: Leaving) -> list[str | Exception]:
+    """Each `app.account.deletion_requested`'s steps, on their own: no transaction is open
+    across them, and each step is recorded as it succeeds (its calls to Stripe, GitHub and
+    Supabase Auth come first). A deletion that fails is retried by the bus; the others stand."""
+    results: list[str | Exception] = []
+    for event in events:
+        try:
+            results.append(resume_requested(str(event.object["deletion_id"]), deps=deps))
+        except Exception as exc:  # retried by the bus; the steps done stay done
+            results.append(exc)
+    return results
 
 
 def resume(deletion: Deletion, *, deps: Leaving) -> Outcome:
