@@ -2,9 +2,9 @@
 
     changes = the table's changes of each event (access/changes.py)   # Stripe asked here
     state   = claim the events, lock and read their accounts                # round trip 1
-    plan    = decide(changes, state)                                         # pure, core/billing
+    plan    = decide(changes, state)                                         # pure (decide.py)
     write the plan, settle the ledger                                        # round trip 2
-    announce what was committed, and tell a team's members of their seats
+    publish what was committed, and a team's members' seat changes
 
 Applied once per event (the ledger is claimed and settled inside both round trips), ordered per
 grant, and announced on the bus only once committed (the e-mails that speak of access follow
@@ -52,9 +52,9 @@ MOST_ROUNDS = 8
 Publish = Callable[[Event, bytes], None]
 
 
-class TellSeats(Protocol):
+class PublishSeatChanges(Protocol):
     """Tells a team's members of their seat changes once committed, as the team routes do
-    (`teams/seats.py` `tell`, given by the composition root)."""
+    (`teams/seats.py` `publish_changes`, given by the composition root)."""
 
     def __call__(
         self, team_id: str, *, db: Database, publish: Publish, github: GitHubGateway
@@ -78,7 +78,7 @@ class AccessSubscriber:
     accounts: Accounts
     github: GitHubGateway
     publish: Publish
-    tell_seats: TellSeats
+    publish_seat_changes: PublishSeatChanges
 
     def __call__(self, event: Event) -> str:
         [outcome] = self.apply_many([event])
@@ -195,7 +195,7 @@ class AccessSubscriber:
             except _Asking as asking:
                 answers = self._ask(asking.asks, answers)
                 continue
-            return self._announced(batch, plan)
+            return self._published(batch, plan)
         raise RuntimeError(f"Stripe asked {MOST_ROUNDS} times for one batch")
 
     def _decided(
@@ -235,7 +235,7 @@ class AccessSubscriber:
             checkouts[intent] = self.stripe.has_checkout_for(intent)
         return replace(answers, statuses=statuses, checkouts=checkouts)
 
-    def _announced(self, batch: Sequence[Pending], plan: Plan) -> list[str | Exception]:
+    def _published(self, batch: Sequence[Pending], plan: Plan) -> list[str | Exception]:
         """Each outcome once what it announces is on the bus, a refunded repository taken
         back and a team's seat changes told; a failure there fails the delivery alone (the
         commit stands; the redelivery announces again, with the same ids)."""
@@ -257,13 +257,15 @@ class AccessSubscriber:
             by_team.setdefault(team_id, []).append(n)
         for team_id, deliveries in by_team.items():
             try:  # the seats a quantity or an end changed, told as a team route tells them
-                self.tell_seats(team_id, db=self.db, publish=self.publish, github=self.github)
+                self.publish_seat_changes(
+                    team_id, db=self.db, publish=self.publish, github=self.github
+                )
             except Exception as exc:  # told on the redelivery (once: keyed by the change)
                 for n in deliveries:
                     if not isinstance(results[n], Exception):
                         results[n] = exc
         for dispute, _ in plan.disputes:
-            _tell_the_admin(dispute)
+            _log_for_the_admin(dispute)
         return results
 
 
@@ -289,7 +291,7 @@ def _attempt_check(
     return outcome
 
 
-def _tell_the_admin(dispute: Dispute) -> None:
+def _log_for_the_admin(dispute: Dispute) -> None:
     """Once, when the dispute is recorded: the admin answers it in Stripe's dashboard."""
     due = (
         datetime.fromtimestamp(dispute.respond_by, tz=UTC).date().isoformat()

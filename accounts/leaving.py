@@ -103,7 +103,7 @@ def _recorded(user: User, confirm: Any, db: Database) -> Deletion:
         raise Conflict(rules.refusal_for(held))
     closed = rules.closed_teams(teams)
     subscriptions, repositories, customers = store.plan_facts(db, user.id, closed)
-    plan = rules.Plan(
+    plan = rules.DeletionPlan(
         email=email,
         name=profile.name,
         subscriptions=subscriptions,
@@ -249,7 +249,9 @@ def _leave_teams(deletion: Deletion, deps: Leaving) -> bool:
             # Whoever gets the seat given back is told; what fails stays recorded for the
             # team's next change to tell.
             try:
-                seats.tell(team_id, db=deps.db, publish=deps.bus.publish, github=deps.github)
+                seats.publish_changes(
+                    team_id, db=deps.db, publish=deps.bus.publish, github=deps.github
+                )
             except Exception as exc:
                 log.warning("team %s: seats not told after a member left: %s", team_id, exc)
     for team_id in deletion.plan.teams_closed:

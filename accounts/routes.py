@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict
 
 from access.answers import EntitlementAnswer
 from access.answers import entitlement_of as _entitlement
-from accounts.service import Account, account_of
+from accounts.service import UserSummary, account_of
 from accounts.welcome import welcome_if_new
 from api.deps import caller, container
 from api.identity import require_user
@@ -74,7 +74,7 @@ def me() -> ResponseReturnValue:
     return answer(account)
 
 
-def answer(account: Account) -> Response:
+def answer(account: UserSummary) -> Response:
     """GET /api/me's answer for an account: only ever to that account's own signed-in user (the
     checkout completion answers it to the session's signed-in buyer, never to a guest token)."""
     teams = teams_of(user_id=account.user_id, db=container().db)

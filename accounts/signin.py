@@ -33,14 +33,14 @@ def complete_sign_in(
     session = auth.exchange_code(code=code, code_verifier=_verifier(cookies.get(verifier_cookie)))
     if session is None:
         return CookieChanges()
-    _announce_new_account(session.get("user"), bus)
+    _publish_new_account(session.get("user"), bus)
     fresh = session_cookies(key, session)
     names = {c.name for c in fresh}
     stale = [n for n in cookies if re.fullmatch(re.escape(key) + r"(\.\d+)?", n) and n not in names]
     return CookieChanges(set=fresh, clear=[verifier_cookie, *stale])
 
 
-def _announce_new_account(user: Any, bus: EventBus) -> None:
+def _publish_new_account(user: Any, bus: EventBus) -> None:
     """Publish `app.account.created` for a recently created user (the welcome e-mail's trigger).
 
     A magic link, OAuth or an e-mail confirmation completes here: the session's user is the

@@ -10,7 +10,7 @@ from flask.typing import ResponseReturnValue
 from pydantic import BaseModel, ConfigDict, Field, RootModel, model_validator
 
 from access import grant_words_service as grant_words
-from access.entitlements import Kind
+from access.entitlements import GrantKind
 from access.subscriber import AccessSubscriber
 from accounts.routes import MeAnswer, answer
 from api.deps import Collaborators, caller, container
@@ -62,7 +62,7 @@ class _Answer(BaseModel):
 class PurchasedProduct(_Answer):
     name: str | None  # None: a price no product row is sold at
     priceId: str | None
-    kind: Kind  # purchase: a one-time payment
+    kind: GrantKind  # purchase: a one-time payment
 
 
 class SessionGrantAnswer(_Answer):

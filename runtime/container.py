@@ -188,7 +188,7 @@ class Container:
             accounts=self.accounts,
             github=self.github,
             publish=self._publish,
-            tell_seats=seats.tell,
+            publish_seat_changes=seats.publish_changes,
         )
 
     @once
@@ -247,7 +247,7 @@ class Container:
             accounts=ExistingAccounts(self.db),
             github=self.github,
             publish=self._publish,
-            tell_seats=seats.tell,
+            publish_seat_changes=seats.publish_changes,
         )
 
     def _publish(self, event: Event, data: bytes) -> None:
