@@ -9,7 +9,11 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+PAGES = [
+    ROOT / "README.md",
+    *sorted((ROOT / "docs").glob("*.md")),
+    *sorted((ROOT / "docs" / "deploy").glob("*.md")),
+]
 LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
 # A path in backquotes: folders and a file with one of the project's own endings.
 # Files of the founder's own that the docs tell them to edit: `supabase init` makes this one.
