@@ -14,7 +14,7 @@ from accounts import leaving_rules as rules
 from accounts import leaving_store as store
 from accounts.leaving_store import Deletion
 from adapters.accounts import AccountError, Accounts
-from adapters.bus import EventBus, PublishError
+from adapters.bus import EventBus, PublishError, publish_or_unavailable
 from adapters.db import profiles
 from adapters.db.pool import Database
 from adapters.github_api import GitHubGateway, GitHubNotConfigured, GitHubUnavailable
@@ -130,10 +130,9 @@ def _hand_over(deletion: Deletion, deletions: Deletions) -> Outcome:
         obj={"deletion_id": deletion.id},
         created=datetime.now(UTC),
     )
-    try:
-        deletions.bus.publish(event, data)
-    except PublishError as exc:
-        raise Unavailable(_later("The deletion could not be handed on")) from exc
+    publish_or_unavailable(
+        deletions.bus, event, data, told=_later("The deletion could not be handed on")
+    )
     return Outcome(deletion.id, rules.remaining(deletion.steps_done), handed_over=True)
 
 

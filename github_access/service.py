@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 
 from access import purchases_store as purchases
 from access.purchases_store import RepositoryPurchase
-from adapters.bus import EventBus, PublishError
+from adapters.bus import EventBus, publish_or_unavailable
 from adapters.db import profiles
 from adapters.db.pool import Database
 from adapters.github_api import (
@@ -160,9 +160,6 @@ def _publish_access_granted(
         },
         created=datetime.now(UTC),
     )
-    try:
-        bus.publish(event, data)
-    except PublishError as exc:
-        raise Unavailable(
-            "Access granted, but the confirmation e-mail could not be queued"
-        ) from exc
+    publish_or_unavailable(
+        bus, event, data, told="Access granted, but the confirmation e-mail could not be queued"
+    )

@@ -18,7 +18,7 @@ from datetime import UTC, datetime, timedelta
 
 from access import entitlements_store as entitlements
 from access.entitlements_store import Held
-from adapters.bus import EventBus, PublishError
+from adapters.bus import EventBus, publish_or_unavailable
 from adapters.db.pool import Connection, Database
 from adapters.github_api import GitHubGateway
 from adapters.stripe_api import PaymentsNotConfigured, PaymentsUnavailable, StripeGateway
@@ -337,12 +337,12 @@ def _send_invitation(
         },
         created=datetime.now(UTC),
     )
-    try:
-        bus.publish(event, data)
-    except PublishError as exc:
-        raise Unavailable(
-            "The invitation is recorded, but its e-mail could not be queued: resend it shortly"
-        ) from exc
+    publish_or_unavailable(
+        bus,
+        event,
+        data,
+        told="The invitation is recorded, but its e-mail could not be queued: resend it shortly",
+    )
 
 
 def _take_repositories(
