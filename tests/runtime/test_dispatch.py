@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 
 from core.app_events import ACCOUNT_DELETION_REQUESTED, APP_EVENTS, USAGE_RECORDED
 from core.events import SUBSCRIBED_TYPES, Event, parse_event
-from runtime.consumers import CONSUMED, HANDLERS, handler_of
+from runtime.consumers import CONSUMED, FALLBACK, HANDLERS, handler_of
 from runtime.dispatch import Dispatch
 from runtime.targets import TARGETS
 
@@ -20,6 +20,7 @@ def event(n: int, kind: str) -> Event:
 
 def test_every_target_has_handlers_and_no_type_has_two_in_one_target() -> None:
     assert set(HANDLERS) == set(TARGETS)
+    assert all(FALLBACK[target] in HANDLERS[target] for target in TARGETS)
     for handlers in HANDLERS.values():
         seen: set[str] = set()
         for types in handlers.values():
@@ -31,6 +32,9 @@ def test_access_runs_its_three_jobs_by_type() -> None:
     assert handler_of("access", USAGE_RECORDED) == "overage"
     assert handler_of("access", ACCOUNT_DELETION_REQUESTED) == "deletion"
     assert {handler_of("access", t) for t in SUBSCRIBED_TYPES} == {"access"}
+    # Without a filter (the in-process bus), what no row names goes where it always went.
+    assert handler_of("access", "app.anything") == "access"
+    assert handler_of("emails", "checkout.session.completed") == "mail"
     assert CONSUMED["access"] == SUBSCRIBED_TYPES | {USAGE_RECORDED, ACCOUNT_DELETION_REQUESTED}
     # The announcements access publishes itself never come back to it.
     assert not (APP_EVENTS - {USAGE_RECORDED, ACCOUNT_DELETION_REQUESTED}) & CONSUMED["access"]
