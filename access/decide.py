@@ -325,6 +325,13 @@ class _Fold:
         its repository back (after the commit, and again on a redelivery)."""
         intent = refund.payment_intent
         purchase = self.state.purchases.get(intent) if intent else None
+        if purchase is not None and purchase.account_id and purchase.account_id not in self.current:
+            # Its checkout committed after the claim looked for the purchase and before it read
+            # it: the account it granted was neither locked nor read, so nothing here could end
+            # that grant. Recording the refund now would settle it with the access still on.
+            raise PurchaseNotRecorded(
+                f"the purchase paid with {intent} was recorded while it was claimed: retried"
+            )
         if purchase is None and intent and refund.invoice_id is None:
             if intent not in self.answers.checkouts:
                 raise _Ask(checkout=intent)

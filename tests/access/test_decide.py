@@ -11,9 +11,9 @@ import pytest
 
 from access.changes import TABLE, TrialEnding, to_changes
 from access.checkouts import AccessChange, Checkout
-from access.decide import Answers, Pending, ProfileNotLinked, decide
+from access.decide import Answers, Asks, Pending, ProfileNotLinked, PurchaseNotRecorded, decide
 from access.entitlements import Entitlement
-from access.model import Account, State
+from access.model import Account, Purchase, State
 from access.refunds import Dispute, Refund
 from core.events import Event, parse_event
 from tests.helpers import stripe_event
@@ -137,6 +137,35 @@ def test_a_customer_without_an_account_has_its_claim_undone() -> None:
     [result] = plan.results
     assert isinstance(result, ProfileNotLinked)
     assert (plan.released, plan.settled) == (["evt_1"], {})
+
+
+@pytest.mark.parametrize("accounts", [[ADA], []])
+def test_a_full_refund_ends_its_purchase_only_over_the_account_it_locked(
+    accounts: list[Account],
+) -> None:
+    """A purchase read without its account (its checkout committed while the claim ran): the
+    refund is retried, never recorded with the access it ends left on."""
+    granted = Entitlement(account_id=ADA.id, source_id="cs_1", kind="purchase",
+                          price_id="price_1", status="paid", active=True,
+                          changed_at=datetime.fromtimestamp(T0, tz=UTC))  # fmt: skip
+    bought = Purchase(id="pu_1", session_id="cs_1", account_id=ADA.id, one_time=True,
+                      repository=None, github_username=None)  # fmt: skip
+    charge = {"id": "ch_1", "payment_intent": "pi_1", "refunded": True, "amount_refunded": 4900}
+    refund = event("charge.refunded", charge, created=T0 + 60, event_id="evt_refund")
+    read = state("evt_refund", held=[granted], accounts=accounts, purchases={"pi_1": bought})
+    plan = decide(pending(refund), read, Answers())
+    if accounts:
+        assert plan.results == ["refunded, access revoked"]
+        assert plan.accounts[ADA.id][0].has_access is False
+        return
+    [result] = plan.results
+    assert isinstance(result, PurchaseNotRecorded)
+    assert (plan.released, plan.settled, plan.refunds, plan.asks) == (
+        ["evt_refund"],
+        {},
+        [],
+        Asks(),
+    )
 
 
 def test_a_tie_asks_stripe_and_its_answer_decides() -> None:

@@ -130,6 +130,10 @@ def test_a_refund_before_its_checkout_is_recorded_waits_for_it(
     )
     settle(gh_api)
     assert profile(db, ada)["has_access"] is False
+    [outcome] = db.fetch_all(
+        "select outcome from public.processed_events where event_type = 'charge.refunded'"
+    )
+    assert outcome == {"outcome": "refunded, access revoked"}
 
 
 def test_a_refund_of_a_charge_no_checkout_made_is_recorded_only(gh_api: Api, db: Database) -> None:

@@ -16,15 +16,16 @@ from typing import Any
 import psycopg
 import pytest
 
-from access.decide import ProfileNotLinked
+from access.decide import ProfileNotLinked, PurchaseNotRecorded
 from access.subscriber import AccessSubscriber
 from adapters.bus import PublishError
 from adapters.db.pool import Database
 from config import Settings
 from core.events import Event, parse_event
+from dev.samples.catalogue import seed_demo_products
 from dev.stripe_stand_in import StripeStandIn
 from runtime.container import Container
-from tests.access.lifecycle_helpers import link, post_event, settle
+from tests.access.lifecycle_helpers import GITHUB, link, post_event, session, settle
 from tests.conftest import Api
 from tests.helpers import HANG_GUARD, create_user, stripe_event, wait_for
 
@@ -342,3 +343,62 @@ def test_a_change_waiting_on_the_account_sees_the_grant_committed_while_it_waite
         "evt_w9",
         datetime.fromtimestamp(T0 + 9, tz=UTC),
     )
+
+
+def test_a_refund_whose_checkout_commits_while_its_claim_waits_ends_the_access(
+    access: AccessSubscriber, db: Database, database_url: str, stripe_fake: StripeStandIn
+) -> None:
+    """A refund shares its batch with another customer's change, whose account another
+    transaction holds; while the claim waits on that lock, the refunded checkout commits. The
+    claim looked for the purchase before the commit (and so locked no account of it) and reads
+    it after: the refund must not be settled over an account it neither locked nor read."""
+    seed_demo_products(db)
+    ada = create_user(db, "ada@example.com", name="Ada Lovelace")
+    [other] = customers(db, "x", 1)
+    stripe_fake.hold_session({"id": "cs_test_life0001", "payment_intent": "pi_ada"})
+    checkout = as_event(
+        stripe_event("checkout.session.completed", session(ada, price=GITHUB), created=T0)
+    )
+    refund = as_event(stripe_event("charge.refunded", FULL_REFUND, created=T0 + 60))
+    outcome: list[list[str | Exception]] = []
+    with psycopg.connect(database_url) as holder:
+        holder.execute("select 1 from public.accounts where customer_id = %s for update", (other,))
+        batch = [refund, event("paid", other, created=T0, event_id="evt_x1")]
+        worker = threading.Thread(target=lambda: outcome.append(access.apply_many(batch)))
+        worker.start()
+        wait_for(partial(waiting_on_locks, db, 1))
+        assert access.apply_many([checkout]) == ["granted"]
+        holder.commit()
+    worker.join(timeout=HANG_GUARD)
+    [[waited, paid]] = outcome
+    assert paid == "granted"
+    assert isinstance(waited, PurchaseNotRecorded)  # its claim undone: retried, not settled
+    assert refunded(db) == {"refunded": False, "has_access": True}
+
+    assert access.apply_many([refund]) == ["refunded, access revoked"]
+    assert refunded(db) == {"refunded": True, "has_access": False}
+
+
+FULL_REFUND = {
+    "id": "ch_ada",
+    "object": "charge",
+    "amount": 4900,
+    "amount_refunded": 4900,
+    "refunded": True,
+    "currency": "usd",
+    "customer": "cus_ada",
+    "payment_intent": "pi_ada",
+    "invoice": None,
+}
+
+
+def as_event(body: bytes) -> Event:
+    return parse_event(json.loads(body))
+
+
+def refunded(db: Database) -> dict[str, Any]:
+    [row] = db.fetch_all(
+        "select pu.refunded_at is not null as refunded, p.has_access from public.purchases pu"
+        " join public.profiles p on p.id = pu.user_id"
+    )
+    return row
