@@ -74,3 +74,26 @@ end
 $$;
 
 revoke execute on function public.revenue_read(text[], text[]) from public, anon, authenticated;
+
+-- The subscriptions paying when this file is applied start from their MRR as the metrics count
+-- it today (the catalogue's price times a per-seat team's seats, a year's by twelve): their next
+-- event moves it from there, instead of counting them as new. Dated by their last change, so
+-- an older event delivered late moves nothing.
+insert into public.mrr_levels (subscription_id, account_id, currency, amount, at, rank, event_id)
+select e.source_id, e.account_id, c.currency,
+  round(pr.price * (case when c.currency in ('bif', 'clp', 'djf', 'gnf', 'jpy', 'kmf', 'krw',
+    'mga', 'pyg', 'rwf', 'ugx', 'vnd', 'vuv', 'xaf', 'xof', 'xpf') then 1
+    when c.currency in ('bhd', 'jod', 'kwd', 'omr', 'tnd') then 1000 else 100 end)
+    * (case when pr.per_seat then coalesce(t.quantity, 1) else 1 end)
+    / (case pr.billing_interval when 'year' then 12 else 1 end))::bigint,
+  e.changed_at, 1, 'baseline'
+from public.entitlements e
+join public.products pr on pr.stripe_price_id = e.price_id
+left join public.teams t on t.id = e.account_id
+cross join lateral (select coalesce(pr.currency, (select pu.currency from public.purchases pu
+  where pu.product_id = pr.id and pu.currency is not null
+  order by pu.created_at desc limit 1)) as currency) c
+where e.kind = 'subscription' and e.active and e.status in ('active', 'past_due')
+  and e.changed_at is not null and pr.billing_interval in ('month', 'year')
+  and c.currency ~ '^[a-z]{3}$'
+on conflict (subscription_id) do nothing;
