@@ -11,6 +11,7 @@ a second), like a plan change: an older event delivered late moves nothing.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -38,6 +39,8 @@ RANKS = {
 }
 
 Kind = Literal["new", "expansion", "contraction", "churn"]
+
+_CODE = re.compile(r"[a-z]{3}")
 
 
 @dataclass(frozen=True)
@@ -171,7 +174,7 @@ def monthly(snap: Snapshot, prices: Mapping[str, CataloguePrice]) -> tuple[str |
         total += amount * item.quantity / (months * count)
     if currency is None:
         return None
-    return currency, _rounded(_discounted(total, snap, currency))
+    return currency, _rounded(_discounted(max(total, Decimal(0)), snap, currency))
 
 
 def newer(at: datetime, rank: int, level: Level | None) -> bool:
@@ -271,21 +274,23 @@ def _item(item: Mapping[str, Any]) -> Item:
         price_id=stripe_id(price) if price else stripe_id(item.get("price")),
         quantity=quantity if isinstance(quantity, int) and quantity >= 0 else 1,
         unit_amount=_amount(price),
-        currency=str(price["currency"]).lower() if price.get("currency") else None,
+        currency=_currency(price.get("currency")),
         interval=recurring.get("interval") if isinstance(recurring.get("interval"), str) else None,
         interval_count=_count(recurring.get("interval_count")),
     )
 
 
 def _amount(price: Mapping[str, Any]) -> Decimal | None:
-    if isinstance(price.get("unit_amount"), int):
-        return Decimal(price["unit_amount"])
-    if isinstance(price.get("unit_amount_decimal"), str):
+    """The price's unit amount in minor units; None when it says none (or none that can be)."""
+    found: Decimal | None = None
+    if isinstance(price.get("unit_amount"), int) and not isinstance(price["unit_amount"], bool):
+        found = Decimal(price["unit_amount"])
+    elif isinstance(price.get("unit_amount_decimal"), str):
         try:
-            return Decimal(price["unit_amount_decimal"])
+            found = Decimal(price["unit_amount_decimal"])
         except ArithmeticError:
             return None
-    return None
+    return found if found is not None and found.is_finite() and found >= 0 else None
 
 
 def _count(value: Any) -> int:
@@ -299,9 +304,9 @@ def _coupon(discount: Any) -> Coupon | None:
     percent = coupon.get("percent_off")
     amount = coupon.get("amount_off")
     return Coupon(
-        percent_off=Decimal(str(percent)) if isinstance(percent, int | float) else None,
-        amount_off=amount if isinstance(amount, int) else None,
-        currency=str(coupon["currency"]).lower() if coupon.get("currency") else None,
+        percent_off=_percent(percent),
+        amount_off=amount if isinstance(amount, int) and amount >= 0 else None,
+        currency=_currency(coupon.get("currency")),
     )
 
 
@@ -322,6 +327,20 @@ def _cancellation(subscription: Mapping[str, Any], *, ended: bool) -> Cancellati
         has_comment=isinstance(comment, str) and bool(comment.strip()),
         reason=reason if isinstance(reason, str) and reason else None,
     )
+
+
+def _percent(value: Any) -> Decimal | None:
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        return None
+    found = Decimal(str(value))
+    return found if found.is_finite() and 0 <= found <= 100 else None
+
+
+def _currency(value: Any) -> str | None:
+    """An ISO 4217 code as Stripe writes it (lower case); None for anything else, which the
+    tables would refuse (and with them the access change they are written with)."""
+    code = value.strip().lower() if isinstance(value, str) else ""
+    return code if _CODE.fullmatch(code) else None
 
 
 def _mapping(value: Any) -> Mapping[str, Any]:

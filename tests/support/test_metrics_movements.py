@@ -4,6 +4,7 @@ as signed subscription events are applied, read by an admin from `GET /api/admin
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Any
 
 from adapters.db.pool import Database
@@ -252,3 +253,27 @@ def test_strangers_and_members_without_the_admin_role_read_no_metrics(
         refused = api.get("/api/admin/metrics", headers=headers)
         assert refused.status_code == 404
         assert "mrrMovements" not in refused.text
+
+
+def test_subscriptions_paying_at_the_migration_start_from_their_mrr(api: Api, db: Database) -> None:
+    """The migration's baseline: a subscription paying before the tables were made moves from
+    its MRR on its next event, and is not counted as new then."""
+    seed_demo_products(db)
+    admin = make_admin(db)
+    customer(db, "kim")
+    now = int(time.time())
+    send(api, "created", sub("sub_kim", "cus_kim"), now - 300)
+    with db.transaction() as conn:  # as it stood before the tables
+        conn.execute("delete from public.mrr_levels")
+        conn.execute("delete from public.mrr_movements")
+    migrations = Path(__file__).resolve().parents[2] / "supabase" / "migrations"
+    migration = (migrations / "20261216000000_revenue_metrics.sql").read_text()
+    baseline = migration[migration.index("insert into public.mrr_levels") :]
+    with db.transaction() as conn:
+        conn.execute(baseline)
+    [level] = db.fetch_all("select currency, amount, event_id from public.mrr_levels")
+    assert (level["currency"], level["amount"], level["event_id"]) == ("usd", 1900, "baseline")
+    send(api, "updated", sub("sub_kim", "cus_kim", quantity=2), now - 200)
+    assert movements(metrics(api, admin))["usd"] == {
+        "new": 0, "expansion": 1900, "contraction": 0, "churn": 0, "net": 1900
+    }  # fmt: skip
