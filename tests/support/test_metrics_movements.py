@@ -11,7 +11,7 @@ from adapters.db.pool import Database
 from dev.samples.catalogue import seed_demo_products
 from tests.access.lifecycle_helpers import MONTHLY, ONE_TIME, link, post_event, session, settle
 from tests.conftest import Api
-from tests.helpers import create_user, stripe_event
+from tests.helpers import create_user, stripe_event, wait_for
 from tests.support.test_routes import REASON, bearer, call, make_admin, token
 
 DAY = 86400
@@ -276,4 +276,40 @@ def test_subscriptions_paying_at_the_migration_start_from_their_mrr(api: Api, db
     send(api, "updated", sub("sub_kim", "cus_kim", quantity=2), now - 200)
     assert movements(metrics(api, admin))["usd"] == {
         "new": 0, "expansion": 1900, "contraction": 0, "churn": 0, "net": 1900
+    }  # fmt: skip
+
+
+def test_a_level_written_while_the_cycle_waited_for_the_account_is_moved_from(
+    api: Api, db: Database
+) -> None:
+    """Another transaction holding the account (another batch of its events) writes the
+    subscription's MRR; the cycle, waiting for that lock, reads the level once it has it: the
+    movement is from that level, not from a snapshot taken before the wait."""
+    seed_demo_products(db)
+    admin = make_admin(db)
+    lea = customer(db, "lea")
+    now = int(time.time())
+    waiting = (
+        "select count(*) as n from pg_stat_activity where wait_event_type = 'Lock'"
+        " and datname = current_database()"
+    )
+    with db.transaction() as conn:
+        conn.execute(
+            "select 1 from public.accounts where owner_id = %s and kind = 'personal' for update",
+            (lea,),
+        )
+        conn.execute(
+            "insert into public.mrr_levels (subscription_id, account_id, currency, amount, at,"
+            " rank, event_id) values ('sub_lea', null, 'usd', 1900, to_timestamp(%s), 0,"
+            " 'evt_other')",
+            (now - 300,),
+        )
+        body = stripe_event(
+            "customer.subscription.updated", sub("sub_lea", "cus_lea", quantity=3), created=now
+        )
+        post_event(api, body)
+        wait_for(lambda: db.fetch_all(waiting)[0]["n"] > 0)
+    settle(api)
+    assert movements(metrics(api, admin))["usd"] == {
+        "new": 0, "expansion": 3800, "contraction": 0, "churn": 0, "net": 3800
     }  # fmt: skip
