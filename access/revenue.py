@@ -4,7 +4,8 @@ recurring revenue (MRR) after it, how that moved, and why a customer cancelled.
 A subscription's MRR is what Stripe bills it per month, in its currency's minor unit: each
 item's unit amount times its quantity, a yearly (or weekly, daily) price brought to a month,
 less a coupon that the event names. A trial pays nothing yet, nor does a subscription whose first
-payment is still due: their MRR is zero until they pay. An ended one's is zero too. Its MRR is
+payment is still due, nor one whose collection is paused: their MRR is zero until they pay. An
+ended one's is zero too. Its MRR is
 ordered on its own per subscription (Stripe's `created`, then created < updated < deleted within
 a second), like a plan change: an older event delivered late moves nothing.
 """
@@ -90,6 +91,8 @@ class Snapshot:
     rank: int
     status: str
     ended: bool
+    # Stripe's `pause_collection`: it runs without being billed (its MRR is zero meanwhile).
+    collection_paused: bool
     items: tuple[Item, ...]
     coupon: Coupon | None
     cancellation: Cancellation | None  # None: not cancelled (or the cancellation withdrawn)
@@ -138,6 +141,7 @@ def snapshot(event_type: str, subscription: Mapping[str, Any]) -> Snapshot | Non
         rank=rank,
         status=status,
         ended=ended,
+        collection_paused=bool(_mapping(subscription.get("pause_collection"))),
         items=items,
         coupon=_coupon(subscription.get("discount")),
         cancellation=_cancellation(subscription, ended=ended),
@@ -153,7 +157,7 @@ def monthly(snap: Snapshot, prices: Mapping[str, CataloguePrice]) -> tuple[str |
             (p.currency for i in snap.items if (p := prices.get(i.price_id or "")) and p.currency),
             None,
         )
-    if snap.ended or snap.status not in PAYING:
+    if snap.ended or snap.status not in PAYING or snap.collection_paused:
         return currency, 0
     total = Decimal(0)
     for item in snap.items:

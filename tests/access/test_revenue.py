@@ -59,6 +59,9 @@ def test_the_monthly_amount_of_a_subscription() -> None:
         found = snapshot("customer.subscription.updated", sub(status))
         assert found is not None
         assert monthly(found, {}) == ("usd", 0)
+    paused = snapshot("customer.subscription.updated", sub(pause_collection={"behavior": "void"}))
+    assert paused is not None
+    assert monthly(paused, {}) == ("usd", 0)
     # A price named by id only: the catalogue's, in major units; unknown to both: None.
     bare = snapshot("customer.subscription.created", sub(price={"id": "price_c"}))
     assert bare is not None
