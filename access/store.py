@@ -2,7 +2,8 @@
 
 The first (`claim_and_read`, sent with BEGIN) is one call of `public.access_claim`: it claims
 the events in the ledger, locks the accounts they are about with their grants, and reads them,
-with the purchases refunds name and what redeliveries need. The second (`write`, sent with
+with the purchases refunds name and what redeliveries need; `public.revenue_read` then reads
+the revenue metrics' levels of the subscriptions named. The second (`write`, sent with
 COMMIT) is one statement that writes everything the batch decided (`access.decide`) and
 settles the ledger. Supabase is an internet hop away: each round trip costs more than the
 statements do. The baseline migration defines the function.
