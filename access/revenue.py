@@ -2,12 +2,12 @@
 recurring revenue (MRR) after it, how that moved, and why a customer cancelled.
 
 A subscription's MRR is what Stripe bills it per month, in its currency's minor unit: each
-item's unit amount times its quantity, a yearly (or weekly, daily) price brought to a month,
-less a coupon that the event names. A trial pays nothing yet, nor does a subscription whose first
-payment is still due, nor one whose collection is paused: their MRR is zero until they pay. An
-ended one's is zero too. Its MRR is
-ordered on its own per subscription (Stripe's `created`, then created < updated < deleted within
-a second), like a plan change: an older event delivered late moves nothing.
+item's unit amount times its quantity (a metered item's usage is billed after it, and is not
+counted), a yearly (or weekly, daily) price brought to a month, less a coupon that the event
+names. A trial pays nothing yet, nor does a subscription whose first payment is still due, nor
+one whose collection is paused: their MRR is zero until they pay. An ended one's is zero too.
+Its MRR is ordered on its own per subscription (Stripe's `created`, then created < updated <
+deleted within a second), like a plan change: an older event delivered late moves nothing.
 """
 
 from __future__ import annotations
@@ -55,6 +55,8 @@ class Item:
     currency: str | None
     interval: str | None
     interval_count: int
+    # Billed in arrears for what was used (a meter's overage): no recurring revenue.
+    metered: bool = False
 
 
 @dataclass(frozen=True)
@@ -161,6 +163,8 @@ def monthly(snap: Snapshot, prices: Mapping[str, CataloguePrice]) -> tuple[str |
         return currency, 0
     total = Decimal(0)
     for item in snap.items:
+        if item.metered:
+            continue
         amount, interval, count, own = item.unit_amount, item.interval, item.interval_count, None
         if amount is None or interval is None:
             known = prices.get(item.price_id or "")
@@ -281,6 +285,7 @@ def _item(item: Mapping[str, Any]) -> Item:
         currency=_currency(price.get("currency")),
         interval=recurring.get("interval") if isinstance(recurring.get("interval"), str) else None,
         interval_count=_count(recurring.get("interval_count")),
+        metered=recurring.get("usage_type") == "metered",
     )
 
 
@@ -316,7 +321,9 @@ def _coupon(discount: Any) -> Coupon | None:
 
 def _cancellation(subscription: Mapping[str, Any], *, ended: bool) -> Cancellation | None:
     """Cancelled (ended, or set to end at the period's end or at a date) with its details;
-    None while it runs on."""
+    None while it runs on, and for one that never began (its first payment never made)."""
+    if subscription.get("status") == "incomplete_expired":
+        return None
     cancelling = (
         ended
         or subscription.get("cancel_at_period_end") is True

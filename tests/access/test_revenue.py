@@ -59,6 +59,14 @@ def test_the_monthly_amount_of_a_subscription() -> None:
         found = snapshot("customer.subscription.updated", sub(status))
         assert found is not None
         assert monthly(found, {}) == ("usd", 0)
+    # A meter's price beside the plan: usage billed after, no recurring revenue.
+    meter = {"id": "price_meter", "unit_amount": 2, "currency": "usd",
+             "recurring": {"interval": "month", "usage_type": "metered"}}  # fmt: skip
+    both = sub(quantity=3, price=yearly)
+    both["items"]["data"].append({"id": "si_2", "price": meter})
+    metered = snapshot("customer.subscription.updated", both)
+    assert metered is not None
+    assert monthly(metered, {}) == ("usd", 3000)
     paused = snapshot("customer.subscription.updated", sub(pause_collection={"behavior": "void"}))
     assert paused is not None
     assert monthly(paused, {}) == ("usd", 0)
@@ -107,6 +115,7 @@ def test_a_cancellation_and_what_its_customer_said(
     found = _cancellation(obj)
     assert (found.feedback, found.has_comment) == (feedback, comment)
     assert _cancellation(sub()) is None
+    assert _cancellation(sub("incomplete_expired")) is None
 
 
 TYPES = {0: "customer.subscription.created", 1: "customer.subscription.updated"}
