@@ -51,8 +51,10 @@ create index subscription_cancellations_at on public.subscription_cancellations 
 alter table public.subscription_cancellations enable row level security;
 
 -- What the access cycle reads of them beside its claim (access/store.py): the levels of the
--- subscriptions a batch names and the catalogue's prices its events carry no amount for. A
--- plpgsql function reads with a snapshot of its own, taken after the claim's locks.
+-- subscriptions a batch names and the catalogue's prices its events carry no amount for (a
+-- price's currency as the metrics' MRR reads it: the catalogue's, else that of the newest
+-- purchase at that price, for a row synced before prices kept one). A plpgsql function reads
+-- with a snapshot of its own, taken after the claim's locks.
 create or replace function public.revenue_read(p_subscriptions text[], p_prices text[])
 returns jsonb
 language plpgsql
@@ -69,7 +71,10 @@ begin
       from public.mrr_levels l where l.subscription_id = any(p_subscriptions)), '[]'),
     'prices', coalesce((
       select jsonb_agg(jsonb_build_object('price_id', p.stripe_price_id, 'price', p.price,
-        'interval', p.billing_interval, 'currency', p.currency))
+        'interval', p.billing_interval, 'currency', coalesce(p.currency, (
+          select pu.currency from public.purchases pu
+          where pu.product_id = p.id and pu.currency is not null
+          order by pu.created_at desc limit 1))))
       from public.products p where p.stripe_price_id = any(p_prices)), '[]')
   ) into found;
   return found;

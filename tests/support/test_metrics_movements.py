@@ -13,6 +13,8 @@ from tests.access.lifecycle_helpers import MONTHLY, ONE_TIME, link, post_event, 
 from tests.conftest import Api
 from tests.helpers import create_user, stripe_event, wait_for
 from tests.support.test_routes import REASON, bearer, call, make_admin, token
+from tests.teams.test_routes import Person, join, new_team
+from tests.teams.test_team_billing import seat_product, team_checkout, team_subscription
 
 DAY = 86400
 # A price the catalogue does not know, as Stripe's events carry it (the amount comes with it).
@@ -313,3 +315,26 @@ def test_a_level_written_while_the_cycle_waited_for_the_account_is_moved_from(
     assert movements(metrics(api, admin))["usd"] == {
         "new": 0, "expansion": 3800, "contraction": 0, "churn": 0, "net": 3800
     }  # fmt: skip
+
+
+def test_a_teams_seats_move_mrr_and_a_seat_given_moves_nothing(api: Api, db: Database) -> None:
+    """A per-seat team plan whose price the catalogue keeps without a currency (synced before
+    prices kept one): its currency is its purchase's, as `mrr` reads it. Seats bought and sold
+    back in Stripe move MRR; a seat an owner gives a member is access, not revenue. The net
+    equals the MRR the metrics count from the local state."""
+    seat_product(db)
+    admin = make_admin(db)
+    ada = Person(api, db, "ada@example.com", "Ada Lovelace")
+    team = new_team(ada)
+    now = int(time.time())
+    checkout = {**team_checkout(ada.id, team), "created": now - 100}
+    post_event(api, stripe_event("checkout.session.completed", checkout, created=now - 100))
+    send(api, "created", team_subscription(3), now - 90)
+    join(api, team, ada, Person(api, db, "grace@example.com"))
+    assert movements(metrics(api, admin))["usd"]["new"] == 3600
+    send(api, "updated", team_subscription(2), now - 80)
+    answer = metrics(api, admin)
+    assert movements(answer) == {
+        "usd": {"new": 3600, "expansion": 0, "contraction": -1200, "churn": 0, "net": 2400}
+    }
+    assert answer["mrr"] == {"usd": "24.00"}
