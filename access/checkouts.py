@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from access.entitlements import ACCESS_STATUSES, PURCHASE, SUBSCRIPTION, GrantChange
+from access.revenue import Snapshot, snapshot
 from core.events import Event, parse_event, stripe_id
 from core.stripe_objects import (
     Amounts,
@@ -91,6 +92,8 @@ class AccessChange:
     # A paid period (an invoice of a subscription's creation or renewal): it grants the
     # period's credits, from the invoice's price (the plan at that period), else the grant's.
     paid: PaidPeriod | None = None
+    # The subscription as a subscription event shows it: what the revenue metrics record.
+    revenue: Snapshot | None = None
 
     @property
     def grant(self) -> bool:
@@ -190,15 +193,16 @@ def access_change(event: Event) -> AccessChange | None:
             else None
         )
         return AccessChange(customer, change, paid=paid)
+    found: AccessChange | None = None
     if event.type == "customer.subscription.deleted":
-        return _subscription_change(customer, obj, grant=False)
-    if event.type in SUBSCRIPTION_STATE_EVENTS:
+        found = _subscription_change(customer, obj, grant=False)
+    elif event.type in SUBSCRIPTION_STATE_EVENTS:
         status = obj.get("status")
         if status in ACCESS_STATUSES:
-            return _subscription_change(customer, obj, grant=True)
-        if status in ENDED_STATUSES:
-            return _subscription_change(customer, obj, grant=False)
-    return None
+            found = _subscription_change(customer, obj, grant=True)
+        elif status in ENDED_STATUSES:
+            found = _subscription_change(customer, obj, grant=False)
+    return replace(found, revenue=snapshot(event.type, obj)) if found else None
 
 
 def _subscription_change(

@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
+from access import revenue
 from access.announcements import (
     Announcement,
     Recipient,
@@ -50,6 +51,7 @@ from access.entitlements import (
 )
 from access.model import Account, State, billing_customer, by_customer, paying_account
 from access.refunds import Dispute, Refund
+from access.revenue import Cancellation, Level, Movement
 from catalogue import events as catalogue
 from core.events import Event
 from credits.rules import CreditEnd, CreditGrant
@@ -108,6 +110,20 @@ class PurchaseRecord:
     user_id: str | None  # who paid, for the books
 
 
+@dataclass(frozen=True)
+class CancellationRecord:
+    """A subscription's cancellation as of an event: `cancellation` None when it was withdrawn
+    (the customer resumed before the period's end)."""
+
+    subscription_id: str
+    account_id: str | None
+    cancellation: Cancellation | None
+    at: datetime
+    rank: int
+    event_id: str
+    since: datetime | None = None  # when it was asked for, of those the batch saw
+
+
 @dataclass
 class Plan:
     """What a batch does: each delivery's result, the rows to write, then what to announce
@@ -135,6 +151,11 @@ class Plan:
     credit_grants: list[CreditGrant] = field(default_factory=list)
     credit_ends: list[CreditEnd] = field(default_factory=list)
     asks: Asks = field(default_factory=Asks)
+    # The revenue metrics: each subscription's MRR after the batch, how it moved (once per
+    # event), and its cancellation as the newest event says it.
+    levels: dict[str, tuple[Level, str | None, str]] = field(default_factory=dict)
+    movements: list[Movement] = field(default_factory=list)
+    cancellations: dict[str, CancellationRecord] = field(default_factory=dict)
 
 
 class _Ask(Exception):  # a request, not a failure
@@ -173,6 +194,7 @@ class _Fold:
         # What Stripe must be asked: subscriptions at a tie, payment intents of refunds.
         self.statuses: set[str] = set()
         self.checkouts: set[str] = set()
+        self.levels: dict[str, Level] = dict(state.levels)
 
     def apply(self, n: int, pending: Pending) -> None:
         event = pending.event
@@ -212,6 +234,8 @@ class _Fold:
         if account is None and change.customer_id in self.state.erased:
             # Its person deleted their account (the cancellation their deletion asked for, a
             # late renewal): nothing is left to grant or end, and a retry would find nothing.
+            # Its revenue still ends.
+            self._revenue(event, change, None)
             return "ignored: the customer's account was deleted"
         if account is None:
             raise ProfileNotLinked(f"no profile for customer {change.customer_id} yet")
@@ -223,7 +247,53 @@ class _Fold:
             self._credits_of_period(account, event, change, stepped.entitlement)
         if stepped.ended_now:
             self._announce_end(n, event, change, after)
+        self._revenue(event, change, account.id)
         return stepped.outcome
+
+    def _revenue(self, event: Event, change: AccessChange, account_id: str | None) -> None:
+        """The subscription's MRR and cancellation as this event says them, ordered on their
+        own (like a plan change: an invoice newer than an upgrade does not make it stale)."""
+        snap = change.revenue
+        if snap is None:
+            return
+        sub = snap.subscription_id
+        level = self.levels.get(sub)
+        if not revenue.newer(event.created, snap.rank, level):
+            return
+        said = revenue.monthly(snap, self.state.prices)
+        if said is not None:
+            currency, amount = said
+            movement = revenue.moved(
+                level,
+                currency,
+                amount,
+                ended=snap.ended,
+                event_id=event.id,
+                subscription_id=sub,
+                account_id=account_id,
+                at=event.created,
+            )
+            if movement is not None:
+                self.plan.movements.append(movement)
+            money = currency or (level.currency if level else None)
+            if money is not None:
+                now = Level(money, amount, event.created, snap.rank)
+                self.levels[sub] = now
+                self.plan.levels[sub] = (now, account_id, event.id)
+        told = snap.cancellation
+        prior = self.plan.cancellations.get(sub)
+        if told is not None and prior is not None and prior.cancellation is not None:
+            told = Cancellation(
+                told.feedback or prior.cancellation.feedback,
+                told.has_comment or prior.cancellation.has_comment,
+                told.reason or prior.cancellation.reason,
+            )
+            since = prior.since
+        else:
+            since = event.created if told is not None else None
+        self.plan.cancellations[sub] = CancellationRecord(
+            sub, account_id, told, event.created, snap.rank, event.id, since
+        )
 
     def _credits_of_period(
         self, account: Account, event: Event, change: AccessChange, grant: Entitlement

@@ -18,6 +18,7 @@ from datetime import datetime
 from typing import Literal
 
 from access.entitlements import Entitlement
+from access.revenue import CataloguePrice, Level
 
 AccountKind = Literal["personal", "team"]
 
@@ -69,6 +70,10 @@ class State:
     known: Sequence[Account] = field(default_factory=list)  # redeliveries' accounts, unlocked
     # The customers named whose account a person's deletion removed: their events are settled.
     erased: frozenset[str] = frozenset()
+    # The MRR last recorded of the subscriptions named (by id), and the catalogue's prices of
+    # those whose events carry no amount: what the revenue metrics move from.
+    levels: Mapping[str, Level] = field(default_factory=dict)
+    prices: Mapping[str, CataloguePrice] = field(default_factory=dict)
 
 
 def by_customer(accounts: Sequence[Account], customer_id: str | None) -> Account | None:

@@ -2,7 +2,8 @@
 
 The first (`claim_and_read`, sent with BEGIN) is one call of `public.access_claim`: it claims
 the events in the ledger, locks the accounts they are about with their grants, and reads them,
-with the purchases refunds name and what redeliveries need. The second (`write`, sent with
+with the purchases refunds name and what redeliveries need; `public.revenue_read` then reads
+the revenue metrics' levels of the subscriptions named. The second (`write`, sent with
 COMMIT) is one statement that writes everything the batch decided (`access.decide`) and
 settles the ledger. Supabase is an internet hop away: each round trip costs more than the
 statements do. The baseline migration defines the function.
@@ -11,22 +12,29 @@ statements do. The baseline migration defines the function.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
+from decimal import Decimal
 from typing import Any
 
 from access import entitlements_store as entitlements
 from access.changes import key
-from access.decide import Pending, Plan, PurchaseRecord, RefundRecord
+from access.checkouts import AccessChange
+from access.decide import CancellationRecord, Pending, Plan, PurchaseRecord, RefundRecord
 from access.entitlements import Entitlement
 from access.model import Account, Purchase, State
+from access.revenue import CataloguePrice, Level, Movement
 from adapters.db.pool import Statement
 from credits import store as credits
 
+# The revenue metrics' levels are read after the claim has taken the accounts' locks (the
+# subquery runs first; `revenue_read`, a plpgsql function, reads with a snapshot of its own):
+# a level another transaction wrote while this one waited is seen.
 CLAIM = (
-    "select public.access_claim(%(consumer)s, %(ids)s::text[], %(types)s::text[],"
-    " %(created)s::timestamptz[], %(keys)s::jsonb) as read"
+    "select c.read, public.revenue_read(%(subscriptions)s::text[], %(prices)s::text[])"
+    " as revenue from (select public.access_claim(%(consumer)s, %(ids)s::text[],"
+    " %(types)s::text[], %(created)s::timestamptz[], %(keys)s::jsonb) as read offset 0) c"
 )
 _ACCOUNT_DATES = ("access_changed_at", "price_changed_at", "created_at")
 _ENTITLEMENT_DATES = ("current_period_end", "trial_end", "ended_at", "changed_at")
@@ -47,9 +55,20 @@ def claim_and_read(consumer: str, batch: Sequence[Pending]) -> Statement:
         for p in batch
         for k in map(key, p.changes)
     ]
+    snapshots = [
+        c.revenue for p in batch for c in p.changes if isinstance(c, AccessChange) and c.revenue
+    ]
+    prices = {
+        i.price_id
+        for snap in snapshots
+        for i in snap.items
+        if i.price_id and (i.unit_amount is None or i.interval is None)
+    }
     return Statement(
         CLAIM,
         {
+            "subscriptions": sorted({snap.subscription_id for snap in snapshots}),
+            "prices": sorted(prices),
             "consumer": consumer,
             "ids": [p.event.id for p in batch],
             "types": [p.event.type for p in batch],
@@ -80,7 +99,23 @@ def parse(answer: Mapping[str, Any] | None) -> State:
         recorded=dict(row["recorded"]),
         known=[_account(a) for a in row["known"]],
         erased=frozenset(row.get("erased") or ()),
+        **_revenue(answer.get("revenue")),
     )
+
+
+def _revenue(found: Any) -> dict[str, Any]:
+    found = found if isinstance(found, Mapping) else {}
+    levels = {
+        r["subscription_id"]: Level(
+            r["currency"], int(r["amount"]), datetime.fromisoformat(r["at"]), int(r["rank"])
+        )
+        for r in found.get("levels") or ()
+    }
+    prices = {
+        r["price_id"]: CataloguePrice(Decimal(str(r["price"])), r["interval"], r["currency"])
+        for r in found.get("prices") or ()
+    }
+    return {"levels": levels, "prices": prices}
 
 
 # Each writer below touches rows no other one does: they run as one statement.
@@ -142,6 +177,43 @@ _LINK_CUSTOMERS = (
     "insert into public.stripe_customers (customer_id, account_id)"
     " select * from unnest(%s::text[], %s::uuid[]) on conflict (customer_id) do nothing"
 )
+# The revenue metrics, written with the access change they come from.
+_RECORD_MOVEMENTS = (
+    "insert into public.mrr_movements (event_id, subscription_id, account_id, currency, delta,"
+    " kind, at) select * from unnest(%s::text[], %s::text[], %s::uuid[], %s::text[],"
+    " %s::bigint[], %s::text[], %s::timestamptz[]) on conflict (event_id) do nothing"
+)
+_SET_LEVELS = (
+    "insert into public.mrr_levels as l (subscription_id, account_id, currency, amount, at,"
+    " rank, event_id) select * from unnest(%s::text[], %s::uuid[], %s::text[], %s::bigint[],"
+    " %s::timestamptz[], %s::smallint[], %s::text[]) on conflict (subscription_id) do update"
+    " set account_id = coalesce(excluded.account_id, l.account_id), currency = excluded.currency,"
+    " amount = excluded.amount, at = excluded.at, rank = excluded.rank,"
+    " event_id = excluded.event_id where (excluded.at, excluded.rank) >= (l.at, l.rank)"
+)
+# A cancellation is dated when it was first asked for (a deletion at the period's end keeps
+# the date its customer chose to leave); a withdrawal clears it.
+_SET_CANCELLATIONS = (
+    "insert into public.subscription_cancellations as c (subscription_id, account_id,"
+    " cancelled, feedback, has_comment, reason, cancelled_at, changed_at, rank, event_id)"
+    " select v.subscription_id, v.account_id, v.cancelled, v.feedback, v.has_comment, v.reason,"
+    " v.since, v.changed_at, v.rank, v.event_id"
+    " from unnest(%s::text[], %s::uuid[], %s::bool[], %s::text[], %s::bool[], %s::text[],"
+    " %s::timestamptz[], %s::timestamptz[], %s::smallint[], %s::text[]) as v(subscription_id,"
+    " account_id, cancelled, feedback, has_comment, reason, since, changed_at, rank, event_id)"
+    " on conflict (subscription_id) do update set"
+    " account_id = coalesce(excluded.account_id, c.account_id), cancelled = excluded.cancelled,"
+    " feedback = case when excluded.cancelled then coalesce(excluded.feedback,"
+    "  case when c.cancelled then c.feedback end) end,"
+    " has_comment = excluded.cancelled and (excluded.has_comment or (c.cancelled"
+    "  and c.has_comment)),"
+    " reason = case when excluded.cancelled then coalesce(excluded.reason,"
+    "  case when c.cancelled then c.reason end) end,"
+    " cancelled_at = case when not excluded.cancelled then null when c.cancelled"
+    "  then least(c.cancelled_at, excluded.cancelled_at) else excluded.cancelled_at end,"
+    " changed_at = excluded.changed_at, rank = excluded.rank, event_id = excluded.event_id"
+    " where (excluded.changed_at, excluded.rank) >= (c.changed_at, c.rank)"
+)
 _RELEASE = "delete from public.processed_events where consumer = %s and event_id = any(%s)"
 
 
@@ -174,6 +246,12 @@ def write(consumer: str, plan: Plan) -> Statement | None:
         parts.append((credits.RESET, credits.reset_columns(plan.credit_grants)))
     if plan.credit_ends:
         parts.append((credits.END, credits.end_columns(plan.credit_ends)))
+    if plan.movements:
+        parts.append((_RECORD_MOVEMENTS, _movement_columns(plan.movements)))
+    if plan.levels:
+        parts.append((_SET_LEVELS, _level_columns(plan.levels)))
+    if plan.cancellations:
+        parts.append((_SET_CANCELLATIONS, _cancellation_columns(plan.cancellations.values())))
     if plan.released:
         parts.append((_RELEASE, [consumer, list(plan.released)]))
     if plan.settled:
@@ -251,6 +329,41 @@ def _dispute_columns(disputes: Sequence[tuple[Any, datetime]]) -> list[list[Any]
     rows = [
         (d.id, d.charge_id, d.payment_intent, d.amount, d.currency, d.reason, d.status, at)
         for d, at in disputes
+    ]
+    return [list(column) for column in zip(*rows, strict=True)]
+
+
+def _movement_columns(movements: Sequence[Movement]) -> list[list[Any]]:
+    rows = [
+        (m.event_id, m.subscription_id, m.account_id, m.currency, m.delta, m.kind, m.at)
+        for m in movements
+    ]
+    return [list(column) for column in zip(*rows, strict=True)]
+
+
+def _level_columns(levels: Mapping[str, tuple[Level, str | None, str]]) -> list[list[Any]]:
+    rows = [
+        (sub, account, level.currency, level.amount, level.at, level.rank, event_id)
+        for sub, (level, account, event_id) in levels.items()
+    ]
+    return [list(column) for column in zip(*rows, strict=True)]
+
+
+def _cancellation_columns(records: Iterable[CancellationRecord]) -> list[list[Any]]:
+    rows = [
+        (
+            r.subscription_id,
+            r.account_id,
+            r.cancellation is not None,
+            r.cancellation.feedback if r.cancellation else None,
+            bool(r.cancellation and r.cancellation.has_comment),
+            r.cancellation.reason if r.cancellation else None,
+            r.since,
+            r.at,
+            r.rank,
+            r.event_id,
+        )
+        for r in records
     ]
     return [list(column) for column in zip(*rows, strict=True)]
 

@@ -43,3 +43,11 @@ def format_major(amount: Decimal, currency: str) -> str:
     code = currency.strip().lower()
     exponent = 0 if code in _ZERO_DECIMAL else 3 if code in _THREE_DECIMAL else 2
     return format_amount(int(amount.scaleb(exponent).to_integral_value()), code)
+
+
+def to_minor(amount: Decimal, currency: str) -> Decimal:
+    """An amount in major units (a catalogue price) in the currency's minor units, as Stripe
+    counts them: `29.00`, 'usd' -> 2900; `500`, 'jpy' -> 500."""
+    code = currency.strip().lower()
+    exponent = 0 if code in _ZERO_DECIMAL else 3 if code in _THREE_DECIMAL else 2
+    return amount.scaleb(exponent)

@@ -330,6 +330,21 @@ class Refunds(_Answer):
     amount: int  # in the currency's smallest unit, as Stripe counts it
 
 
+class CancellationReason(_Answer):
+    reason: str | None
+    count: int
+    withComment: int
+
+
+class MrrMovements(_Answer):
+    currency: str
+    new: int  # subscriptions that started paying (a trial's when it converts)
+    expansion: int  # upgrades, more seats
+    contraction: int  # negative: downgrades, fewer seats, a coupon
+    churn: int  # negative: ended subscriptions' MRR
+    net: int
+
+
 class MetricsAnswer(_Answer):
     mrr: dict[str, str]  # per currency, in major units, normalised to a month
     activeSubscriptions: int
@@ -338,6 +353,11 @@ class MetricsAnswer(_Answer):
     churnedLast30Days: int
     refundsLast30Days: dict[str, Refunds]
     computedAt: datetime
+    # Subscriptions cancelled or set to cancel in the last 30 days, by their customer's
+    # feedback (Stripe's `cancellation_details.feedback`; null: none given).
+    cancellationReasons: list[CancellationReason]
+    # How MRR moved in the last 30 days, per currency, in its smallest unit.
+    mrrMovements: list[MrrMovements]
 
 
 class AuditRow(_Answer):

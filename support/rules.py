@@ -170,3 +170,11 @@ def metrics(
         },
         "computedAt": now.isoformat(),
     }
+
+
+def cancellation_reasons(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The cancellations of the last 30 days by feedback, as the metrics answer them."""
+    return [
+        {"reason": r["reason"], "count": int(r["count"]), "withComment": int(r["with_comment"])}
+        for r in rows
+    ]

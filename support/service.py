@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from access.revenue import totals
 from accounts import leaving_store as leaving
 from adapters.bus import EventBus, PublishError
 from adapters.db import profiles
@@ -356,9 +357,12 @@ def resend_requested(event: Event, *, db: Database, mailer: Mailer) -> str:
 
 def metrics(db: Database, *, now: datetime | None = None) -> dict[str, Any]:
     at = now or datetime.now(UTC)
-    return rules.metrics(
-        support.subscriptions(db), support.refunds(db, since=at - rules.RECENT), now=at
-    )
+    since = at - rules.RECENT
+    return {
+        **rules.metrics(support.subscriptions(db), support.refunds(db, since=since), now=at),
+        "cancellationReasons": rules.cancellation_reasons(support.cancellations(db, since=since)),
+        "mrrMovements": totals(support.movements(db, since=since)),
+    }
 
 
 def audit_page(db: Database, *, limit: int | None, cursor: str | None) -> Page:

@@ -233,6 +233,27 @@ def refunds(db: Database, *, since: datetime) -> list[dict[str, Any]]:
     )
 
 
+def movements(db: Database, *, since: datetime) -> list[dict[str, Any]]:
+    """The MRR movements recorded since then, summed per currency and kind."""
+    return db.fetch_all(
+        "select currency, kind, sum(delta) as delta from public.mrr_movements"
+        " where at >= %s group by 1, 2 order by 1, 2",
+        (since,),
+    )
+
+
+def cancellations(db: Database, *, since: datetime) -> list[dict[str, Any]]:
+    """The subscriptions cancelled (or set to cancel) since then, by their customer's feedback:
+    how many, and how many left a comment."""
+    return db.fetch_all(
+        "select feedback as reason, count(*) as count,"
+        " count(*) filter (where has_comment) as with_comment"
+        " from public.subscription_cancellations where cancelled and cancelled_at >= %s"
+        " group by 1 order by 2 desc, 1 nulls last",
+        (since,),
+    )
+
+
 @dataclass(frozen=True)
 class SentEmail:
     event_id: str

@@ -37,7 +37,8 @@ SETTINGS_VARIABLES = [name.upper() for name in Settings.model_fields]
 TABLES = (
     "auth.users, public.products, public.purchases, public.leads,"
     " public.processed_events, public.sent_emails, public.email_claims, public.disputes,"
-    " public.account_deletions, public.founder_tasks, public.erased_customers"
+    " public.account_deletions, public.founder_tasks, public.erased_customers,"
+    " public.mrr_levels, public.mrr_movements, public.subscription_cancellations"
 )
 
 

@@ -28,6 +28,10 @@ import { request } from "./http.js";
  */
 
 /**
+ * @typedef {{ reason: (string | null), count: number, withComment: number }} CancellationReason
+ */
+
+/**
  * @typedef {{ feature: string, allowed: boolean, balance: number, overage: boolean }} CheckAnswer
  */
 
@@ -164,7 +168,11 @@ import { request } from "./http.js";
  */
 
 /**
- * @typedef {{ mrr: Record<string, never>, activeSubscriptions: number, trials: number, newLast30Days: number, churnedLast30Days: number, refundsLast30Days: Record<string, never>, computedAt: string }} MetricsAnswer
+ * @typedef {{ mrr: Record<string, never>, activeSubscriptions: number, trials: number, newLast30Days: number, churnedLast30Days: number, refundsLast30Days: Record<string, never>, computedAt: string, cancellationReasons: Array<CancellationReason>, mrrMovements: Array<MrrMovements> }} MetricsAnswer
+ */
+
+/**
+ * @typedef {{ currency: string, new: number, expansion: number, contraction: number, churn: number, net: number }} MrrMovements
  */
 
 /**
