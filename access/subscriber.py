@@ -41,7 +41,7 @@ from adapters.stripe_api import (
 )
 from catalogue import writes as catalogue
 from catalogue.events import CatalogueChange
-from core.app_events import ACCOUNT_DELETION_REQUESTED, USAGE_RECORDED
+from core.app_events import ACCOUNT_DELETION_REQUESTED, CREDITS_TOP_UP, USAGE_RECORDED
 from core.events import Event, is_app_event
 from credits.meter import UsageReporter
 
@@ -87,6 +87,10 @@ class AccessSubscriber:
     resume_deletion: Callable[[str], str]
     # Reports consumptions' overage to Stripe's meters (`app.usage.recorded`), beside the cycle.
     usage: UsageReporter | None = None
+    # Charges the automatic top-ups claimed (`app.credits.top_up`) and grants or turns off
+    # those Stripe says were paid or failed (`payment_intent.*`): each event's outcome, None for
+    # one that is not a top-up's (topups/charge.py, given by the composition root).
+    top_ups: Callable[[Sequence[Event]], list[str | Exception | None]] | None = None
 
     def __call__(self, event: Event) -> str:
         [outcome] = self.apply_many([event])
@@ -107,9 +111,16 @@ class AccessSubscriber:
             reported = self.usage.report_many([events[n] for n in usage])
             for n, outcome in zip(usage, reported, strict=True):
                 results[n] = outcome
+        topped = self._top_ups(events)
         batch: list[tuple[int, Pending]] = []
         receipts: dict[str, str | None] = {}
         for n, event in enumerate(events):
+            if isinstance(topped.get(n), Exception):
+                results[n] = topped[n]  # Stripe or the database failed: the delivery comes back
+                continue
+            if event.type == CREDITS_TOP_UP:
+                results[n] = topped.get(n) or "ignored"
+                continue
             if event.type == ACCOUNT_DELETION_REQUESTED:
                 results[n] = _attempt_deletion(self.resume_deletion, event)
                 continue
@@ -132,7 +143,9 @@ class AccessSubscriber:
                 log.warning("access: a batch of %d failed, one by one now: %s", len(pending), exc)
                 outcomes = [_attempt(self._cycle, [p], answers) for p in pending]
         for (n, _), outcome in zip(batch, outcomes, strict=True):
-            results[n] = outcome
+            # A top-up's payment event is settled in the ledger by the cycle (it changes no
+            # access); its outcome is the top-up's.
+            results[n] = topped.get(n) or outcome if not isinstance(outcome, Exception) else outcome
         for n, event in enumerate(events):
             if event.type == SUMMARY_UPDATED and not isinstance(results[n], Exception):
                 results[n] = _attempt_check(self._check_features, event, results[n])
@@ -197,6 +210,22 @@ class AccessSubscriber:
             quantity=checkout.quantity or found.quantity,
             trial=checkout.trial or found.trial,
         )
+
+    def _top_ups(self, events: Sequence[Event]) -> dict[int, str | Exception]:
+        """The top-ups' outcomes of these events, by position (none for other events)."""
+        concerned = [
+            n
+            for n, e in enumerate(events)
+            if e.type == CREDITS_TOP_UP or e.type.startswith("payment_intent.")
+        ]
+        if not concerned or self.top_ups is None:
+            return {}
+        outcomes = self.top_ups([events[n] for n in concerned])
+        return {
+            n: outcome
+            for n, outcome in zip(concerned, outcomes, strict=True)
+            if outcome is not None
+        }
 
     def _cycle(self, batch: Sequence[Pending], answers: Answers) -> list[str | Exception]:
         """One transaction in two round trips, then the announcements. When the plan needs

@@ -9,6 +9,7 @@ from adapters.bus.filters import message_filter, subscription_name
 from core.app_events import (
     ACCOUNT_DELETION_REQUESTED,
     APP_EVENTS,
+    CREDITS_TOP_UP,
     EMAIL_RESEND_REQUESTED,
     USAGE_RECORDED,
 )
@@ -22,13 +23,16 @@ ON_THE_BUS: frozenset[str] = SUBSCRIBED_TYPES | APP_EVENTS
 CONSUMED: dict[str, frozenset[str]] = {
     # Every Stripe event, none of the announcements access itself publishes; the overage of
     # a consumption, reported to Stripe's meter beside the access cycle; the account
-    # deletions the api recorded, whose steps take the keys access holds (docs/leaving.md).
-    "access": SUBSCRIBED_TYPES | {USAGE_RECORDED, ACCOUNT_DELETION_REQUESTED},
+    # deletions the api recorded, whose steps take the keys access holds (docs/leaving.md);
+    # the automatic top-ups claimed, charged with the Stripe key access holds (topups/).
+    "access": SUBSCRIBED_TYPES | {USAGE_RECORDED, ACCOUNT_DELETION_REQUESTED, CREDITS_TOP_UP},
     # The events an e-mail kind is sent for (each kind's triggers, emails/kinds/); the
     # resends an admin asked for, whose copy takes the Resend key emails holds
     # (docs/support.md); and the deletion requests, for which it plans no mail: a filter
-    # refusing that one of our events too, beside those it refuses, is over Pub/Sub's 256 bytes.
-    "emails": handled_types() | {EMAIL_RESEND_REQUESTED, ACCOUNT_DELETION_REQUESTED},
+    # refusing that one of our events too, beside those it refuses, is over Pub/Sub's 256 bytes;
+    # so are the top-ups claimed, for the same reason.
+    "emails": handled_types()
+    | {EMAIL_RESEND_REQUESTED, ACCOUNT_DELETION_REQUESTED, CREDITS_TOP_UP},
 }
 
 

@@ -180,6 +180,7 @@ class Container:
         from access.subscriber import AccessSubscriber
         from credits.meter import UsageReporter
         from teams import seats
+        from topups.charge import TopUps
 
         return AccessSubscriber(
             db=self.db,
@@ -189,6 +190,7 @@ class Container:
             publish=self._publish,
             tell_seats=seats.tell,
             usage=UsageReporter(self.db, self.stripe),
+            top_ups=TopUps(self.db, self.stripe, self._publish).handle_many,
             resume_deletion=self._resume_deletion,
         )
 

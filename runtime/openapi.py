@@ -55,6 +55,7 @@ from teams.routes import (
     TeamAnswer,
     TeamDetailAnswer,
 )
+from topups.routes import TopUpAnswer, TopUpOff, TopUpOn
 
 bp = Blueprint("openapi", __name__)
 
@@ -198,6 +199,16 @@ OPERATIONS = (
               {200: DeletionAnswer, 202: DeletionAnswer, 401: ErrorAnswer, 404: ErrorAnswer,
                409: ErrorAnswer, 500: ErrorAnswer, **COMMON, **LIMITED}, DeleteAccountRequest,
               signed_in=True),
+    Operation("put", "/api/me/credits/top-up",
+              "Turn automatic top-up on for a feature of the user's own credits or a team's"
+              " (its owners and admins): the pack bought off-session when a consumption leaves"
+              " the balance below `below`",
+              {200: TopUpAnswer, 401: ErrorAnswer, 403: ErrorAnswer, 404: ErrorAnswer, **COMMON,
+               **LIMITED}, TopUpOn, signed_in=True),
+    Operation("delete", "/api/me/credits/top-up",
+              "Turn automatic top-up off for a feature (nothing is charged after it answers)",
+              {204: None, 401: ErrorAnswer, 403: ErrorAnswer, 404: ErrorAnswer, **COMMON,
+               **LIMITED}, TopUpOff, signed_in=True),
     Operation("post", "/api/usage",
               "Consume credits for a user or a team, once per key (the first answer again);"
               " 404 while USAGE_API_KEY is unset",
