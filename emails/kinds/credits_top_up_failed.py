@@ -33,7 +33,7 @@ class CreditsTopUpFailedProps(EmailProps):
 
 
 def subject(p: CreditsTopUpFailedProps, _: Brand) -> str:
-    return fit("Automatic top-up of your ", p.feature, " credits is off")
+    return fit("Auto top-up of ", p.feature, " credits is off")
 
 
 def _failed(event: Event, _: EmailProduct | None, site: str) -> dict[str, Any] | None:
