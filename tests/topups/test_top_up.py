@@ -13,7 +13,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-import requests
 
 from adapters.db.pool import Database
 from adapters.stripe_api import PaymentsUnavailable
