@@ -63,6 +63,12 @@ class TopUps:
         paid = paid_of(event.object)
         if paid is None:
             return None
+        if store.customer_of(self.db, paid.claim.account_id) != paid.customer_id:
+            # Not charged by this service on the account's customer (its metadata copied onto
+            # another payment): nothing is granted or turned off for it.
+            log.error("credits: %s names the top-up of %s but not its customer",
+                      paid.intent_id, paid.claim.account_id)  # fmt: skip
+            return "not a top-up of this account's customer"
         if event.type == SUCCEEDED:
             written = store.grant(
                 self.db,
@@ -102,7 +108,11 @@ class TopUps:
                 store.release(conn, claim)
                 return "top-up turned off before its charge"
             pack = store.pack(self.db, held.price_id)
-            if pack is None or not pack.top_up or claim.feature not in pack.credits:
+            if (
+                pack is None
+                or not (pack.active and pack.top_up)
+                or claim.feature not in pack.credits
+            ):
                 # The pack is no longer one for top-up (its metadata changed): nothing to buy.
                 store.failed(conn, claim, None)
                 log.warning("credits: top-up of %s off, %s is no longer a top-up pack",

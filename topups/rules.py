@@ -9,6 +9,7 @@ key, so a retried charge answers the first and its payment is matched to its cla
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -78,11 +79,15 @@ def paid_of(intent: Mapping[str, Any]) -> Paid | None:
         return None
     if not meta.get("top_up_price") or not intent.get("id"):
         return None
+    try:
+        account = str(uuid.UUID(str(meta["top_up_account"])))
+    except ValueError:
+        return None
     customer = intent.get("customer")
     if isinstance(customer, Mapping):
         customer = customer.get("id")
     return Paid(
-        claim=Claim(str(meta["top_up_account"]), str(meta["top_up_feature"]), int(crossing)),
+        claim=Claim(account, str(meta["top_up_feature"]), int(crossing)),
         price_id=str(meta["top_up_price"]),
         intent_id=str(intent["id"]),
         customer_id=customer if isinstance(customer, str) else None,

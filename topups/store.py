@@ -60,6 +60,14 @@ def personal_account(db: Database, user_id: str) -> str | None:
     return str(rows[0]["id"]) if rows else None
 
 
+def customer_of(db: Database, account_id: str) -> str | None:
+    """The Stripe customer an account pays as (a top-up is charged on it)."""
+    rows = db.fetch_all(
+        "select customer_id from public.accounts where id = %s::uuid", (account_id,)
+    )
+    return rows[0]["customer_id"] if rows else None
+
+
 def turn_on(db: Database, account_id: str, feature: str, price_id: str, below: int) -> None:
     """Top-up on (or changed) for the account's feature; a claim in flight stays as it is."""
     db.fetch_all(

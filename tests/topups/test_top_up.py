@@ -24,6 +24,7 @@ from tests.access.lifecycle_helpers import link, post_event, settle
 from tests.conftest import Api
 from tests.credits.test_routes import KEY, deliver, pack_checkout, use
 from tests.emails.test_subscriber import outbox, text_of
+from tests.helpers import stripe_event
 from tests.teams.test_routes import Person, join, new_team
 from topups.charge import TopUps
 
@@ -118,6 +119,11 @@ def test_parallel_consumptions_crossing_the_threshold_charge_one_pack_granted_on
     post_stripe(api, succeeded)  # redelivered: granted once
     assert balance(ada) == 950
     assert me_credits(ada)["packs"] == 950
+    # The same metadata on another customer's payment (not this service's charge): nothing.
+    forged = succeeded["data"]["object"] | {"id": "pi_forged", "customer": "cus_eve"}
+    post_event(api, stripe_event("payment_intent.succeeded", forged))
+    settle(api)
+    assert balance(ada) == 950
 
     # Above the threshold again: more consumptions charge nothing more.
     assert consume(api, ada, 20, prefix="again") == [200] * 20
