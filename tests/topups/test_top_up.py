@@ -7,6 +7,7 @@ and a Stripe outage halfway charges once when it comes back."""
 from __future__ import annotations
 
 import json
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
@@ -14,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from adapters.db.pool import Database
+from adapters.db.pool import Database, DatabaseUnavailable
 from adapters.stripe_api import PaymentsUnavailable
 from core.events import Event
 from credits import service as credits
@@ -24,7 +25,7 @@ from tests.access.lifecycle_helpers import link, post_event, settle
 from tests.conftest import Api
 from tests.credits.test_routes import KEY, deliver, pack_checkout, use
 from tests.emails.test_subscriber import outbox, text_of
-from tests.helpers import stripe_event
+from tests.helpers import stripe_event, wait_for
 from tests.teams.test_routes import Person, join, new_team
 from topups.charge import TopUps
 
@@ -293,3 +294,56 @@ def test_choosing_a_top_up_is_validated_and_a_teams_is_its_managers(
     assert ada.call("DELETE", TOP_UP, {"feature": "generations", "teamId": team}).status_code == 204
     assert db.fetch_all("select 1 from public.credit_top_ups where enabled") == []
     assert datetime.now(UTC)  # the routes answered in time
+
+
+def test_a_charge_whose_record_is_lost_after_stripe_made_it_is_charged_once_when_retried(
+    shop: tuple[Api, Person, StripeStandIn], db: Database
+) -> None:
+    """The worker's connection killed while Stripe makes the charge (its transaction, holding
+    the claim, rolls back): the retry's idempotency key answers the same intent."""
+    api, ada, stripe = shop
+    assert (
+        ada.call(
+            "PUT", TOP_UP, {"feature": "generations", "priceId": PACK, "below": 495}
+        ).status_code
+        == 200
+    )
+    held: list[Event] = []
+    credits.consume(
+        db, credits.Payer(user_id=ada.id), "generations", 10, "held",
+        publish=lambda event, _: held.append(event),
+    )  # fmt: skip
+    [claimed] = held
+    top_ups = TopUps(db, api.container.stripe, lambda event, data: None)
+    outcome: list[Any] = []
+
+    def charge() -> None:
+        try:
+            outcome.append(top_ups.handle(claimed))
+        except Exception as exc:
+            outcome.append(exc)
+
+    stripe.responding.clear()  # Stripe slow: the worker waits inside its transaction
+    worker = threading.Thread(target=charge)
+    worker.start()
+    [pid] = wait_for(
+        lambda: [
+            r["pid"]
+            for r in db.fetch_all(
+                "select pid from pg_stat_activity where state = 'idle in transaction'"
+                " and query like '%%credit_top_ups%%for update%%'"
+            )
+        ]
+    )
+    db.fetch_all("select pg_terminate_backend(%s) as done", (pid,))
+    stripe.responding.set()
+    worker.join()
+    [failed] = outcome
+    assert isinstance(failed, DatabaseUnavailable)
+    assert len(stripe.off_session_charges()) == 1  # Stripe made it; the record was lost
+    assert top_ups.handle(claimed) == "top-up charged"
+    assert top_ups.handle(claimed) == "top-up charged before"
+    [charge_made] = stripe.off_session_charges()
+    [row] = db.fetch_all("select payment_intent from public.credit_top_ups")
+    assert row["payment_intent"] == charge_made["id"]
+    assert len(stripe.calls("POST", "/v1/payment_intents")) == 2  # sent twice, charged once
