@@ -107,7 +107,7 @@ class TopUps:
             if not held.enabled:
                 store.release(conn, claim)
                 return "top-up turned off before its charge"
-            pack = store.pack(self.db, held.price_id)
+            pack = store.pack_in(conn, held.price_id)
             if (
                 pack is None
                 or not (pack.active and pack.top_up)

@@ -30,15 +30,24 @@ class Pack:
     currency: str | None
 
 
+PACK = (
+    "select stripe_price_id, name, is_active, billing_type, top_up, credits, credits_period,"
+    " price, currency from public.products where stripe_price_id = %s"
+)
+
+
 def pack(db: Database, price_id: str) -> Pack | None:
-    rows = db.fetch_all(
-        "select stripe_price_id, name, is_active, billing_type, top_up, credits, credits_period,"
-        " price, currency from public.products where stripe_price_id = %s",
-        (price_id,),
-    )
-    if not rows:
-        return None
-    r = rows[0]
+    rows = db.fetch_all(PACK, (price_id,))
+    return _pack(rows[0]) if rows else None
+
+
+def pack_in(conn: Connection, price_id: str) -> Pack | None:
+    """The pack, read in the transaction that holds a claim (no second connection)."""
+    row = conn.execute(PACK, (price_id,)).fetchone()
+    return _pack(row) if row else None
+
+
+def _pack(r: dict[str, Any]) -> Pack:
     return Pack(
         price_id=r["stripe_price_id"],
         name=r["name"],

@@ -330,8 +330,9 @@ def test_a_charge_whose_record_is_lost_after_stripe_made_it_is_charged_once_when
         lambda: [
             r["pid"]
             for r in db.fetch_all(
-                "select pid from pg_stat_activity where state = 'idle in transaction'"
-                " and query like '%%credit_top_ups%%for update%%'"
+                "select a.pid from pg_stat_activity a join pg_locks l on l.pid = a.pid"
+                " where a.state = 'idle in transaction' and l.mode = 'RowShareLock'"
+                " and l.relation = 'public.credit_top_ups'::regclass"
             )
         ]
     )
