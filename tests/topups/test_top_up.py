@@ -21,6 +21,7 @@ from core.events import Event
 from credits import service as credits
 from dev.samples.catalogue import price, product
 from dev.stripe_stand_in import StripeStandIn
+from main import create_app
 from tests.access.lifecycle_helpers import link, post_event, settle
 from tests.conftest import Api
 from tests.credits.test_routes import KEY, deliver, pack_checkout, use
@@ -348,3 +349,40 @@ def test_a_charge_whose_record_is_lost_after_stripe_made_it_is_charged_once_when
     [row] = db.fetch_all("select payment_intent from public.credit_top_ups")
     assert row["payment_intent"] == charge_made["id"]
     assert len(stripe.calls("POST", "/v1/payment_intents")) == 2  # sent twice, charged once
+
+
+def test_a_claim_whose_announcement_was_lost_is_charged_by_the_sweep_once(
+    shop: tuple[Api, Person, StripeStandIn], db: Database
+) -> None:
+    api, ada, stripe = shop
+    assert (
+        ada.call(
+            "PUT", TOP_UP, {"feature": "generations", "priceId": PACK, "below": 495}
+        ).status_code
+        == 200
+    )
+
+    def bus_down(event: Event, data: bytes) -> None:
+        raise RuntimeError("the bus did not take it")
+
+    taken = credits.consume(
+        db, credits.Payer(user_id=ada.id), "generations", 10, "lost", publish=bus_down
+    )
+    assert taken.balance == 490  # the consumption stands; its claim too, unannounced
+    assert db.fetch_all("select claimed_at is not null as claimed from public.credit_top_ups") == [
+        {"claimed": True}
+    ]
+    app = create_app(container=api.container)
+    told = []
+    with app.app_context():
+        for _ in range(2):  # run twice: charged once
+            result = app.test_cli_runner().invoke(args=["credits", "report", "--older-than", "0"])
+            assert result.exit_code == 0, result.output
+            told.append("announced 1 automatic top-up(s)" in result.output)
+            settle(api)
+    assert told == [True, False]  # the second finds it charged
+    assert len(stripe.off_session_charges()) == 1
+    assert (
+        len({c.headers["Idempotency-Key"] for c in stripe.calls("POST", "/v1/payment_intents")})
+        == 1
+    )
