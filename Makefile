@@ -39,8 +39,7 @@ demo: install
 	@$(WITH_ENV) exec $(UV) run --frozen python -m dev.demo
 
 # Four workers (pytest-xdist), each with its own Postgres and Pub/Sub emulator: most tests wait
-# on servers, so four share two cores well (1,154 tests: 409 s with two workers, 283 s with
-# four). A module's tests stay on one worker, so the servers its fixtures start start once;
+# on servers, so four share two cores well (bench/README.md has the suite's timings). A module's tests stay on one worker, so the servers its fixtures start start once;
 # modules go out in the suite's order, which puts the long ones first (tests/conftest.py).
 TEST_WORKERS ?= 4
 test: install system-packages

@@ -42,7 +42,7 @@ def about(key: str) -> str:
 
 
 @dataclass(frozen=True)
-class Person:
+class Recipient:
     email: str
     name: str | None
 
@@ -51,7 +51,7 @@ def access_granted(
     source: Event,
     checkout: Checkout,
     *,
-    to: Person,
+    to: Recipient,
     price_id: str | None,
     receipt_url: str | None,
 ) -> Announcement:
@@ -81,7 +81,7 @@ def access_granted(
 def access_revoked(
     source: Event,
     *,
-    to: Person,
+    to: Recipient,
     customer_id: str,
     price_id: str | None,
     reason: str,
@@ -108,7 +108,7 @@ def access_revoked(
 
 
 def account_invited(
-    source: Event, checkout: Checkout, *, to: Person, price_id: str | None
+    source: Event, checkout: Checkout, *, to: Recipient, price_id: str | None
 ) -> Announcement:
     """A guest buyer's account exists and has access: send them a way to sign in."""
     return app_event(
@@ -119,7 +119,7 @@ def account_invited(
     )
 
 
-def trial_ending(source: Event, *, to: Person, price_id: str | None) -> Announcement:
+def trial_ending(source: Event, *, to: Recipient, price_id: str | None) -> Announcement:
     """A trial the customer still holds ends soon: the subscription as Stripe sent it says
     when, what it will cost and what happens without a payment method."""
     return app_event(

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from access.entitlements import ACCESS_STATUSES, PURCHASE, SUBSCRIPTION, Change
+from access.entitlements import ACCESS_STATUSES, PURCHASE, SUBSCRIPTION, GrantChange
 from core.events import Event, parse_event, stripe_id
 from core.stripe_objects import (
     Amounts,
@@ -85,7 +85,7 @@ class AccessChange:
     """A change to one subscription's grant, held by the account that pays as `customer_id`."""
 
     customer_id: str
-    change: Change
+    change: GrantChange
     price_id: str | None = None  # the plan the change puts the customer on, when it says
     quantity: int | None = None  # the subscription's quantity (a team's seats), when it says
     # A paid period (an invoice of a subscription's creation or renewal): it grants the
@@ -174,7 +174,7 @@ def access_change(event: Event) -> AccessChange | None:
         if subscription is None:
             return None
         period_start, period_end = invoice_period(obj)
-        change = Change(
+        change = GrantChange(
             subscription,
             SUBSCRIPTION,
             grant=True,
@@ -209,7 +209,7 @@ def _subscription_change(
         return None
     status = subscription.get("status")
     price = subscription_price(subscription)
-    change = Change(
+    change = GrantChange(
         sub_id,
         SUBSCRIPTION,
         grant=grant,
@@ -241,11 +241,11 @@ def payment_method(subscription: Mapping[str, Any]) -> bool | None:
     return any(said) if said else None
 
 
-def checkout_change(checkout: Checkout) -> Change:
+def checkout_change(checkout: Checkout) -> GrantChange:
     """The grant a paid checkout makes: its subscription's, or a one-time purchase's."""
     if checkout.subscription_id:
         trial = checkout.trial
-        return Change(
+        return GrantChange(
             checkout.subscription_id,
             SUBSCRIPTION,
             grant=True,
@@ -255,7 +255,7 @@ def checkout_change(checkout: Checkout) -> Change:
             current_period_end=trial.trial_end if trial else None,
             trial_end=trial.trial_end if trial else None,
         )
-    return Change(
+    return GrantChange(
         checkout.session_id,
         PURCHASE,
         grant=True,
@@ -265,9 +265,9 @@ def checkout_change(checkout: Checkout) -> Change:
     )
 
 
-def refund_change(session_id: str) -> Change:
+def refund_change(session_id: str) -> GrantChange:
     """A one-time purchase refunded in full: its grant ends."""
-    return Change(session_id, PURCHASE, grant=False, status="refunded")
+    return GrantChange(session_id, PURCHASE, grant=False, status="refunded")
 
 
 def subscription_price(subscription: Mapping[str, Any]) -> str | None:

@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 
 from access.announcements import (
     Announcement,
-    Person,
+    Recipient,
     access_granted,
     access_revoked,
     account_invited,
@@ -37,6 +37,7 @@ from access.entitlements import (
     GRANTED,
     REVOKED,
     Entitlement,
+    GrantChange,
     Ordering,
     StatusNeededAtTie,
     Stepped,
@@ -47,7 +48,6 @@ from access.entitlements import (
     step,
     still_held,
 )
-from access.entitlements import Change as GrantChange
 from access.model import Account, State, billing_customer, by_customer, paying_account
 from access.refunds import Dispute, Refund
 from catalogue import events as catalogue
@@ -457,7 +457,7 @@ class _Fold:
         email = checkout.email or (account.email if account else None)
         if not email:
             return
-        to = Person(email=email, name=checkout.name or (account.name if account else None))
+        to = Recipient(email=email, name=checkout.name or (account.name if account else None))
         receipt = self.answers.receipts.get(checkout.session_id)
         self.plan.announcements.append(
             (
@@ -482,7 +482,7 @@ class _Fold:
                 n,
                 access_revoked(
                     event,
-                    to=Person(email=after.email, name=after.name),
+                    to=Recipient(email=after.email, name=after.name),
                     customer_id=change.customer_id,
                     price_id=subscription_price(event.object),
                     reason=end_reason(event.object),
@@ -493,7 +493,7 @@ class _Fold:
 
     def _announce_trial(self, n: int, event: Event, trial: TrialEnding, account: Account) -> None:
         if account.email:
-            to = Person(email=account.email, name=account.name)
+            to = Recipient(email=account.email, name=account.name)
             self.plan.announcements.append((n, trial_ending(event, to=to, price_id=trial.price_id)))
 
 

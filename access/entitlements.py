@@ -16,9 +16,9 @@ from datetime import UTC, datetime
 from typing import Literal
 
 # `comp`: a complimentary grant an admin gave (the support API); the access cycle never reads one.
-Kind = Literal["subscription", "purchase", "comp"]
-SUBSCRIPTION: Kind = "subscription"
-PURCHASE: Kind = "purchase"
+GrantKind = Literal["subscription", "purchase", "comp"]
+SUBSCRIPTION: GrantKind = "subscription"
+PURCHASE: GrantKind = "purchase"
 
 # Subscription states in which the customer has paid for access.
 ACTIVE_STATUSES = frozenset({"active", "trialing"})
@@ -73,7 +73,7 @@ class Entitlement:
 
     account_id: str  # the paying account that holds it
     source_id: str  # the subscription id, or the checkout session id of a one-time purchase
-    kind: Kind
+    kind: GrantKind
     price_id: str | None
     status: str  # Stripe's subscription status; `paid` or `refunded` for a purchase
     active: bool
@@ -91,11 +91,11 @@ class Entitlement:
 
 
 @dataclass(frozen=True)
-class Change:
+class GrantChange:
     """What one event says of one grant; None facts leave what is stored as it is."""
 
     source_id: str
-    kind: Kind
+    kind: GrantKind
     grant: bool
     status: str
     price_id: str | None = None
@@ -121,14 +121,14 @@ class Stepped:
         return self.outcome == REVOKED
 
 
-def find(entitlements: Iterable[Entitlement], change: Change) -> Entitlement | None:
+def find(entitlements: Iterable[Entitlement], change: GrantChange) -> Entitlement | None:
     """The stored grant a change is about."""
     return next((e for e in entitlements if e.source_id == change.source_id), None)
 
 
 def step(
     current: Entitlement | None,
-    change: Change,
+    change: GrantChange,
     *,
     account_id: str,
     created: datetime,
@@ -173,7 +173,7 @@ def step(
     return Stepped(after, ENDED_ALREADY if ended_before else REVOKED, applied=True)
 
 
-def told_late(current: Entitlement, change: Change) -> Entitlement:
+def told_late(current: Entitlement, change: GrantChange) -> Entitlement:
     """What a late (stale) change still tells a grant that no newer change said: its price (a
     renewal applied before its checkout: without it, what the grant sells, a team's seats or
     features, would stay unknown), and a subscription's trial end and payment method (a trial's
@@ -204,7 +204,7 @@ def last_change(entitlements: Iterable[Entitlement]) -> datetime | None:
     return max((e.changed_at for e in entitlements if e.changed_at), default=None)
 
 
-def _new(change: Change, account_id: str) -> Entitlement:
+def _new(change: GrantChange, account_id: str) -> Entitlement:
     return Entitlement(
         account_id=account_id,
         source_id=change.source_id,

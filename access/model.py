@@ -19,7 +19,7 @@ from typing import Literal
 
 from access.entitlements import Entitlement
 
-Kind = Literal["personal", "team"]
+AccountKind = Literal["personal", "team"]
 
 
 @dataclass(frozen=True)
@@ -27,7 +27,7 @@ class Account:
     """A paying account as the access cycle reads it (locked), with whom it speaks to."""
 
     id: str
-    kind: Kind
+    kind: AccountKind
     owner_id: str  # the person whose own account it is (a team's: its creator, for the books)
     # Whom the mails that speak of access address: the person; a team's current owner.
     email: str | None

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from access import entitlements_store as entitlements
-from access.entitlements import Kind
+from access.entitlements import GrantKind
 from access.entitlements_store import Held
 from adapters.db.pool import Database
 
@@ -50,7 +50,7 @@ class SessionGrant:
     """The grant one checkout session made, as its success page may be told it: its own
     product and features, and nothing else of the account it landed on."""
 
-    kind: Kind
+    kind: GrantKind
     price_id: str | None
     active: bool
     product_name: str | None  # None: a price no product row is sold at

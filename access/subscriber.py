@@ -2,9 +2,9 @@
 
     changes = the table's changes of each event (access/changes.py)   # Stripe asked here
     state   = claim the events, lock and read their accounts                # round trip 1
-    plan    = decide(changes, state)                                         # pure, core/billing
+    plan    = decide(changes, state)                                         # pure (decide.py)
     write the plan, settle the ledger                                        # round trip 2
-    announce what was committed, and tell a team's members of their seats
+    publish what was committed, and a team's members' seat changes
 
 Applied once per event (the ledger is claimed and settled inside both round trips), ordered per
 grant, and announced on the bus only once committed (the e-mails that speak of access follow
@@ -41,9 +41,7 @@ from adapters.stripe_api import (
 )
 from catalogue import writes as catalogue
 from catalogue.events import CatalogueChange
-from core.app_events import ACCOUNT_DELETION_REQUESTED, CREDITS_TOP_UP, USAGE_RECORDED
 from core.events import Event, is_app_event
-from credits.meter import UsageReporter
 
 log = logging.getLogger(__name__)
 
@@ -54,9 +52,9 @@ MOST_ROUNDS = 8
 Publish = Callable[[Event, bytes], None]
 
 
-class TellSeats(Protocol):
+class PublishSeatChanges(Protocol):
     """Tells a team's members of their seat changes once committed, as the team routes do
-    (`teams/seats.py` `tell`, given by the composition root)."""
+    (`teams/seats.py` `publish_changes`, given by the composition root)."""
 
     def __call__(
         self, team_id: str, *, db: Database, publish: Publish, github: GitHubGateway
@@ -80,17 +78,12 @@ class AccessSubscriber:
     accounts: Accounts
     github: GitHubGateway
     publish: Publish
-    tell_seats: TellSeats
-    # Runs the steps of the account deletion an `app.account.deletion_requested` names, not
-    # done yet; raises while one fails or another call runs them, so that the delivery comes
-    # back (accounts/leaving.py `resume_requested`, given by the composition root).
-    resume_deletion: Callable[[str], str]
-    # Reports consumptions' overage to Stripe's meters (`app.usage.recorded`), beside the cycle.
-    usage: UsageReporter | None = None
-    # Charges the automatic top-ups claimed (`app.credits.top_up`) and grants or turns off
-    # those Stripe says were paid or failed (`payment_intent.*`): each event's outcome, None for
-    # one that is not a top-up's (topups/charge.py, given by the composition root).
-    top_ups: Callable[[Sequence[Event]], list[str | Exception | None]] | None = None
+    publish_seat_changes: PublishSeatChanges
+    # Grants or turns off the automatic top-ups Stripe says were paid or failed
+    # (`payment_intent.*`): each event's outcome, None for one that is not a top-up's
+    # (topups/charge.py, given by the composition root). Such an event still settles in the
+    # ledger here (it changes no access).
+    top_ups: Callable[[Sequence[Event]], Sequence[str | Exception | None]] | None = None
 
     def __call__(self, event: Event) -> str:
         [outcome] = self.apply_many([event])
@@ -106,23 +99,12 @@ class AccessSubscriber:
         bad event does not hold back the others.
         """
         results: list[str | Exception] = ["ignored"] * len(events)
-        usage = [n for n, e in enumerate(events) if e.type == USAGE_RECORDED]
-        if usage and self.usage is not None:
-            reported = self.usage.report_many([events[n] for n in usage])
-            for n, outcome in zip(usage, reported, strict=True):
-                results[n] = outcome
         topped = self._top_ups(events)
         batch: list[tuple[int, Pending]] = []
         receipts: dict[str, str | None] = {}
         for n, event in enumerate(events):
             if isinstance(topped.get(n), Exception):
                 results[n] = topped[n]  # Stripe or the database failed: the delivery comes back
-                continue
-            if event.type == CREDITS_TOP_UP:
-                results[n] = topped.get(n) or "ignored"
-                continue
-            if event.type == ACCOUNT_DELETION_REQUESTED:
-                results[n] = _attempt_deletion(self.resume_deletion, event)
                 continue
             if is_app_event(event.type):
                 continue  # the application's own announcements change no access
@@ -143,14 +125,30 @@ class AccessSubscriber:
                 log.warning("access: a batch of %d failed, one by one now: %s", len(pending), exc)
                 outcomes = [_attempt(self._cycle, [p], answers) for p in pending]
         for (n, _), outcome in zip(batch, outcomes, strict=True):
-            # A top-up's payment event is settled in the ledger by the cycle (it changes no
-            # access); its outcome is the top-up's.
-            results[n] = topped.get(n) or outcome if not isinstance(outcome, Exception) else outcome
+            # A top-up's payment event is settled in the ledger by the cycle; its outcome is
+            # the top-up's.
+            found = topped.get(n)
+            results[n] = (
+                found if isinstance(found, str) and not isinstance(outcome, Exception) else outcome
+            )
         for n, event in enumerate(events):
             if event.type == SUMMARY_UPDATED and not isinstance(results[n], Exception):
                 results[n] = _attempt_check(self._check_features, event, results[n])
         _log(events, results)
         return results
+
+    def _top_ups(self, events: Sequence[Event]) -> dict[int, str | Exception]:
+        """The top-ups' outcomes of these payment intents' events, by position (none for
+        other events, nor for a payment that is not a top-up's)."""
+        concerned = [n for n, e in enumerate(events) if e.type.startswith("payment_intent.")]
+        if not concerned or self.top_ups is None:
+            return {}
+        outcomes = self.top_ups([events[n] for n in concerned])
+        return {
+            n: outcome
+            for n, outcome in zip(concerned, outcomes, strict=True)
+            if outcome is not None
+        }
 
     def _prepared(self, change: Change, receipts: dict[str, str | None]) -> Change:
         """A change with what Stripe knows of it, asked before any transaction; a guest
@@ -211,22 +209,6 @@ class AccessSubscriber:
             trial=checkout.trial or found.trial,
         )
 
-    def _top_ups(self, events: Sequence[Event]) -> dict[int, str | Exception]:
-        """The top-ups' outcomes of these events, by position (none for other events)."""
-        concerned = [
-            n
-            for n, e in enumerate(events)
-            if e.type == CREDITS_TOP_UP or e.type.startswith("payment_intent.")
-        ]
-        if not concerned or self.top_ups is None:
-            return {}
-        outcomes = self.top_ups([events[n] for n in concerned])
-        return {
-            n: outcome
-            for n, outcome in zip(concerned, outcomes, strict=True)
-            if outcome is not None
-        }
-
     def _cycle(self, batch: Sequence[Pending], answers: Answers) -> list[str | Exception]:
         """One transaction in two round trips, then the announcements. When the plan needs
         what only Stripe knows, the transaction rolls back, Stripe is asked with none open,
@@ -240,7 +222,7 @@ class AccessSubscriber:
             except _Asking as asking:
                 answers = self._ask(asking.asks, answers)
                 continue
-            return self._announced(batch, plan)
+            return self._published(batch, plan)
         raise RuntimeError(f"Stripe asked {MOST_ROUNDS} times for one batch")
 
     def _decided(
@@ -280,7 +262,7 @@ class AccessSubscriber:
             checkouts[intent] = self.stripe.has_checkout_for(intent)
         return replace(answers, statuses=statuses, checkouts=checkouts)
 
-    def _announced(self, batch: Sequence[Pending], plan: Plan) -> list[str | Exception]:
+    def _published(self, batch: Sequence[Pending], plan: Plan) -> list[str | Exception]:
         """Each outcome once what it announces is on the bus, a refunded repository taken
         back and a team's seat changes told; a failure there fails the delivery alone (the
         commit stands; the redelivery announces again, with the same ids)."""
@@ -302,13 +284,15 @@ class AccessSubscriber:
             by_team.setdefault(team_id, []).append(n)
         for team_id, deliveries in by_team.items():
             try:  # the seats a quantity or an end changed, told as a team route tells them
-                self.tell_seats(team_id, db=self.db, publish=self.publish, github=self.github)
+                self.publish_seat_changes(
+                    team_id, db=self.db, publish=self.publish, github=self.github
+                )
             except Exception as exc:  # told on the redelivery (once: keyed by the change)
                 for n in deliveries:
                     if not isinstance(results[n], Exception):
                         results[n] = exc
         for dispute, _ in plan.disputes:
-            _tell_the_admin(dispute)
+            _log_for_the_admin(dispute)
         return results
 
 
@@ -324,15 +308,6 @@ def _attempt(
     return outcome
 
 
-def _attempt_deletion(resume: Callable[[str], str], event: Event) -> str | Exception:
-    """A deletion's steps, on their own: no transaction of the batch is open, and each step
-    is recorded as it succeeds (its calls to Stripe, GitHub and Supabase Auth come first)."""
-    try:
-        return resume(str(event.object["deletion_id"]))
-    except Exception as exc:  # retried by the bus; the steps done stay done
-        return exc
-
-
 def _attempt_check(
     check: Callable[[Event], None], event: Event, outcome: str | Exception
 ) -> str | Exception:
@@ -343,7 +318,7 @@ def _attempt_check(
     return outcome
 
 
-def _tell_the_admin(dispute: Dispute) -> None:
+def _log_for_the_admin(dispute: Dispute) -> None:
     """Once, when the dispute is recorded: the admin answers it in Stripe's dashboard."""
     due = (
         datetime.fromtimestamp(dispute.respond_by, tz=UTC).date().isoformat()
@@ -362,9 +337,23 @@ def _tell_the_admin(dispute: Dispute) -> None:
 
 
 def _log(events: Sequence[Event], outcomes: Sequence[str | Exception]) -> None:
-    """A line per event handled, whatever the size of its batch: the log-based metrics count
-    them (ops/monitoring: events applied by outcome, duplicates); a failure is logged by the
-    bus, with what it does about it. A batch also says which events shared its transaction."""
+    """A line per event, and a batch says which events shared its transaction."""
+    log_outcomes(events, outcomes)
+    if len(events) > 1:
+        counts = Counter(o if isinstance(o, str) else type(o).__name__ for o in outcomes)
+        log.info(
+            "access: %d events in one transaction (%s): %s",
+            len(events),
+            ", ".join(f"{outcome} {n}" for outcome, n in sorted(counts.items())),
+            " ".join(event.id for event in events),
+        )
+
+
+def log_outcomes(events: Sequence[Event], outcomes: Sequence[str | Exception]) -> None:
+    """A line per event the access target handled (the cycle's, an overage report's, a
+    deletion's), whatever the size of its batch: the log-based metrics count them
+    (ops/monitoring: events applied by outcome, duplicates); a failure is logged by the bus,
+    with what it does about it."""
     for event, outcome in zip(events, outcomes, strict=True):
         if isinstance(outcome, str):
             log.info(
@@ -374,11 +363,3 @@ def _log(events: Sequence[Event], outcomes: Sequence[str | Exception]) -> None:
                 outcome,
                 extra=outcome_fields(CONSUMER, event, outcome),
             )
-    if len(events) > 1:
-        counts = Counter(o if isinstance(o, str) else type(o).__name__ for o in outcomes)
-        log.info(
-            "access: %d events in one transaction (%s): %s",
-            len(events),
-            ", ".join(f"{outcome} {n}" for outcome, n in sorted(counts.items())),
-            " ".join(event.id for event in events),
-        )

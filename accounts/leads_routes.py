@@ -13,6 +13,7 @@ from accounts.leads import token_matches
 from accounts.leads_store import add_lead, has_lead, remove_lead
 from api.deps import container
 from api.fields import required_text
+from api.operations import COMMON, LIMITED, ErrorAnswer, SuccessAnswer, documented
 from api.parsing import EMAIL_SCHEMA, RequestModel, json_object, validate, whole_body
 from core.addresses import email_address
 from core.errors import InvalidRequest, NotConfigured
@@ -32,6 +33,11 @@ class LeadRequest(RequestModel):
 
 
 @bp.post("/api/lead")
+@documented(
+    "Store a lead",
+    {200: SuccessAnswer, **COMMON, **LIMITED},
+    LeadRequest,
+)
 def create_lead() -> ResponseReturnValue:
     lead = validate(LeadRequest, json_object())
     add_lead(container().db, lead.email)
@@ -70,6 +76,11 @@ def _removal() -> RemovalQuery:
 
 
 @bp.get("/api/leads/remove")
+@documented(
+    "A lead's removal link (signed): an HTML page asking to confirm; removes nothing",
+    {200: None, 400: ErrorAnswer, 503: ErrorAnswer, **LIMITED},
+    query=RemovalQuery,
+)
 def removal_page() -> ResponseReturnValue:
     """The page a removal link opens: it asks to confirm, and removes nothing (a link scanner or
     a prefetch GETs it too)."""
@@ -85,6 +96,11 @@ def removal_page() -> ResponseReturnValue:
 
 
 @bp.post("/api/leads/remove")
+@documented(
+    "Remove the lead the signed link names (the page's form, or RFC 8058 one-click); an HTML page",
+    {200: None, **COMMON, **LIMITED},
+    query=RemovalQuery,
+)
 def remove() -> ResponseReturnValue:
     """The confirming POST of the page's form, or a mail client's one-click unsubscribe
     (RFC 8058: `List-Unsubscribe=One-Click`): the lead goes."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -14,7 +14,7 @@ from accounts import leaving_rules as rules
 from accounts import leaving_store as store
 from accounts.leaving_store import Deletion
 from adapters.accounts import AccountError, Accounts
-from adapters.bus import EventBus, PublishError
+from adapters.bus import EventBus, PublishError, publish_or_unavailable
 from adapters.db import profiles
 from adapters.db.pool import Database
 from adapters.github_api import GitHubGateway, GitHubNotConfigured, GitHubUnavailable
@@ -22,7 +22,7 @@ from adapters.stripe_api import PaymentsUnavailable, StripeCallFailed, StripeGat
 from adapters.tokens import User
 from core.app_events import ACCOUNT_DELETED, ACCOUNT_DELETION_REQUESTED
 from core.errors import Conflict, InvalidRequest, NotConfigured, NotFound, Unavailable
-from core.events import app_event
+from core.events import Event, app_event
 from teams import seats
 
 log = logging.getLogger(__name__)
@@ -103,7 +103,7 @@ def _recorded(user: User, confirm: Any, db: Database) -> Deletion:
         raise Conflict(rules.refusal_for(held))
     closed = rules.closed_teams(teams)
     subscriptions, repositories, customers = store.plan_facts(db, user.id, closed)
-    plan = rules.Plan(
+    plan = rules.DeletionPlan(
         email=email,
         name=profile.name,
         subscriptions=subscriptions,
@@ -130,10 +130,9 @@ def _hand_over(deletion: Deletion, deletions: Deletions) -> Outcome:
         obj={"deletion_id": deletion.id},
         created=datetime.now(UTC),
     )
-    try:
-        deletions.bus.publish(event, data)
-    except PublishError as exc:
-        raise Unavailable(_later("The deletion could not be handed on")) from exc
+    publish_or_unavailable(
+        deletions.bus, event, data, told=_later("The deletion could not be handed on")
+    )
     return Outcome(deletion.id, rules.remaining(deletion.steps_done), handed_over=True)
 
 
@@ -149,6 +148,19 @@ def resume_requested(deletion_id: str, *, deps: Leaving) -> str:
     if deletion.finished:
         return "duplicate"
     return "waiting" if resume(deletion, deps=deps).remaining else "deleted"
+
+
+def resume_requested_many(events: Sequence[Event], *, deps: Leaving) -> list[str | Exception]:
+    """Each `app.account.deletion_requested`'s steps, on their own: no transaction is open
+    across them, and each step is recorded as it succeeds (its calls to Stripe, GitHub and
+    Supabase Auth come first). A deletion that fails is retried by the bus; the others stand."""
+    results: list[str | Exception] = []
+    for event in events:
+        try:
+            results.append(resume_requested(str(event.object["deletion_id"]), deps=deps))
+        except Exception as exc:  # retried by the bus; the steps done stay done
+            results.append(exc)
+    return results
 
 
 def resume(deletion: Deletion, *, deps: Leaving) -> Outcome:
@@ -236,7 +248,9 @@ def _leave_teams(deletion: Deletion, deps: Leaving) -> bool:
             # Whoever gets the seat given back is told; what fails stays recorded for the
             # team's next change to tell.
             try:
-                seats.tell(team_id, db=deps.db, publish=deps.bus.publish, github=deps.github)
+                seats.publish_changes(
+                    team_id, db=deps.db, publish=deps.bus.publish, github=deps.github
+                )
             except Exception as exc:
                 log.warning("team %s: seats not told after a member left: %s", team_id, exc)
     for team_id in deletion.plan.teams_closed:

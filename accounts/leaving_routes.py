@@ -12,6 +12,7 @@ from accounts import leaving
 from accounts.leaving import Deletions
 from api.deps import Collaborators, caller, container
 from api.identity import require_user
+from api.operations import COMMON, LIMITED, ErrorAnswer, documented
 from api.parsing import RequestModel, json_object, validate
 
 
@@ -65,6 +66,11 @@ class DeletionAnswer(BaseModel):
 
 
 @bp.get("/api/me/export")
+@documented(
+    "Everything stored about the signed-in user, as JSON",
+    {200: ExportAnswer, 401: ErrorAnswer, 503: ErrorAnswer, **LIMITED},
+    signed_in=True,
+)
 def export() -> ResponseReturnValue:
     user = require_user(caller())
     response = jsonify(leaving.export(user, db=container().db))
@@ -74,6 +80,22 @@ def export() -> ResponseReturnValue:
 
 
 @bp.delete("/api/me")
+@documented(
+    "Delete the signed-in user's account (confirm: their e-mail address); the same"
+    " call again finishes one a failure stopped",
+    {
+        200: DeletionAnswer,
+        202: DeletionAnswer,
+        401: ErrorAnswer,
+        404: ErrorAnswer,
+        409: ErrorAnswer,
+        500: ErrorAnswer,
+        **COMMON,
+        **LIMITED,
+    },
+    DeleteAccountRequest,
+    signed_in=True,
+)
 def delete_account() -> ResponseReturnValue:
     # Asked again, it finishes a deletion under way: the one call such a token may still make.
     user = require_user(caller(resuming_deletion=True))

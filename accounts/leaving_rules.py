@@ -45,7 +45,7 @@ class TeamMembership:
 
 
 @dataclass(frozen=True)
-class Plan:
+class DeletionPlan:
     """What a deletion's steps act on, read once when it is asked for: each step erases some of
     what a later one would have read."""
 
@@ -69,7 +69,7 @@ class Plan:
         }
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Plan:
+    def from_json(cls, data: Mapping[str, Any]) -> DeletionPlan:
         return cls(
             email=data.get("email"),
             name=data.get("name"),

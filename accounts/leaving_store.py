@@ -9,7 +9,7 @@ from typing import Any
 
 from psycopg.types.json import Jsonb
 
-from accounts.leaving_rules import PURCHASE_FIELDS_CLEARED, Plan, TeamMembership
+from accounts.leaving_rules import PURCHASE_FIELDS_CLEARED, DeletionPlan, TeamMembership
 from adapters.db.pool import Database, Statement
 from teams import store as team_store
 
@@ -167,7 +167,7 @@ class Deletion:
     id: str
     user_id: str
     email: str | None
-    plan: Plan
+    plan: DeletionPlan
     steps_done: list[str]
     finished: bool
     redaction_jobs: dict[str, str]  # Stripe customer -> the redaction job asked for it
@@ -207,7 +207,7 @@ def record(
     db: Database,
     *,
     user_id: str,
-    plan: Plan,
+    plan: DeletionPlan,
     holds: Callable[[Sequence[TeamMembership]], TeamMembership | None],
 ) -> Deletion:
     """The deletion, recorded before any step; the one under way when there is one already.
@@ -432,7 +432,7 @@ def _deletion(row: dict[str, Any]) -> Deletion:
         id=str(row["id"]),
         user_id=str(row["user_id"]),
         email=row["email"],
-        plan=Plan.from_json(plan),
+        plan=DeletionPlan.from_json(plan),
         steps_done=list(row["steps_done"]),
         finished=row["finished_at"] is not None,
         redaction_jobs=dict(plan.get("redaction_jobs") or {}),

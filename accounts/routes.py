@@ -11,10 +11,11 @@ from pydantic import BaseModel, ConfigDict
 
 from access.answers import EntitlementAnswer
 from access.answers import entitlement_of as _entitlement
-from accounts.service import Account, account_of
+from accounts.service import UserSummary, account_of
 from accounts.welcome import welcome_if_new
 from api.deps import caller, container
 from api.identity import require_user
+from api.operations import LIMITED, ErrorAnswer, documented
 from credits import service as credits
 from teams.service import teams_of
 from topups import store as top_ups
@@ -65,6 +66,11 @@ class MeAnswer(_Answer):
 
 
 @bp.get("/api/me")
+@documented(
+    "The signed-in user's access and entitlements",
+    {200: MeAnswer, 401: ErrorAnswer, 503: ErrorAnswer, **LIMITED},
+    signed_in=True,
+)
 def me() -> ResponseReturnValue:
     c = container()
     account = account_of(require_user(caller()), db=c.db)
@@ -79,7 +85,7 @@ def _top_up(found: dict[str, Any] | None) -> TopUpOfMe | None:
     return TopUpOfMe(priceId=found["priceId"], below=found["below"]) if found else None
 
 
-def answer(account: Account) -> Response:
+def answer(account: UserSummary) -> Response:
     """GET /api/me's answer for an account: only ever to that account's own signed-in user (the
     checkout completion answers it to the session's signed-in buyer, never to a guest token)."""
     teams = teams_of(user_id=account.user_id, db=container().db)

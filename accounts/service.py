@@ -14,7 +14,7 @@ from adapters.tokens import User
 
 
 @dataclass(frozen=True)
-class Account:
+class UserSummary:
     user_id: str
     email: str | None
     name: str | None
@@ -25,13 +25,13 @@ class Account:
     profile: Profile | None = None  # as read for this answer
 
 
-def account_of(user: User, *, db: Database) -> Account:
+def account_of(user: User, *, db: Database) -> UserSummary:
     """The user's profile and entitlements (a user the profile trigger has not reached yet, or
     whose profile is gone, has nothing)."""
     profile = profiles.by_id(db, user.id)
     if profile is None:
-        return Account(user.id, user.email, None, False, False, [])
-    return Account(
+        return UserSummary(user.id, user.email, None, False, False, [])
+    return UserSummary(
         user_id=profile.id,
         email=profile.email or user.email,
         name=profile.name,

@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from accounts import welcome_rules as welcome
-from adapters.bus import EventBus, PublishError
+from adapters.bus import EventBus, publish_or_log
 from adapters.supabase_auth import Cookie, SupabaseAuth, decode_value, session_cookies
 
 log = logging.getLogger(__name__)
@@ -33,14 +33,14 @@ def complete_sign_in(
     session = auth.exchange_code(code=code, code_verifier=_verifier(cookies.get(verifier_cookie)))
     if session is None:
         return CookieChanges()
-    _announce_new_account(session.get("user"), bus)
+    _publish_new_account(session.get("user"), bus)
     fresh = session_cookies(key, session)
     names = {c.name for c in fresh}
     stale = [n for n in cookies if re.fullmatch(re.escape(key) + r"(\.\d+)?", n) and n not in names]
     return CookieChanges(set=fresh, clear=[verifier_cookie, *stale])
 
 
-def _announce_new_account(user: Any, bus: EventBus) -> None:
+def _publish_new_account(user: Any, bus: EventBus) -> None:
     """Publish `app.account.created` for a recently created user (the welcome e-mail's trigger).
 
     A magic link, OAuth or an e-mail confirmation completes here: the session's user is the
@@ -58,10 +58,7 @@ def _announce_new_account(user: Any, bus: EventBus) -> None:
     meta = user.get("user_metadata")
     name = meta.get("full_name") if isinstance(meta, Mapping) else None
     event, data = welcome.welcome(user_id=str(user["id"]), email=user["email"], name=name, now=now)
-    try:
-        bus.publish(event, data)
-    except PublishError as exc:
-        log.warning("could not announce new account %s: %s", user["id"], exc)
+    publish_or_log(bus, event, data, what=f"the new account {user['id']}")
 
 
 def _parse_time(value: Any) -> datetime | None:

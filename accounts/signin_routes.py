@@ -8,11 +8,16 @@ from flask.typing import ResponseReturnValue
 from accounts.signin import complete_sign_in, redirect_target
 from adapters.supabase_auth import COOKIE_MAX_AGE
 from api.deps import container
+from api.operations import LIMITED, documented
 
 bp = Blueprint("auth", __name__)
 
 
 @bp.get("/api/auth/callback")
+@documented(
+    "Complete sign-in: code -> session cookies -> 302",
+    {302: None, **LIMITED},
+)
 def callback() -> ResponseReturnValue:
     c = container()
     changes = complete_sign_in(

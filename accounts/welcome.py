@@ -6,7 +6,7 @@ import logging
 from datetime import UTC, datetime
 
 from accounts import welcome_rules as rules
-from adapters.bus import EventBus, PublishError
+from adapters.bus import EventBus, publish_or_log
 from adapters.db import profiles
 from adapters.db.pool import Database
 from adapters.db.profiles import Profile
@@ -28,9 +28,6 @@ def welcome_if_new(profile: Profile, *, db: Database, bus: EventBus) -> None:
         return
     assert profile.email is not None
     event, data = rules.welcome(user_id=profile.id, email=profile.email, name=profile.name, now=now)
-    try:
-        bus.publish(event, data)
-    except PublishError as exc:
-        log.warning("could not announce new account %s: %s", profile.id, exc)
+    if not publish_or_log(bus, event, data, what=f"the new account {profile.id}"):
         return
     profiles.mark_welcomed(db, profile.id)

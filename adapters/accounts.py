@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from adapters.db.pool import Database
 
-# Supabase Auth's SDK (about 80 ms of CPU to import) is loaded by the first call that needs
+# Supabase Auth's SDK (costly to import: bench/coldstart.py) is loaded by the first call that needs
 # it, not by every subscriber's start-up: most events make no account.
 if TYPE_CHECKING:
     from supabase_auth import SyncGoTrueAdminAPI

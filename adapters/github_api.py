@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-# PyGithub loads a module per API object (about 120 ms of CPU): imported on first use, so that the
+# PyGithub loads a module per API object (costly to import): imported on first use, so that the
 # processes which never call GitHub, and the first request of those that do, do not pay for it.
 if TYPE_CHECKING:
     from github import Github

@@ -85,7 +85,7 @@ class PushVerifier:
         return claims
 
     def _decode(self, token: str) -> Mapping[str, Any]:
-        # google-auth's JWT module loads `cryptography` (about 30 ms of CPU): only a token with its
+        # google-auth's JWT module loads `cryptography` (costly to import): only a token with its
         # signature needs it, never one that Cloud Run's invoker check verified.
         from google.auth import exceptions as google_exceptions
         from google.auth import jwt

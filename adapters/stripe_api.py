@@ -12,8 +12,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-# Stripe's SDK (about 60 ms of CPU to import, with `requests`) is loaded by the first call that
-# needs it: a process's first request is often one that never talks to Stripe.
+# Stripe's SDK (costly to import, with `requests`: bench/coldstart.py) is loaded by the first
+# call that needs it: a process's first request is often one that never talks to Stripe.
 if TYPE_CHECKING:
     import stripe
 

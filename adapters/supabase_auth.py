@@ -105,7 +105,7 @@ class SupabaseAuth:
                 "sign-in code received but SUPABASE_URL/SUPABASE_PUBLISHABLE_KEY are not set"
             )
             return None
-        # The SDK (about 80 ms of CPU to import) on the first exchange, not at every start-up.
+        # The SDK (costly to import) on the first exchange, not at every start-up.
         import httpx
         from supabase_auth import SyncGoTrueClient, SyncMemoryStorage
         from supabase_auth.errors import AuthError

@@ -20,8 +20,9 @@ import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-# PyJWT loads `cryptography` (about 30 ms of CPU): imported by the first token verified or
-# issued, so that a process's start-up and its anonymous requests do not wait for it.
+# PyJWT loads `cryptography` (costly to import: bench/coldstart.py): imported by the first
+# token verified or issued, so that a process's start-up and its anonymous requests do not wait
+# for it.
 if TYPE_CHECKING:
     import jwt
 

@@ -50,7 +50,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from resend_sink import resend_sink
 from servers import postgres, server_env, tree_cpu
 
-from access.announcements import Person, access_granted
+from access.announcements import Recipient, access_granted
 from access.checkouts import checkout_from
 from adapters.bus.topology import ensure_topology
 from adapters.db.pool import Database
@@ -214,7 +214,7 @@ def first_request(target: str, db: Database, token: str) -> Request:
         _, body = access_granted(
             source,
             checkout,
-            to=Person(email=email, name=None),
+            to=Recipient(email=email, name=None),
             price_id=PRICE,
             receipt_url=None,
         )

@@ -28,7 +28,7 @@ from access.checkouts import (
     completion_event,
 )
 from access.purchases_store import SessionGrant
-from accounts.service import Account, account_of
+from accounts.service import UserSummary, account_of
 from adapters.db.pool import Database
 from adapters.stripe_api import (
     PaymentsNotConfigured,
@@ -76,7 +76,7 @@ def complete_checkout(
     db: Database,
     stripe: StripeGateway,
     apply: Apply,
-) -> Account | SessionAnswer:
+) -> UserSummary | SessionAnswer:
     """Once the paid session is applied: the signed-in buyer's account (what GET /api/me
     answers them), or for a guest token only the session's own grant. NotFound for a session
     Stripe does not know or the caller may not complete; Conflict while unpaid."""

@@ -10,10 +10,11 @@ from flask.typing import ResponseReturnValue
 from pydantic import BaseModel, ConfigDict, Field, RootModel, model_validator
 
 from access import grant_words_service as grant_words
-from access.entitlements import Kind
+from access.entitlements import GrantKind
 from access.subscriber import AccessSubscriber
 from accounts.routes import MeAnswer, answer
 from api.deps import Collaborators, caller, container
+from api.operations import COMMON, LIMITED, ErrorAnswer, documented
 from api.parsing import RequestModel, json_object, validate
 from billing.completion import SessionAnswer, complete_checkout
 
@@ -61,7 +62,7 @@ class _Answer(BaseModel):
 class PurchasedProduct(_Answer):
     name: str | None  # None: a price no product row is sold at
     priceId: str | None
-    kind: Kind  # purchase: a one-time payment
+    kind: GrantKind  # purchase: a one-time payment
 
 
 class SessionGrantAnswer(_Answer):
@@ -85,6 +86,20 @@ class CompletionAnswer(RootModel[MeAnswer | SessionGrantAnswer]):
 
 
 @bp.post("/api/payments/complete-checkout")
+@documented(
+    "The success page's paid checkout applied at once: GET /api/me's answer to its"
+    " signed-in buyer, only the session's grant to a guest token",
+    {
+        200: CompletionAnswer,
+        401: ErrorAnswer,
+        404: ErrorAnswer,
+        409: ErrorAnswer,
+        **COMMON,
+        **LIMITED,
+    },
+    CompletionRequest,
+    signed_in=True,
+)
 def complete() -> ResponseReturnValue:
     c = _container()
     body = validate(CompletionRequest, json_object())

@@ -11,6 +11,7 @@ from pydantic import ConfigDict, Field, ValidationInfo, field_validator, model_v
 from api.deps import caller, container
 from api.fields import absolute_url
 from api.identity import require_user
+from api.operations import COMMON, LIMITED, ErrorAnswer, UrlAnswer, documented
 from api.parsing import RequestModel, json_object, validate
 from billing import service as payments
 from billing.rules import MOST_SEATS, Mode, Offer
@@ -78,6 +79,12 @@ def _given(data: Any, key: str) -> bool:
 
 
 @bp.post("/api/payments/create-checkout")
+@documented(
+    "A Stripe Checkout URL (for a team too)",
+    {200: UrlAnswer, 401: ErrorAnswer, 403: ErrorAnswer, 404: ErrorAnswer, **COMMON, **LIMITED},
+    CheckoutRequest,
+    signed_in=True,
+)
 def create_checkout() -> ResponseReturnValue:
     c = container()
     body = validate(CheckoutRequest, json_object(), context={"origin": c.settings.site_origin})
@@ -106,6 +113,12 @@ def _adaptive(setting: str | None) -> bool | None:
 
 
 @bp.post("/api/payments/create-portal")
+@documented(
+    "A Stripe customer portal URL (a team's too)",
+    {200: UrlAnswer, 401: ErrorAnswer, 403: ErrorAnswer, 404: ErrorAnswer, **COMMON, **LIMITED},
+    PortalRequest,
+    signed_in=True,
+)
 def create_portal() -> ResponseReturnValue:
     c = container()
     body = validate(PortalRequest, json_object(), context={"origin": c.settings.site_origin})

@@ -38,7 +38,7 @@ class Buyer:
 
 
 @dataclass(frozen=True)
-class Seats:
+class SeatChoice:
     """A per-seat price: how many seats to start with, and the fewest the buyer may choose
     (the members the team already has)."""
 
@@ -67,7 +67,7 @@ def session_params(
     coupon_id: str | None = None,
     offer: Offer = Offer(),
     guest_token: str | None = None,
-    seats: Seats | None = None,
+    seats: SeatChoice | None = None,
 ) -> dict[str, Any]:
     """Build the `checkout.sessions.create` parameters. `guest_token`: a guest's completion
     token (see `completion_token_matches`), put in the success URL, its digest in the metadata;

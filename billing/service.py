@@ -16,7 +16,7 @@ from billing.rules import (
     Buyer,
     Mode,
     Offer,
-    Seats,
+    SeatChoice,
     missing_tax_setting,
     mode_matches,
     session_params,
@@ -110,7 +110,7 @@ def _stripe_errors() -> Iterator[None]:
 
 def _team_buyer(
     user: User | None, team_id: str, price_id: str, quantity: int | None, db: Database
-) -> tuple[Buyer, Seats | None]:
+) -> tuple[Buyer, SeatChoice | None]:
     """The team's account pays; a per-seat price starts at `quantity` seats (else one per
     member), never fewer than the members."""
     signed_in = require_user(user)
@@ -118,7 +118,7 @@ def _team_buyer(
     seats = None
     if teams.sold_per_seat(db, price_id):
         members = teams.member_count(db, team_id)
-        seats = Seats(quantity=quantity or members, minimum=members)
+        seats = SeatChoice(quantity=quantity or members, minimum=members)
     elif quantity is not None:
         raise InvalidRequest("Quantity is only for a per-seat price")
     profile = profiles.by_id(db, signed_in.id)

@@ -2,18 +2,58 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from flask import Blueprint, jsonify
 from flask.typing import ResponseReturnValue
 
 from api.deps import container
+from api.operations import Answer, ErrorAnswer, documented
 from catalogue.store import Product, active_products
 
 bp = Blueprint("products", __name__)
 
 
+class CreditGrant(Answer):
+    feature: str
+    amount: int
+    # `period`: granted each paid period, unused ones end with it; `once`: a pack's.
+    period: Literal["period", "once"]
+
+
+class PublicProduct(Answer):
+    id: str
+    name: str
+    description: str
+    price: float
+    priceId: str
+    type: str
+    billingType: str
+    billingInterval: str | None
+    isFeatured: bool
+    perSeat: bool
+    trialDays: int | None
+    features: list[str]
+    # Each feature (of `features` and `credits`) as a buyer reads it: Stripe's Entitlements
+    # feature `name`, else the key.
+    featureNames: dict[str, str]
+    credits: list[CreditGrant]  # what a purchase grants in credits
+    # The price's currency, lower-case ISO 4217 as Stripe gives it (null until the catalogue
+    # sync has read it), and whether its amount includes tax: a pricing page says "incl. VAT"
+    # for inclusive, "+ tax" for exclusive.
+    currency: str | None
+    taxBehavior: Literal["inclusive", "exclusive", "unspecified"]
+
+
+class ProductsAnswer(Answer):
+    products: list[PublicProduct]
+
+
 @bp.get("/api/products/public")
+@documented(
+    "Active products, featured first",
+    {200: ProductsAnswer, 503: ErrorAnswer},
+)
 def public_products() -> ResponseReturnValue:
     response = jsonify(products=[_public(p) for p in active_products(container().db)])
     response.headers["Cache-Control"] = "public, max-age=60"

@@ -21,7 +21,7 @@ class BusSettings(Environment):
     pubsub_emulator_host: str | None = None
     # The in-process bus (local runs): past this many queued deliveries for access the webhook
     # answers 503 and Stripe retries, instead of memory growing without end; e-mail, which
-    # yields to access during a burst, may queue up to the backlog (about 5 KB an event).
+    # yields to access during a burst, may queue up to the backlog.
     inline_bus_max_pending: int = Field(default=2000, ge=1, le=1_000_000)
     inline_bus_max_backlog: int = Field(default=20_000, ge=1, le=1_000_000)
 

@@ -24,8 +24,8 @@ def email_address(value: str) -> str:
     """
     if _CONTROL.search(value):
         raise ValueError("Invalid email address: it contains line breaks or control characters")
-    # On first use: email-validator compiles its grammar's patterns on import (about 20 ms of CPU),
-    # which a process's start-up need not wait for.
+    # On first use: email-validator compiles its grammar's patterns on import, which a
+    # process's start-up need not wait for (bench/coldstart.py).
     from email_validator import EmailNotValidError, validate_email
 
     try:

@@ -12,6 +12,7 @@ from flask.typing import ResponseReturnValue
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from api.deps import container
+from api.operations import COMMON, ErrorAnswer, documented
 from api.parsing import RequestModel, json_object, validate
 from catalogue.rules import FEATURE
 from core.errors import NotFound, Unauthenticated
@@ -120,6 +121,13 @@ def _usage_key() -> None:
 
 
 @bp.post("/api/usage/check")
+@documented(
+    "Whether a consumption would be taken now for a user or a team, and whether any"
+    " of it would be overage; takes nothing; 404 while USAGE_API_KEY is unset",
+    {200: CheckAnswer, 401: ErrorAnswer, 404: ErrorAnswer, **COMMON},
+    CheckRequest,
+    usage_key=True,
+)
 def check() -> ResponseReturnValue:
     _usage_key()
     body = validate(CheckRequest, json_object())
@@ -132,6 +140,20 @@ def check() -> ResponseReturnValue:
 
 
 @bp.post("/api/usage")
+@documented(
+    "Consume credits for a user or a team, once per key (the first answer again);"
+    " 404 while USAGE_API_KEY is unset",
+    {
+        200: UsageAnswer,
+        401: ErrorAnswer,
+        402: NotEnoughAnswer,
+        404: ErrorAnswer,
+        409: ErrorAnswer,
+        **COMMON,
+    },
+    UsageRequest,
+    usage_key=True,
+)
 def consume() -> ResponseReturnValue:
     _usage_key()
     c = container()

@@ -17,7 +17,7 @@ from typing import Any, Literal
 from core.app_events import CREDITS_THRESHOLD, CREDITS_TOP_UP, USAGE_RECORDED
 from core.events import Event, app_event
 
-State = Literal["consumed", "reserved", "released", "refused", "conflict", "unknown"]
+ConsumptionState = Literal["consumed", "reserved", "released", "refused", "conflict", "unknown"]
 LONGEST_KEY = 100  # Stripe's meter event identifier holds at most 100 characters
 
 
@@ -37,7 +37,7 @@ class Taken:
     """What one consumption (or its settling) answered: `first` false when its key had
     answered before (nothing more was taken)."""
 
-    state: State
+    state: ConsumptionState
     feature: str
     balance: int = 0
     overage: int = 0  # units beyond the credits, billed on the account's meter

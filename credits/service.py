@@ -74,7 +74,7 @@ def consume(
             raise NotFound("No such user (userId)")
         account = found
     taken = checked(taken, key)
-    _announce(taken, key, publish)
+    _publish_consumption(taken, key, publish)
     _alert(db, account, taken, publish, alerts)
     _top_up(db, account, taken, publish)
     return taken
@@ -117,11 +117,11 @@ def settle(
     """A reservation settled at what the work took (0: released whole), with its request's
     answer kept for a request sent again with the key."""
     taken = checked(store.settle(db, key, amount, answer), key)
-    _announce(taken, key, publish)
+    _publish_consumption(taken, key, publish)
     return taken
 
 
-def _announce(taken: Taken, key: str, publish: Publish | None) -> None:
+def _publish_consumption(taken: Taken, key: str, publish: Publish | None) -> None:
     """An overage consumed now is announced for its report to the meter. Should the bus not
     take it, the consumption stands: its row is the outbox, and `flask --app main credits
     report` announces what is still unreported."""

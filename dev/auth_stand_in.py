@@ -68,13 +68,13 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from psycopg.rows import dict_row, tuple_row
 from werkzeug.exceptions import HTTPException
 from werkzeug.routing import Map, Rule
-from werkzeug.serving import make_server
 from werkzeug.wrappers import Request, Response
 
 from adapters.mail.message import OutgoingEmail
 from adapters.mail.outbox import OutboxMailer
 from adapters.tokens import access_claims
 from config.supabase import SUPABASE_LOCAL_JWT_SECRET
+from dev import loopback
 from dev.stripe_stand_in import Recorded
 
 # The API keys the Supabase CLI's local stack prints (public values, config/supabase.py).
@@ -1177,13 +1177,5 @@ def _redirect(location: str) -> Response:
 def running(**options: Any) -> Iterator[AuthStandIn]:
     """The stand-in on a free loopback port, for the duration of the block."""
     app = AuthStandIn(**options)
-    server = make_server("127.0.0.1", 0, app, threaded=True)
-    app.url = f"http://127.0.0.1:{server.server_port}"
-    thread = threading.Thread(target=server.serve_forever, name="auth-stand-in", daemon=True)
-    thread.start()
-    try:
+    with loopback.serving(app, name="auth-stand-in") as app.url:
         yield app
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(5)

@@ -21,7 +21,6 @@ from __future__ import annotations
 import contextlib
 import http.client
 import subprocess
-import threading
 import urllib.parse
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -29,9 +28,9 @@ from typing import Any
 
 from google.auth import exceptions as google_exceptions
 from google.auth import jwt
-from werkzeug.serving import make_server
 from werkzeug.wrappers import Request, Response
 
+from dev import loopback
 from dev.local_google import LocalGoogle, remove_signature
 from dev.pubsub_emulator import stop_group
 
@@ -142,14 +141,8 @@ def running(
 ) -> Iterator[CloudRunFront]:
     """A front on loopback (`port`, or a free one) for the block; then the container stops."""
     front = CloudRunFront(target_url, google, invokers, timeout, aliases=aliases, process=process)
-    server = make_server("127.0.0.1", port, front, threaded=True)
-    front.url = f"http://127.0.0.1:{server.server_port}"
-    thread = threading.Thread(target=server.serve_forever, name="cloudrun-front", daemon=True)
-    thread.start()
     try:
-        yield front
+        with loopback.serving(front, name="cloudrun-front", port=port) as front.url:
+            yield front
     finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(5)
         front.stop_container()

@@ -28,10 +28,10 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from cryptography.x509.oid import NameOID
 from google.auth import crypt, jwt
-from werkzeug.serving import make_server
 from werkzeug.wrappers import Request, Response
 
 from adapters.push_auth import SIGNATURE_REMOVED
+from dev import loopback
 
 PUSH_ACCOUNT = "push@local-project.iam.gserviceaccount.com"
 ISSUER = "https://accounts.google.com"
@@ -177,13 +177,5 @@ class LocalGoogle:
 def running() -> Iterator[LocalGoogle]:
     """Local Google on a free loopback port, for the duration of the block."""
     app = LocalGoogle()
-    server = make_server("127.0.0.1", 0, app, threaded=True)
-    app.url = f"http://127.0.0.1:{server.server_port}"
-    thread = threading.Thread(target=server.serve_forever, name="local-google", daemon=True)
-    thread.start()
-    try:
+    with loopback.serving(app, name="local-google") as app.url:
         yield app
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(5)

@@ -57,11 +57,10 @@ from urllib.parse import parse_qsl, urlencode
 
 from werkzeug.exceptions import HTTPException
 from werkzeug.routing import Map, Rule
-from werkzeug.serving import make_server
 from werkzeug.wrappers import Request, Response
 
 from core.stripe_objects import CURRENT_VERSION
-from dev import stripe_record
+from dev import loopback, stripe_record
 from dev import stripe_shapes as shapes
 from dev.samples import catalogue
 from dev.samples.events import Facts
@@ -1675,16 +1674,8 @@ def send_commands(facts: Facts) -> list[str]:
 def running(brand: str = "", *, state: Path | None = None) -> Iterator[StripeStandIn]:
     """The stand-in on a free loopback port, for the duration of the block."""
     app = StripeStandIn(brand, state=state)
-    server = make_server("127.0.0.1", 0, app, threaded=True)
-    app.url = f"http://127.0.0.1:{server.server_port}"
-    thread = threading.Thread(target=server.serve_forever, name="stripe-stand-in", daemon=True)
-    thread.start()
-    try:
+    with loopback.serving(app, name="stripe-stand-in") as app.url:
         yield app
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(5)
 
 
 def decode_stripe_form(pairs: list[tuple[str, str]]) -> dict[str, Any]:

@@ -4,7 +4,7 @@ answers resolves locally.
 
 The API stays the API: /api/..., /healthz, /_dev/... (and /auth/v1/..., the Supabase Auth
 stand-in) go to it. Every other GET is a file of web/ (a directory's index.html), as a static
-host serves the same files in production (docs/deploy.md); a path web/ lacks answers
+host serves the same files in production (docs/deploy/); a path web/ lacks answers
 web/404.html with a 404. `/config.js` is written
 here from the settings (where Supabase Auth is, its publishable key), where a deployed host
 serves the file a founder wrote (web/config.js).

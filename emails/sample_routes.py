@@ -11,6 +11,7 @@ from flask.typing import ResponseReturnValue
 from pydantic import WithJsonSchema, field_validator
 
 from api.deps import Collaborators, caller, container
+from api.operations import LIMITED, Answer, ErrorAnswer, documented
 from api.parsing import EMAIL_SCHEMA, RequestModel, validate
 from core.addresses import email_address
 from emails.kind import Senders
@@ -32,6 +33,18 @@ def _container() -> _Collaborators:
 bp = Blueprint("sample_emails", __name__)
 
 
+class SampleResult(Answer):
+    type: str
+    status: str
+
+
+class SampleEmailsAnswer(Answer):
+    success: bool
+    message: str
+    emailType: str
+    results: list[SampleResult]
+
+
 class SampleEmailQuery(RequestModel):
     type: Annotated[str, WithJsonSchema({"type": "string", "enum": [*KINDS, "all"]})] = "all"
     email: Annotated[str | None, WithJsonSchema(EMAIL_SCHEMA)] = None
@@ -50,6 +63,11 @@ class SampleEmailQuery(RequestModel):
 
 
 @bp.get("/api/test-email")
+@documented(
+    "Send sample e-mails (not in production by default)",
+    {200: SampleEmailsAnswer, 400: ErrorAnswer, 401: ErrorAnswer, 403: ErrorAnswer, **LIMITED},
+    query=SampleEmailQuery,
+)
 def send_sample_emails() -> ResponseReturnValue:
     c = _container()
     query = validate(SampleEmailQuery, request.args.to_dict())

@@ -6,6 +6,7 @@ from flask import Blueprint, jsonify, request
 from flask.typing import ResponseReturnValue
 
 from api.deps import container
+from api.operations import COMMON, EmptyAnswer, documented
 from api.parsing import whole_body
 from config import secret
 from credits import store as credits
@@ -18,6 +19,11 @@ MAX_EVENT_BYTES = 1024 * 1024
 
 
 @bp.post("/api/webhook/payments")
+@documented(
+    "Stripe's signed events",
+    {200: EmptyAnswer, **COMMON},
+    headers=("Stripe-Signature",),
+)
 def payments_webhook() -> ResponseReturnValue:
     c = container()
     request.max_content_length = MAX_EVENT_BYTES

@@ -12,10 +12,17 @@ from pydantic import ConfigDict, Field, WithJsonSchema, field_validator
 from api.deps import caller, container
 from api.fields import required_text
 from api.identity import require_user
+from api.operations import COMMON, LIMITED, Answer, ErrorAnswer, documented
 from api.parsing import RequestModel, json_object, validate
 from github_access.service import grant_repository_access
 
 bp = Blueprint("github", __name__)
+
+
+class RepositoriesAnswer(Answer):
+    success: bool
+    repositories: list[str]
+
 
 # GitHub's own rule: 1-39 characters, alphanumerics and single inner hyphens.
 USERNAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9]|-(?=[A-Za-z0-9])){0,38}")
@@ -38,6 +45,20 @@ class AccessRequest(RequestModel):
 
 
 @bp.post("/api/github/access")
+@documented(
+    "Invite the buyer's GitHub account",
+    {
+        200: RepositoriesAnswer,
+        401: ErrorAnswer,
+        403: ErrorAnswer,
+        404: ErrorAnswer,
+        409: ErrorAnswer,
+        **COMMON,
+        **LIMITED,
+    },
+    AccessRequest,
+    signed_in=True,
+)
 def github_access() -> ResponseReturnValue:
     c = container()
     body = validate(AccessRequest, json_object())

@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 
 from access import purchases_store as purchases
 from access.purchases_store import RepositoryPurchase
-from adapters.bus import EventBus, PublishError
+from adapters.bus import EventBus, publish_or_unavailable
 from adapters.db import profiles
 from adapters.db.pool import Database
 from adapters.github_api import (
@@ -95,7 +95,7 @@ def _deliver_seat(
         product_name=seat.product_name,
         repository=seat.repository,
     )
-    _announce(as_purchase, user=user, username=holder, db=db, bus=bus)
+    _publish_access_granted(as_purchase, user=user, username=holder, db=db, bus=bus)
 
 
 def _refuse_another_account(holder: str | None, username: str) -> None:
@@ -118,7 +118,7 @@ def _deliver(
     _refuse_another_account(holder, username)
     with _released_on_failure(db, purchase.id, claimed):
         _invite(github, purchase.repository, username)
-    _announce(purchase, user=user, username=holder, db=db, bus=bus)
+    _publish_access_granted(purchase, user=user, username=holder, db=db, bus=bus)
 
 
 def _invite(github: GitHubGateway, repository: str, username: str) -> None:
@@ -143,7 +143,7 @@ def _released_on_failure(db: Database, purchase_id: str, claimed: bool) -> Itera
         raise
 
 
-def _announce(
+def _publish_access_granted(
     purchase: RepositoryPurchase, *, user: User, username: str, db: Database, bus: EventBus
 ) -> None:
     """Publish the grant for the e-mail subscriber; one e-mail per purchase and account."""
@@ -160,9 +160,6 @@ def _announce(
         },
         created=datetime.now(UTC),
     )
-    try:
-        bus.publish(event, data)
-    except PublishError as exc:
-        raise Unavailable(
-            "Access granted, but the confirmation e-mail could not be queued"
-        ) from exc
+    publish_or_unavailable(
+        bus, event, data, told="Access granted, but the confirmation e-mail could not be queued"
+    )

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Send the traffic of the api, access and e-mail back to one earlier release's revisions, each
-# deployed under the tag b-<build id> (docs/deploy.md, "Roll back").
+# deployed under the tag b-<build id> (docs/deploy/roll-back.md, "Roll back").
 #   ops/rollback.sh PREFIX REGION [TAG]    TAG: default, the release before the one serving
 set -euo pipefail
 if (( $# < 2 )); then

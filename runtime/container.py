@@ -8,7 +8,7 @@ buyers' accounts and sign-in links, and access loads PyGithub to take a refunded
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from config import MissingSetting, Settings, secret
@@ -31,9 +31,12 @@ if TYPE_CHECKING:
     from adapters.supabase_auth import SupabaseAuth
     from adapters.tokens import TokenVerifier
     from core.brand import Brand
+    from credits.meter import UsageReporter
     from emails.kind import Senders
     from emails.subscriber import EmailSubscriber
+    from runtime.dispatch import BatchFunction, Dispatch
     from support.service import Resends
+    from topups.charge import TopUps
 
 
 def brand_for(settings: Settings, *, default_site: str) -> Brand:
@@ -178,9 +181,7 @@ class Container:
     @once
     def access_subscriber(self) -> AccessSubscriber:
         from access.subscriber import AccessSubscriber
-        from credits.meter import UsageReporter
         from teams import seats
-        from topups.charge import TopUps
 
         return AccessSubscriber(
             db=self.db,
@@ -188,11 +189,30 @@ class Container:
             accounts=self.accounts,
             github=self.github,
             publish=self._publish,
-            tell_seats=seats.tell,
-            usage=UsageReporter(self.db, self.stripe),
-            top_ups=TopUps(self.db, self.stripe, self._publish).handle_many,
-            resume_deletion=self._resume_deletion,
+            publish_seat_changes=seats.publish_changes,
+            top_ups=self.top_ups.handle_many,
         )
+
+    @once
+    def top_ups(self) -> TopUps:
+        """Charges the automatic top-ups claimed (`app.credits.top_up`), and grants or turns off
+        those Stripe says were paid or failed (topups/charge.py)."""
+        from topups.charge import TopUps
+
+        return TopUps(self.db, self.stripe, self._publish)
+
+    def _charge_top_ups(self, events: Sequence[Event]) -> list[str | Exception]:
+        return [
+            "ignored" if outcome is None else outcome
+            for outcome in self.top_ups.handle_many(events)
+        ]
+
+    @once
+    def overage_reporter(self) -> UsageReporter:
+        """Reports consumptions' overage to Stripe's meters (`app.usage.recorded`)."""
+        from credits.meter import UsageReporter
+
+        return UsageReporter(self.db, self.stripe)
 
     @once
     def leaving(self) -> Leaving:
@@ -219,12 +239,12 @@ class Container:
         here = None if self.settings.event_bus == "pubsub" else self.leaving
         return Deletions(db=self.db, bus=self.bus, steps=here)
 
-    def _resume_deletion(self, deletion_id: str) -> str:
+    def _resume_deletions(self, events: Sequence[Event]) -> list[str | Exception]:
         # The steps' collaborators are built on the first deletion, not with the subscriber:
         # the in-process bus is built from the subscribers, and the steps publish on it.
         from accounts import leaving
 
-        return leaving.resume_requested(deletion_id, deps=self.leaving)
+        return leaving.resume_requested_many(events, deps=self.leaving)
 
     @once
     def checkout_completion(self) -> AccessSubscriber:
@@ -243,9 +263,7 @@ class Container:
             accounts=ExistingAccounts(self.db),
             github=self.github,
             publish=self._publish,
-            tell_seats=seats.tell,
-            # It only completes checkouts: no delivery reaches it.
-            resume_deletion=self._resume_deletion,
+            publish_seat_changes=seats.publish_changes,
         )
 
     def _publish(self, event: Event, data: bytes) -> None:
@@ -285,15 +303,14 @@ class Container:
     def pushes(self, target: str) -> BatchHandler:
         """The push target's handler of a message's events (the api publishes the events of
         one type that come together as one message). Access applies the pushes a worker's
-        threads hold at once as one batch, in one transaction (adapters/bus/coalesce.py):
-        with 16 in flight, a fifth less CPU and a third of Postgres's per change, and two
-        transactions at once at most. E-mail takes each push's events on its own thread: its
-        sends wait on Resend, and the pushes' events sent one after another in a shared batch
-        halved the mails a second for no CPU saved (bench/README.md)."""
+        threads hold at once as one batch, in one transaction (adapters/bus/coalesce.py): less
+        CPU and less of Postgres's per change, and few transactions at once. E-mail takes each
+        push's events on its own thread: its sends wait on Resend, and a shared batch sent
+        one after another gave fewer mails a second for no CPU saved (bench/README.md)."""
         if target == "access":
             return self._access_pushes
         if target == "emails":
-            return self.email_subscriber.send_many
+            return self.dispatch("emails").apply_many
         raise ValueError(f"unknown subscriber target {target!r}; expected one of {TARGETS}")
 
     @once
@@ -303,15 +320,53 @@ class Container:
 
         # As many events as the worker's threads can hold (a push carries up to MESSAGE_EVENTS).
         most = self.settings.gunicorn_threads * MESSAGE_EVENTS
-        return Coalescer(self.access_subscriber.apply_many, max_batch=most)
+        return Coalescer(self.dispatch("access").apply_many, max_batch=most)
 
     def subscriber(self, target: str) -> Callable[[Event], object]:
         """The subscriber behind one of `runtime.targets.TARGETS`."""
+        return self.dispatch(target)
+
+    def dispatch(self, target: str) -> Dispatch:
+        """One of `runtime.targets.TARGETS`: its events, each to the handler
+        `runtime/consumers.py` names for its type."""
+        if target not in TARGETS:
+            raise ValueError(f"unknown subscriber target {target!r}; expected one of {TARGETS}")
+        # Built once per target, and only the one asked for: a target's process builds (and
+        # reads the secrets of) its own handlers alone.
+        if target not in self._dispatches:
+            from functools import partial
+
+            from runtime.consumers import handler_of
+            from runtime.dispatch import Dispatch
+
+            self._dispatches[target] = Dispatch(self._handlers(target), partial(handler_of, target))
+        return self._dispatches[target]
+
+    @once
+    def _dispatches(self) -> dict[str, Dispatch]:
+        return {}
+
+    def _handlers(self, target: str) -> dict[str, BatchFunction]:
+        """The batch function behind each handler `runtime/consumers.py` names for `target`."""
         if target == "access":
-            return self.access_subscriber
-        if target == "emails":
-            return self.email_subscriber
-        raise ValueError(f"unknown subscriber target {target!r}; expected one of {TARGETS}")
+            from access.subscriber import log_outcomes
+
+            def logged(handle: BatchFunction) -> BatchFunction:
+                # The access target's line per event, as the cycle logs its own.
+                def run(events: Sequence[Event]) -> Sequence[str | Exception]:
+                    outcomes = handle(events)
+                    log_outcomes(events, outcomes)
+                    return outcomes
+
+                return run
+
+            return {
+                "access": self.access_subscriber.apply_many,
+                "overage": logged(self.overage_reporter.report_many),
+                "deletion": logged(self._resume_deletions),
+                "top-up": logged(self._charge_top_ups),
+            }
+        return {"mail": self.email_subscriber.send_many}
 
     @once
     def pull_consumer(self) -> PullConsumer:
@@ -327,7 +382,7 @@ class Container:
         access = s.function_target == "access"
         return PullConsumer(
             subscription=f"projects/{s.google_cloud_project}/subscriptions/{name}",
-            handle=self.access_subscriber.apply_many if access else self.email_subscriber.send_many,
+            handle=self.dispatch(s.function_target).apply_many,
             batch_size=s.pull_batch_size if access else self._email_batch_size(),
             workers=2 if access else s.gunicorn_threads,
             # A receipt can wait a twentieth of a second for others to share its round trips.
@@ -363,7 +418,7 @@ class Container:
             background=("emails",),
             # Access takes the deliveries queued during a burst together: one transaction
             # applies them all (a push subscription hands them over one at a time).
-            batches={"access": self.access_subscriber.apply_many},
+            batches={"access": self.dispatch("access").apply_many},
         )
 
     def close(self) -> None:

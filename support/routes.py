@@ -28,6 +28,7 @@ from adapters.tokens import User
 from api.caching import depends_on_caller
 from api.deps import Collaborators, container
 from api.identity import current_user
+from api.operations import COMMON, ErrorAnswer, documented
 from api.parsing import RequestModel, json_object, validate
 from core.addresses import digest_addresses
 from core.errors import InvalidRequest, ServiceError, Unauthenticated
@@ -53,6 +54,11 @@ def _container() -> _Collaborators:
 log = logging.getLogger(__name__)
 
 bp = Blueprint("admin", __name__)
+
+
+# Anyone but an admin (with a second factor unless ADMIN_MFA=off) gets 404, as for a route that
+# does not exist.
+ADMIN = {404: ErrorAnswer, **COMMON}
 
 PREFIX = "/api/admin"
 # Request details kept in the audit log, beside who, what, whom and why.
@@ -403,6 +409,12 @@ def _page(model: type[BaseModel], page: support.Page) -> ResponseReturnValue:
 
 
 @bp.get(f"{PREFIX}/customers")
+@documented(
+    "Admins: find people by e-mail, name, Stripe customer id or user id (paged)",
+    {200: CustomersAnswer, **ADMIN},
+    query=CustomersQuery,
+    signed_in=True,
+)
 def customers() -> ResponseReturnValue:
     c = container()
     found = support.search(
@@ -415,6 +427,11 @@ def customers() -> ResponseReturnValue:
 
 
 @bp.get(f"{PREFIX}/customers/<userId>")
+@documented(
+    "Admins: a person, their accounts, grants and causes, purchases, events, e-mails, dead letters",
+    {200: CustomerAnswer, **ADMIN},
+    signed_in=True,
+)
 def customer(userId: str) -> ResponseReturnValue:
     c = container()
     dead = support.held_dead_letters(c.settings, c.bus)
@@ -428,6 +445,12 @@ class CompRequest(RequestModel):
 
 
 @bp.post(f"{PREFIX}/customers/<userId>/grants")
+@documented(
+    "Admins: a complimentary grant (kind comp) until a date or for good, with a reason",
+    {201: GrantAnswer, **ADMIN},
+    CompRequest,
+    signed_in=True,
+)
 def give_comp(userId: str) -> ResponseReturnValue:
     c = container()
     data = json_object()
@@ -457,6 +480,12 @@ def reason_body() -> str:
 
 
 @bp.delete(f"{PREFIX}/grants/<grantId>")
+@documented(
+    "Admins: end a comp (a Stripe grant: 409, it ends in Stripe), with a reason",
+    {200: GrantAnswer, 409: ErrorAnswer, **ADMIN},
+    ReasonRequest,
+    signed_in=True,
+)
 def end_grant(grantId: str) -> ResponseReturnValue:
     c = container()
     reason_body()
@@ -464,6 +493,12 @@ def end_grant(grantId: str) -> ResponseReturnValue:
 
 
 @bp.post(f"{PREFIX}/events/<eventId>/replay")
+@documented(
+    "Admins: fetch an event from Stripe and apply it (the ledger keeps it once)",
+    {200: ReplayAnswer, 409: ErrorAnswer, **ADMIN},
+    ReasonRequest,
+    signed_in=True,
+)
 def replay(eventId: str) -> ResponseReturnValue:
     c = _container()
     reason_body()
@@ -480,6 +515,12 @@ def replay(eventId: str) -> ResponseReturnValue:
 
 
 @bp.post(f"{PREFIX}/emails/<sentEmailId>/resend")
+@documented(
+    "Admins: send a sent e-mail again, once (`<eventId>:<kind>`), with a reason",
+    {200: ResendAnswer, 202: ResendAnswer, 409: ErrorAnswer, **ADMIN},
+    ReasonRequest,
+    signed_in=True,
+)
 def resend(sentEmailId: str) -> ResponseReturnValue:
     reason_body()
     done = support.resend(
@@ -490,11 +531,22 @@ def resend(sentEmailId: str) -> ResponseReturnValue:
 
 
 @bp.get(f"{PREFIX}/metrics")
+@documented(
+    "Admins: MRR per currency, subscriptions, trials, new, churned, refunds",
+    {200: MetricsAnswer, **ADMIN},
+    signed_in=True,
+)
 def metrics() -> ResponseReturnValue:
     return _as(MetricsAnswer, support.metrics(container().db))
 
 
 @bp.get(f"{PREFIX}/audit")
+@documented(
+    "Admins: the audit log, newest first (paged)",
+    {200: AuditAnswer, **ADMIN},
+    query=PageQuery,
+    signed_in=True,
+)
 def audit() -> ResponseReturnValue:
     c = container()
     return _page(
@@ -504,11 +556,22 @@ def audit() -> ResponseReturnValue:
 
 
 @bp.get(f"{PREFIX}/tasks")
+@documented(
+    "Admins: what the founder must do by hand (a Stripe customer to redact), not done",
+    {200: FounderTasksAnswer, **ADMIN},
+    signed_in=True,
+)
 def founder_tasks() -> ResponseReturnValue:
     return _as(FounderTasksAnswer, {"items": support.founder_tasks(container().db)})
 
 
 @bp.post(f"{PREFIX}/tasks/<taskId>/done")
+@documented(
+    "Admins: a founder task done by hand, with a reason",
+    {200: FounderTask, **ADMIN},
+    ReasonRequest,
+    signed_in=True,
+)
 def finish_founder_task(taskId: str) -> ResponseReturnValue:
     c = container()
     reason_body()

@@ -83,7 +83,7 @@ def until_problem(until: datetime | None, *, now: datetime) -> str | None:
 
 
 @dataclass(frozen=True)
-class Person:
+class Identity:
     """What identifies a person in a Stripe event."""
 
     user_id: str
@@ -92,7 +92,7 @@ class Person:
     accounts: frozenset[str]
 
 
-def concerns(event: Event, person: Person) -> bool:
+def concerns(event: Event, person: Identity) -> bool:
     """Whether the event is about this person: its changes name one of their Stripe
     customers, their id, their e-mail address or one of their accounts (a team's)."""
     try:

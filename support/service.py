@@ -100,7 +100,7 @@ def customer(
     if found is None:
         raise NotFound("No such customer")
     k = support.keys(db, user_id)
-    person = rules.Person(k.user_id, k.email, k.customers, k.accounts)
+    person = rules.Identity(k.user_id, k.email, k.customers, k.accounts)
     theirs = [(name, e) for name, e in dead_letters if rules.concerns(e, person)]
     outcomes = _outcomes(db, [e.id for _, e in theirs])
     found["deadLetters"] = [

@@ -15,6 +15,7 @@ from access.entitlements_store import Held
 from api.deps import Collaborators, caller, container
 from api.fields import required_text
 from api.identity import require_user
+from api.operations import COMMON, LIMITED, ErrorAnswer, documented
 from api.parsing import EMAIL_SCHEMA, RequestModel, json_object, validate
 from core.addresses import email_address
 from teams import service as teams
@@ -22,6 +23,10 @@ from teams.rules import NAME_LIMIT, Role, name_problem
 from teams.store import InvitationRow
 
 bp = Blueprint("teams", __name__)
+
+
+# A team's routes: a stranger is told it does not exist, a member without the role is refused.
+TEAM = {401: ErrorAnswer, 403: ErrorAnswer, 404: ErrorAnswer, **COMMON}
 
 _ROLE_SCHEMA = {"type": "string", "enum": ["owner", "admin", "member"]}
 
@@ -199,6 +204,12 @@ def _entitlements(held: list[Held]) -> list[EntitlementAnswer]:
 
 
 @bp.post("/api/teams")
+@documented(
+    "Create a team; the caller is its owner",
+    {201: TeamAnswer, 401: ErrorAnswer, **COMMON, **LIMITED},
+    CreateTeamRequest,
+    signed_in=True,
+)
 def create_team() -> ResponseReturnValue:
     c = container()
     body = validate(CreateTeamRequest, json_object())
@@ -208,6 +219,11 @@ def create_team() -> ResponseReturnValue:
 
 
 @bp.get("/api/teams/<teamId>")
+@documented(
+    "A team: members, invitations, seats, grants",
+    {200: TeamDetailAnswer, **TEAM},
+    signed_in=True,
+)
 def get_team(teamId: str) -> ResponseReturnValue:
     c = container()
     user = require_user(caller())
@@ -228,6 +244,12 @@ def get_team(teamId: str) -> ResponseReturnValue:
 
 
 @bp.post("/api/teams/<teamId>/invitations")
+@documented(
+    "Invite by e-mail (owners, admins)",
+    {201: InvitationAnswer, 409: ErrorAnswer, **TEAM, **LIMITED},
+    InvitationRequest,
+    signed_in=True,
+)
 def invite(teamId: str) -> ResponseReturnValue:
     c = container()
     body = validate(InvitationRequest, json_object())
@@ -245,6 +267,11 @@ def invite(teamId: str) -> ResponseReturnValue:
 
 
 @bp.delete("/api/teams/<teamId>/invitations/<invitationId>")
+@documented(
+    "Revoke an invitation",
+    {204: None, **TEAM},
+    signed_in=True,
+)
 def revoke_invitation(teamId: str, invitationId: str) -> ResponseReturnValue:
     c = container()
     user = require_user(caller())
@@ -253,6 +280,11 @@ def revoke_invitation(teamId: str, invitationId: str) -> ResponseReturnValue:
 
 
 @bp.post("/api/teams/<teamId>/invitations/<invitationId>/resend")
+@documented(
+    "Send an invitation again with a new link (the old one stops working)",
+    {200: InvitationAnswer, **TEAM, **LIMITED},
+    signed_in=True,
+)
 def resend_invitation(teamId: str, invitationId: str) -> ResponseReturnValue:
     c = container()
     user = require_user(caller())
@@ -263,6 +295,11 @@ def resend_invitation(teamId: str, invitationId: str) -> ResponseReturnValue:
 
 
 @bp.post("/api/invitations/lookup")
+@documented(
+    "What an invitation's token names: the team, the role, who sent it",
+    {200: InvitedAnswer, **COMMON, **LIMITED},
+    AcceptRequest,
+)
 def look_up_invitation() -> ResponseReturnValue:
     c = container()
     body = validate(AcceptRequest, json_object())
@@ -283,6 +320,12 @@ def look_up_invitation() -> ResponseReturnValue:
 
 
 @bp.post("/api/invitations/accept")
+@documented(
+    "Join the team an invitation's token names",
+    {200: AcceptAnswer, 401: ErrorAnswer, 403: ErrorAnswer, 409: ErrorAnswer, **COMMON, **LIMITED},
+    AcceptRequest,
+    signed_in=True,
+)
 def accept_invitation() -> ResponseReturnValue:
     c = container()
     body = validate(AcceptRequest, json_object())
@@ -292,6 +335,12 @@ def accept_invitation() -> ResponseReturnValue:
 
 
 @bp.patch("/api/teams/<teamId>/members/<userId>")
+@documented(
+    "Change a member's role (owners)",
+    {200: RoleAnswer, 409: ErrorAnswer, **TEAM},
+    RoleRequest,
+    signed_in=True,
+)
 def change_role(teamId: str, userId: str) -> ResponseReturnValue:
     c = container()
     body = validate(RoleRequest, json_object())
@@ -309,6 +358,11 @@ def change_role(teamId: str, userId: str) -> ResponseReturnValue:
 
 
 @bp.delete("/api/teams/<teamId>/members/<userId>")
+@documented(
+    "Remove a member, or leave (the team's access ends at once)",
+    {204: None, 409: ErrorAnswer, **TEAM},
+    signed_in=True,
+)
 def remove_member(teamId: str, userId: str) -> ResponseReturnValue:
     c = container()
     user = require_user(caller())
@@ -319,6 +373,12 @@ def remove_member(teamId: str, userId: str) -> ResponseReturnValue:
 
 
 @bp.patch("/api/teams/<teamId>/seats")
+@documented(
+    "Set the seats of a per-seat subscription (Stripe prorates)",
+    {200: SeatsAnswer, 409: ErrorAnswer, **TEAM, **LIMITED},
+    SeatsRequest,
+    signed_in=True,
+)
 def set_seats(teamId: str) -> ResponseReturnValue:
     c = container()
     body = validate(SeatsRequest, json_object())

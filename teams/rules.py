@@ -183,12 +183,12 @@ NO_SENDER_ADDRESS = Refusal(
 
 
 @dataclass(frozen=True)
-class Seats:
+class SeatCount:
     total: int
     used: int  # members plus pending invitations
 
 
-def no_seat_message(seats: Seats) -> str:
+def no_seat_message(seats: SeatCount) -> str:
     """What an invitation past the seats is told: how many there are and how to add some."""
     taken = (
         "The one seat of this team is taken"

@@ -33,7 +33,7 @@ class SeatsNotTold(RuntimeError):
     """A message could not be published or GitHub failed: what is left is told next time."""
 
 
-def tell(team_id: str, *, db: Database, publish: Publish, github: GitHubGateway) -> None:
+def publish_changes(team_id: str, *, db: Database, publish: Publish, github: GitHubGateway) -> None:
     """Tell the team's members of their seat changes not told yet and make its repositories
     follow the seats. Raises SeatsNotTold after doing what it could; the changes not told stay
     recorded for the next call."""

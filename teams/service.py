@@ -18,7 +18,7 @@ from datetime import UTC, datetime, timedelta
 
 from access import entitlements_store as entitlements
 from access.entitlements_store import Held
-from adapters.bus import EventBus, PublishError
+from adapters.bus import EventBus, publish_or_unavailable
 from adapters.db.pool import Connection, Database
 from adapters.github_api import GitHubGateway
 from adapters.stripe_api import PaymentsNotConfigured, PaymentsUnavailable, StripeGateway
@@ -37,7 +37,7 @@ from core.errors import (
 from core.events import app_event
 from teams import rules, store
 from teams import seats as seat_news
-from teams.rules import Refusal, Seats
+from teams.rules import Refusal, SeatCount
 from teams.store import InvitationRow, MemberRow, Team
 
 log = logging.getLogger(__name__)
@@ -50,7 +50,7 @@ class TeamView:
     team: Team
     members: list[MemberRow]
     invitations: list[InvitationRow]
-    seats: Seats | None
+    seats: SeatCount | None
     held: list[Held]
 
 
@@ -209,7 +209,7 @@ def accept(
         raise InvalidRequest(rules.USED.message) from None
     except store.Refused as refused:
         raise _ERRORS[refused.refusal.kind](refused.refusal.message) from None
-    _tell_seats(accepted.team_id, db=db, bus=bus, github=github)
+    _publish_seat_changes(accepted.team_id, db=db, bus=bus, github=github)
     role = store.membership(db, accepted.team_id, user.id)
     return accepted.team_id, role.role if role else accepted.role
 
@@ -233,7 +233,7 @@ def change_role(
             )
         )
         store.set_role(conn, team_id, member_id, role)
-    _tell_seats(team_id, db=db, bus=bus, github=github)
+    _publish_seat_changes(team_id, db=db, bus=bus, github=github)
 
 
 def remove_member(
@@ -260,7 +260,7 @@ def remove_member(
         )
         store.remove(conn, team_id, member_id)
     _take_repositories(team_id, [member_id], db=db, github=github)
-    _tell_seats(team_id, db=db, bus=bus, github=github)
+    _publish_seat_changes(team_id, db=db, bus=bus, github=github)
 
 
 def set_seats(
@@ -272,7 +272,7 @@ def set_seats(
     stripe: StripeGateway,
     bus: EventBus,
     github: GitHubGateway,
-) -> Seats:
+) -> SeatCount:
     """Bill for `quantity` seats (Stripe prorates the change), then give the seats out."""
     manager_of(user=user, team_id=team_id, db=db)
     subscription = store.subscription(db, team_id)
@@ -287,9 +287,9 @@ def set_seats(
     if not changed:
         raise InvalidRequest("Stripe refused the change of seats; nothing was changed")
     store.set_quantity(db, team_id, quantity)
-    _tell_seats(team_id, db=db, bus=bus, github=github)
+    _publish_seat_changes(team_id, db=db, bus=bus, github=github)
     seats = store.seats(db, team_id)
-    return seats if seats is not None else Seats(total=quantity, used=quantity)
+    return seats if seats is not None else SeatCount(total=quantity, used=quantity)
 
 
 def _inviter(user: User, db: Database) -> dict[str, str | None]:
@@ -337,12 +337,12 @@ def _send_invitation(
         },
         created=datetime.now(UTC),
     )
-    try:
-        bus.publish(event, data)
-    except PublishError as exc:
-        raise Unavailable(
-            "The invitation is recorded, but its e-mail could not be queued: resend it shortly"
-        ) from exc
+    publish_or_unavailable(
+        bus,
+        event,
+        data,
+        told="The invitation is recorded, but its e-mail could not be queued: resend it shortly",
+    )
 
 
 def _take_repositories(
@@ -360,11 +360,13 @@ def _take_repositories(
             store.release_repository(db, team_id=team_id, user_id=user_id, repository=repository)
 
 
-def _tell_seats(team_id: str, *, db: Database, bus: EventBus, github: GitHubGateway) -> None:
+def _publish_seat_changes(
+    team_id: str, *, db: Database, bus: EventBus, github: GitHubGateway
+) -> None:
     """Tell who lost or got back a seat, and move the repositories with the seats; a failure
     leaves the change standing (what is left is told with the team's next change or event)."""
     try:
-        seat_news.tell(team_id, db=db, publish=bus.publish, github=github)
+        seat_news.publish_changes(team_id, db=db, publish=bus.publish, github=github)
     except seat_news.SeatsNotTold as exc:
         log.warning("%s", exc)
 

@@ -20,7 +20,7 @@ from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from adapters.db.pool import Connection, Database
-from teams.rules import Invitation, Refusal, Role, SeatChange, Seats
+from teams.rules import Invitation, Refusal, Role, SeatChange, SeatCount
 
 
 @dataclass(frozen=True)
@@ -51,7 +51,7 @@ class InvitationRow:
 
 
 class NoSeat(Exception):
-    def __init__(self, seats: Seats) -> None:
+    def __init__(self, seats: SeatCount) -> None:
         super().__init__(f"no seat left of {seats.total}")
         self.seats = seats
 
@@ -144,7 +144,7 @@ _SEATS = (
 )
 
 
-def seats(db: Database | Connection, team_id: str) -> Seats | None:
+def seats(db: Database | Connection, team_id: str) -> SeatCount | None:
     """The team's seats and how many are used; None when it sells none."""
     if isinstance(db, Database):
         rows = db.fetch_all(_SEATS, (team_id,))
@@ -152,7 +152,7 @@ def seats(db: Database | Connection, team_id: str) -> Seats | None:
         rows = list(db.execute(_SEATS, (team_id,)).fetchall())
     if not rows or rows[0]["total"] is None:
         return None
-    return Seats(total=int(rows[0]["total"]), used=int(rows[0]["used"]))
+    return SeatCount(total=int(rows[0]["total"]), used=int(rows[0]["used"]))
 
 
 def subscription(db: Database, team_id: str) -> str | None:
@@ -429,7 +429,7 @@ def _lock(conn: Connection, team_id: str, users: Sequence[str] = ()) -> None:
 
 
 def _refreshed(conn: Connection, team_id: str, *, left: Sequence[str] = ()) -> None:
-    """Seats given out again and every affected mirror recomputed (the members', and those who
+    """SeatCount given out again and every affected mirror recomputed (the members', and those who
     left), in the caller's transaction."""
     conn.execute(
         "select public.team_refresh(%s::uuid), public.access_refresh(%s::uuid[])",

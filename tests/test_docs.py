@@ -9,7 +9,11 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+PAGES = [
+    ROOT / "README.md",
+    *sorted((ROOT / "docs").glob("*.md")),
+    *sorted((ROOT / "docs" / "deploy").glob("*.md")),
+]
 LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
 # A path in backquotes: folders and a file with one of the project's own endings.
 # Files of the founder's own that the docs tell them to edit: `supabase init` makes this one.
@@ -44,11 +48,14 @@ NAMED_ROUTE = re.compile(r"\b(GET|POST|PUT|PATCH|DELETE) (/api/[\w/{}.-]*)")
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
 def test_every_route_a_page_names_is_served(page: Path) -> None:
-    from runtime.openapi import OPERATIONS
+    from config import Settings
+    from main import create_app
+    from runtime.openapi import operations
 
     # The OpenAPI document's own route is not one of its operations; the founder's example in
     # features.md is built by tests/access/test_features_example.py.
-    served = {(op.method.upper(), op.path) for op in OPERATIONS}
+    app = create_app(Settings(enable_test_email=True, app_env="development"))
+    served = {(method.upper(), path) for method, path, _ in operations(app)}
     served |= {("GET", "/api/openapi.json"), ("GET", "/api/reports")}
     named = set(NAMED_ROUTE.findall(page.read_text()))
     assert sorted(named - served) == []

@@ -75,7 +75,7 @@ def test_a_subscriber_process_never_builds_the_api() -> None:
     # What functions-framework and `runtime.subscriber_app` do: load main, call a target.
     code = (
         "import sys, main\n"
-        "main.root().access_subscriber\n"
+        "main.root().dispatch('access')\n"
         "print(sorted(m for m in ('accounts.signin_routes', 'runtime.api') if m in sys.modules))"
     )
     assert run_python(code, {"APP_ENV": "development"}) == "[]"

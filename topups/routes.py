@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from api.deps import caller, container
 from api.identity import require_user
+from api.operations import COMMON, LIMITED, ErrorAnswer, documented
 from api.parsing import RequestModel, json_object, validate
 from catalogue.rules import FEATURE
 from core.errors import InvalidRequest, NotFound
@@ -103,6 +104,14 @@ def _account(team_id: str | None) -> str:
 
 
 @bp.put("/api/me/credits/top-up")
+@documented(
+    "Turn automatic top-up on for a feature of the user's own credits or a team's (its owners"
+    " and admins): the pack bought off-session when a consumption leaves the balance below"
+    " `below`",
+    {200: TopUpAnswer, 401: ErrorAnswer, 403: ErrorAnswer, 404: ErrorAnswer, **COMMON, **LIMITED},
+    TopUpOn,
+    signed_in=True,
+)
 def turn_on() -> ResponseReturnValue:
     body = validate(TopUpOn, json_object())
     account = _account(body.teamId)
@@ -125,6 +134,12 @@ def turn_on() -> ResponseReturnValue:
 
 
 @bp.delete("/api/me/credits/top-up")
+@documented(
+    "Turn automatic top-up off for a feature (nothing is charged after it answers)",
+    {204: None, 401: ErrorAnswer, 403: ErrorAnswer, 404: ErrorAnswer, **COMMON, **LIMITED},
+    TopUpOff,
+    signed_in=True,
+)
 def turn_off() -> ResponseReturnValue:
     body = validate(TopUpOff, json_object())
     account = _account(body.teamId)

@@ -1,5 +1,5 @@
 // Where this frontend finds the API and Supabase Auth. A deployed host serves this file as
-// written here (docs/deploy.md); `make run` serves its own, from its settings (dev/web.py).
+// written here (docs/deploy/); `make run` serves its own, from its settings (dev/web.py).
 export const CONFIG = {
   // The API's origin; "" when it is this page's origin (the same host, or a rewrite to it).
   apiBase: "",

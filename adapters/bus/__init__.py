@@ -6,10 +6,14 @@ Two implementations sit beside it: `inline` (in-process, local runs and tests) a
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
+from core.errors import Unavailable
 from core.events import Event
+
+log = logging.getLogger(__name__)
 
 # The most events one message carries: the events of one type that reach the api together are
 # published together (adapters/bus/pubsub.py), at most one per thread of its one process (16).
@@ -39,3 +43,23 @@ class EventBus(Protocol):
 
     def close(self, timeout: float = 5.0) -> None:
         """Flush what is pending and stop."""
+
+
+def publish_or_unavailable(bus: EventBus, event: Event, data: bytes, *, told: str) -> None:
+    """Publish, or answer 503 with `told` (what was done, and what to do) when the bus does not
+    take it: the caller's work is recorded, the event is not, and the caller may try again."""
+    try:
+        bus.publish(event, data)
+    except PublishError as exc:
+        raise Unavailable(told) from exc
+
+
+def publish_or_log(bus: EventBus, event: Event, data: bytes, *, what: str) -> bool:
+    """Publish what may be lost (a welcome, say), logging a bus that did not take it; whether
+    it did."""
+    try:
+        bus.publish(event, data)
+    except PublishError as exc:
+        log.warning("could not publish %s: %s", what, exc)
+        return False
+    return True

@@ -17,7 +17,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 Connection = psycopg.Connection[DictRow]
 T = TypeVar("T")
 # A connection that answered within this many seconds is handed out without a check (a round
-# trip: 10-25 ms to Supabase); an older one is checked first, so a Postgres restart while the
+# trip to Supabase); an older one is checked first, so a Postgres restart while the
 # pool was idle costs no request.
 FRESH_SECONDS = 5.0
 

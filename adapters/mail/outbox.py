@@ -99,7 +99,7 @@ def _tag(key: str) -> str:
 
 def _mime(email: OutgoingEmail, key: str | None) -> MIMEMultipart:
     # The compat32 classes: EmailMessage's default policy re-parses every header and costs
-    # about 1.8 ms a message against 0.5 ms here (bench/README.md), for the same .eml.
+    # several times as much a message (bench/README.md), for the same .eml.
     # A random boundary of our own: else the generator searches both bodies for a safe one.
     message = MIMEMultipart("alternative", boundary=f"=_{secrets.token_hex(16)}")
     sender = email.sender

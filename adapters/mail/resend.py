@@ -155,7 +155,7 @@ class ResendMailer:
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _post(self, email: OutgoingEmail, key: str | None) -> dict[str, Any]:
-        import resend  # on first use: the SDK adds about 0.4 s to a cold start
+        import resend  # on first use: the SDK slows a cold start (bench/coldstart.py)
 
         options: resend.Emails.SendOptions = {"idempotency_key": key} if key else {}
         # The mailer itself too: its HTTP client (pool, CA bundle) goes with it.

@@ -14,8 +14,8 @@ from access.entitlements import (
     REVOKED,
     STALE,
     SUBSCRIPTION,
-    Change,
     Entitlement,
+    GrantChange,
     StatusNeededAtTie,
     find,
     has_access,
@@ -30,11 +30,11 @@ def at(second: int) -> datetime:
     return datetime.fromtimestamp(1_700_000_000 + second, tz=UTC)
 
 
-def sub(grant: bool, status: str, **facts: object) -> Change:
-    return Change("sub_1", SUBSCRIPTION, grant=grant, status=status, **facts)  # type: ignore[arg-type]
+def sub(grant: bool, status: str, **facts: object) -> GrantChange:
+    return GrantChange("sub_1", SUBSCRIPTION, grant=grant, status=status, **facts)  # type: ignore[arg-type]
 
 
-def apply(current: Entitlement | None, change: Change, second: int, **ties: str | None):  # type: ignore[no-untyped-def]
+def apply(current: Entitlement | None, change: GrantChange, second: int, **ties: str | None):  # type: ignore[no-untyped-def]
     return step(
         current,
         change,
@@ -45,7 +45,7 @@ def apply(current: Entitlement | None, change: Change, second: int, **ties: str 
     )
 
 
-LIFETIME = Change("cs_life", PURCHASE, grant=True, status="paid", price_id="price_life")
+LIFETIME = GrantChange("cs_life", PURCHASE, grant=True, status="paid", price_id="price_life")
 
 
 def test_a_subscription_ending_leaves_a_lifetime_purchase_its_access() -> None:
@@ -60,7 +60,7 @@ def test_a_subscription_ending_leaves_a_lifetime_purchase_its_access() -> None:
 
 def test_a_refund_ends_only_its_own_purchase() -> None:
     first = apply(None, LIFETIME, 1).entitlement
-    other = apply(None, Change("cs_two", PURCHASE, grant=True, status="paid"), 2).entitlement
+    other = apply(None, GrantChange("cs_two", PURCHASE, grant=True, status="paid"), 2).entitlement
     refunded = apply(first, refund_change("cs_life"), 3).entitlement
     assert (refunded.active, refunded.status) == (False, "refunded")
     assert other.active

@@ -1,6 +1,6 @@
 """docs/features.md's guarded route, built exactly as the page writes it: its blueprint module
-run from the page's code, registered on the real app as its `runtime/api.py` step does, its
-OpenAPI operation read from the page, then called over HTTP by a guest, a user without the
+(the route's OpenAPI operation declared on it) run from the page's code, registered on the real
+app as its `runtime/api.py` step does, then called over HTTP by a guest, a user without the
 feature and a user who bought it."""
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-import runtime.openapi
 from adapters.db.pool import Database
+from api.operations import operation_of
 from config import Settings
 from main import create_app
 from runtime.container import Container
@@ -61,7 +61,7 @@ def app(
 
 
 def test_the_registration_step_names_what_runtime_api_has() -> None:
-    _, registration, _ = example()
+    _, registration = example()
     source = (ROOT / "runtime" / "api.py").read_text()
     assert registration.startswith("from reports import routes as reports\n")
     assert "from teams import routes as teams\n" in source
@@ -83,10 +83,13 @@ def test_the_guarded_route_of_the_page_answers_as_the_page_says(
     post_event(app, stripe_event("customer.subscription.created", pro, created=T0 + 1))
     settle(app)
 
-    namespace = {**vars(runtime.openapi), "ReportsAnswer": reports_module.ReportsAnswer}
-    operation = eval(example()[2], namespace)  # noqa: S307 - the page's own code
-    assert (operation.method, operation.path) == ("get", "/api/reports")
-    url = operation.path
+    operation = operation_of(reports_module.reports, "/api/reports")
+    assert operation is not None, "the page's route declares its operation"
+    assert operation.signed_in
+    url = "/api/reports"
+    # Declared on the route alone, it is in the served document: no central list was edited.
+    served = app.get("/api/openapi.json").json()
+    assert served["paths"][url]["get"]["summary"] == "The reports (the pro feature)"
 
     guest = app.get(url)
     assert (guest.status_code, guest.json()) == (401, {"error": "Sign in required"})

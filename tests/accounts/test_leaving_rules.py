@@ -9,7 +9,7 @@ import pytest
 from accounts.leads import removal_token, token_matches
 from accounts.leaving_rules import (
     STEPS,
-    Plan,
+    DeletionPlan,
     TeamMembership,
     closed_teams,
     confirmation_problem,
@@ -75,8 +75,10 @@ def test_an_account_without_an_address_cannot_be_confirmed() -> None:
 
 
 def test_a_plan_survives_its_json() -> None:
-    plan = Plan("a@example.com", "Ada", ["sub_1"], [("o/r", "ada-l")], ["t1"], ["t2"], ["cus_1"])
-    assert Plan.from_json(plan.as_json()) == plan
+    plan = DeletionPlan(
+        "a@example.com", "Ada", ["sub_1"], [("o/r", "ada-l")], ["t1"], ["t2"], ["cus_1"]
+    )
+    assert DeletionPlan.from_json(plan.as_json()) == plan
 
 
 def test_a_removal_token_is_the_addresss_alone() -> None:

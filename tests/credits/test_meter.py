@@ -90,7 +90,7 @@ def test_the_overage_is_reported_once_per_key(
     with ThreadPoolExecutor(16) as pool:
         assert list(pool.map(one, range(150))) == statuses
     # Each announcement delivered again (Pub/Sub is at least once): nothing sent again.
-    reporter = api.container.access_subscriber
+    reporter = api.container.dispatch("access")
     again = [overage_recorded(key, row_time())[0] for key in posted]
     assert set(reporter.apply_many(again)) == {"reported before"}
     # A reporter that stopped between sending and marking: its claim lapses, the next
@@ -129,7 +129,7 @@ def test_an_overage_past_stripes_window_is_an_error_not_a_send(
             " from public.accounts a where a.owner_id = %s",
             (METER, ada),
         )
-    reporter = api.container.access_subscriber
+    reporter = api.container.dispatch("access")
     with caplog.at_level(logging.ERROR, logger="credits.meter"):
         assert reporter.apply_many([overage_recorded("old", row_time())[0]]) == ["unreportable"]
     assert "past Stripe's 35-day window" in caplog.text

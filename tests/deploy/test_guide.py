@@ -1,4 +1,4 @@
-"""docs/deploy.md's checklist names what the code declares, so the guide cannot drift from it.
+"""docs/deploy/'s checklist names what the code declares, so the guide cannot drift from it.
 
 The Stripe webhook's event types come from core/events.py, the secrets from the settings
 (config/), the required build substitutions from cloudbuild.yaml's own check, and the frontend
@@ -18,9 +18,9 @@ from catalogue.rules import METADATA
 from config import PRODUCTION_OPTIONAL, PRODUCTION_REQUIRED
 from core.events import SUBSCRIBED_TYPES
 from emails.props import DEFAULT_PATHS
+from tests.deploy.guide import guide_text
 
 ROOT = Path(__file__).resolve().parents[2]
-GUIDE = ROOT / "docs" / "deploy.md"
 # A Stripe event type as written in the guide: `checkout.session.completed`.
 _EVENT_TYPE = re.compile(r"`([a-z_]+(?:\.[a-z_]+)+)`")
 
@@ -42,7 +42,7 @@ def _checklist_item(checklist: str, marker: str) -> str:
 
 @pytest.fixture(scope="module")
 def guide() -> str:
-    return GUIDE.read_text()
+    return guide_text()
 
 
 @pytest.fixture(scope="module")

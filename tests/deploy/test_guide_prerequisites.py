@@ -1,4 +1,4 @@
-"""What docs/deploy.md asks for before anything is deployed, held to the code: the frontend's
+"""What docs/deploy/ asks for before anything is deployed, held to the code: the frontend's
 pages in the box at its top are those the e-mails link to, the checklist enables the access
 token hook the migrations define, and it installs every gcloud release level the guide and the
 monitoring script use."""
@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from emails.props import DEFAULT_PATHS
+from tests.deploy.guide import guide_text
 from tests.deploy.test_guide import _checklist_item, _section
 
 ROOT = Path(__file__).resolve().parents[2]
-GUIDE = ROOT / "docs" / "deploy.md"
 # The links the mails build beside DEFAULT_PATHS, each in the one place that builds it.
 BUILT_LINKS = {
     "/#pricing": ROOT / "emails" / "kinds" / "checkout_expired.py",
@@ -24,7 +24,7 @@ BUILT_LINKS = {
 
 @pytest.fixture(scope="module")
 def guide() -> str:
-    return GUIDE.read_text()
+    return guide_text()
 
 
 def _box(guide: str) -> str:

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import requests
 
-from access.announcements import Person, access_granted
+from access.announcements import Recipient, access_granted
 from access.checkouts import checkout_from
 from adapters.db.pool import Database
 from adapters.supabase_auth import storage_key
@@ -178,7 +178,7 @@ def test_subscriber_answers_a_push_request(
         _, body = access_granted(
             source,
             checkout,
-            to=Person(email="served@example.com", name=None),
+            to=Recipient(email="served@example.com", name=None),
             price_id="price_x",
             receipt_url=None,
         )

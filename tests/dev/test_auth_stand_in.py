@@ -184,7 +184,7 @@ def test_a_refresh_after_a_purchase_carries_the_new_claims(
 def test_a_magic_link_signs_in_through_the_api_callback_with_pkce(
     auth: AuthStandIn, api: Api, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # The project's "Redirect URLs" list the API's callback, as docs/deploy.md says.
+    # The project's "Redirect URLs" list the API's callback, as docs/deploy/ says.
     monkeypatch.setattr(auth, "allow_list", (f"{api.url}/api/auth/callback",))
     storage = SyncMemoryStorage()
     callback = f"{api.url}/api/auth/callback"

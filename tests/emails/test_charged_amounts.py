@@ -12,7 +12,7 @@ from typing import Any
 
 import html5lib
 
-from access.announcements import Person, access_granted
+from access.announcements import Recipient, access_granted
 from access.checkouts import checkout_from
 from catalogue.rules import EmailProduct
 from core.events import Event, parse_event
@@ -51,7 +51,11 @@ def confirmation(paid: dict[str, Any], product: EmailProduct = KIT) -> EmailCont
     checkout = checkout_from(event)
     assert checkout is not None
     granted, _ = access_granted(
-        event, checkout, to=Person("ada@example.com", "Ada"), price_id="price_kit", receipt_url=None
+        event,
+        checkout,
+        to=Recipient("ada@example.com", "Ada"),
+        price_id="price_kit",
+        receipt_url=None,
     )
     props = kind_of("purchase-confirmation").triggers[granted.type](
         granted, product, BRAND.site_url

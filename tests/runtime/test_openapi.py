@@ -12,14 +12,16 @@ import schemathesis
 from hypothesis import HealthCheck, settings
 from schemathesis.specs.openapi.checks import response_schema_conformance, status_code_conformance
 
+from config import Settings
 from main import create_app
-from runtime.openapi import document
+from runtime.openapi import document, undocumented
 from tests.conftest import Api
 from tests.helpers import HANG_GUARD
 
 # The document of an app with every route on (the sample-mail route included); built
 # in-process, which dials nothing. The fuzzing itself goes over HTTP to a real server.
-DOCUMENT = document(registered={"sample_emails"})
+EVERY_ROUTE = create_app(Settings(enable_test_email=True, app_env="development"))
+DOCUMENT = document(EVERY_ROUTE)
 schema = schemathesis.openapi.from_dict(DOCUMENT)
 
 
@@ -35,6 +37,17 @@ def test_every_route_of_the_app_is_documented(api: Api) -> None:
     documented = {(path, method) for path, ops in served["paths"].items() for method in ops}
     assert routes - {("/api/openapi.json", "get")} == documented
     assert served == DOCUMENT
+
+
+def test_every_registered_route_declares_its_operation() -> None:
+    assert undocumented(EVERY_ROUTE) == []
+    assert "/api/test-email" in DOCUMENT["paths"]
+
+
+def test_a_route_that_is_not_registered_is_not_told() -> None:
+    off = create_app(Settings(enable_test_email=False, app_env="development"))
+    assert "/api/test-email" not in document(off)["paths"]
+    assert set(document(off)["paths"]) == set(DOCUMENT["paths"]) - {"/api/test-email"}
 
 
 @schema.parametrize()

@@ -11,7 +11,7 @@ from teams.rules import (
     NAME_LIMIT,
     Invitation,
     Member,
-    Seats,
+    SeatCount,
     acceptance_refusal,
     invite_refusal,
     name_problem,
@@ -94,12 +94,14 @@ def test_an_invitation_is_accepted_once_in_time_by_its_address() -> None:
 
 def test_tokens_are_kept_as_their_sha256_and_a_full_team_says_how_to_grow() -> None:
     assert token_hash("abc") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
-    message = no_seat_message(Seats(total=3, used=3))
+    message = no_seat_message(SeatCount(total=3, used=3))
     assert "All 3 seats" in message
     # Told to people on the team page: no route, a plural that agrees.
     assert "/api/" not in message
     assert "add seats on the team's page" in message
-    assert no_seat_message(Seats(total=1, used=1)).startswith("The one seat of this team is taken")
+    assert no_seat_message(SeatCount(total=1, used=1)).startswith(
+        "The one seat of this team is taken"
+    )
 
 
 def test_seat_news_tells_each_member_what_is_true_and_new() -> None:

@@ -1,5 +1,5 @@
 """The same files work on another origin than the API's: web/ served from its own host with a
-`config.js` naming the API elsewhere, as docs/deploy.md's second way deploys it. The API allows
+`config.js` naming the API elsewhere, as docs/deploy/'s second way deploys it. The API allows
 that origin (CORS_ORIGINS, with credentials) and builds its links on it (SITE_URL); the pages
 read the catalogue, sign up, load the dashboard and complete a checkout across origins."""
 

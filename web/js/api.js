@@ -291,6 +291,20 @@ import { request } from "./http.js";
  * @typedef {{ userId?: (string | null), teamId?: (string | null), feature: string, amount: unknown, key: string }} UsageRequest
  */
 
+/** Liveness (a path Cloud Run's front end never reserves)
+ * @returns {Promise<HealthAnswer>}
+ */
+export function getHealth() {
+  return request("GET", `/api/health`);
+}
+
+/** Liveness
+ * @returns {Promise<HealthAnswer>}
+ */
+export function getHealthz() {
+  return request("GET", `/healthz`);
+}
+
 /** Store a lead
  * @param {LeadRequest} body
  * @returns {Promise<SuccessAnswer>}
@@ -339,6 +353,13 @@ export function postPaymentsCompleteCheckout(body) {
   return request("POST", `/api/payments/complete-checkout`, { body });
 }
 
+/** Active products, featured first
+ * @returns {Promise<ProductsAnswer>}
+ */
+export function getProductsPublic() {
+  return request("GET", `/api/products/public`);
+}
+
 /** Invite the buyer's GitHub account
  * @param {AccessRequest} body
  * @returns {Promise<RepositoriesAnswer>}
@@ -369,20 +390,20 @@ export function getMeExport() {
   return request("GET", `/api/me/export`);
 }
 
-/** Consume credits for a user or a team, once per key (the first answer again); 404 while USAGE_API_KEY is unset
- * @param {UsageRequest} body
- * @returns {Promise<UsageAnswer>}
- */
-export function postUsage(body) {
-  return request("POST", `/api/usage`, { body });
-}
-
 /** Whether a consumption would be taken now for a user or a team, and whether any of it would be overage; takes nothing; 404 while USAGE_API_KEY is unset
  * @param {CheckRequest} body
  * @returns {Promise<CheckAnswer>}
  */
 export function postUsageCheck(body) {
   return request("POST", `/api/usage/check`, { body });
+}
+
+/** Consume credits for a user or a team, once per key (the first answer again); 404 while USAGE_API_KEY is unset
+ * @param {UsageRequest} body
+ * @returns {Promise<UsageAnswer>}
+ */
+export function postUsage(body) {
+  return request("POST", `/api/usage`, { body });
 }
 
 /** Create a team; the caller is its owner
@@ -472,21 +493,6 @@ export function patchTeamsSeats(teamId, body) {
   return request("PATCH", `/api/teams/${encodeURIComponent(teamId)}/seats`, { body });
 }
 
-/** Active products, featured first
- * @returns {Promise<ProductsAnswer>}
- */
-export function getProductsPublic() {
-  return request("GET", `/api/products/public`);
-}
-
-/** Send sample e-mails (not in production by default)
- * @param {{ type?: ("account-deleted" | "checkout-expired" | "credits-low" | "github-access-granted" | "invoice-paid" | "new-signup" | "payment-failed" | "purchase-confirmation" | "signin-link" | "subscription-cancelled" | "team-invitation" | "team-seat-lost" | "team-seat-restored" | "trial-ending" | "all"), email?: string }} [query]
- * @returns {Promise<SampleEmailsAnswer>}
- */
-export function getTestEmail(query = {}) {
-  return request("GET", `/api/test-email`, { query });
-}
-
 /** Admins: find people by e-mail, name, Stripe customer id or user id (paged)
  * @param {{ q: string, limit?: (number | null), cursor?: (string | null) }} [query]
  * @returns {Promise<CustomersAnswer>}
@@ -570,16 +576,10 @@ export function postAdminTasksDone(taskId, body) {
   return request("POST", `/api/admin/tasks/${encodeURIComponent(taskId)}/done`, { body });
 }
 
-/** Liveness
- * @returns {Promise<HealthAnswer>}
+/** Send sample e-mails (not in production by default)
+ * @param {{ type?: ("account-deleted" | "checkout-expired" | "credits-low" | "github-access-granted" | "invoice-paid" | "new-signup" | "payment-failed" | "purchase-confirmation" | "signin-link" | "subscription-cancelled" | "team-invitation" | "team-seat-lost" | "team-seat-restored" | "trial-ending" | "all"), email?: string }} [query]
+ * @returns {Promise<SampleEmailsAnswer>}
  */
-export function getHealthz() {
-  return request("GET", `/healthz`);
-}
-
-/** Liveness (a path Cloud Run's front end never reserves)
- * @returns {Promise<HealthAnswer>}
- */
-export function getHealth() {
-  return request("GET", `/api/health`);
+export function getTestEmail(query = {}) {
+  return request("GET", `/api/test-email`, { query });
 }

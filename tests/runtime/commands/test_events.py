@@ -296,7 +296,7 @@ def test_events_can_address_a_team_and_its_seats(
     from functools import partial
 
     from teams import store as teams
-    from teams.rules import Seats
+    from teams.rules import SeatCount
 
     seed_demo_products(db)
     with db.transaction() as conn:
@@ -328,4 +328,4 @@ def test_events_can_address_a_team_and_its_seats(
     assert api.container.bus.wait_idle(HANG_GUARD)  # type: ignore[attr-defined]
     assert state(db, owner)["has_access"] is True
     assert state(db, member)["has_access"] is False  # one seat: the owner's
-    assert teams.seats(db, team) == Seats(total=1, used=2)
+    assert teams.seats(db, team) == SeatCount(total=1, used=2)
