@@ -66,7 +66,9 @@ def consumes(feature: str, amount: int = 1) -> Callable[[Callable[P, R]], Callab
             db = container().db
             key, given = _consumption_key(user.id)
             payer = credits.Payer(user_id=user.id)
-            taken = credits.consume(db, payer, feature, amount, key, reserve=True)
+            taken = credits.consume(
+                db, payer, feature, amount, key, reserve=True, publish=container().bus.publish
+            )
             digest = _request_digest(given)
             try:
                 credits.first_time(taken, digest)

@@ -79,6 +79,11 @@ class AccessSubscriber:
     github: GitHubGateway
     publish: Publish
     publish_seat_changes: PublishSeatChanges
+    # Grants or turns off the automatic top-ups Stripe says were paid or failed
+    # (`payment_intent.*`): each event's outcome, None for one that is not a top-up's
+    # (topups/charge.py, given by the composition root). Such an event still settles in the
+    # ledger here (it changes no access).
+    top_ups: Callable[[Sequence[Event]], Sequence[str | Exception | None]] | None = None
 
     def __call__(self, event: Event) -> str:
         [outcome] = self.apply_many([event])
@@ -94,9 +99,13 @@ class AccessSubscriber:
         bad event does not hold back the others.
         """
         results: list[str | Exception] = ["ignored"] * len(events)
+        topped = self._top_ups(events)
         batch: list[tuple[int, Pending]] = []
         receipts: dict[str, str | None] = {}
         for n, event in enumerate(events):
+            if isinstance(topped.get(n), Exception):
+                results[n] = topped[n]  # Stripe or the database failed: the delivery comes back
+                continue
             if is_app_event(event.type):
                 continue  # the application's own announcements change no access
             try:
@@ -116,12 +125,30 @@ class AccessSubscriber:
                 log.warning("access: a batch of %d failed, one by one now: %s", len(pending), exc)
                 outcomes = [_attempt(self._cycle, [p], answers) for p in pending]
         for (n, _), outcome in zip(batch, outcomes, strict=True):
-            results[n] = outcome
+            # A top-up's payment event is settled in the ledger by the cycle; its outcome is
+            # the top-up's.
+            found = topped.get(n)
+            results[n] = (
+                found if isinstance(found, str) and not isinstance(outcome, Exception) else outcome
+            )
         for n, event in enumerate(events):
             if event.type == SUMMARY_UPDATED and not isinstance(results[n], Exception):
                 results[n] = _attempt_check(self._check_features, event, results[n])
         _log(events, results)
         return results
+
+    def _top_ups(self, events: Sequence[Event]) -> dict[int, str | Exception]:
+        """The top-ups' outcomes of these payment intents' events, by position (none for
+        other events, nor for a payment that is not a top-up's)."""
+        concerned = [n for n, e in enumerate(events) if e.type.startswith("payment_intent.")]
+        if not concerned or self.top_ups is None:
+            return {}
+        outcomes = self.top_ups([events[n] for n in concerned])
+        return {
+            n: outcome
+            for n, outcome in zip(concerned, outcomes, strict=True)
+            if outcome is not None
+        }
 
     def _prepared(self, change: Change, receipts: dict[str, str | None]) -> Change:
         """A change with what Stripe knows of it, asked before any transaction; a guest

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal
 
 from flask import Blueprint, Response, jsonify
 from flask.typing import ResponseReturnValue
@@ -18,6 +18,7 @@ from api.identity import require_user
 from api.operations import LIMITED, ErrorAnswer, documented
 from credits import service as credits
 from teams.service import teams_of
+from topups import store as top_ups
 
 bp = Blueprint("me", __name__)
 
@@ -34,6 +35,11 @@ class TeamOfMe(_Answer):
     hasSeat: bool  # the user holds one of its seats (and so its access)
 
 
+class TopUpOfMe(_Answer):
+    priceId: str  # the pack bought
+    below: int  # when a consumption leaves the balance below this
+
+
 class CreditsAnswer(_Answer):
     feature: str
     balance: int  # what is left to consume
@@ -43,6 +49,7 @@ class CreditsAnswer(_Answer):
     teamId: str | None  # the team whose pool it is; None: the user's own
     packs: int  # what packs hold of the balance: kept past the period's reset
     packsExpireAt: datetime | None  # when the first pack with some left ends; None: until used
+    topUp: TopUpOfMe | None = None  # automatic top-up, when it is on for this pool's feature
 
 
 class MeAnswer(_Answer):
@@ -74,11 +81,16 @@ def me() -> ResponseReturnValue:
     return answer(account)
 
 
+def _top_up(found: dict[str, Any] | None) -> TopUpOfMe | None:
+    return TopUpOfMe(priceId=found["priceId"], below=found["below"]) if found else None
+
+
 def answer(account: UserSummary) -> Response:
     """GET /api/me's answer for an account: only ever to that account's own signed-in user (the
     checkout completion answers it to the session's signed-in buyer, never to a guest token)."""
     teams = teams_of(user_id=account.user_id, db=container().db)
     held_credits = credits.held(container().db, account.user_id)
+    topped = top_ups.of_user(container().db, account.user_id)
     body = MeAnswer(
         id=account.user_id,
         email=account.email,
@@ -101,6 +113,7 @@ def answer(account: UserSummary) -> Response:
                 teamId=h.team_id,
                 packs=h.packs,
                 packsExpireAt=h.packs_expire_at,
+                topUp=_top_up(topped.get((h.team_id, h.feature))),
             )
             for h in held_credits
         ],

@@ -233,6 +233,72 @@ class StripeGateway:
             options={"idempotency_key": f"meter-{identifier}"},
         )
 
+    def default_payment_method(self, customer_id: str) -> str | None:
+        """The customer's saved default payment method (`invoice_settings.default_payment_method`),
+        None when it has none or Stripe does not know the customer. Raises PaymentsUnavailable
+        when Stripe is down."""
+        import stripe
+
+        with _stripe_errors(f"customer {customer_id}"):
+            try:
+                found = self.client.v1.customers.retrieve(customer_id)
+            except stripe.InvalidRequestError as exc:
+                if exc.http_status == 404:
+                    return None
+                raise
+            settings = found.to_dict().get("invoice_settings") or {}
+            method = settings.get("default_payment_method")
+            if isinstance(method, dict):
+                method = method.get("id")
+            return method if isinstance(method, str) and method else None
+
+    def charge_off_session(
+        self,
+        *,
+        customer_id: str,
+        payment_method: str,
+        amount: int,
+        currency: str,
+        description: str,
+        metadata: dict[str, str],
+        idempotency_key: str,
+    ) -> OffSessionCharge:
+        """Charge `amount` (in the currency's smallest unit) on the customer's saved payment
+        method without them present (a PaymentIntent with `off_session` and `confirm`). The
+        idempotency key makes a retry answer the first call's intent, never a second charge. A
+        decline or a charge needing the customer's authentication is an answer (its `status`
+        and `code`), not an error; raises PaymentsUnavailable when Stripe is down, and
+        StripeCallFailed when it refuses the request itself."""
+        import stripe
+
+        with _stripe_errors(f"off-session charge of {customer_id}"):
+            try:
+                intent = self.client.v1.payment_intents.create(
+                    params={
+                        "amount": amount,
+                        "currency": currency,
+                        "customer": customer_id,
+                        "payment_method": payment_method,
+                        "off_session": True,
+                        "confirm": True,
+                        "description": description,
+                        "metadata": metadata,
+                    },
+                    options={"idempotency_key": idempotency_key},
+                )
+            except stripe.CardError as exc:
+                body = exc.json_body if isinstance(exc.json_body, dict) else {}
+                error = body.get("error") or {}
+                refused = error.get("payment_intent") or {}
+                return OffSessionCharge(
+                    id=refused.get("id") if isinstance(refused, dict) else None,
+                    status=str(refused.get("status") or "requires_payment_method")
+                    if isinstance(refused, dict)
+                    else "requires_payment_method",
+                    code=str(exc.code or error.get("code") or "card_declined"),
+                )
+        return OffSessionCharge(id=str(intent.id), status=str(intent.status), code=None)
+
     def thin_event(self, event_id: str) -> dict[str, Any] | None:
         """A thin (`v2.core.event`) event with its `data`, as `GET /v2/core/events/{id}`
         answers it; None when Stripe does not know it."""
@@ -346,6 +412,17 @@ def _refusal_as_none(what: str) -> Iterator[None]:
         raise PaymentsUnavailable(f"Stripe is unavailable: {type(exc).__name__}") from exc
     except stripe.StripeError as exc:
         log.error("stripe refused the %s: %s", what, exc.user_message or exc)
+
+
+@dataclass(frozen=True)
+class OffSessionCharge:
+    """What an off-session charge answered: its payment intent (None when Stripe made none),
+    the intent's status (`succeeded`, `processing`, `requires_action`, ...) and, when the card
+    was refused, Stripe's error code (`card_declined`, `authentication_required`)."""
+
+    id: str | None
+    status: str
+    code: str | None
 
 
 @dataclass(frozen=True)

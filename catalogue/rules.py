@@ -30,6 +30,7 @@ METADATA: Mapping[str, str] = {
     "credits_expire_days": "whole days `once` credits are kept (1 to 3650; default: until used)",
     "meter": "the Stripe meter's event name that bills consumption beyond the credits",
     "overage_cap": "with `meter`: the overage units a subscription may be billed per period",
+    "top_up": "`true` on a pack (`once` credits) its holders may choose for automatic top-up",
 }
 
 # Anchored with \Z, not $: `$` also matches before a final newline, which a name may not carry.
@@ -80,6 +81,7 @@ class ProductFacts:
     credits_expire_days: int | None = None
     meter: str | None = None  # the meter event consumption beyond the credits is billed on
     overage_cap: int | None = None  # the overage units billed per period at most; None: no cap
+    top_up: bool = False  # a pack its holders may choose for automatic top-up
     # (key, display name) of its features that Stripe's Entitlements names
     feature_names: tuple[tuple[str, str], ...] = ()
 
@@ -112,6 +114,7 @@ class Listing:
     meter: str | None = None
     feature_names: tuple[tuple[str, str], ...] = ()
     overage_cap: int | None = None
+    top_up: bool = False
 
 
 class Unreadable(ValueError):
@@ -159,6 +162,9 @@ def read_product(
     if meter is not None and not METER.match(meter):
         problems.append(f"metadata meter is {meter!r}, not a meter event name")
     overage_cap = _overage_cap(meta, meter, problems)
+    top_up = _flag(meta, "top_up", problems)
+    if top_up and credits_period != "once":
+        problems.append("metadata top_up is set on a product that is not a pack (`once` credits)")
     if problems:
         raise Unreadable("; ".join(problems))
     return ProductFacts(
@@ -182,6 +188,7 @@ def read_product(
         credits_expire_days=expire_days,
         meter=meter,
         overage_cap=overage_cap,
+        top_up=top_up,
     )
 
 
@@ -254,6 +261,7 @@ def listing(facts: ProductFacts, price: Mapping[str, Any]) -> Listing:
         meter=facts.meter,
         feature_names=facts.feature_names,
         overage_cap=facts.overage_cap,
+        top_up=facts.top_up and interval is None,
     )
 
 

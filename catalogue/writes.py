@@ -22,13 +22,13 @@ _FIELDS = (
     " is_active bool, is_featured bool, github_repo text, download_url text, features text[],"
     " per_seat bool, synced_at timestamptz, currency text, tax_behavior text, tax_code text,"
     " credits jsonb, credits_period text, credits_expire_days int, meter text,"
-    " feature_names jsonb, overage_cap int"
+    " feature_names jsonb, overage_cap int, top_up bool"
 )
 _NAMES = (
     "stripe_price_id, stripe_product_id, name, description, price, type, billing_type,"
     " billing_interval, trial_days, is_active, is_featured, github_repo, download_url,"
     " features, per_seat, synced_at, currency, tax_behavior, tax_code, credits,"
-    " credits_period, credits_expire_days, meter, feature_names, overage_cap"
+    " credits_period, credits_expire_days, meter, feature_names, overage_cap, top_up"
 )
 _UPDATED = ", ".join(f"{n} = excluded.{n}" for n in _NAMES.split(", ")[1:])
 UPSERT = (
@@ -102,4 +102,5 @@ def _row(item: Listing, write: CatalogueWrite) -> dict[str, Any]:
         "meter": item.meter,
         "feature_names": dict(item.feature_names),
         "overage_cap": item.overage_cap,
+        "top_up": item.top_up,
     }

@@ -37,6 +37,12 @@ CREDITS_LOW = "app.credits.low"
 # A consumption took what was used of a grant to one of CREDITS_ALERTS' percentages: its holder
 # is told, once per threshold and period; the founder's own systems may subscribe to it too.
 CREDITS_THRESHOLD = "app.credits.threshold"
+# A consumption left a balance below its holder's automatic top-up threshold and claimed the
+# top-up: the access target charges the pack off-session (topups/charge.py), once per claim.
+CREDITS_TOP_UP = "app.credits.top_up"
+# An automatic top-up's charge was declined or needs the holder's authentication: top-up is
+# turned off for the feature and the payer is told, once per claim.
+CREDITS_TOP_UP_FAILED = "app.credits.top_up_failed"
 
 APP_EVENTS = frozenset(
     {
@@ -55,5 +61,7 @@ APP_EVENTS = frozenset(
         USAGE_RECORDED,
         CREDITS_LOW,
         CREDITS_THRESHOLD,
+        CREDITS_TOP_UP,
+        CREDITS_TOP_UP_FAILED,
     }
 )

@@ -27,6 +27,10 @@ SUBSCRIBED_TYPES = frozenset(
         "invoice.payment_failed",
         "charge.refunded",
         "charge.dispute.created",
+        # An automatic top-up's off-session charge paid or failed (topups/): other payment
+        # intents' events change nothing.
+        "payment_intent.succeeded",
+        "payment_intent.payment_failed",
         "product.created",
         "product.updated",
         "product.deleted",

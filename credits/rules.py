@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
-from core.app_events import CREDITS_THRESHOLD, USAGE_RECORDED
+from core.app_events import CREDITS_THRESHOLD, CREDITS_TOP_UP, USAGE_RECORDED
 from core.events import Event, app_event
 
 ConsumptionState = Literal["consumed", "reserved", "released", "refused", "conflict", "unknown"]
@@ -191,6 +191,17 @@ def overage_recorded(key: str, at: datetime) -> tuple[Event, bytes]:
     """The application event a consumption with overage publishes once committed; its id is
     derived from the key, so publishing it again is harmless."""
     return app_event(USAGE_RECORDED, event_id=f"usage_{key}", obj={"key": key}, created=at)
+
+
+def top_up_claimed(
+    account_id: str, feature: str, crossing: int, at: datetime
+) -> tuple[Event, bytes]:
+    """The application event a consumption that claimed an automatic top-up publishes once
+    committed: the access target charges it. Its id names the account, the feature and the
+    claim's number, so announcing it again (the sweep) charges nothing more."""
+    obj = {"account_id": account_id, "feature": feature, "crossing": crossing}
+    event_id = f"credits_top_up_{account_id}_{feature}_{crossing}"
+    return app_event(CREDITS_TOP_UP, event_id=event_id, obj=obj, created=at)
 
 
 def reportable(created_at: datetime, now: datetime) -> bool:

@@ -29,6 +29,7 @@ from credits.rules import (
     reached,
     replay,
     threshold_events,
+    top_up_claimed,
 )
 
 log = logging.getLogger(__name__)
@@ -75,6 +76,7 @@ def consume(
     taken = checked(taken, key)
     _publish_consumption(taken, key, publish)
     _alert(db, account, taken, publish, alerts)
+    _top_up(db, account, taken, publish)
     return taken
 
 
@@ -148,7 +150,8 @@ def reserved(
     (`reservation.took(n)`), and the rest is given back. Work that fails releases it all.
     `request`: the digest of the request the key was sent with (`first_time`)."""
     reservation = Reservation(key or str(uuid.uuid4()), amount)
-    first_time(consume(db, payer, feature, amount, reservation.key, reserve=True), request)
+    taken = consume(db, payer, feature, amount, reservation.key, reserve=True, publish=publish)
+    first_time(taken, request)
     try:
         yield reservation
     except BaseException:
@@ -192,6 +195,22 @@ def checked(taken: Taken, key: str) -> Taken:
 def held(db: Database, user_id: str) -> list[Credits]:
     """Every feature's credits the person has, per account they have access through."""
     return store.held(db, user_id)
+
+
+def _top_up(db: Database, account: str, taken: Taken, publish: Publish | None) -> None:
+    """A consumption that leaves the balance below its holder's automatic top-up threshold
+    claims the top-up (one in flight per account and feature) and announces it once committed;
+    the charge is made off this request, by the access target (topups/charge.py). Should the
+    announcement not reach the bus, the claim stands and `flask --app main credits report`
+    announces it again."""
+    if publish is None or not taken.first or not taken.allowed:
+        return
+    try:
+        crossing = store.claim_top_up(db, account, taken.feature)
+        if crossing is not None:
+            publish(*top_up_claimed(account, taken.feature, crossing, datetime.now(UTC)))
+    except Exception as exc:  # the consumption stands; the sweep announces a claim left
+        log.warning("credits: the top-up of %s not announced (the sweep will): %s", account, exc)
 
 
 def _alert(

@@ -277,6 +277,37 @@ def customers_of(db: Database, keys: Sequence[str]) -> dict[str, str | None]:
     return {str(r["key"]): r["customer"] for r in rows}
 
 
+# A consumption's claim of its account's automatic top-up, after it committed: when top-up is on
+# for the feature, none is in flight, and the balance is now below its threshold, the claim is
+# taken and numbered. A conditional update of one row: parallel consumptions see it claimed
+# (the row is skipped, or re-read once its first claimer commits), so one claims it.
+CLAIM_TOP_UP = (
+    "update public.credit_top_ups t set crossings = t.crossings + 1, claimed_at = now(),"
+    " payment_intent = null, updated_at = now()"
+    " where t.account_id = %s::uuid and t.feature = %s and t.enabled and t.claimed_at is null"
+    " and (select b.balance from public.credit_balance(t.account_id, t.feature) b) < t.below"
+    " returning t.crossings"
+)
+
+
+def claim_top_up(db: Database, account_id: str, feature: str) -> int | None:
+    """The number of the automatic top-up this claims for the account's feature, or None (off,
+    one in flight, or the balance not below its threshold)."""
+    rows = db.fetch_all(CLAIM_TOP_UP, (account_id, feature))
+    return int(rows[0]["crossings"]) if rows else None
+
+
+def unannounced_top_ups(db: Database, *, older_than_seconds: int) -> list[dict[str, Any]]:
+    """Top-ups claimed this long ago and not charged yet (their announcement lost between the
+    commit and the bus, or their charge failing): account_id, feature, crossings."""
+    return db.fetch_all(
+        "select account_id::text, feature, crossings from public.credit_top_ups"
+        " where claimed_at < now() - make_interval(secs => %s) and payment_intent is null"
+        " order by claimed_at limit 1000",
+        (older_than_seconds,),
+    )
+
+
 def alert_terms(db: Database, account_id: str, feature: str) -> AlertTerms:
     """What an alert tells of what comes next for the account's feature."""
     [row] = db.fetch_all(

@@ -499,6 +499,29 @@ def error(message: str, *, param: str | None = None, code: str | None = None) ->
     return {"error": found}
 
 
+# What Stripe says of a card it refused, by the error's code (its test cards' messages).
+CARD_REFUSALS = {
+    "card_declined": ("Your card was declined.", "generic_decline"),
+    "authentication_required": (
+        "Your card was declined. This transaction requires authentication.",
+        "authentication_required",
+    ),
+}
+
+
+def card_error(code: str, *, payment_method: str | None) -> dict[str, Any]:
+    """A `card_error` as a refused charge carries it (the intent's `last_payment_error`)."""
+    message, decline = CARD_REFUSALS[code]
+    return {
+        "type": "card_error",
+        "code": code,
+        "decline_code": decline,
+        "message": message,
+        "doc_url": f"https://stripe.com/docs/error-codes/{code.replace('_', '-')}",
+        "payment_method_type": "card" if payment_method else None,
+    }
+
+
 def _flag(value: Any) -> bool:
     return value is True or str(value).lower() == "true"
 

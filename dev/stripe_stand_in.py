@@ -123,6 +123,7 @@ _ROUTES = Map(
         Rule("/v1/billing/meters", methods=["POST"], endpoint="create_meter"),
         Rule("/v1/billing/meter_events", methods=["POST"], endpoint="create_meter_event"),
         Rule("/v1/invoices/<iid>", methods=["GET"], endpoint="get_invoice"),
+        Rule("/v1/payment_intents", methods=["POST"], endpoint="create_payment_intent"),
         Rule("/v1/payment_intents/<pid>", methods=["GET"], endpoint="get_payment_intent"),
         Rule("/v1/charges/<cid>", methods=["GET"], endpoint="get_charge"),
         Rule("/v2/core/events/<eid>", methods=["GET"], endpoint="get_thin_event"),
@@ -222,6 +223,10 @@ class StripeStandIn:
         self.outage = False
         # Failing on its side for the calls under these paths only (`/v1/privacy/`: one API).
         self.outage_paths: set[str] = set()
+        # The refusal the next off-session charge meets whatever its card (`card_declined` or
+        # `authentication_required`), as a test card would refuse it; cleared once used.
+        self.next_off_session_refusal: str | None = None
+        self._off_session: set[str] = set()  # the payment intents created off-session
         # Redaction jobs (a preview API) by id, and what a create with an idempotency key
         # answered, answered again to the same key as Stripe does.
         self.redaction_jobs: dict[str, dict[str, Any]] = {}
@@ -264,6 +269,8 @@ class StripeStandIn:
             self.outage_paths.clear()
             self.redaction_validating = False
             self.redaction_enrolled = True
+            self.next_off_session_refusal = None
+            self._off_session.clear()
             if self.demo:
                 self.products.update({p["id"]: copy.deepcopy(p) for p in catalogue.PRODUCTS})
                 self.prices.update({p["id"]: copy.deepcopy(p) for p in catalogue.PRICES})
@@ -659,6 +666,116 @@ class StripeStandIn:
 
     def get_invoice(self, request: Request, iid: str) -> Response:
         return self._held_answer(request, self.invoices, "invoice", iid)
+
+    def save_card(self, customer_id: str, payment_method: str = "pm_card_visa") -> None:
+        """The customer (made when unknown) with `payment_method` as its saved default
+        (`invoice_settings.default_payment_method`), as a checkout that saves the card leaves
+        it. Stripe's test payment methods decide how an off-session charge on it goes:
+        `pm_card_chargeDeclined` is declined, `pm_card_authenticationRequired` needs the
+        customer's authentication; any other succeeds."""
+        with self.lock:
+            found = self.customers.get(customer_id)
+            if found is None:
+                found = shapes.customer(
+                    customer_id, email=None, name=None, created=int(time.time())
+                )
+                self.customers[customer_id] = found
+            found["invoice_settings"]["default_payment_method"] = payment_method
+
+    def off_session_charges(self) -> list[dict[str, Any]]:
+        """The payment intents created off-session (each is a charge attempted once)."""
+        with self.lock:
+            return [copy.deepcopy(self.payment_intents[p]) for p in sorted(self._off_session)]
+
+    def create_payment_intent(self, request: Request) -> Response:
+        """A payment intent confirmed at once on a saved payment method (`confirm`), with the
+        customer present or not (`off_session`), as Stripe answers it: paid
+        (`payment_intent.succeeded`), or refused with a `card_error` (HTTP 402) naming the intent
+        (`payment_intent.payment_failed`); a customer present with a card that needs
+        authentication gets `requires_action`. The same idempotency key answers the first
+        answer again, a refusal too, and charges nothing more."""
+        key = request.headers.get("Idempotency-Key")
+        params = _params(request)
+        amount = _int(params.get("amount"), "amount") if "amount" in params else None
+        if amount is None or amount < 1:
+            raise _refused("Missing required param: amount.", param="amount")
+        if not params.get("currency"):
+            raise _refused("Missing required param: currency.", param="currency")
+        confirm = _flag(params.get("confirm"))
+        off_session = _flag(params.get("off_session"))
+        if off_session and not confirm:
+            raise _refused("off_session can only be used when confirm=true.", param="off_session")
+        customer = str(params.get("customer") or "") or None
+        method = str(params.get("payment_method") or "") or None
+        if confirm and method is None:
+            raise _refused(
+                "You cannot confirm this PaymentIntent because it's missing a payment method.",
+                param="payment_method",
+            )
+        with self.lock:
+            if key and key in self._idempotent:
+                kept = copy.deepcopy(self._idempotent[key])
+                return _json(kept["body"], kept["status"])
+            if customer is not None and customer not in self.customers:
+                raise _no_such("customer", customer, param="customer")
+            now = int(time.time())
+            intent_id = f"pi_local_{secrets.token_hex(12)}"
+            refusal = self.next_off_session_refusal if off_session else None
+            if method == "pm_card_chargeDeclined":
+                refusal = "card_declined"
+            elif method == "pm_card_authenticationRequired" and off_session:
+                refusal = "authentication_required"
+            if off_session:
+                self.next_off_session_refusal = None
+            intent = shapes.payment_intent(
+                intent_id,
+                amount=amount,
+                currency=str(params["currency"]).lower(),
+                customer_id=customer,
+                latest_charge=None,
+                created=now,
+            )
+            intent |= {
+                "metadata": dict(params.get("metadata") or {}),
+                "description": params.get("description"),
+                "payment_method": method,
+                "amount_received": 0,
+            }
+            event_type: str | None = None
+            status, body = 200, intent
+            if refusal is not None:
+                error = shapes.card_error(refusal, payment_method=method)
+                intent |= {"status": "requires_payment_method", "last_payment_error": error}
+                status, body = 402, {"error": {**error, "payment_intent": intent}}
+                event_type = "payment_intent.payment_failed"
+            elif method == "pm_card_authenticationRequired":
+                intent |= {
+                    "status": "requires_action",
+                    "next_action": {"type": "use_stripe_sdk", "use_stripe_sdk": {}},
+                }
+            elif confirm:
+                charge_id = f"ch_local_{secrets.token_hex(12)}"
+                self.charges[charge_id] = shapes.charge(
+                    charge_id,
+                    amount=amount,
+                    currency=intent["currency"],
+                    customer_id=customer,
+                    payment_intent=intent_id,
+                    created=now,
+                    receipt_url=f"{self.url}/receipt/{charge_id}",
+                )
+                intent |= {"latest_charge": charge_id, "amount_received": amount}
+                event_type = "payment_intent.succeeded"
+            else:
+                intent |= {"status": "requires_confirmation"}
+            self.payment_intents[intent_id] = intent
+            if off_session:
+                self._off_session.add(intent_id)
+            if key:
+                self._idempotent[key] = copy.deepcopy({"status": status, "body": body})
+        if event_type is not None:
+            self._send_later(event_type, copy.deepcopy(intent), None)
+        return _json(copy.deepcopy(body), status)
 
     def get_payment_intent(self, request: Request, pid: str) -> Response:
         return self._held_answer(request, self.payment_intents, "payment_intent", pid)

@@ -24,6 +24,7 @@ from runtime import cli, limits, logs, openapi
 from runtime.container import Container
 from support import routes as admin
 from teams import routes as teams
+from topups import routes as top_up
 
 # Every route's JSON is a few fields: a small default limit; the webhook opts into Stripe's size.
 MAX_BODY_BYTES = 16 * 1024
@@ -57,6 +58,7 @@ def build_api(container: Container) -> Flask:
         me.bp,
         leaving.bp,
         usage.bp,
+        top_up.bp,
         teams.bp,
         admin.bp,
         openapi.bp,

@@ -13,6 +13,7 @@ from adapters.bus.filters import message_filter, subscription_name
 from core.app_events import (
     ACCOUNT_DELETION_REQUESTED,
     APP_EVENTS,
+    CREDITS_TOP_UP,
     EMAIL_RESEND_REQUESTED,
     USAGE_RECORDED,
 )
@@ -34,14 +35,19 @@ HANDLERS: dict[str, dict[str, frozenset[str]]] = {
         # The account deletions the api recorded, whose steps take the keys access holds
         # (accounts/leaving.py, docs/leaving.md).
         "deletion": frozenset({ACCOUNT_DELETION_REQUESTED}),
+        # The automatic top-ups claimed, charged with the Stripe key access holds
+        # (topups/charge.py; their payment intents' events come to the access cycle above,
+        # which hands a top-up's to topups/ and settles the ledger).
+        "top-up": frozenset({CREDITS_TOP_UP}),
     },
     "emails": {
         # The events an e-mail kind is sent for (each kind's triggers, emails/kinds/); the
         # resends an admin asked for, whose copy takes the Resend key emails holds
         # (docs/support.md); and the deletion requests, for which it plans no mail: a filter
         # refusing that one of our events too, beside those it refuses, is over Pub/Sub's
-        # 256 bytes.
-        "mail": handled_types() | {EMAIL_RESEND_REQUESTED, ACCOUNT_DELETION_REQUESTED},
+        # 256 bytes; so are the top-ups claimed, for the same reason.
+        "mail": handled_types()
+        | {EMAIL_RESEND_REQUESTED, ACCOUNT_DELETION_REQUESTED, CREDITS_TOP_UP},
     },
 }
 

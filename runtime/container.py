@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from emails.subscriber import EmailSubscriber
     from runtime.dispatch import BatchFunction, Dispatch
     from support.service import Resends
+    from topups.charge import TopUps
 
 
 def brand_for(settings: Settings, *, default_site: str) -> Brand:
@@ -189,7 +190,22 @@ class Container:
             github=self.github,
             publish=self._publish,
             publish_seat_changes=seats.publish_changes,
+            top_ups=self.top_ups.handle_many,
         )
+
+    @once
+    def top_ups(self) -> TopUps:
+        """Charges the automatic top-ups claimed (`app.credits.top_up`), and grants or turns off
+        those Stripe says were paid or failed (topups/charge.py)."""
+        from topups.charge import TopUps
+
+        return TopUps(self.db, self.stripe, self._publish)
+
+    def _charge_top_ups(self, events: Sequence[Event]) -> list[str | Exception]:
+        return [
+            "ignored" if outcome is None else outcome
+            for outcome in self.top_ups.handle_many(events)
+        ]
 
     @once
     def overage_reporter(self) -> UsageReporter:
@@ -348,6 +364,7 @@ class Container:
                 "access": self.access_subscriber.apply_many,
                 "overage": logged(self.overage_reporter.report_many),
                 "deletion": logged(self._resume_deletions),
+                "top-up": logged(self._charge_top_ups),
             }
         return {"mail": self.email_subscriber.send_many}
 

@@ -32,6 +32,8 @@ ROUTE_LIMITS = {
     "me.me": "rate_limit_me",
     "leaving.export": "rate_limit_me",
     "leaving.delete_account": "rate_limit_me",
+    "top_up.turn_on": "rate_limit_me",
+    "top_up.turn_off": "rate_limit_me",
     "teams.create_team": "rate_limit_teams",
     "teams.invite": "rate_limit_invitations",
     "teams.resend_invitation": "rate_limit_invitations",

@@ -102,12 +102,13 @@ DOMAIN_IMPORTS: dict[str, set[str]] = {
     "credits": {"catalogue"},
     "access": {"catalogue", "credits"},
     "teams": {"access"},
-    "accounts": {"access", "credits", "teams"},
+    "accounts": {"access", "credits", "teams", "topups"},
     "billing": {"access", "accounts", "catalogue", "teams"},
     "github_access": {"access", "teams"},
     "emails": {"access", "catalogue"},
     "events": {"credits"},
     "support": {"access", "accounts", "events"},
+    "topups": {"catalogue", "credits", "teams"},
 }
 PACKAGES = {**SHARED, **dict.fromkeys(DOMAIN_IMPORTS, 4), **TOP}
 

@@ -453,6 +453,26 @@ def _charge(facts: Facts, created: int) -> dict[str, Any]:
     }
 
 
+def _intent(facts: Facts, created: int, *, paid: bool) -> dict[str, Any]:
+    """A payment intent paid (or refused) on its own, as an automatic top-up's is; these carry
+    no top-up's metadata, so the service records them and changes nothing."""
+    intent = shapes.payment_intent(
+        "pi_" + _digest("intent", facts.customer_id),
+        amount=facts.amount,
+        currency=facts.currency,
+        customer_id=facts.customer_id,
+        latest_charge="ch_" + _digest("charge", facts.customer_id) if paid else None,
+        created=created,
+    )
+    if not paid:
+        intent |= {
+            "amount_received": 0,
+            "status": "requires_payment_method",
+            "last_payment_error": shapes.card_error("card_declined", payment_method="pm_card"),
+        }
+    return intent
+
+
 def _dispute(facts: Facts, created: int) -> dict[str, Any]:
     return {
         "id": "dp_" + secrets.token_hex(12),
@@ -498,6 +518,8 @@ _OBJECTS: dict[str, Callable[[Facts, int], dict[str, Any]]] = {
     "customer.subscription.deleted": lambda f, t: _subscription(f, t, status="canceled"),
     "charge.refunded": _charge,
     "charge.dispute.created": _dispute,
+    "payment_intent.succeeded": lambda f, t: _intent(f, t, paid=True),
+    "payment_intent.payment_failed": lambda f, t: _intent(f, t, paid=False),
     # The demo catalogue's objects (the stand-in's): the price of the facts, and its product.
     **{f"price.{verb}": lambda f, t: _catalogue_price(f) for verb in CATALOGUE_VERBS},
     **{f"product.{verb}": lambda f, t: _catalogue_product(f) for verb in CATALOGUE_VERBS},

@@ -1,6 +1,8 @@
 """`flask --app main credits report`: announce again the overages not reported to Stripe's
 meter (an announcement lost between a consumption's commit and the bus), for the access
-target to report once each. Safe to run any time: a report goes once per consumption key."""
+target to report once each, and the automatic top-ups claimed and not charged (their
+announcement lost), for it to charge once each. Safe to run any time: a report goes once per
+consumption key, a top-up's charge once per claim."""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ from flask import current_app
 from flask.cli import AppGroup
 
 from credits import store as credits
-from credits.rules import overage_recorded
+from credits.rules import overage_recorded, top_up_claimed
 from runtime.container import Container
 
 
@@ -44,5 +46,13 @@ def report_command(older_than: int) -> None:
     for key in keys:
         event, data = overage_recorded(key, datetime.now(UTC))
         c.bus.publish(event, data)
+    claims = credits.unannounced_top_ups(c.db, older_than_seconds=older_than)
+    for claim in claims:
+        event, data = top_up_claimed(
+            claim["account_id"], claim["feature"], int(claim["crossings"]), datetime.now(UTC)
+        )
+        c.bus.publish(event, data)
     c.bus.drain(30)
     click.echo(f"announced {len(keys)} unreported overage(s)")
+    if claims:
+        click.echo(f"announced {len(claims)} automatic top-up(s) claimed and not charged")

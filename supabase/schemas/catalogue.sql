@@ -49,6 +49,8 @@ create table public.products (
   -- The overage units a subscription's meter may bill per billing period (docs/credits.md);
   -- null: no cap.
   overage_cap integer check (overage_cap between 1 and 1000000000),
+  -- A pack a holder may choose for automatic top-up (`top_up` metadata; docs/credits.md).
+  top_up boolean not null default false,
   constraint products_interval_matches_billing check (
     (billing_type = 'one_time' and billing_interval is null)
     or (billing_type = 'subscription' and billing_interval is not null)

@@ -245,6 +245,9 @@ def test_credits_are_read_with_how_they_are_granted() -> None:
         ({"meter": "m", "overage_cap": "1.5"}, "metadata overage_cap is '1.5', not a whole"),
         ({"meter": "m", "overage_cap": "-3"}, "metadata overage_cap is '-3', not a whole"),
         ({"overage_cap": "50"}, "metadata overage_cap is set without a meter"),
+        ({"credits": "gen:1", "top_up": "true"}, "metadata top_up is set on a product that is not"),
+        ({"top_up": "true"}, "metadata top_up is set on a product that is not a pack"),
+        ({"credits": "gen:1", "credits_period": "once", "top_up": "yes"}, "metadata top_up is"),
     ],
 )
 def test_unreadable_credits_name_the_key(metadata: dict[str, str], problem: str) -> None:
@@ -264,3 +267,12 @@ def test_period_credits_on_a_one_time_price_leave_that_price_out() -> None:
         "price price_o of product prod_1 is not sold:"
         " credits_period is period on a one-time price (a pack is `once`)",
     )
+
+
+def test_a_pack_marked_for_top_up_is_read_so_at_its_one_time_price_only() -> None:
+    meta = {"type": "link", "credits": "gen:5", "credits_period": "once", "top_up": "true"}
+    facts = read_product(product("prod_5", "Pack", "", meta))
+    assert facts.top_up
+    assert listing(facts, price("price_p", "prod_5", 900)).top_up
+    plain = read_product(product("prod_6", "Pack", "", {**meta, "top_up": ""}))
+    assert not listing(plain, price("price_q", "prod_6", 900)).top_up

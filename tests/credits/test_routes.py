@@ -115,6 +115,7 @@ def test_credits_granted_consumed_reset_bought_and_refunded(
     assert held == {
         "feature": "generations", "balance": 100, "granted": 100, "used": 0,
         "resetsAt": held["resetsAt"], "teamId": None, "packs": 0, "packsExpireAt": None,
+        "topUp": None,
     }  # fmt: skip
     assert held["resetsAt"] is not None
 
@@ -146,6 +147,7 @@ def test_credits_granted_consumed_reset_bought_and_refunded(
     assert credits_of(api, ada)[0] | {"resetsAt": None} == {
         "feature": "generations", "balance": 100, "granted": 100, "used": 0,
         "resetsAt": None, "teamId": None, "packs": 0, "packsExpireAt": None,
+        "topUp": None,
     }  # fmt: skip
     deliver(api, "invoice.paid", invoice(1, now - DAY), created=now - DAY)  # a late copy
     assert credits_of(api, ada)[0]["balance"] == 100

@@ -19,6 +19,7 @@ from config import Settings
 from core.app_events import (
     ACCOUNT_DELETION_REQUESTED,
     APP_EVENTS,
+    CREDITS_TOP_UP,
     EMAIL_RESEND_REQUESTED,
     USAGE_RECORDED,
 )
@@ -87,9 +88,9 @@ def test_the_filters_let_through_exactly_what_each_subscriber_acts_on() -> None:
     every = SUBSCRIBED_TYPES | APP_EVENTS
     access = {t for t in every if admits(MESSAGE_FILTERS["access"], t)}
     emails = {t for t in every | handled_types() if admits(MESSAGE_FILTERS["emails"], t)}
-    # Every Stripe event; of our own, a consumption's overage to report and the account
-    # deletions it runs (no announcement).
-    assert access == SUBSCRIBED_TYPES | {USAGE_RECORDED, ACCOUNT_DELETION_REQUESTED}
+    # Every Stripe event; of our own, a consumption's overage to report, the account
+    # deletions it runs and the automatic top-ups it charges (no announcement).
+    assert access == SUBSCRIBED_TYPES | {USAGE_RECORDED, ACCOUNT_DELETION_REQUESTED, CREDITS_TOP_UP}
     assert USAGE_RECORDED not in emails
     assert handled_types() <= emails  # every type an e-mail is planned for
     assert EMAIL_RESEND_REQUESTED in emails  # an admin's resend, sent where the key is

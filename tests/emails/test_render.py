@@ -42,6 +42,11 @@ REQUIRED: dict[str, dict[str, Any]] = {
         "granted": 100,
         "as_of": "2026-11-21T14:30:00+00:00",
     },
+    "credits-top-up-failed": {
+        "feature": "generations",
+        "pack_name": "500 generations",
+        "at": "2026-11-21T14:30:00+00:00",
+    },
     "github-access-granted": {"repository": "acme-labs/saas-starter"},
     "checkout-expired": {
         "product_name": "Starter Kit",
@@ -68,6 +73,12 @@ REQUIRED: dict[str, dict[str, Any]] = {
 # Required values a template shows in another form (a date as words).
 DISPLAYED: dict[str, list[str]] = {
     "credits-low": ["generations credits", "9 of 100", "14:30 UTC on November 21, 2026"],
+    "credits-top-up-failed": [
+        "generations credits",
+        "500 generations pack",
+        "14:30 UTC on November 21, 2026",
+        "Nothing was charged",
+    ],
     "trial-ending": ["December 1, 2026"],
     "team-invitation": [
         "eve@example.com",
@@ -135,6 +146,7 @@ def test_kinds_and_props_models_line_up() -> None:
         "account-deleted",
         "checkout-expired",
         "credits-low",
+        "credits-top-up-failed",
         "github-access-granted",
         "invoice-paid",
         "new-signup",

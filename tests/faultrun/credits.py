@@ -14,6 +14,11 @@ Where a step is killed is chosen so that the kill lands inside its transaction, 
   pool sends the statement again on a new connection itself; killed twice (the machine's pool
   holds one connection, so it tries twice), the pool gives up, and the step sends the key again.
 
+The machine is the suite's with automatic top-up (tests/topups/test_top_up_model.py): a charge of
+a claimed top-up is killed while Stripe makes it (Stripe held slow, the worker's transaction
+holding the claim killed, Stripe then answering): the charge is sent again, its idempotency key
+answers the same intent, and the stand-in holds one charge per claim charged.
+
 Which steps are killed, and how often, comes from a generator seeded with the run's seed and
 the example's number; Hypothesis draws the examples from the same seed, so a failure
 reproduces with it.
@@ -33,8 +38,14 @@ import psycopg
 from psycopg.conninfo import make_conninfo
 
 from adapters.db.pool import Database, DatabaseUnavailable
+from adapters.stripe_api import StripeGateway
+from core.app_events import CREDITS_TOP_UP
+from core.events import Event
+from core.stripe_objects import CURRENT_VERSION
 from credits.rules import Taken
+from dev.stripe_stand_in import API_KEY, StripeStandIn
 from tests.credits import test_store_model as machine
+from tests.topups.test_top_up_model import TopUpCredits
 
 APPLICATION = "faultrun-credits"
 HOLDER = "faultrun-credits-holder"
@@ -52,6 +63,7 @@ class Figures:
     kills: int = 0  # backends killed
     sent_again: int = 0  # calls the pool gave up on (or a write's), sent again by the step
     missed: int = 0  # calls meant to be killed that never waited on the lock (none expected)
+    charges_killed: int = 0  # top-up charges killed while Stripe made them, sent again
 
 
 class Killer:
@@ -89,6 +101,16 @@ class Killer:
             done.set()
             killing.join()
 
+    def charging(self) -> int | None:
+        """The backend of a top-up's charge waiting on Stripe inside its transaction."""
+        row = self._kills.execute(
+            "select a.pid from pg_stat_activity a join pg_locks l on l.pid = a.pid"
+            " where a.application_name = %s and a.state = 'idle in transaction'"
+            " and l.relation = 'public.credit_top_ups'::regclass and l.mode = 'RowShareLock'",
+            (APPLICATION,),
+        ).fetchone()
+        return int(row[0]) if row else None
+
     def _kill_waiting(self, kills: int, done: threading.Event) -> None:
         holder = self._holder.info.backend_pid
         killed: list[int] = []
@@ -110,8 +132,9 @@ class Killer:
             self._holder.rollback()  # the lock let go: the step sent again goes through
 
 
-class FaultyCredits(machine.Credits):
-    """The suite's machine, its steps' connections killed mid-transaction."""
+class FaultyCredits(TopUpCredits):
+    """The suite's machine (with automatic top-up), its steps' connections killed
+    mid-transaction."""
 
     killer: Killer  # set by `run`
     seed: int
@@ -173,6 +196,40 @@ class FaultyCredits(machine.Credits):
             assert taken.first, f"{key}: the killed attempt left its key taken"
         return taken
 
+    def _handle(self, event: Event) -> str | None:
+        """A claim's charge killed while Stripe makes it, then sent again."""
+        call = super()._handle
+        if event.type != CREDITS_TOP_UP or not self._faulted():
+            return self._again(lambda: call(event))
+        failed: list[BaseException] = []
+        answered: list[str | None] = []
+
+        def charge() -> None:
+            try:
+                answered.append(call(event))
+            except DatabaseUnavailable as exc:
+                failed.append(exc)
+
+        self.stand_in.responding.clear()  # Stripe slow: the charge waits in its transaction
+        worker = threading.Thread(target=charge, daemon=True)
+        worker.start()
+        try:
+            while worker.is_alive():
+                pid = self.killer.charging()
+                if pid is not None:
+                    self.killer.terminate(pid)
+                    self.killer.figures.charges_killed += 1
+                    break
+                worker.join(0.002)
+        finally:
+            self.stand_in.responding.set()
+            worker.join()
+        if not failed:  # answered before it was killed (turned off: no charge to wait on)
+            [outcome] = answered
+            return outcome
+        self.killer.figures.sent_again += 1
+        return self._again(lambda: call(event))
+
     def _settle(self, key: str, took: int) -> Taken:
         kills = self._faulted()
         call = super()._settle
@@ -189,12 +246,27 @@ class FaultyCredits(machine.Credits):
             return self._again(lambda: call(key, took))
 
 
-def run(url: str, *, seed: int, examples: int, steps: int) -> tuple[Figures, list[str]]:
-    """The machine with faults on the database at `url`: its figures, and what differed from
-    the model (the failing example's error, as Hypothesis tells it)."""
+def run(
+    url: str, *, seed: int, examples: int, steps: int, stripe: StripeStandIn
+) -> tuple[Figures, list[str]]:
+    """The machine with faults on the database at `url` (its top-ups charged on `stripe`): its
+    figures, and what differed from the model (the failing example's error, as Hypothesis
+    tells it)."""
     db = Database(lambda: make_conninfo(url, application_name=APPLICATION), max_size=1)
     killer = Killer(url)
-    faulty = type("FaultyCredits", (FaultyCredits,), {"killer": killer, "seed": seed})
+    gateway = StripeGateway(
+        api_key=API_KEY, api_base=stripe.url, api_version=CURRENT_VERSION, timeout=10
+    )
+    machine.prepare(db)
+    with db.transaction() as conn:
+        conn.execute(
+            "update public.products set top_up = true where stripe_price_id = %s", (machine.PACK,)
+        )
+    faulty = type(
+        "FaultyCredits",
+        (FaultyCredits,),
+        {"killer": killer, "seed": seed, "stand_in": stripe, "stripe": gateway},
+    )
     differences: list[str] = []
     try:
         machine.run(db, examples=examples, steps=steps, machine=faulty, seed=seed)

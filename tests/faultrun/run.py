@@ -201,6 +201,7 @@ def run(scenario: Scenario, rig: Rig, knobs: Knobs = Knobs()) -> Report:
         seed=scenario.seed,
         examples=knobs.credits_examples,
         steps=knobs.credits_steps,
+        stripe=rig.stripe,
     )
     report.differences += found
     report.credits_machine = machine

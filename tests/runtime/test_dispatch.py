@@ -5,7 +5,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from core.app_events import ACCOUNT_DELETION_REQUESTED, APP_EVENTS, USAGE_RECORDED
+from core.app_events import (
+    ACCOUNT_DELETION_REQUESTED,
+    APP_EVENTS,
+    CREDITS_TOP_UP,
+    USAGE_RECORDED,
+)
 from core.events import SUBSCRIBED_TYPES, Event, parse_event
 from runtime.consumers import CONSUMED, FALLBACK, HANDLERS, handler_of
 from runtime.dispatch import Dispatch
@@ -28,16 +33,18 @@ def test_every_target_has_handlers_and_no_type_has_two_in_one_target() -> None:
             seen |= types
 
 
-def test_access_runs_its_three_jobs_by_type() -> None:
+def test_access_runs_its_four_jobs_by_type() -> None:
     assert handler_of("access", USAGE_RECORDED) == "overage"
     assert handler_of("access", ACCOUNT_DELETION_REQUESTED) == "deletion"
+    assert handler_of("access", CREDITS_TOP_UP) == "top-up"
     assert {handler_of("access", t) for t in SUBSCRIBED_TYPES} == {"access"}
     # Without a filter (the in-process bus), what no row names goes where it always went.
     assert handler_of("access", "app.anything") == "access"
     assert handler_of("emails", "checkout.session.completed") == "mail"
-    assert CONSUMED["access"] == SUBSCRIBED_TYPES | {USAGE_RECORDED, ACCOUNT_DELETION_REQUESTED}
+    handled = {USAGE_RECORDED, ACCOUNT_DELETION_REQUESTED, CREDITS_TOP_UP}
+    assert CONSUMED["access"] == SUBSCRIBED_TYPES | handled
     # The announcements access publishes itself never come back to it.
-    assert not (APP_EVENTS - {USAGE_RECORDED, ACCOUNT_DELETION_REQUESTED}) & CONSUMED["access"]
+    assert not (APP_EVENTS - handled) & CONSUMED["access"]
 
 
 def test_a_batch_goes_out_per_handler_and_comes_back_in_order() -> None:

@@ -33,6 +33,7 @@ SHARING = {
     "/api/invitations/accept": "rate_limit_teams",
     "/api/invitations/lookup": "rate_limit_teams",
     "/api/me/export": "rate_limit_me",
+    "/api/me/credits/top-up": "rate_limit_me",
     "/api/leads/remove": "rate_limit_lead",
     "/api/teams/{teamId}/invitations/{invitationId}/resend": "rate_limit_invitations",
     "/api/teams/{teamId}/seats": "rate_limit_checkout",

@@ -37,6 +37,7 @@ TABLES: dict[str, dict[str, set[str]]] = {
     "account_deletions": {},
     "accounts": {"authenticated": {"SELECT"}},
     "credit_grants": {},
+    "credit_top_ups": {},
     "credit_uses": {},
     "disputes": {},
     "email_claims": {},

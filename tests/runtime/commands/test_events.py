@@ -37,6 +37,8 @@ FOLLOW_UPS = {
     "checkout.session.async_payment_succeeded": (True, "purchase-confirmation"),
     "charge.refunded": (True, None),  # a renewal's charge: recorded, access unchanged
     "charge.dispute.created": (True, None),  # recorded, logged for the admin
+    "payment_intent.succeeded": (True, None),  # not a top-up's: recorded, nothing changes
+    "payment_intent.payment_failed": (True, None),
     "entitlements.active_entitlement_summary.updated": (True, None),  # compared, nothing changes
 }
 
@@ -91,6 +93,8 @@ OUTCOMES = {
     "checkout.session.async_payment_succeeded": "granted",
     "charge.refunded": "refund of no purchase recorded",
     "charge.dispute.created": "dispute recorded",
+    "payment_intent.succeeded": "ignored",
+    "payment_intent.payment_failed": "ignored",
     "entitlements.active_entitlement_summary.updated": "ignored",
 }
 
