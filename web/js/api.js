@@ -64,7 +64,7 @@ import { request } from "./http.js";
  */
 
 /**
- * @typedef {{ feature: string, balance: number, granted: number, used: number, resetsAt: (string | null), teamId: (string | null), packs: number, packsExpireAt: (string | null) }} CreditsAnswer
+ * @typedef {{ feature: string, balance: number, granted: number, used: number, resetsAt: (string | null), teamId: (string | null), packs: number, packsExpireAt: (string | null), topUp?: (TopUpOfMe | null) }} CreditsAnswer
  */
 
 /**
@@ -240,7 +240,7 @@ import { request } from "./http.js";
  */
 
 /**
- * @typedef {{ type?: ("account-deleted" | "checkout-expired" | "credits-low" | "github-access-granted" | "invoice-paid" | "new-signup" | "payment-failed" | "purchase-confirmation" | "signin-link" | "subscription-cancelled" | "team-invitation" | "team-seat-lost" | "team-seat-restored" | "trial-ending" | "all"), email?: string }} SampleEmailQuery
+ * @typedef {{ type?: ("account-deleted" | "checkout-expired" | "credits-low" | "credits-top-up-failed" | "github-access-granted" | "invoice-paid" | "new-signup" | "payment-failed" | "purchase-confirmation" | "signin-link" | "subscription-cancelled" | "team-invitation" | "team-seat-lost" | "team-seat-restored" | "trial-ending" | "all"), email?: string }} SampleEmailQuery
  */
 
 /**
@@ -285,6 +285,22 @@ import { request } from "./http.js";
 
 /**
  * @typedef {{ name: string, quantity: (number | null), role: string, hasSeat: boolean, joinedAt: string }} TeamPlace
+ */
+
+/**
+ * @typedef {{ feature: string, priceId: string, below: number, teamId: (string | null) }} TopUpAnswer
+ */
+
+/**
+ * @typedef {{ priceId: string, below: number }} TopUpOfMe
+ */
+
+/**
+ * @typedef {{ feature: string, teamId?: (string | null) }} TopUpOff
+ */
+
+/**
+ * @typedef {{ feature: string, teamId?: (string | null), priceId: string, below: number }} TopUpOn
  */
 
 /**
@@ -412,6 +428,22 @@ export function postUsageCheck(body) {
  */
 export function postUsage(body) {
   return request("POST", `/api/usage`, { body });
+}
+
+/** Turn automatic top-up on for a feature of the user's own credits or a team's (its owners and admins): the pack bought off-session when a consumption leaves the balance below `below`
+ * @param {TopUpOn} body
+ * @returns {Promise<TopUpAnswer>}
+ */
+export function putMeCreditsTopUp(body) {
+  return request("PUT", `/api/me/credits/top-up`, { body });
+}
+
+/** Turn automatic top-up off for a feature (nothing is charged after it answers)
+ * @param {TopUpOff} body
+ * @returns {Promise<void>}
+ */
+export function deleteMeCreditsTopUp(body) {
+  return request("DELETE", `/api/me/credits/top-up`, { body });
 }
 
 /** Create a team; the caller is its owner
@@ -585,7 +617,7 @@ export function postAdminTasksDone(taskId, body) {
 }
 
 /** Send sample e-mails (not in production by default)
- * @param {{ type?: ("account-deleted" | "checkout-expired" | "credits-low" | "github-access-granted" | "invoice-paid" | "new-signup" | "payment-failed" | "purchase-confirmation" | "signin-link" | "subscription-cancelled" | "team-invitation" | "team-seat-lost" | "team-seat-restored" | "trial-ending" | "all"), email?: string }} [query]
+ * @param {{ type?: ("account-deleted" | "checkout-expired" | "credits-low" | "credits-top-up-failed" | "github-access-granted" | "invoice-paid" | "new-signup" | "payment-failed" | "purchase-confirmation" | "signin-link" | "subscription-cancelled" | "team-invitation" | "team-seat-lost" | "team-seat-restored" | "trial-ending" | "all"), email?: string }} [query]
  * @returns {Promise<SampleEmailsAnswer>}
  */
 export function getTestEmail(query = {}) {
