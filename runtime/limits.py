@@ -27,6 +27,8 @@ ROUTE_LIMITS = {
     "auth.callback": "rate_limit_sign_in",
     "payments.create_checkout": "rate_limit_checkout",
     "payments.create_portal": "rate_limit_portal",
+    "plan_changes.preview_change": "rate_limit_checkout",
+    "plan_changes.change_plan": "rate_limit_checkout",
     "checkout_completion.complete": "rate_limit_complete_checkout",
     "github.github_access": "rate_limit_github_access",
     "me.me": "rate_limit_me",

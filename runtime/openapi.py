@@ -16,6 +16,7 @@ from accounts.leads_routes import LeadRequest, RemovalQuery
 from accounts.leaving_routes import DeleteAccountRequest, DeletionAnswer, ExportAnswer
 from accounts.routes import MeAnswer
 from billing.completion_routes import CompletionAnswer, CompletionRequest
+from billing.plan_routes import ChangeRequest, PreviewAnswer, PreviewRequest, StalePreviewAnswer
 from billing.routes import CheckoutRequest, PortalRequest
 from credits.routes import (
     CheckAnswer,
@@ -178,6 +179,15 @@ OPERATIONS = (
               {200: UrlAnswer, 401: ErrorAnswer, 403: ErrorAnswer, 404: ErrorAnswer, **COMMON,
                **LIMITED}, PortalRequest,
               signed_in=True),
+    Operation("post", "/api/payments/preview-change",
+              "What changing the plan or seats would charge now and next; changes nothing",
+              {200: PreviewAnswer, 401: ErrorAnswer, 403: ErrorAnswer, 404: ErrorAnswer,
+               409: ErrorAnswer, **COMMON, **LIMITED}, PreviewRequest, signed_in=True),
+    Operation("post", "/api/payments/change-plan",
+              "Apply a previewed change: an upgrade now, invoiced now; a downgrade at the"
+              " period's end. A preview that no longer holds: 409 with a fresh one",
+              {200: PreviewAnswer, 401: ErrorAnswer, 403: ErrorAnswer, 404: ErrorAnswer,
+               409: StalePreviewAnswer, **COMMON, **LIMITED}, ChangeRequest, signed_in=True),
     Operation("post", "/api/payments/complete-checkout",
               "The success page's paid checkout applied at once: GET /api/me's answer to its"
               " signed-in buyer, only the session's grant to a guest token",

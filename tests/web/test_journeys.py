@@ -334,9 +334,9 @@ def test_an_owner_changes_a_role_revokes_an_invitation_and_removes_a_member(
     row.get_by_role("combobox", name=f"Role of {dan}").select_option("admin")
     row.get_by_role("button", name="Change role").click()
     # The role cell, not the row: the row's role picker lists "Admin" before the change lands.
-    expect(page.get_by_role("row", name=re.compile(re.escape(dan))).locator("td").first).to_have_text(
-        "Admin"
-    )
+    expect(
+        page.get_by_role("row", name=re.compile(re.escape(dan))).locator("td").first
+    ).to_have_text("Admin")
     # Removing asks first: Cancel keeps the member, only the second button removes.
     row = page.get_by_role("row", name=re.compile(re.escape(dan)))
     row.get_by_role("button", name="Remove").click()

@@ -1,0 +1,30 @@
+"""The subscription a plan change is about, found by the price its holder sees it at."""
+
+from __future__ import annotations
+
+from adapters.db.pool import Database
+
+_HELD = (
+    "select e.source_id from public.entitlements e join public.accounts a on a.id = e.account_id"
+    " where e.kind = 'subscription' and e.active and e.price_id = %s"
+)
+
+
+def personal_subscription(db: Database, user_id: str, price_id: str) -> str | None:
+    """The user's own active subscription at `price_id` (as GET /api/me lists it)."""
+    rows = db.fetch_all(
+        _HELD + " and a.kind = 'personal' and a.owner_id = %s::uuid"
+        " order by e.changed_at desc nulls last limit 1",
+        (price_id, user_id),
+    )
+    return str(rows[0]["source_id"]) if rows else None
+
+
+def team_subscription(db: Database, team_id: str, price_id: str) -> str | None:
+    """The team's active subscription at `price_id`."""
+    rows = db.fetch_all(
+        _HELD + " and a.kind = 'team' and a.id = %s::uuid"
+        " order by e.changed_at desc nulls last limit 1",
+        (price_id, team_id),
+    )
+    return str(rows[0]["source_id"]) if rows else None

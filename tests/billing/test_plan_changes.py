@@ -1,0 +1,292 @@
+"""POST /api/payments/preview-change and change-plan over HTTP, against the Stripe stand-in's
+prorations, previews and schedules: an upgrade charges now exactly what its preview said, a
+downgrade waits for the period's end, a preview that no longer holds is answered with a fresh
+one, and nobody changes a subscription that is not theirs to manage."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+
+from adapters.db.pool import Database
+from config import DEV_WEBHOOK_SECRET
+from dev import stripe_shapes as shapes
+from dev.auth_stand_in import AuthStandIn
+from dev.stripe_stand_in import StripeStandIn
+from plans import rules
+from tests.access.lifecycle_helpers import link, post_event, settle
+from tests.conftest import Api
+from tests.helpers import stripe_event
+from tests.teams.test_routes import Person, join, new_team
+
+BASIC, PRO, PRO_YEARLY, SEATS = (
+    "price_plan_basic",
+    "price_plan_pro",
+    "price_plan_pro_yearly",
+    "price_plan_seat",
+)
+PRICES = {  # id -> (amount, interval, per seat)
+    BASIC: (1000, "month", False),
+    PRO: (3000, "month", False),
+    PRO_YEARLY: (24000, "year", False),
+    SEATS: (1200, "month", True),
+}
+DAY = 86_400
+
+
+@pytest.fixture
+def catalogue(fakes: tuple[StripeStandIn, AuthStandIn], db: Database) -> StripeStandIn:
+    stripe_fake = fakes[0]
+    stripe_fake.products["prod_plan"] = shapes.product("prod_plan", "Plan", "", {}, created=0)
+    for price_id, (amount, interval, per_seat) in PRICES.items():
+        stripe_fake.prices[price_id] = shapes.price(
+            price_id, "prod_plan", amount, interval, created=0
+        )
+        with db.transaction() as conn:
+            conn.execute(
+                "insert into public.products (name, price, stripe_price_id, type, billing_type,"
+                " billing_interval, per_seat, features) values (%s, %s, %s, 'link',"
+                " 'subscription', %s, %s, '{pro}')",
+                (f"Plan {price_id}", amount / 100, price_id, interval, per_seat),
+            )
+    return stripe_fake
+
+
+def subscribed(
+    api: Api, db: Database, stand_in: StripeStandIn, price: str, *, elapsed: int = 10 * DAY
+) -> tuple[Person, dict[str, Any]]:
+    """Ada, on `price` through Stripe, `elapsed` seconds into her monthly period."""
+    ada = Person(api, db, "ada@example.com", "Ada Lovelace")
+    link(db, ada.id, "cus_ada")
+    sub = stand_in.subscribe("sub_ada", customer="cus_ada", price=price)
+    back_to(stand_in, "sub_ada", elapsed)
+    post_event(api, stripe_event("customer.subscription.created", sub, created=int(time.time())))
+    settle(api)
+    return ada, stand_in.subscriptions["sub_ada"]
+
+
+def back_to(stand_in: StripeStandIn, sid: str, elapsed: int) -> None:
+    """The subscription's period started `elapsed` seconds ago."""
+    now = int(time.time())
+    for item in stand_in.subscriptions[sid]["items"]["data"]:
+        length = item["current_period_end"] - item["current_period_start"]
+        item["current_period_start"] = now - elapsed
+        item["current_period_end"] = now - elapsed + length
+
+
+def deliver_new_events(api: Api, stand_in: StripeStandIn, seen: int) -> int:
+    """Deliver the events the stand-in recorded since `seen` (oldest first) to the webhook."""
+    fresh = list(reversed(stand_in.events[: len(stand_in.events) - seen]))
+    for event in fresh:
+        data = event["data"]
+        body = stripe_event(
+            event["type"],
+            data["object"],
+            created=event["created"],
+            event_id=event["id"],
+            previous=data.get("previous_attributes"),
+        )
+        post_event(api, body)
+    settle(api)
+    return len(stand_in.events)
+
+
+def test_an_upgrade_charges_now_exactly_what_its_preview_said(
+    api: Api, db: Database, catalogue: StripeStandIn
+) -> None:
+    ada, sub = subscribed(api, db, catalogue, BASIC)
+    start, end = (
+        sub["items"]["data"][0]["current_period_start"],
+        sub["items"]["data"][0]["current_period_end"],
+    )
+    shown = ada.call("POST", "/api/payments/preview-change", {"priceId": BASIC, "newPriceId": PRO})
+    assert shown.status_code == 200, shown.text
+    preview = shown.json()
+    at = int(preview["prorationDate"].split(".")[0])
+    left, length = end - at, end - start
+    credit, charge = -round(1000 * left / length), round(3000 * left / length)
+    assert preview["effective"] == "now"
+    assert [line["amount"] for line in preview["lines"]] == [credit, charge]
+    assert preview["amountDue"] == credit + charge
+    assert preview["currency"] == "usd"
+    assert preview["nextCharge"] == {"amount": 3000, "at": end}
+    assert "Unused time on Plan" in preview["lines"][0]["description"]
+    # Nothing changed: no invoice, the same price.
+    assert catalogue.invoices == {}
+    assert catalogue.subscriptions["sub_ada"]["items"]["data"][0]["price"]["id"] == BASIC
+
+    seen = len(catalogue.events)
+    changed = ada.call(
+        "POST",
+        "/api/payments/change-plan",
+        {"priceId": BASIC, "newPriceId": PRO, "prorationDate": preview["prorationDate"]},
+    )
+    assert changed.status_code == 200, changed.text
+    [update] = catalogue.calls("POST", "/v1/subscriptions/sub_ada")
+    assert update.form() | {} == {
+        "items": [{"id": sub["items"]["data"][0]["id"], "price": PRO, "quantity": "1"}],
+        "proration_behavior": "always_invoice",
+        "proration_date": str(at),
+        "payment_behavior": "pending_if_incomplete",
+    }
+    [invoice] = catalogue.invoices.values()
+    assert invoice["billing_reason"] == "subscription_update"
+    assert invoice["amount_paid"] == preview["amountDue"]
+    assert catalogue.subscriptions["sub_ada"]["items"]["data"][0]["price"]["id"] == PRO
+
+    deliver_new_events(api, catalogue, seen)
+    me = ada.call("GET", "/api/me").json()
+    assert [e["priceId"] for e in me["entitlements"]] == [PRO]
+
+    # The same preview again: the subscription changed since, so it no longer holds.
+    again = ada.call(
+        "POST",
+        "/api/payments/change-plan",
+        {"priceId": PRO, "newPriceId": PRO_YEARLY, "prorationDate": preview["prorationDate"]},
+    )
+    assert again.status_code == 409
+    assert again.json()["preview"]["effective"] == "period_end"
+    assert len(catalogue.invoices) == 1
+
+
+def test_a_proration_date_is_bound_to_its_preview(
+    api: Api, db: Database, catalogue: StripeStandIn
+) -> None:
+    ada, sub = subscribed(api, db, catalogue, BASIC)
+    preview = ada.call(
+        "POST", "/api/payments/preview-change", {"priceId": BASIC, "newPriceId": PRO}
+    ).json()
+    at, mac = preview["prorationDate"].split(".")
+    body = {"priceId": BASIC, "newPriceId": PRO}
+    # A date the client picked (the start of the period: the cheapest), with the same signature.
+    start = sub["items"]["data"][0]["current_period_start"]
+    moved = ada.call(
+        "POST", "/api/payments/change-plan", body | {"prorationDate": f"{start}.{mac}"}
+    )
+    assert moved.status_code == 409
+    assert moved.json()["preview"]["prorationDate"] != f"{start}.{mac}"
+    # Not a date at all.
+    for bad in ("now", str(start), f"{at}.xyz"):
+        refused = ada.call("POST", "/api/payments/change-plan", body | {"prorationDate": bad})
+        assert refused.status_code == 400, bad
+        assert "prorationDate" in refused.json()["error"]
+    # The preview of another change (a yearly plan) does not buy this one.
+    other = ada.call(
+        "POST", "/api/payments/preview-change", {"priceId": BASIC, "newPriceId": PRO_YEARLY}
+    ).json()
+    mixed = ada.call(
+        "POST", "/api/payments/change-plan", body | {"prorationDate": other["prorationDate"]}
+    )
+    assert mixed.status_code == 409
+    # A preview older than its lifetime, signed right.
+    old = int(time.time()) - rules.PREVIEW_LIFETIME_SECONDS - 60
+    stale = rules.sign_proration(
+        DEV_WEBHOOK_SECRET,
+        subscription_id="sub_ada",
+        wanted=rules.plan_of(catalogue.prices[PRO], 1),
+        at=old,
+        state=rules.state_of(catalogue.subscriptions["sub_ada"]),
+    )
+    expired = ada.call("POST", "/api/payments/change-plan", body | {"prorationDate": stale})
+    assert expired.status_code == 409
+    assert catalogue.calls("POST", "/v1/subscriptions/sub_ada") == []
+    assert catalogue.invoices == {}
+
+
+def test_a_refused_payment_leaves_the_old_plan(
+    api: Api, db: Database, catalogue: StripeStandIn
+) -> None:
+    ada, _ = subscribed(api, db, catalogue, BASIC)
+    preview = ada.call(
+        "POST", "/api/payments/preview-change", {"priceId": BASIC, "newPriceId": PRO}
+    ).json()
+    catalogue.decline_payments = True
+    refused = ada.call(
+        "POST",
+        "/api/payments/change-plan",
+        {"priceId": BASIC, "newPriceId": PRO, "prorationDate": preview["prorationDate"]},
+    )
+    assert refused.status_code == 409
+    assert "refused" in refused.json()["error"]
+    held = catalogue.subscriptions["sub_ada"]
+    assert held["items"]["data"][0]["price"]["id"] == BASIC
+    assert held["pending_update"]["subscription_items"][0]["price"]["id"] == PRO
+
+
+def test_a_downgrade_waits_for_the_period_end(
+    api: Api, db: Database, catalogue: StripeStandIn
+) -> None:
+    ada, sub = subscribed(api, db, catalogue, PRO)
+    end = sub["items"]["data"][0]["current_period_end"]
+    body = {"priceId": PRO, "newPriceId": PRO_YEARLY}  # a longer interval, less a month
+    preview = ada.call("POST", "/api/payments/preview-change", body).json()
+    assert preview["effective"] == "period_end"
+    assert preview["effectiveAt"] == end
+    assert preview["amountDue"] == 0
+    assert preview["nextCharge"] == {"amount": 24000, "at": end}
+    seen = len(catalogue.events)
+    changed = ada.call(
+        "POST", "/api/payments/change-plan", body | {"prorationDate": preview["prorationDate"]}
+    )
+    assert changed.status_code == 200, changed.text
+    assert catalogue.invoices == {}
+    held = catalogue.subscriptions["sub_ada"]
+    assert held["items"]["data"][0]["price"]["id"] == PRO
+    [schedule] = catalogue.schedules.values()
+    assert [p["items"][0]["price"] for p in schedule["phases"]] == [PRO, PRO_YEARLY]
+    assert schedule["phases"][1]["start_date"] == end
+    seen = deliver_new_events(api, catalogue, seen)
+    assert [e["priceId"] for e in ada.call("GET", "/api/me").json()["entitlements"]] == [PRO]
+
+    # The period ends: the yearly plan starts, invoiced whole.
+    catalogue.end_period("sub_ada")
+    assert catalogue.subscriptions["sub_ada"]["items"]["data"][0]["price"]["id"] == PRO_YEARLY
+    [invoice] = catalogue.invoices.values()
+    assert invoice["billing_reason"] == "subscription_cycle"
+    assert invoice["amount_paid"] == 24000
+    deliver_new_events(api, catalogue, seen)
+    assert [e["priceId"] for e in ada.call("GET", "/api/me").json()["entitlements"]] == [PRO_YEARLY]
+
+
+def test_only_the_teams_managers_change_its_plan_and_seats(
+    api: Api, db: Database, catalogue: StripeStandIn
+) -> None:
+    ada = Person(api, db, "ada@example.com", "Ada Lovelace")
+    team = new_team(ada)
+    grace = Person(api, db, "grace@example.com")
+    stranger = Person(api, db, "eve@example.com")
+    join(api, team, ada, grace)
+    with db.transaction() as conn:
+        conn.execute("update public.accounts set customer_id = 'cus_team' where id = %s", (team,))
+    sub = catalogue.subscribe(
+        "sub_team", customer="cus_team", price=SEATS, quantity=2, status="trialing"
+    )
+    sub["trial_end"] = sub["items"]["data"][0]["current_period_end"]
+    post_event(api, stripe_event("customer.subscription.created", sub, created=int(time.time())))
+    settle(api)
+    body = {"priceId": SEATS, "teamId": team, "quantity": 3}
+    assert stranger.call("POST", "/api/payments/preview-change", body).status_code == 404
+    assert grace.call("POST", "/api/payments/preview-change", body).status_code == 403
+    assert (
+        ada.call("POST", "/api/payments/preview-change", body | {"teamId": None}).status_code == 404
+    )
+
+    # A trialing team adds a seat: nothing is charged during the trial.
+    shown = ada.call("POST", "/api/payments/preview-change", body)
+    assert shown.status_code == 200, shown.text
+    assert shown.json()["effective"] == "now"
+    assert shown.json()["amountDue"] == 0
+    more = ada.call("PATCH", f"/api/teams/{team}/seats", {"quantity": 3})
+    assert more.status_code == 200, more.text
+    assert more.json() == {"total": 3, "used": 2}
+    assert catalogue.subscriptions["sub_team"]["items"]["data"][0]["quantity"] == 3
+
+    # Fewer seats wait for the period's end: the seats stay until then.
+    fewer = ada.call("PATCH", f"/api/teams/{team}/seats", {"quantity": 2})
+    assert fewer.status_code == 200, fewer.text
+    assert fewer.json() == {"total": 3, "used": 2}
+    assert catalogue.subscriptions["sub_team"]["items"]["data"][0]["quantity"] == 3
+    [schedule] = catalogue.schedules.values()
+    assert schedule["phases"][1]["items"][0]["quantity"] == 2
