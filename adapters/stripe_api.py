@@ -219,10 +219,10 @@ class StripeGateway:
     # down or slow, StripeCallFailed when it refuses.
 
     def subscription(self, subscription_id: str) -> dict[str, Any]:
-        """A subscription as Stripe holds it now, its schedule expanded."""
+        """A subscription as Stripe holds it now, its schedule and discounts expanded."""
         with _stripe_errors(f"subscription {subscription_id}"):
             return self.client.v1.subscriptions.retrieve(
-                subscription_id, params={"expand": ["schedule"]}
+                subscription_id, params={"expand": ["schedule", "discounts"]}
             ).to_dict()
 
     def price(self, price_id: str) -> dict[str, Any]:

@@ -22,6 +22,17 @@ from teams.service import manager_of
 
 bp = Blueprint("plan_changes", __name__)
 
+# Stripe's `cancellation_details.feedback` values (plans/rules.py CANCEL_REASONS).
+CancelReason = Literal[
+    "customer_service",
+    "low_quality",
+    "missing_features",
+    "other",
+    "switched_service",
+    "too_complex",
+    "too_expensive",
+    "unused",
+]
 NO_SUBSCRIPTION = "No active subscription at this price (priceId)"
 
 
@@ -115,3 +126,83 @@ def change_plan() -> ResponseReturnValue:
         secret=c.settings.webhook_secret,
     )
     return jsonify(PreviewAnswer.model_validate(plans.answer_of(applied.preview)).model_dump())
+
+
+class CancelRequest(RequestModel):
+    price_id: str = Field(alias="priceId", min_length=1, max_length=255)
+    team_id: str | None = Field(default=None, alias="teamId", max_length=64)
+    reason: CancelReason
+    comment: str | None = Field(default=None, max_length=500)
+    offer: Literal["accept", "decline"] | None = None
+
+
+class ResumeRequest(RequestModel):
+    price_id: str = Field(alias="priceId", min_length=1, max_length=255)
+    team_id: str | None = Field(default=None, alias="teamId", max_length=64)
+
+
+class OfferFacts(_Answer):
+    coupon: str
+    percentOff: float | None = None
+    amountOff: int | None = None
+    duration: str  # once, repeating or forever, as Stripe says
+    durationInMonths: int | None
+
+
+class CancelAnswer(_Answer):
+    """One of: the offer alone (nothing changed); the offer accepted (`kept`, the subscription
+    stays, discounted); the cancellation made (`cancelAt`, when access ends)."""
+
+    offer: OfferFacts | None = None
+    kept: bool | None = None
+    cancelAt: int | None = None  # Unix seconds
+
+
+class ResumeAnswer(_Answer):
+    resumed: Literal["cancellation", "change"]
+
+
+def _facts(offer: plans.RetentionOffer) -> OfferFacts:
+    return OfferFacts(
+        coupon=offer.coupon,
+        percentOff=offer.percent_off,
+        amountOff=offer.amount_off,
+        duration=offer.duration,
+        durationInMonths=offer.duration_in_months,
+    )
+
+
+@bp.post("/api/payments/cancel")
+def cancel() -> ResponseReturnValue:
+    c = container()
+    body = validate(CancelRequest, json_object())
+    user = require_user(caller())
+    sid = subscription_of(user, price_id=body.price_id, team_id=body.team_id, db=c.db)
+    done = plans.cancel(
+        sid,
+        reason=body.reason,
+        comment=(body.comment or "").strip() or None,
+        offer=body.offer,
+        coupon=c.settings.retention_coupon,
+        db=c.db,
+        stripe=c.stripe,
+    )
+    said: dict[str, Any] = {}
+    if done.offer is not None:
+        said["offer"] = _facts(done.offer).model_dump(exclude_none=True) | {
+            "durationInMonths": done.offer.duration_in_months
+        }
+    if done.kept:
+        said["kept"] = True
+    if done.cancel_at is not None:
+        said["cancelAt"] = done.cancel_at
+    return jsonify(CancelAnswer.model_validate(said).model_dump(exclude_unset=True))
+
+
+@bp.post("/api/payments/resume")
+def resume() -> ResponseReturnValue:
+    c = container()
+    body = validate(ResumeRequest, json_object())
+    user = require_user(caller())
+    sid = subscription_of(user, price_id=body.price_id, team_id=body.team_id, db=c.db)
+    return jsonify(ResumeAnswer(resumed=plans.resume(sid, stripe=c.stripe)).model_dump())

@@ -614,6 +614,11 @@ class StripeStandIn(PlanChanges):
                     break
                 if isinstance(node[part], str):
                     node[part] = copy.deepcopy(self._by_id(node[part])) or node[part]
+                elif isinstance(node[part], list):  # a list of ids (`discounts`), each expanded
+                    node[part] = [
+                        copy.deepcopy(self._by_id(v)) or v if isinstance(v, str) else v
+                        for v in node[part]
+                    ]
                 node = node[part]
         return found
 
@@ -628,6 +633,8 @@ class StripeStandIn(PlanChanges):
             self.sessions,
             self.products,
             self.prices,
+            self.schedules,
+            self.discount_objects,
         ):
             if found_id in held:
                 return held[found_id]

@@ -296,3 +296,20 @@ def scheduled_change(
             price_id = str(price.get("id") if isinstance(price, Mapping) else price)
             return price_id, int(items[0].get("quantity") or 1), start
     return None
+
+
+def customer_of(subscription: Mapping[str, Any]) -> str:
+    return str(_id(subscription.get("customer")))
+
+
+def has_coupon(subscription: Mapping[str, Any], coupon: str) -> bool:
+    """Whether one of the subscription's discounts (expanded) is of `coupon`."""
+    for discount in subscription.get("discounts") or []:
+        if not isinstance(discount, Mapping):
+            continue
+        source = discount.get("source") or {}
+        found = source.get("coupon") if isinstance(source, Mapping) else None
+        found = found or discount.get("coupon")
+        if _id(found) == coupon:
+            return True
+    return False

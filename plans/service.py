@@ -7,8 +7,9 @@ import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
+from adapters.db.pool import Database
 from adapters.stripe_api import (
     PaymentsNotConfigured,
     PaymentsUnavailable,
@@ -16,7 +17,7 @@ from adapters.stripe_api import (
     StripeGateway,
 )
 from core.errors import Conflict, ConflictWithAnswer, InvalidRequest, NotConfigured, Unavailable
-from plans import rules
+from plans import rules, store
 from plans.rules import Plan, Preview
 
 STALE_PREVIEW = "The preview is out of date: confirm the fresh one (preview)"
@@ -177,3 +178,122 @@ def _stripe_errors() -> Iterator[None]:
         raise Unavailable("Payments are unavailable right now; please try again shortly") from exc
     except StripeCallFailed as exc:
         raise InvalidRequest(f"Stripe refused the change: {exc}") from exc
+
+
+NOTHING_TO_RESUME = (
+    "Nothing is scheduled to undo: no cancellation is pending and no change is still to come"
+    " (a change that has taken effect is changed back with change-plan)"
+)
+
+
+@dataclass(frozen=True)
+class RetentionOffer:
+    """The retention coupon as the person cancelling is offered it."""
+
+    coupon: str
+    percent_off: float | None
+    amount_off: int | None
+    duration: str
+    duration_in_months: int | None
+
+
+@dataclass(frozen=True)
+class Cancelled:
+    """What a cancellation call did: an offer shown (nothing changed), the offer accepted (the
+    subscription kept, discounted), or the cancellation made (ending at `cancel_at`)."""
+
+    offer: RetentionOffer | None = None
+    kept: bool = False
+    cancel_at: int | None = None
+
+
+def cancel(
+    subscription_id: str,
+    *,
+    reason: str,
+    comment: str | None,
+    offer: str | None,
+    coupon: str | None,
+    db: Database,
+    stripe: StripeGateway,
+) -> Cancelled:
+    """Cancel at the period's end with the reason and comment recorded in Stripe; first, once
+    per customer, the retention coupon is offered (nothing changes), then applied when
+    accepted (the subscription kept) or the cancellation made when declined."""
+    with _stripe_errors():
+        sub = stripe.subscription(subscription_id)
+        if sub.get("cancel_at_period_end"):
+            return Cancelled(cancel_at=_int(sub.get("cancel_at")) or rules.period(sub)[1])
+        customer = rules.customer_of(sub)
+        offerable = coupon is not None and not (
+            store.retention_taken(db, customer) or rules.has_coupon(sub, coupon)
+        )
+        if offer == "accept":
+            if coupon is None or not offerable:
+                raise Conflict("No offer to accept: the subscription is unchanged")
+            return _accept(sub, coupon, db=db, stripe=stripe)
+        if offerable and offer is None and coupon is not None:
+            return Cancelled(offer=_offer_of(stripe.coupon(coupon)))
+        schedule = _schedule_id(sub)
+        if schedule is not None:  # a scheduled change gives way to the cancellation
+            stripe.release_schedule(schedule)
+        details: dict[str, Any] = {"feedback": reason}
+        if comment:
+            details["comment"] = comment
+        updated = stripe.update_subscription(
+            subscription_id,
+            {"cancel_at_period_end": True, "cancellation_details": details},
+        )
+        return Cancelled(cancel_at=_int(updated.get("cancel_at")) or rules.period(updated)[1])
+
+
+def _accept(
+    sub: Mapping[str, Any], coupon: str, *, db: Database, stripe: StripeGateway
+) -> Cancelled:
+    customer, sid = rules.customer_of(sub), str(sub["id"])
+    if not store.claim_retention(db, customer, coupon, sid):
+        raise Conflict("No offer to accept: the subscription is unchanged")
+    try:
+        stripe.update_subscription(
+            sid,
+            {"discounts": [{"coupon": coupon}]},
+            idempotency_key=f"retention-{customer}",
+        )
+    except Exception:
+        store.release_retention(db, customer)
+        raise
+    return Cancelled(kept=True, offer=_offer_of(stripe.coupon(coupon)))
+
+
+def resume(subscription_id: str, *, stripe: StripeGateway) -> Literal["cancellation", "change"]:
+    """Undo what is scheduled: a cancellation at the period's end ("cancellation"), or a
+    change still to come ("change"); 409 when nothing is (a change that took effect stays)."""
+    with _stripe_errors():
+        sub = stripe.subscription(subscription_id)
+        if sub.get("cancel_at_period_end"):
+            stripe.update_subscription(subscription_id, {"cancel_at_period_end": False})
+            return "cancellation"
+        schedule = sub.get("schedule")
+        still = rules.scheduled_change(
+            schedule if isinstance(schedule, Mapping) else None, now=int(time.time())
+        )
+        schedule_id = _schedule_id(sub)
+        if still is None or schedule_id is None:
+            raise Conflict(NOTHING_TO_RESUME)
+        stripe.release_schedule(schedule_id)
+        return "change"
+
+
+def _offer_of(coupon: Mapping[str, Any]) -> RetentionOffer:
+    off = coupon.get("percent_off")
+    return RetentionOffer(
+        coupon=str(coupon["id"]),
+        percent_off=float(off) if off is not None else None,
+        amount_off=_int(coupon.get("amount_off")),
+        duration=str(coupon.get("duration") or "once"),
+        duration_in_months=_int(coupon.get("duration_in_months")),
+    )
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from adapters.db.pool import Database
+from adapters.db.pool import Database, Statement
 
 _HELD = (
     "select e.source_id from public.entitlements e join public.accounts a on a.id = e.account_id"
@@ -28,3 +28,33 @@ def team_subscription(db: Database, team_id: str, price_id: str) -> str | None:
         (price_id, team_id),
     )
     return str(rows[0]["source_id"]) if rows else None
+
+
+def retention_taken(db: Database, customer_id: str) -> bool:
+    """Whether the customer accepted the retention coupon before."""
+    rows = db.fetch_all(
+        "select 1 from public.retention_offers where customer_id = %s", (customer_id,)
+    )
+    return bool(rows)
+
+
+def claim_retention(db: Database, customer_id: str, coupon: str, subscription_id: str) -> bool:
+    """Record the customer's acceptance; False when one was recorded already (a second call,
+    however close to the first)."""
+    [rows] = db.run(
+        [
+            Statement(
+                "insert into public.retention_offers (customer_id, coupon, subscription_id)"
+                " values (%s, %s, %s) on conflict (customer_id) do nothing returning customer_id",
+                (customer_id, coupon, subscription_id),
+            )
+        ]
+    )
+    return bool(rows)
+
+
+def release_retention(db: Database, customer_id: str) -> None:
+    """Undo a claim whose coupon Stripe did not apply."""
+    db.run(
+        [Statement("delete from public.retention_offers where customer_id = %s", (customer_id,))]
+    )

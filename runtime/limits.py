@@ -29,6 +29,8 @@ ROUTE_LIMITS = {
     "payments.create_portal": "rate_limit_portal",
     "plan_changes.preview_change": "rate_limit_checkout",
     "plan_changes.change_plan": "rate_limit_checkout",
+    "plan_changes.cancel": "rate_limit_checkout",
+    "plan_changes.resume": "rate_limit_checkout",
     "checkout_completion.complete": "rate_limit_complete_checkout",
     "github.github_access": "rate_limit_github_access",
     "me.me": "rate_limit_me",

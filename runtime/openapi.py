@@ -16,7 +16,16 @@ from accounts.leads_routes import LeadRequest, RemovalQuery
 from accounts.leaving_routes import DeleteAccountRequest, DeletionAnswer, ExportAnswer
 from accounts.routes import MeAnswer
 from billing.completion_routes import CompletionAnswer, CompletionRequest
-from billing.plan_routes import ChangeRequest, PreviewAnswer, PreviewRequest, StalePreviewAnswer
+from billing.plan_routes import (
+    CancelAnswer,
+    CancelRequest,
+    ChangeRequest,
+    PreviewAnswer,
+    PreviewRequest,
+    ResumeAnswer,
+    ResumeRequest,
+    StalePreviewAnswer,
+)
 from billing.routes import CheckoutRequest, PortalRequest
 from credits.routes import (
     CheckAnswer,
@@ -188,6 +197,16 @@ OPERATIONS = (
               " period's end. A preview that no longer holds: 409 with a fresh one",
               {200: PreviewAnswer, 401: ErrorAnswer, 403: ErrorAnswer, 404: ErrorAnswer,
                409: StalePreviewAnswer, **COMMON, **LIMITED}, ChangeRequest, signed_in=True),
+    Operation("post", "/api/payments/cancel",
+              "Cancel at the period's end with a reason; with a retention coupon never applied"
+              " to this customer, its offer first (changes nothing), then accept or decline",
+              {200: CancelAnswer, 401: ErrorAnswer, 403: ErrorAnswer,
+               404: ErrorAnswer, 409: ErrorAnswer, **COMMON, **LIMITED}, CancelRequest,
+              signed_in=True),
+    Operation("post", "/api/payments/resume",
+              "Undo a scheduled cancellation or a change still to come",
+              {200: ResumeAnswer, 401: ErrorAnswer, 403: ErrorAnswer, 404: ErrorAnswer,
+               409: ErrorAnswer, **COMMON, **LIMITED}, ResumeRequest, signed_in=True),
     Operation("post", "/api/payments/complete-checkout",
               "The success page's paid checkout applied at once: GET /api/me's answer to its"
               " signed-in buyer, only the session's grant to a guest token",

@@ -6,6 +6,7 @@ one, and nobody changes a subscription that is not theirs to manage."""
 from __future__ import annotations
 
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
@@ -290,3 +291,92 @@ def test_only_the_teams_managers_change_its_plan_and_seats(
     assert catalogue.subscriptions["sub_team"]["items"]["data"][0]["quantity"] == 3
     [schedule] = catalogue.schedules.values()
     assert schedule["phases"][1]["items"][0]["quantity"] == 2
+
+
+def test_a_cancellation_offers_the_coupon_once_then_cancels_with_its_reason(
+    api_factory: Any, db: Database, catalogue: StripeStandIn
+) -> None:
+    api = api_factory(retention_coupon="stay_with_us")
+    catalogue.hold_coupon("stay_with_us", percent_off=50, duration_in_months=3)
+    ada, sub = subscribed(api, db, catalogue, PRO)
+    body = {"priceId": PRO, "reason": "too_expensive", "comment": "Too dear for now"}
+    assert ada.call("POST", "/api/payments/cancel", body | {"reason": "bored"}).status_code == 400
+    offered = ada.call("POST", "/api/payments/cancel", body)
+    assert offered.status_code == 200, offered.text
+    assert offered.json() == {
+        "offer": {
+            "coupon": "stay_with_us",
+            "percentOff": 50.0,
+            "duration": "repeating",
+            "durationInMonths": 3,
+        }
+    }
+    assert catalogue.calls("POST", "/v1/subscriptions/sub_ada") == []
+
+    # Two accepts at once: the coupon applies once.
+    with ThreadPoolExecutor(2) as pool:
+        answers = list(
+            pool.map(
+                lambda _: ada.call("POST", "/api/payments/cancel", body | {"offer": "accept"}),
+                range(2),
+            )
+        )
+    assert sorted(a.status_code for a in answers) == [200, 409]
+    [kept] = [a.json() for a in answers if a.status_code == 200]
+    assert kept["kept"] is True
+    [applied] = catalogue.calls("POST", "/v1/subscriptions/sub_ada")
+    assert applied.form() == {"discounts": [{"coupon": "stay_with_us"}]}
+    assert catalogue.coupons["stay_with_us"]["times_redeemed"] == 1
+    held = catalogue.subscriptions["sub_ada"]
+    assert held["cancel_at_period_end"] is False
+
+    # Cancelling again: no second offer, the cancellation is made with its reason.
+    done = ada.call("POST", "/api/payments/cancel", body)
+    assert done.status_code == 200, done.text
+    end = sub["items"]["data"][0]["current_period_end"]
+    assert done.json() == {"cancelAt": end}
+    assert held["cancel_at_period_end"] is True
+    assert held["cancellation_details"] == {
+        "comment": "Too dear for now",
+        "feedback": "too_expensive",
+        "reason": "cancellation_requested",
+    }
+    # Resumed: it renews again; a second resume has nothing to undo.
+    assert ada.call("POST", "/api/payments/resume", {"priceId": PRO}).json() == {
+        "resumed": "cancellation"
+    }
+    assert held["cancel_at_period_end"] is False
+    assert ada.call("POST", "/api/payments/resume", {"priceId": PRO}).status_code == 409
+
+
+def test_resume_undoes_a_downgrade_only_before_it_takes_effect(
+    api: Api, db: Database, catalogue: StripeStandIn
+) -> None:
+    ada, _ = subscribed(api, db, catalogue, PRO)
+    body = {"priceId": PRO, "newPriceId": BASIC}
+    preview = ada.call("POST", "/api/payments/preview-change", body).json()
+    scheduled = ada.call(
+        "POST", "/api/payments/change-plan", body | {"prorationDate": preview["prorationDate"]}
+    )
+    assert scheduled.status_code == 200, scheduled.text
+    assert ada.call("POST", "/api/payments/resume", {"priceId": PRO}).json() == {
+        "resumed": "change"
+    }
+    [schedule] = catalogue.schedules.values()
+    assert schedule["status"] == "released"
+    assert catalogue.subscriptions["sub_ada"]["schedule"] is None
+
+    # Scheduled again, then the period ends: the downgrade took effect, nothing to undo.
+    preview = ada.call("POST", "/api/payments/preview-change", body).json()
+    again = ada.call(
+        "POST", "/api/payments/change-plan", body | {"prorationDate": preview["prorationDate"]}
+    )
+    assert again.status_code == 200, again.text
+    seen = len(catalogue.events)
+    catalogue.end_period("sub_ada")
+    deliver_new_events(api, catalogue, seen)
+    assert catalogue.subscriptions["sub_ada"]["items"]["data"][0]["price"]["id"] == BASIC
+    refused = ada.call("POST", "/api/payments/resume", {"priceId": BASIC})
+    assert refused.status_code == 409
+    assert "taken effect" in refused.json()["error"]
+    assert catalogue.subscriptions["sub_ada"]["items"]["data"][0]["price"]["id"] == BASIC

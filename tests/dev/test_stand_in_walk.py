@@ -2,7 +2,8 @@
 Stripe: a signed-in checkout made through the API and paid on the stand-in's page is completed
 from the success page with the session id the page's link back carries; a team's checkout of 3
 seats paid there gives the team 3 seats, and 2 seats asked through the API take the newest
-member's from the period's end; a product made in the stand-in is still sold after the server restarts."""
+member's from the period's end; a product made in the stand-in is still sold after the server
+restarts."""
 
 from __future__ import annotations
 

@@ -36,6 +36,8 @@ SHARING = {
     "/api/teams/{teamId}/seats": "rate_limit_checkout",
     "/api/payments/preview-change": "rate_limit_checkout",
     "/api/payments/change-plan": "rate_limit_checkout",
+    "/api/payments/cancel": "rate_limit_checkout",
+    "/api/payments/resume": "rate_limit_checkout",
 }
 
 

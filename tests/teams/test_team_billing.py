@@ -1,8 +1,8 @@
 """A team that pays, end to end over HTTP with Stripe's signed events: its owner buys 3 seats,
 two invited colleagues accept and have access, a fourth invitation is refused, removing a
-member ends their access at once, fewer seats (from the period's end) leave the newest member without access (and
-tell them), more seats give it back, and the subscription's end takes the team's access from every
-member while their own purchases stay."""
+member ends their access at once, fewer seats (from the period's end) leave the newest member
+without access (and tell them), more seats give it back, and the subscription's end takes the
+team's access from every member while their own purchases stay."""
 
 from __future__ import annotations
 

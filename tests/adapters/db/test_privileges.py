@@ -47,6 +47,7 @@ TABLES: dict[str, dict[str, set[str]]] = {
     "github_grants": {"authenticated": {"SELECT"}},
     "leads": {},
     "processed_events": {},
+    "retention_offers": {},
     "products": {},
     "profiles": {"authenticated": {"SELECT"}},
     "purchases": {"authenticated": {"SELECT"}},
