@@ -124,6 +124,7 @@ def change_plan() -> ResponseReturnValue:
         proration_date=body.proration_date,
         stripe=c.stripe,
         secret=c.settings.webhook_secret,
+        db=c.db,
     )
     return jsonify(PreviewAnswer.model_validate(plans.answer_of(applied.preview)).model_dump())
 
@@ -205,4 +206,4 @@ def resume() -> ResponseReturnValue:
     body = validate(ResumeRequest, json_object())
     user = require_user(caller())
     sid = subscription_of(user, price_id=body.price_id, team_id=body.team_id, db=c.db)
-    return jsonify(ResumeAnswer(resumed=plans.resume(sid, stripe=c.stripe)).model_dump())
+    return jsonify(ResumeAnswer(resumed=plans.resume(sid, stripe=c.stripe, db=c.db)).model_dump())

@@ -7,6 +7,7 @@ import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 from adapters.db.pool import Database
@@ -58,6 +59,7 @@ def change(
     proration_date: str | None,
     stripe: StripeGateway,
     secret: str,
+    db: Database,
 ) -> Applied:
     """Apply a previewed change at its proration date (so it charges what the preview said):
     an upgrade now, invoiced now; anything else scheduled for the period's end. A preview
@@ -99,10 +101,19 @@ def change(
             )
             if updated.get("pending_update"):
                 raise Conflict(PAYMENT_REFUSED)
+            store.clear_scheduled(db, subscription_id)
             return Applied(shown, updated)
         del current
         schedule = _schedule_id(sub) or str(stripe.schedule_from(subscription_id)["id"])
         stripe.update_schedule(schedule, rules.schedule_phases(sub, plan))
+        store.record_scheduled(
+            db,
+            source_id=subscription_id,
+            price_id=plan.price_id,
+            quantity=plan.quantity,
+            effective_at=datetime.fromtimestamp(shown.effective_at, UTC),
+            schedule_id=schedule,
+        )
         return Applied(shown, stripe.subscription(subscription_id))
 
 
@@ -237,6 +248,7 @@ def cancel(
         schedule = _schedule_id(sub)
         if schedule is not None:  # a scheduled change gives way to the cancellation
             stripe.release_schedule(schedule)
+            store.clear_scheduled(db, subscription_id)
         details: dict[str, Any] = {"feedback": reason}
         if comment:
             details["comment"] = comment
@@ -265,7 +277,9 @@ def _accept(
     return Cancelled(kept=True, offer=_offer_of(stripe.coupon(coupon)))
 
 
-def resume(subscription_id: str, *, stripe: StripeGateway) -> Literal["cancellation", "change"]:
+def resume(
+    subscription_id: str, *, stripe: StripeGateway, db: Database
+) -> Literal["cancellation", "change"]:
     """Undo what is scheduled: a cancellation at the period's end ("cancellation"), or a
     change still to come ("change"); 409 when nothing is (a change that took effect stays)."""
     with _stripe_errors():
@@ -279,8 +293,10 @@ def resume(subscription_id: str, *, stripe: StripeGateway) -> Literal["cancellat
         )
         schedule_id = _schedule_id(sub)
         if still is None or schedule_id is None:
+            store.clear_scheduled(db, subscription_id)
             raise Conflict(NOTHING_TO_RESUME)
         stripe.release_schedule(schedule_id)
+        store.clear_scheduled(db, subscription_id)
         return "change"
 
 

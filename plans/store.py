@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from adapters.db.pool import Database, Statement
 
 _HELD = (
@@ -58,3 +60,32 @@ def release_retention(db: Database, customer_id: str) -> None:
     db.run(
         [Statement("delete from public.retention_offers where customer_id = %s", (customer_id,))]
     )
+
+
+def record_scheduled(
+    db: Database,
+    *,
+    source_id: str,
+    price_id: str,
+    quantity: int,
+    effective_at: datetime,
+    schedule_id: str,
+) -> None:
+    """The change the subscription's schedule now holds for its period's end."""
+    db.run(
+        [
+            Statement(
+                "insert into public.scheduled_changes (source_id, price_id, quantity,"
+                " effective_at, schedule_id) values (%s, %s, %s, %s, %s)"
+                " on conflict (source_id) do update set price_id = excluded.price_id,"
+                " quantity = excluded.quantity, effective_at = excluded.effective_at,"
+                " schedule_id = excluded.schedule_id, recorded_at = now()",
+                (source_id, price_id, quantity, effective_at, schedule_id),
+            )
+        ]
+    )
+
+
+def clear_scheduled(db: Database, source_id: str) -> None:
+    """No change is scheduled any more (resumed, cancelled, or replaced by an upgrade)."""
+    db.run([Statement("delete from public.scheduled_changes where source_id = %s", (source_id,))])

@@ -287,6 +287,7 @@ def set_seats(
         proration_date=None,
         stripe=stripe,
         secret=secret,
+        db=db,
     )
     if applied.preview.effective == "now":
         store.set_quantity(db, team_id, quantity)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import time
 from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime
 from typing import Any
 
 import pytest
@@ -239,7 +240,12 @@ def test_a_downgrade_waits_for_the_period_end(
     assert [p["items"][0]["price"] for p in schedule["phases"]] == [PRO, PRO_YEARLY]
     assert schedule["phases"][1]["start_date"] == end
     seen = deliver_new_events(api, catalogue, seen)
-    assert [e["priceId"] for e in ada.call("GET", "/api/me").json()["entitlements"]] == [PRO]
+    [held] = ada.call("GET", "/api/me").json()["entitlements"]
+    assert held["priceId"] == PRO
+    scheduled = held["scheduledChange"]
+    assert (scheduled["priceId"], scheduled["quantity"]) == (PRO_YEARLY, 1)
+    assert datetime.fromisoformat(scheduled["at"]).timestamp() == end
+    assert held["cancelAt"] is None
 
     # The period ends: the yearly plan starts, invoiced whole.
     catalogue.end_period("sub_ada")
@@ -248,7 +254,8 @@ def test_a_downgrade_waits_for_the_period_end(
     assert invoice["billing_reason"] == "subscription_cycle"
     assert invoice["amount_paid"] == 24000
     deliver_new_events(api, catalogue, seen)
-    assert [e["priceId"] for e in ada.call("GET", "/api/me").json()["entitlements"]] == [PRO_YEARLY]
+    [held] = ada.call("GET", "/api/me").json()["entitlements"]
+    assert (held["priceId"], held["scheduledChange"]) == (PRO_YEARLY, None)
 
 
 def test_only_the_teams_managers_change_its_plan_and_seats(
@@ -291,6 +298,8 @@ def test_only_the_teams_managers_change_its_plan_and_seats(
     assert catalogue.subscriptions["sub_team"]["items"]["data"][0]["quantity"] == 3
     [schedule] = catalogue.schedules.values()
     assert schedule["phases"][1]["items"][0]["quantity"] == 2
+    [held] = ada.call("GET", "/api/me").json()["entitlements"]
+    assert (held["teamId"], held["scheduledChange"]["quantity"]) == (team, 2)
 
 
 def test_a_cancellation_offers_the_coupon_once_then_cancels_with_its_reason(
@@ -331,6 +340,7 @@ def test_a_cancellation_offers_the_coupon_once_then_cancels_with_its_reason(
     assert held["cancel_at_period_end"] is False
 
     # Cancelling again: no second offer, the cancellation is made with its reason.
+    seen = len(catalogue.events)
     done = ada.call("POST", "/api/payments/cancel", body)
     assert done.status_code == 200, done.text
     end = sub["items"]["data"][0]["current_period_end"]
@@ -341,6 +351,9 @@ def test_a_cancellation_offers_the_coupon_once_then_cancels_with_its_reason(
         "feedback": "too_expensive",
         "reason": "cancellation_requested",
     }
+    deliver_new_events(api, catalogue, seen)
+    [entitled] = ada.call("GET", "/api/me").json()["entitlements"]
+    assert datetime.fromisoformat(entitled["cancelAt"]).timestamp() == end
     # Resumed: it renews again; a second resume has nothing to undo.
     assert ada.call("POST", "/api/payments/resume", {"priceId": PRO}).json() == {
         "resumed": "cancellation"
@@ -365,6 +378,8 @@ def test_resume_undoes_a_downgrade_only_before_it_takes_effect(
     [schedule] = catalogue.schedules.values()
     assert schedule["status"] == "released"
     assert catalogue.subscriptions["sub_ada"]["schedule"] is None
+    [held] = ada.call("GET", "/api/me").json()["entitlements"]
+    assert held["scheduledChange"] is None
 
     # Scheduled again, then the period ends: the downgrade took effect, nothing to undo.
     preview = ada.call("POST", "/api/payments/preview-change", body).json()

@@ -48,6 +48,7 @@ TABLES: dict[str, dict[str, set[str]]] = {
     "leads": {},
     "processed_events": {},
     "retention_offers": {},
+    "scheduled_changes": {},
     "products": {},
     "profiles": {"authenticated": {"SELECT"}},
     "purchases": {"authenticated": {"SELECT"}},
