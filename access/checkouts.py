@@ -18,6 +18,7 @@ from core.stripe_objects import (
     invoice_period,
     invoice_price,
     invoice_subscription,
+    line_price,
     merchant_of_record,
     session_amounts,
     subscription_period_end,
@@ -67,17 +68,21 @@ class Checkout:
 
 @dataclass(frozen=True)
 class PaidPeriod:
-    """A subscription's period an invoice paid: its credits are granted once per invoice."""
+    """A subscription's period an invoice paid: its credits are granted once per invoice. An
+    upgrade's proration invoice (`top_up`) pays the rest of the period on the new plan: it
+    grants the new plan's period credits less what the period granted already."""
 
     invoice_id: str
     price_id: str | None
     start: int | None
     end: int | None
+    top_up: bool = False
 
 
-# The invoices that pay a new period; a proration's (`subscription_update`) does not: a plan
-# change grants the new plan's credits from its next paid period.
+# The invoices that pay a new period; a proration's (`subscription_update`) tops the period
+# up to the new plan's credits once paid (a downgrade waits for its period: it is invoiced then).
 PERIOD_REASONS = frozenset({"subscription_create", "subscription_cycle", None})
+TOP_UP_REASON = "subscription_update"
 
 
 @dataclass(frozen=True)
@@ -189,6 +194,8 @@ def access_change(event: Event) -> AccessChange | None:
             if invoice_id and reason in PERIOD_REASONS
             else None
         )
+        if invoice_id and reason == TOP_UP_REASON:
+            paid = _top_up(invoice_id, obj)
         return AccessChange(customer, change, paid=paid)
     if event.type == "customer.subscription.deleted":
         return _subscription_change(customer, obj, grant=False)
@@ -199,6 +206,27 @@ def access_change(event: Event) -> AccessChange | None:
         if status in ENDED_STATUSES:
             return _subscription_change(customer, obj, grant=False)
     return None
+
+
+def _top_up(invoice_id: str, invoice: Mapping[str, Any]) -> PaidPeriod | None:
+    """An upgrade's proration invoice: the plan charged for the rest of the period (its line
+    that charges, not the one that credits the old plan's unused time)."""
+    lines = _mapping(invoice.get("lines")).get("data")
+    charged = [
+        _mapping(line)
+        for line in (lines if isinstance(lines, list) else [])
+        if isinstance(_mapping(line).get("amount"), int) and _mapping(line)["amount"] > 0
+    ]
+    if not charged:
+        return None
+    period = _mapping(charged[-1].get("period"))
+    return PaidPeriod(
+        invoice_id,
+        line_price(charged[-1]),
+        _int(period.get("start")),
+        _int(period.get("end")),
+        top_up=True,
+    )
 
 
 def _subscription_change(

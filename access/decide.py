@@ -243,9 +243,10 @@ class _Fold:
             return
         starts = datetime.fromtimestamp(paid.start, UTC) if paid.start else event.created
         ends = datetime.fromtimestamp(paid.end, UTC) if paid.end else grant.current_period_end
-        self.plan.credit_grants = [  # the newest period of a batch is the one that counts
-            g for g in self.plan.credit_grants if g.subscription_id != subscription
-        ]
+        if not paid.top_up:  # the newest period of a batch is the one that counts
+            self.plan.credit_grants = [
+                g for g in self.plan.credit_grants if g.subscription_id != subscription
+            ]
         self.plan.credit_grants.append(
             CreditGrant(
                 account.id,
@@ -255,6 +256,7 @@ class _Fold:
                 starts,
                 ends,
                 event.id,
+                top_up=paid.top_up,
             )
         )
 

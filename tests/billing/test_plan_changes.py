@@ -5,6 +5,7 @@ one, and nobody changes a subscription that is not theirs to manage."""
 
 from __future__ import annotations
 
+import json
 import time
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
@@ -35,6 +36,7 @@ PRICES = {  # id -> (amount, interval, per seat)
     PRO_YEARLY: (24000, "year", False),
     SEATS: (1200, "month", True),
 }
+CREDITS = {BASIC: 10, PRO: 30}  # a period's `generations`
 DAY = 86_400
 
 
@@ -49,9 +51,17 @@ def catalogue(fakes: tuple[StripeStandIn, AuthStandIn], db: Database) -> StripeS
         with db.transaction() as conn:
             conn.execute(
                 "insert into public.products (name, price, stripe_price_id, type, billing_type,"
-                " billing_interval, per_seat, features) values (%s, %s, %s, 'link',"
-                " 'subscription', %s, %s, '{pro}')",
-                (f"Plan {price_id}", amount / 100, price_id, interval, per_seat),
+                " billing_interval, per_seat, features, credits, credits_period) values (%s, %s,"
+                " %s, 'link', 'subscription', %s, %s, '{pro}', %s, %s)",
+                (
+                    f"Plan {price_id}",
+                    amount / 100,
+                    price_id,
+                    interval,
+                    per_seat,
+                    json.dumps({"generations": CREDITS[price_id]} if price_id in CREDITS else {}),
+                    "period" if price_id in CREDITS else None,
+                ),
             )
     return stripe_fake
 
@@ -64,9 +74,40 @@ def subscribed(
     link(db, ada.id, "cus_ada")
     sub = stand_in.subscribe("sub_ada", customer="cus_ada", price=price)
     back_to(stand_in, "sub_ada", elapsed)
-    post_event(api, stripe_event("customer.subscription.created", sub, created=int(time.time())))
+    now = int(time.time())
+    post_event(api, stripe_event("customer.subscription.created", sub, created=now))
+    item = sub["items"]["data"][0]
+    line = shapes.invoice_line(
+        "il_first",
+        invoice_id="in_first",
+        subscription_id="sub_ada",
+        subscription_item=item["id"],
+        price_id=price,
+        product_id="prod_plan",
+        amount=PRICES[price][0],
+        currency="usd",
+        quantity=1,
+        start=item["current_period_start"],
+        end=item["current_period_end"],
+    )
+    first = shapes.invoice(
+        "in_first",
+        customer_id="cus_ada",
+        subscription_id="sub_ada",
+        lines=[line],
+        created=now,
+        currency="usd",
+        paid=True,
+    ) | {"billing_reason": "subscription_create"}
+    post_event(api, stripe_event("invoice.paid", first, created=now + 1))
     settle(api)
     return ada, stand_in.subscriptions["sub_ada"]
+
+
+def generations(person: Person) -> tuple[int, int]:
+    """What the person's credits of `generations` granted and what is left."""
+    [held] = [c for c in person.call("GET", "/api/me").json()["credits"]]
+    return held["granted"], held["balance"]
 
 
 def back_to(stand_in: StripeStandIn, sid: str, elapsed: int) -> None:
@@ -141,6 +182,8 @@ def test_an_upgrade_charges_now_exactly_what_its_preview_said(
     deliver_new_events(api, catalogue, seen)
     me = ada.call("GET", "/api/me").json()
     assert [e["priceId"] for e in me["entitlements"]] == [PRO]
+    # The upgrade paid: the period holds the new plan's credits, not both plans'.
+    assert generations(ada) == (CREDITS[PRO], CREDITS[PRO])
 
     # The same preview again: the subscription changed since, so it no longer holds.
     again = ada.call(
@@ -395,3 +438,35 @@ def test_resume_undoes_a_downgrade_only_before_it_takes_effect(
     assert refused.status_code == 409
     assert "taken effect" in refused.json()["error"]
     assert catalogue.subscriptions["sub_ada"]["items"]["data"][0]["price"]["id"] == BASIC
+
+
+def test_an_upgrade_in_the_last_hours_then_a_downgrade_grant_no_more_than_the_top_plan(
+    api: Api, db: Database, catalogue: StripeStandIn
+) -> None:
+    ada, _ = subscribed(api, db, catalogue, BASIC, elapsed=30 * DAY - 7200)
+    assert generations(ada) == (CREDITS[BASIC], CREDITS[BASIC])
+    up = {"priceId": BASIC, "newPriceId": PRO}
+    preview = ada.call("POST", "/api/payments/preview-change", up).json()
+    assert 0 < preview["amountDue"] < 10  # two hours of the difference
+    seen = len(catalogue.events)
+    applied = ada.call(
+        "POST", "/api/payments/change-plan", up | {"prorationDate": preview["prorationDate"]}
+    )
+    assert applied.status_code == 200, applied.text
+    seen = deliver_new_events(api, catalogue, seen)
+    # Stripe delivers the proration's invoice again: it grants nothing twice.
+    [paid] = [e for e in catalogue.events if e["type"] == "invoice.paid"]
+    post_event(api, stripe_event("invoice.paid", paid["data"]["object"], event_id=paid["id"]))
+    settle(api)
+    assert generations(ada) == (CREDITS[PRO], CREDITS[PRO])
+
+    # Back down within the period: scheduled, nothing granted or taken back now.
+    down = {"priceId": PRO, "newPriceId": BASIC}
+    preview = ada.call("POST", "/api/payments/preview-change", down).json()
+    assert preview["effective"] == "period_end"
+    back = ada.call(
+        "POST", "/api/payments/change-plan", down | {"prorationDate": preview["prorationDate"]}
+    )
+    assert back.status_code == 200, back.text
+    deliver_new_events(api, catalogue, seen)
+    assert generations(ada) == (CREDITS[PRO], CREDITS[PRO])
