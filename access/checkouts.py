@@ -12,6 +12,7 @@ from core.events import Event, parse_event, stripe_id
 from core.stripe_objects import (
     Amounts,
     Trial,
+    charged_line,
     checkout_quantity,
     customer_contact,
     first_quantity,
@@ -211,18 +212,13 @@ def access_change(event: Event) -> AccessChange | None:
 def _top_up(invoice_id: str, invoice: Mapping[str, Any]) -> PaidPeriod | None:
     """An upgrade's proration invoice: the plan charged for the rest of the period (its line
     that charges, not the one that credits the old plan's unused time)."""
-    lines = _mapping(invoice.get("lines")).get("data")
-    charged = [
-        _mapping(line)
-        for line in (lines if isinstance(lines, list) else [])
-        if isinstance(_mapping(line).get("amount"), int) and _mapping(line)["amount"] > 0
-    ]
-    if not charged:
+    line = charged_line(invoice)
+    if (_int(line.get("amount")) or 0) <= 0:
         return None
-    period = _mapping(charged[-1].get("period"))
+    period = _mapping(line.get("period"))
     return PaidPeriod(
         invoice_id,
-        line_price(charged[-1]),
+        line_price(line),
         _int(period.get("start")),
         _int(period.get("end")),
         top_up=True,

@@ -79,6 +79,7 @@ class Answers:
     """What Stripe said, asked before the transaction."""
 
     statuses: Mapping[str, str | None] = field(default_factory=dict)  # subscription -> status
+    prices: Mapping[str, str | None] = field(default_factory=dict)  # subscription -> its price
     checkouts: Mapping[str, bool] = field(default_factory=dict)  # payment intent -> has one
     receipts: Mapping[str, str | None] = field(default_factory=dict)  # session -> receipt URL
 
@@ -411,6 +412,7 @@ class _Fold:
                 created=event.created,
                 event_id=event.id,
                 tie_statuses=self.answers.statuses,
+                tie_prices=self.answers.prices,
             )
         except StatusNeededAtTie as needed:
             raise _Ask(status=needed.subscription_id) from None

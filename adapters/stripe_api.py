@@ -305,6 +305,15 @@ class StripeGateway:
         """The current status of a subscription, as Stripe sees it now."""
         return str(self.client.v1.subscriptions.retrieve(subscription_id).status)
 
+    def subscription_now(self, subscription_id: str) -> tuple[str, str | None]:
+        """A subscription's status and the price of its (first) item, as Stripe has them now:
+        what settles two of its events in the same second."""
+        found = self.client.v1.subscriptions.retrieve(subscription_id).to_dict()
+        items = (found.get("items") or {}).get("data") or []
+        price = items[0].get("price") if items else None
+        price_id = price.get("id") if isinstance(price, dict) else price
+        return str(found.get("status")), str(price_id) if price_id else None
+
     def cancel_subscription_now(self, subscription_id: str) -> bool:
         """Cancel a subscription at once (Stripe: `DELETE /v1/subscriptions/{id}`); False when
         there was nothing to cancel (ended already, or unknown to Stripe). It is read first, so

@@ -12,15 +12,18 @@ from datetime import datetime
 from typing import Any
 
 import pytest
+import requests
 
 from adapters.db.pool import Database
 from config import DEV_WEBHOOK_SECRET
+from core.money import format_amount
 from dev import stripe_shapes as shapes
 from dev.auth_stand_in import AuthStandIn
 from dev.stripe_stand_in import StripeStandIn
 from plans import rules
 from tests.access.lifecycle_helpers import link, post_event, settle
 from tests.conftest import Api
+from tests.emails.test_subscriber import outbox, text_of
 from tests.helpers import stripe_event
 from tests.teams.test_routes import Person, join, new_team
 
@@ -67,20 +70,27 @@ def catalogue(fakes: tuple[StripeStandIn, AuthStandIn], db: Database) -> StripeS
 
 
 def subscribed(
-    api: Api, db: Database, stand_in: StripeStandIn, price: str, *, elapsed: int = 10 * DAY
+    api: Api,
+    db: Database,
+    stand_in: StripeStandIn,
+    price: str,
+    *,
+    elapsed: int = 10 * DAY,
+    who: str = "ada",
 ) -> tuple[Person, dict[str, Any]]:
-    """Ada, on `price` through Stripe, `elapsed` seconds into her monthly period."""
-    ada = Person(api, db, "ada@example.com", "Ada Lovelace")
-    link(db, ada.id, "cus_ada")
-    sub = stand_in.subscribe("sub_ada", customer="cus_ada", price=price)
-    back_to(stand_in, "sub_ada", elapsed)
-    now = int(time.time())
+    """Ada (or `who`), on `price` through Stripe (`sub_<who>`, `cus_<who>`), `elapsed` seconds
+    into the monthly period."""
+    person = Person(api, db, f"{who}@example.com", who.title())
+    link(db, person.id, f"cus_{who}")
+    sub = stand_in.subscribe(f"sub_{who}", customer=f"cus_{who}", price=price)
+    back_to(stand_in, f"sub_{who}", elapsed)
+    now = int(time.time()) - 60  # subscribed a minute ago: what follows is newer
     post_event(api, stripe_event("customer.subscription.created", sub, created=now))
     item = sub["items"]["data"][0]
     line = shapes.invoice_line(
-        "il_first",
-        invoice_id="in_first",
-        subscription_id="sub_ada",
+        f"il_first_{who}",
+        invoice_id=f"in_first_{who}",
+        subscription_id=f"sub_{who}",
         subscription_item=item["id"],
         price_id=price,
         product_id="prod_plan",
@@ -91,9 +101,9 @@ def subscribed(
         end=item["current_period_end"],
     )
     first = shapes.invoice(
-        "in_first",
-        customer_id="cus_ada",
-        subscription_id="sub_ada",
+        f"in_first_{who}",
+        customer_id=f"cus_{who}",
+        subscription_id=f"sub_{who}",
         lines=[line],
         created=now,
         currency="usd",
@@ -101,7 +111,7 @@ def subscribed(
     ) | {"billing_reason": "subscription_create"}
     post_event(api, stripe_event("invoice.paid", first, created=now + 1))
     settle(api)
-    return ada, stand_in.subscriptions["sub_ada"]
+    return person, stand_in.subscriptions[f"sub_{who}"]
 
 
 def generations(person: Person) -> tuple[int, int]:
@@ -184,6 +194,11 @@ def test_an_upgrade_charges_now_exactly_what_its_preview_said(
     assert [e["priceId"] for e in me["entitlements"]] == [PRO]
     # The upgrade paid: the period holds the new plan's credits, not both plans'.
     assert generations(ada) == (CREDITS[PRO], CREDITS[PRO])
+    # Its receipt names the new plan and what was charged now (the proration's lines).
+    charged = format_amount(preview["amountDue"], "usd")
+    [receipt] = [m for m in outbox(api) if m["Subject"].startswith("Receipt")]
+    assert receipt["Subject"] == f"Receipt: {charged} for Plan {PRO}"
+    assert charged in text_of(receipt)
 
     # The same preview again: the subscription changed since, so it no longer holds.
     again = ada.call(
@@ -315,7 +330,9 @@ def test_only_the_teams_managers_change_its_plan_and_seats(
         "sub_team", customer="cus_team", price=SEATS, quantity=2, status="trialing"
     )
     sub["trial_end"] = sub["items"]["data"][0]["current_period_end"]
-    post_event(api, stripe_event("customer.subscription.created", sub, created=int(time.time())))
+    post_event(
+        api, stripe_event("customer.subscription.created", sub, created=int(time.time()) - 60)
+    )
     settle(api)
     body = {"priceId": SEATS, "teamId": team, "quantity": 3}
     assert stranger.call("POST", "/api/payments/preview-change", body).status_code == 404
@@ -470,3 +487,32 @@ def test_an_upgrade_in_the_last_hours_then_a_downgrade_grant_no_more_than_the_to
     assert back.status_code == 200, back.text
     deliver_new_events(api, catalogue, seen)
     assert generations(ada) == (CREDITS[PRO], CREDITS[PRO])
+
+
+def test_a_cancellation_in_the_portal_reaches_what_the_route_reaches(
+    api: Api, db: Database, catalogue: StripeStandIn
+) -> None:
+    ada, sub = subscribed(api, db, catalogue, PRO)
+    grace, _ = subscribed(api, db, catalogue, PRO, who="grace")
+    end = sub["items"]["data"][0]["current_period_end"]
+    seen = len(catalogue.events)
+    routed = ada.call("POST", "/api/payments/cancel", {"priceId": PRO, "reason": "unused"})
+    assert routed.status_code == 200, routed.text
+    portal = grace.call(
+        "POST", "/api/payments/create-portal", {"returnUrl": "https://app.example.com/account"}
+    )
+    assert portal.status_code == 200, portal.text
+    page = requests.post(
+        portal.json()["url"],
+        data={"subscription": "sub_grace", "cancel": "1"},
+        timeout=5,
+        allow_redirects=False,
+    )
+    assert page.status_code == 303
+    deliver_new_events(api, catalogue, seen)
+    for person in (ada, grace):
+        [held] = person.call("GET", "/api/me").json()["entitlements"]
+        assert (held["active"], held["cancelAtPeriodEnd"]) == (True, True)
+        assert datetime.fromisoformat(held["cancelAt"]).timestamp() == end
+        [told] = [m for m in outbox(api) if m["To"] == person.email and "cancelled" in m["Subject"]]
+        assert "Plan price_plan_pro" in told["Subject"]
