@@ -108,7 +108,9 @@ def preview_change() -> ResponseReturnValue:
     body = validate(PreviewRequest, json_object())
     user = require_user(caller())
     sid = subscription_of(user, price_id=body.price_id, team_id=body.team_id, db=c.db)
-    found = plans.preview(sid, _wanted(body), stripe=c.stripe, secret=c.settings.webhook_secret)
+    found = plans.preview(
+        sid, _wanted(body), stripe=c.stripe, secret=c.settings.webhook_secret, db=c.db
+    )
     return jsonify(PreviewAnswer.model_validate(plans.answer_of(found)).model_dump())
 
 

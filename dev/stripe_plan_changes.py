@@ -74,6 +74,7 @@ class PlanChanges:
     invoices: dict[str, dict[str, Any]]
     products: dict[str, dict[str, Any]]
     customers: dict[str, dict[str, Any]]
+    events: list[dict[str, Any]]
 
     def _plan_changes_init(self) -> None:
         self.schedules: dict[str, dict[str, Any]] = {}
@@ -103,7 +104,12 @@ class PlanChanges:
         raise NotImplementedError
 
     def _send_later(
-        self, event_type: str, obj: dict[str, Any], previous: dict[str, Any] | None
+        self,
+        event_type: str,
+        obj: dict[str, Any],
+        previous: dict[str, Any] | None,
+        *,
+        created: int | None = None,
     ) -> None:
         raise NotImplementedError
 
@@ -739,8 +745,13 @@ class PlanChanges:
                 sent.append(("customer.subscription.updated", public(sub), previous))
                 sent.append(("invoice.paid", copy.deepcopy(invoice), None))
             self._save()
+        # Time passed: its events are newer than any sent before them (Stripe's `created`
+        # counts seconds; a period's end never shares one with the changes made before it).
+        with self.lock:
+            latest = max((int(e["created"]) for e in self.events), default=0)
+        when = max(int(time.time()), latest + 1)
         for event_type, obj, previous_attributes in sent:
-            self._send_later(event_type, obj, previous_attributes)
+            self._send_later(event_type, obj, previous_attributes, created=when)
         return [obj for _, obj, _ in sent]
 
 

@@ -740,6 +740,17 @@ class StripeStandIn(PlanChanges):
                 f"Invalid proration_behavior: must be one of {', '.join(PRORATIONS)}",
                 param="proration_behavior",
             )
+        # A request sent again with its idempotency key answers the first one, as Stripe's do.
+        key = request.headers.get("Idempotency-Key")
+        with self.lock:
+            if key and f"subscription:{key}" in self._idempotent:
+                return _json(copy.deepcopy(self._idempotent[f"subscription:{key}"]))
+            answer = self._update_subscription(sid, params)
+            if key:
+                self._idempotent[f"subscription:{key}"] = copy.deepcopy(answer)
+        return _json(answer)
+
+    def _update_subscription(self, sid: str, params: dict[str, Any]) -> dict[str, Any]:
         details = params.get("cancellation_details") or {}
         feedback = details.get("feedback")
         if feedback not in (None, "", *FEEDBACK):
@@ -796,7 +807,7 @@ class StripeStandIn(PlanChanges):
         for event_type, obj, previous_attributes in events:
             self._send_later(event_type, obj, previous_attributes)
         del before
-        return _json(answer)
+        return answer
 
     def _cancel_at_period_end(self, sid: str) -> None:
         """The portal's cancellation (its default mode): the subscription runs to its period's
@@ -1403,11 +1414,17 @@ class StripeStandIn(PlanChanges):
         return deliver(event, url=self.webhook.url, secret=self.webhook.secret)
 
     def _send_later(
-        self, event_type: str, obj: dict[str, Any], previous: dict[str, Any] | None
+        self,
+        event_type: str,
+        obj: dict[str, Any],
+        previous: dict[str, Any] | None,
+        *,
+        created: int | None = None,
     ) -> None:
         """An event about a change made through the API, recorded, and delivered once the call
         that made it has been answered (Stripe's webhooks never come inside the call)."""
-        event = self._record(event_type, obj, created=int(time.time()), previous=previous)
+        when = int(time.time()) if created is None else created
+        event = self._record(event_type, obj, created=when, previous=previous)
         self._save()
         if self.webhook is None:
             return

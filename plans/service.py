@@ -44,11 +44,13 @@ class Applied:
     subscription: dict[str, Any]
 
 
-def preview(subscription_id: str, wanted: Wanted, *, stripe: StripeGateway, secret: str) -> Preview:
+def preview(
+    subscription_id: str, wanted: Wanted, *, stripe: StripeGateway, secret: str, db: Database
+) -> Preview:
     """What the change would cost now and next; nothing changes."""
     with _stripe_errors():
         sub = stripe.subscription(subscription_id)
-        plan = _wanted_plan(sub, wanted, stripe)
+        plan = _wanted_plan(sub, wanted, stripe, db)
         return _preview(sub, plan, stripe=stripe, secret=secret, at=int(time.time()))
 
 
@@ -69,7 +71,7 @@ def change(
     now = int(time.time())
     with _stripe_errors():
         sub = stripe.subscription(subscription_id)
-        plan = _wanted_plan(sub, wanted, stripe)
+        plan = _wanted_plan(sub, wanted, stripe, db)
         state = rules.state_of(sub)
         at = now
         if proration_date is not None:
@@ -153,12 +155,21 @@ def _preview(
     )
 
 
-def _wanted_plan(sub: Mapping[str, Any], wanted: Wanted, stripe: StripeGateway) -> Plan:
+def _wanted_plan(
+    sub: Mapping[str, Any], wanted: Wanted, stripe: StripeGateway, db: Database
+) -> Plan:
     if sub.get("status") not in ("active", "trialing", "past_due"):
         raise Conflict("This subscription has ended: buy a plan with create-checkout")
     current = rules.current_plan(sub)
     price_id = wanted.price_id or current.price_id
     quantity = wanted.quantity if wanted.quantity is not None else current.quantity
+    # Only a plan this service sells, and seats only of a plan sold per seat (the plan held
+    # now may be one no longer sold: its seats still change).
+    per_seat = store.sold_per_seat(db, price_id)
+    if per_seat is None and price_id != current.price_id:
+        raise InvalidRequest("Unknown or inactive price ID (newPriceId)")
+    if per_seat is False and quantity != 1:
+        raise InvalidRequest("Quantity is only for a per-seat price (quantity)")
     if price_id == current.price_id:
         return rules.Plan(**{**current.__dict__, "quantity": quantity})
     try:

@@ -89,3 +89,14 @@ def record_scheduled(
 def clear_scheduled(db: Database, source_id: str) -> None:
     """No change is scheduled any more (resumed, cancelled, or replaced by an upgrade)."""
     db.run([Statement("delete from public.scheduled_changes where source_id = %s", (source_id,))])
+
+
+def sold_per_seat(db: Database, price_id: str) -> bool | None:
+    """Whether an active subscription product of the catalogue is sold at `price_id` per seat;
+    None when none is sold at it (a price this service does not sell)."""
+    rows = db.fetch_all(
+        "select per_seat from public.products where stripe_price_id = %s and is_active"
+        " and billing_type = 'subscription'",
+        (price_id,),
+    )
+    return bool(rows[0]["per_seat"]) if rows else None

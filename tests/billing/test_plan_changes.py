@@ -516,3 +516,31 @@ def test_a_cancellation_in_the_portal_reaches_what_the_route_reaches(
         assert datetime.fromisoformat(held["cancelAt"]).timestamp() == end
         [told] = [m for m in outbox(api) if m["To"] == person.email and "cancelled" in m["Subject"]]
         assert "Plan price_plan_pro" in told["Subject"]
+
+
+def test_a_preview_confirmed_twice_at_once_charges_once_and_only_plans_sold_here_are_taken(
+    api: Api, db: Database, catalogue: StripeStandIn
+) -> None:
+    ada, _ = subscribed(api, db, catalogue, BASIC)
+    # A price Stripe has that this service does not sell, and seats of a plan not sold per seat.
+    catalogue.prices["price_elsewhere"] = shapes.price(
+        "price_elsewhere", "prod_plan", 1, "month", created=0
+    )
+    for body, field in (
+        ({"priceId": BASIC, "newPriceId": "price_elsewhere"}, "newPriceId"),
+        ({"priceId": BASIC, "newPriceId": PRO, "quantity": 5}, "quantity"),
+    ):
+        refused = ada.call("POST", "/api/payments/preview-change", body)
+        assert refused.status_code == 400, body
+        assert field in refused.json()["error"]
+    up = {"priceId": BASIC, "newPriceId": PRO}
+    preview = ada.call("POST", "/api/payments/preview-change", up).json()
+    confirm = up | {"prorationDate": preview["prorationDate"]}
+    with ThreadPoolExecutor(2) as pool:
+        answers = list(
+            pool.map(lambda _: ada.call("POST", "/api/payments/change-plan", confirm), range(2))
+        )
+    assert all(a.status_code in (200, 409) for a in answers), [a.text for a in answers]
+    assert 200 in [a.status_code for a in answers]
+    [invoice] = catalogue.invoices.values()
+    assert invoice["amount_paid"] == preview["amountDue"]
