@@ -27,6 +27,12 @@ class EntitledProduct(_Answer):
     downloadUrl: str | None = None
 
 
+class ScheduledChangeAnswer(_Answer):
+    priceId: str
+    quantity: int
+    at: datetime  # when it takes effect: the period's end
+
+
 class EntitlementAnswer(_Answer):
     product: EntitledProduct | None  # None: a price no product row is sold at any more
     priceId: str | None
@@ -42,6 +48,9 @@ class EntitlementAnswer(_Answer):
     # comp's end, a trial's end and first charge, a pack's credits, a renewal.
     label: str
     summary: str
+    # What is scheduled for the period's end: the plan it moves to, or the end (`cancelAt`).
+    scheduledChange: ScheduledChangeAnswer | None = None
+    cancelAt: datetime | None = None
 
 
 def entitlement_of(held: Held, held_credits: Sequence[Credits] = ()) -> EntitlementAnswer:
@@ -70,6 +79,16 @@ def entitlement_of(held: Held, held_credits: Sequence[Credits] = ()) -> Entitlem
         teamId=held.team_id,
         label=told.label,
         summary=told.summary,
+        scheduledChange=(
+            ScheduledChangeAnswer(
+                priceId=held.scheduled_price_id,
+                quantity=held.scheduled_quantity,
+                at=held.scheduled_at,
+            )
+            if held.scheduled_price_id and held.scheduled_quantity and held.scheduled_at
+            else None
+        ),
+        cancelAt=e.current_period_end if e.active and e.cancel_at_period_end else None,
     )
 
 

@@ -13,12 +13,14 @@ from core.events import Event, parse_event, stripe_id
 from core.stripe_objects import (
     Amounts,
     Trial,
+    charged_line,
     checkout_quantity,
     customer_contact,
     first_quantity,
     invoice_period,
     invoice_price,
     invoice_subscription,
+    line_price,
     merchant_of_record,
     session_amounts,
     subscription_period_end,
@@ -68,17 +70,21 @@ class Checkout:
 
 @dataclass(frozen=True)
 class PaidPeriod:
-    """A subscription's period an invoice paid: its credits are granted once per invoice."""
+    """A subscription's period an invoice paid: its credits are granted once per invoice. An
+    upgrade's proration invoice (`top_up`) pays the rest of the period on the new plan: it
+    grants the new plan's period credits less what the period granted already."""
 
     invoice_id: str
     price_id: str | None
     start: int | None
     end: int | None
+    top_up: bool = False
 
 
-# The invoices that pay a new period; a proration's (`subscription_update`) does not: a plan
-# change grants the new plan's credits from its next paid period.
+# The invoices that pay a new period; a proration's (`subscription_update`) tops the period
+# up to the new plan's credits once paid (a downgrade waits for its period: it is invoiced then).
 PERIOD_REASONS = frozenset({"subscription_create", "subscription_cycle", None})
+TOP_UP_REASON = "subscription_update"
 
 
 @dataclass(frozen=True)
@@ -192,6 +198,8 @@ def access_change(event: Event) -> AccessChange | None:
             if invoice_id and reason in PERIOD_REASONS
             else None
         )
+        if invoice_id and reason == TOP_UP_REASON:
+            paid = _top_up(invoice_id, obj)
         return AccessChange(customer, change, paid=paid)
     found: AccessChange | None = None
     if event.type == "customer.subscription.deleted":
@@ -203,6 +211,22 @@ def access_change(event: Event) -> AccessChange | None:
         elif status in ENDED_STATUSES:
             found = _subscription_change(customer, obj, grant=False)
     return replace(found, revenue=snapshot(event.type, obj)) if found else None
+
+
+def _top_up(invoice_id: str, invoice: Mapping[str, Any]) -> PaidPeriod | None:
+    """An upgrade's proration invoice: the plan charged for the rest of the period (its line
+    that charges, not the one that credits the old plan's unused time)."""
+    line = charged_line(invoice)
+    if (_int(line.get("amount")) or 0) <= 0:
+        return None
+    period = _mapping(line.get("period"))
+    return PaidPeriod(
+        invoice_id,
+        line_price(line),
+        _int(period.get("start")),
+        _int(period.get("end")),
+        top_up=True,
+    )
 
 
 def _subscription_change(

@@ -81,6 +81,7 @@ class Answers:
     """What Stripe said, asked before the transaction."""
 
     statuses: Mapping[str, str | None] = field(default_factory=dict)  # subscription -> status
+    prices: Mapping[str, str | None] = field(default_factory=dict)  # subscription -> its price
     checkouts: Mapping[str, bool] = field(default_factory=dict)  # payment intent -> has one
     receipts: Mapping[str, str | None] = field(default_factory=dict)  # session -> receipt URL
 
@@ -313,9 +314,10 @@ class _Fold:
             return
         starts = datetime.fromtimestamp(paid.start, UTC) if paid.start else event.created
         ends = datetime.fromtimestamp(paid.end, UTC) if paid.end else grant.current_period_end
-        self.plan.credit_grants = [  # the newest period of a batch is the one that counts
-            g for g in self.plan.credit_grants if g.subscription_id != subscription
-        ]
+        if not paid.top_up:  # the newest period of a batch is the one that counts
+            self.plan.credit_grants = [
+                g for g in self.plan.credit_grants if g.subscription_id != subscription
+            ]
         self.plan.credit_grants.append(
             CreditGrant(
                 account.id,
@@ -325,6 +327,7 @@ class _Fold:
                 starts,
                 ends,
                 event.id,
+                top_up=paid.top_up,
             )
         )
 
@@ -486,6 +489,7 @@ class _Fold:
                 created=event.created,
                 event_id=event.id,
                 tie_statuses=self.answers.statuses,
+                tie_prices=self.answers.prices,
             )
         except StatusNeededAtTie as needed:
             raise _Ask(status=needed.subscription_id) from None

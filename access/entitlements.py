@@ -134,6 +134,7 @@ def step(
     created: datetime,
     event_id: str,
     tie_statuses: TieStatuses,
+    tie_prices: TieStatuses | None = None,
 ) -> Stepped:
     """Apply one change to a grant unless a newer change to it was applied.
 
@@ -145,17 +146,24 @@ def step(
     order = ordering(created, current.changed_at if current else None)
     if order is Ordering.STALE:
         return Stepped(told_late(before, change) if current else before, STALE, applied=False)
-    grant, status = change.grant, change.status
+    grant, status, price = change.grant, change.status, change.price_id
     if order is Ordering.TIE and change.kind == SUBSCRIPTION:
         if change.source_id not in tie_statuses:
             raise StatusNeededAtTie(change.source_id)
         now = tie_statuses[change.source_id]
         grant = grant_at_tie(wanted=grant, subscription_status=now)
         status = now or status
+        # Two plans in one second (an upgrade right after another change): the plan the
+        # subscription is on now at Stripe, whichever of the two was applied last.
+        moved = price and current is not None and current.price_id not in (None, price)
+        if moved and tie_prices is not None:
+            if change.source_id not in tie_prices:
+                raise StatusNeededAtTie(change.source_id)
+            price = tie_prices[change.source_id] or price
     after = replace(
         before,
         source_id=change.source_id,
-        price_id=change.price_id or before.price_id,
+        price_id=price or before.price_id,
         status=status,
         active=grant,
         current_period_end=_when(change.current_period_end) or before.current_period_end,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
@@ -80,6 +81,10 @@ class Held:
     pack_credits: dict[str, int] | None = None
     team_name: str | None = None
     feature_names: dict[str, str] | None = None  # key -> display name, from the catalogue
+    # A plan change its subscription's schedule holds for the period's end, until it starts.
+    scheduled_price_id: str | None = None
+    scheduled_quantity: int | None = None
+    scheduled_at: datetime | None = None
 
 
 _HELD = (
@@ -92,9 +97,15 @@ _HELD = (
     " p.download_url, p.price, p.currency, p.billing_interval, p.per_seat,"
     " case when p.credits_period = 'once' then p.credits end as pack_credits, p.feature_names,"
     " case when a.kind = 'team' then a.id::text end as team_id,"
-    " (select t.name from public.teams t where a.kind = 'team' and t.id = a.id) as team_name"
+    " (select t.name from public.teams t where a.kind = 'team' and t.id = a.id) as team_name,"
+    " s.price_id as scheduled_price_id, s.quantity as scheduled_quantity,"
+    " s.effective_at as scheduled_at"
     " from public.entitlements e join public.accounts a on a.id = e.account_id"
     " left join public.products p on p.stripe_price_id = e.price_id"
+    # Until it takes effect: its time has not come, and the grant is not on it yet.
+    " left join public.scheduled_changes s on s.source_id = e.source_id and e.active"
+    " and s.effective_at > now() and not (s.price_id = e.price_id and s.quantity ="
+    " coalesce((select t.quantity from public.teams t where t.id = a.id), 1))"
 )
 _NEWEST_FIRST = " order by e.active desc, e.changed_at desc nulls last"
 
@@ -133,4 +144,7 @@ def _held(row: dict[str, Any]) -> Held:
         row["pack_credits"],
         row["team_name"],
         row["feature_names"],
+        row["scheduled_price_id"],
+        row["scheduled_quantity"],
+        row["scheduled_at"],
     )

@@ -254,13 +254,14 @@ class AccessSubscriber:
             )
 
     def _ask(self, asks: Asks, answers: Answers) -> Answers:
-        statuses = dict(answers.statuses)
+        statuses, prices = dict(answers.statuses), dict(answers.prices)
         for subscription_id in asks.statuses:
-            statuses[subscription_id] = self.stripe.subscription_status(subscription_id)
+            status, price = self.stripe.subscription_now(subscription_id)
+            statuses[subscription_id], prices[subscription_id] = status, price
         checkouts = dict(answers.checkouts)
         for intent in asks.checkouts:
             checkouts[intent] = self.stripe.has_checkout_for(intent)
-        return replace(answers, statuses=statuses, checkouts=checkouts)
+        return replace(answers, statuses=statuses, prices=prices, checkouts=checkouts)
 
     def _published(self, batch: Sequence[Pending], plan: Plan) -> list[str | Exception]:
         """Each outcome once what it announces is on the bus, a refunded repository taken

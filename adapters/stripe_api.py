@@ -215,6 +215,61 @@ class StripeGateway:
             return True
         return False
 
+    # Plan changes (billing/plan_change.py): each raises PaymentsUnavailable when Stripe is
+    # down or slow, StripeCallFailed when it refuses.
+
+    def subscription(self, subscription_id: str) -> dict[str, Any]:
+        """A subscription as Stripe holds it now, its schedule and discounts expanded."""
+        with _stripe_errors(f"subscription {subscription_id}"):
+            return self.client.v1.subscriptions.retrieve(
+                subscription_id, params={"expand": ["schedule", "discounts"]}
+            ).to_dict()
+
+    def price(self, price_id: str) -> dict[str, Any]:
+        with _stripe_errors(f"price {price_id}"):
+            return self.client.v1.prices.retrieve(price_id).to_dict()
+
+    def preview_invoice(self, params: dict[str, Any]) -> dict[str, Any]:
+        """`invoices.create_preview`: what an invoice would be; nothing changes."""
+        with _stripe_errors("invoice preview"):
+            return self.client.v1.invoices.create_preview(params=params).to_dict()  # type: ignore[arg-type]
+
+    def update_subscription(
+        self, subscription_id: str, params: dict[str, Any], *, idempotency_key: str | None = None
+    ) -> dict[str, Any]:
+        options: dict[str, Any] = {}
+        if idempotency_key is not None:
+            options["idempotency_key"] = idempotency_key
+        with _stripe_errors(f"subscription {subscription_id}"):
+            return self.client.v1.subscriptions.update(
+                subscription_id,
+                params=params,  # type: ignore[arg-type]
+                options=options,  # type: ignore[arg-type]
+            ).to_dict()
+
+    def schedule_from(self, subscription_id: str) -> dict[str, Any]:
+        """A subscription schedule holding the subscription's current phase."""
+        with _stripe_errors(f"schedule of {subscription_id}"):
+            return self.client.v1.subscription_schedules.create(
+                params={"from_subscription": subscription_id}
+            ).to_dict()
+
+    def update_schedule(self, schedule_id: str, params: dict[str, Any]) -> dict[str, Any]:
+        with _stripe_errors(f"schedule {schedule_id}"):
+            return self.client.v1.subscription_schedules.update(
+                schedule_id,
+                params=params,  # type: ignore[arg-type]
+            ).to_dict()
+
+    def release_schedule(self, schedule_id: str) -> dict[str, Any]:
+        """The schedule lets go of its subscription, which goes on as it is now."""
+        with _stripe_errors(f"schedule {schedule_id}"):
+            return self.client.v1.subscription_schedules.release(schedule_id).to_dict()
+
+    def coupon(self, coupon_id: str) -> dict[str, Any]:
+        with _stripe_errors(f"coupon {coupon_id}"):
+            return self.client.v1.coupons.retrieve(coupon_id).to_dict()
+
     def meter_event(
         self, *, identifier: str, event_name: str, customer_id: str, value: int, timestamp: int
     ) -> None:
@@ -315,6 +370,15 @@ class StripeGateway:
     def subscription_status(self, subscription_id: str) -> str:
         """The current status of a subscription, as Stripe sees it now."""
         return str(self.client.v1.subscriptions.retrieve(subscription_id).status)
+
+    def subscription_now(self, subscription_id: str) -> tuple[str, str | None]:
+        """A subscription's status and the price of its (first) item, as Stripe has them now:
+        what settles two of its events in the same second."""
+        found = self.client.v1.subscriptions.retrieve(subscription_id).to_dict()
+        items = (found.get("items") or {}).get("data") or []
+        price = items[0].get("price") if items else None
+        price_id = price.get("id") if isinstance(price, dict) else price
+        return str(found.get("status")), str(price_id) if price_id else None
 
     def cancel_subscription_now(self, subscription_id: str) -> bool:
         """Cancel a subscription at once (Stripe: `DELETE /v1/subscriptions/{id}`); False when

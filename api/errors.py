@@ -11,6 +11,7 @@ from werkzeug.exceptions import HTTPException
 from adapters.db.pool import DatabaseUnavailable
 from core.errors import (
     Conflict,
+    ConflictWithAnswer,
     Forbidden,
     InvalidRequest,
     NotConfigured,
@@ -74,6 +75,9 @@ def register(app: Flask) -> None:
         response = error(exc.message, status)
         if isinstance(exc, NotEnoughCredits):
             response = jsonify(error=exc.message, balance=exc.balance)
+            response.status_code = status
+        if isinstance(exc, ConflictWithAnswer):
+            response = jsonify({**exc.extra, "error": exc.message})
             response.status_code = status
         if status == 503:
             response.headers["Retry-After"] = RETRY_AFTER

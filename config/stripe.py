@@ -43,6 +43,9 @@ class StripeSettings(Environment):
     # Pricing (local currencies at Checkout): `on`, `off`, or unset to follow the dashboard.
     checkout_tax: Literal["none", "stripe_tax", "managed_payments"] = "none"
     checkout_adaptive_pricing: Literal["on", "off"] | None = None
+    # A Stripe coupon offered once per customer to one cancelling (POST /api/payments/cancel);
+    # unset, a cancellation is made as asked, with no offer.
+    retention_coupon: str | None = Field(default=None, min_length=1, max_length=255)
 
     @property
     def stripe_livemode(self) -> bool | None:

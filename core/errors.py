@@ -36,6 +36,14 @@ class Conflict(ServiceError):
     """The request contradicts what is already recorded."""
 
 
+class ConflictWithAnswer(Conflict):
+    """A conflict whose answer carries more than its message (a fresh preview to confirm)."""
+
+    def __init__(self, message: str, *, extra: dict[str, object]) -> None:
+        super().__init__(message)
+        self.extra = extra
+
+
 class NotConfigured(ServiceError):
     """The operation needs a setting the operator has not given."""
 

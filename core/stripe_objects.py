@@ -66,6 +66,27 @@ def invoice_price(invoice: Mapping[str, Any]) -> str | None:
     return line_price(_first_line(invoice))
 
 
+def charged_line(invoice: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The line an invoice charges for: a plan change's proration invoice
+    (`subscription_update`) credits the old plan's unused time first, so its plan is the last
+    line that charges; any other invoice's is its first line."""
+    if invoice.get("billing_reason") == "subscription_update":
+        lines = _mapping(invoice.get("lines")).get("data")
+        charged = [
+            _mapping(line)
+            for line in (lines if isinstance(lines, list) else [])
+            if (_int(_mapping(line).get("amount")) or 0) > 0
+        ]
+        if charged:
+            return charged[-1]
+    return _first_line(invoice)
+
+
+def charged_price(invoice: Mapping[str, Any]) -> str | None:
+    """The price an invoice charges for (a plan change's: the new plan's)."""
+    return line_price(charged_line(invoice))
+
+
 def invoice_period(invoice: Mapping[str, Any]) -> tuple[int | None, int | None]:
     """The service period the invoice's first line covers (start, end), as Unix times."""
     period = _mapping(_first_line(invoice).get("period"))

@@ -170,6 +170,9 @@ class CreditGrant:
     starts_at: datetime
     ends_at: datetime | None  # the period's end; None for a pack (its expiry is the product's)
     event_id: str
+    # An upgrade's proration paid: the new plan's period credits less what the period's live
+    # grants gave, until the period's end; it leaves the period's grants as they are.
+    top_up: bool = False
 
 
 @dataclass(frozen=True)

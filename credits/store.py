@@ -20,20 +20,28 @@ from credits.rules import AlertTerms, Answer, Check, CreditEnd, CreditGrant, Cre
 # The access cycle's writes of credits (parts of its one statement: access/store.py).
 # A grant's features and amounts are the product's at its price; a source grants each feature
 # once, and a paid period older than one already granted for its subscription grants nothing.
+# An upgrade's top-up grants the new plan's amount less what the subscription's live period
+# grants gave of that feature (nothing when they gave as much), so a period never holds more
+# than the highest plan paid for in it.
 GRANT = (
     "insert into public.credit_grants (account_id, feature, source, kind, subscription_id,"
     " amount, starts_at, expires_at, event_id)"
     " select v.account_id, c.key, case when p.credits_period = 'once'"
     " then coalesce(v.subscription, v.source) else v.source end, p.credits_period,"
-    " v.subscription, c.value::integer, v.starts_at, case when p.credits_period = 'period'"
+    " v.subscription, n.amount, v.starts_at, case when p.credits_period = 'period'"
     " then v.ends_at else v.starts_at + make_interval(days => p.credits_expire_days) end,"
     " v.event_id"
     " from unnest(%s::uuid[], %s::text[], %s::text[], %s::text[], %s::timestamptz[],"
-    " %s::timestamptz[], %s::text[]) as v(account_id, source, subscription, price_id,"
-    " starts_at, ends_at, event_id)"
+    " %s::timestamptz[], %s::text[], %s::boolean[]) as v(account_id, source, subscription,"
+    " price_id, starts_at, ends_at, event_id, top_up)"
     " join public.products p on p.stripe_price_id = v.price_id"
     " cross join lateral jsonb_each_text(p.credits) as c"
-    " where not exists (select 1 from public.credit_grants g where p.credits_period = 'period'"
+    " cross join lateral (select c.value::integer - case when v.top_up then coalesce(("
+    " select sum(g.amount) from public.credit_grants g where g.subscription_id = v.subscription"
+    " and g.kind = 'period' and g.feature = c.key and g.ended_at is null"
+    " and g.expires_at > v.starts_at), 0) else 0 end as amount) as n"
+    " where n.amount > 0 and not exists (select 1 from public.credit_grants g"
+    " where p.credits_period = 'period'"
     " and g.subscription_id = v.subscription and g.kind = 'period'"
     " and g.starts_at > v.starts_at)"
     " on conflict (source, feature) do nothing"
@@ -63,11 +71,12 @@ def grant_columns(grants: Sequence[CreditGrant]) -> list[list[Any]]:
         [g.starts_at for g in grants],
         [g.ends_at for g in grants],
         [g.event_id for g in grants],
+        [g.top_up for g in grants],
     ]
 
 
 def reset_columns(grants: Sequence[CreditGrant]) -> list[list[Any]]:
-    periods = [g for g in grants if g.subscription_id]
+    periods = [g for g in grants if g.subscription_id and not g.top_up]
     return [[g.subscription_id for g in periods], [g.starts_at for g in periods]]
 
 

@@ -65,6 +65,7 @@ from dev import stripe_shapes as shapes
 from dev.samples import catalogue
 from dev.samples.events import Facts
 from dev.samples.send import Delivery, deliver
+from dev.stripe_plan_changes import FEEDBACK, PlanChanges, public
 
 API_KEY = "sk_test_local_stand_in"  # not a secret: the stand-in checks nothing
 FLASK = "uv run flask --app main"
@@ -89,6 +90,8 @@ _HELD = (
     "charges",
     "products",
     "prices",
+    "schedules",
+    "coupons",
 )
 log = logging.getLogger(__name__)
 
@@ -122,8 +125,20 @@ _ROUTES = Map(
         Rule("/v1/billing/meters", methods=["GET"], endpoint="list_meters"),
         Rule("/v1/billing/meters", methods=["POST"], endpoint="create_meter"),
         Rule("/v1/billing/meter_events", methods=["POST"], endpoint="create_meter_event"),
+        Rule("/v1/invoices/create_preview", methods=["POST"], endpoint="create_preview"),
         Rule("/v1/invoices/<iid>", methods=["GET"], endpoint="get_invoice"),
         Rule("/v1/payment_intents", methods=["POST"], endpoint="create_payment_intent"),
+        Rule("/v1/subscription_schedules", methods=["POST"], endpoint="create_schedule"),
+        Rule("/v1/subscription_schedules/<schedule_id>", methods=["GET"], endpoint="get_schedule"),
+        Rule(
+            "/v1/subscription_schedules/<schedule_id>", methods=["POST"], endpoint="update_schedule"
+        ),
+        Rule(
+            "/v1/subscription_schedules/<schedule_id>/release",
+            methods=["POST"],
+            endpoint="release_schedule",
+        ),
+        Rule("/v1/coupons/<coupon_id>", methods=["GET"], endpoint="get_coupon"),
         Rule("/v1/payment_intents/<pid>", methods=["GET"], endpoint="get_payment_intent"),
         Rule("/v1/charges/<cid>", methods=["GET"], endpoint="get_charge"),
         Rule("/v2/core/events/<eid>", methods=["GET"], endpoint="get_thin_event"),
@@ -133,6 +148,7 @@ _ROUTES = Map(
         Rule("/pay/<sid>", methods=["POST"], endpoint="pay"),
         Rule("/portal/<pid>", methods=["GET"], endpoint="portal_page"),
         Rule("/portal/<pid>", methods=["POST"], endpoint="portal_change"),
+        Rule("/period_end/<sid>", methods=["POST"], endpoint="period_end_page"),
     ]
 )
 
@@ -184,7 +200,7 @@ class Webhook:
     email_of: Callable[[str], str | None] = field(default=lambda customer: None)
 
 
-class StripeStandIn:
+class StripeStandIn(PlanChanges):
     """A WSGI app holding what Stripe would hold, by id; `state` names the file that keeps it
     across restarts; `demo` starts it with the demo catalogue (dev/samples/catalogue.py)."""
 
@@ -244,6 +260,7 @@ class StripeStandIn:
         self._extras: dict[str, dict[str, Any]] = {}
         # Customer portal sessions by id: whose they are and where they return.
         self.portals: dict[str, dict[str, Any]] = {}
+        self._plan_changes_init()
         self.reset()
         self._load()
 
@@ -271,6 +288,7 @@ class StripeStandIn:
             self.redaction_enrolled = True
             self.next_off_session_refusal = None
             self._off_session.clear()
+            self._plan_changes_reset()
             if self.demo:
                 self.products.update({p["id"]: copy.deepcopy(p) for p in catalogue.PRODUCTS})
                 self.prices.update({p["id"]: copy.deepcopy(p) for p in catalogue.PRICES})
@@ -602,6 +620,11 @@ class StripeStandIn:
                     break
                 if isinstance(node[part], str):
                     node[part] = copy.deepcopy(self._by_id(node[part])) or node[part]
+                elif isinstance(node[part], list):  # a list of ids (`discounts`), each expanded
+                    node[part] = [
+                        copy.deepcopy(self._by_id(v)) or v if isinstance(v, str) else v
+                        for v in node[part]
+                    ]
                 node = node[part]
         return found
 
@@ -616,6 +639,8 @@ class StripeStandIn:
             self.sessions,
             self.products,
             self.prices,
+            self.schedules,
+            self.discount_objects,
         ):
             if found_id in held:
                 return held[found_id]
@@ -811,17 +836,43 @@ class StripeStandIn:
     # Subscriptions.
 
     def get_subscription(self, request: Request, sid: str) -> Response:
-        return self._held_answer(request, self.subscriptions, "subscription", sid)
+        with self.lock:
+            found = self.subscriptions.get(sid)
+            answer = public(found) if found is not None else None
+        if answer is None:
+            raise _no_such("subscription", sid)
+        return _json(self._expand(answer, _expanded(request)))
 
     def update_subscription(self, request: Request, sid: str) -> Response:
-        """Items' quantities (`items[0][id]`, `items[0][quantity]`) and `proration_behavior`;
-        Stripe then sends `customer.subscription.updated` with what changed."""
+        """Items' prices and quantities (`items[0][id]`, `items[0][price]`,
+        `items[0][quantity]`), prorated as `proration_behavior` and `proration_date` say
+        (dev/stripe_plan_changes.py), `payment_behavior`, `cancel_at_period_end` with
+        `cancellation_details`, `discounts` and `metadata`; Stripe then sends
+        `customer.subscription.updated` with what changed (and the invoice's events)."""
         params = _params(request)
         proration = params.get("proration_behavior")
         if proration is not None and proration not in PRORATIONS:
             raise _refused(
                 f"Invalid proration_behavior: must be one of {', '.join(PRORATIONS)}",
                 param="proration_behavior",
+            )
+        # A request sent again with its idempotency key answers the first one, as Stripe's do.
+        key = request.headers.get("Idempotency-Key")
+        with self.lock:
+            if key and f"subscription:{key}" in self._idempotent:
+                return _json(copy.deepcopy(self._idempotent[f"subscription:{key}"]))
+            answer = self._update_subscription(sid, params)
+            if key:
+                self._idempotent[f"subscription:{key}"] = copy.deepcopy(answer)
+        return _json(answer)
+
+    def _update_subscription(self, sid: str, params: dict[str, Any]) -> dict[str, Any]:
+        details = params.get("cancellation_details") or {}
+        feedback = details.get("feedback")
+        if feedback not in (None, "", *FEEDBACK):
+            raise _refused(
+                f"Invalid cancellation_details[feedback]: must be one of {', '.join(FEEDBACK)}",
+                param="cancellation_details[feedback]",
             )
         with self.lock:
             found = self.subscriptions.get(sid)
@@ -831,23 +882,48 @@ class StripeStandIn:
                 raise _refused(
                     "A canceled subscription can only update its cancellation_details and metadata."
                 )
-            before = copy.deepcopy(found["items"])
-            held = {item["id"]: item for item in found["items"]["data"]}
-            for n, change in enumerate(params.get("items") or []):
-                item = held.get(str(change.get("id")))
-                if item is None:
-                    raise _no_such(
-                        "subscription_item", str(change.get("id")), param=f"items[{n}][id]"
-                    )
-                if "quantity" in change:
-                    item["quantity"] = _int(change["quantity"], f"items[{n}][quantity]")
+            if params.get("items") and found.get("schedule"):
+                raise _refused(
+                    "The subscription is managed by the subscription schedule"
+                    f" `{found['schedule']}`, and updating any cancelation behavior or items"
+                    " directly is not allowed. Please update the schedule instead.",
+                )
+            before = public(found)
+            events, _ = self.change_items(found, params)
+            watched = ("cancel_at_period_end", "discounts", "cancellation_details")
+            previous = {k: copy.deepcopy(found.get(k)) for k in watched}
+            if "cancel_at_period_end" in params:
+                ending = _flag(params["cancel_at_period_end"])
+                end = max(i["current_period_end"] for i in found["items"]["data"])
+                found |= {
+                    "cancel_at_period_end": ending,
+                    "cancel_at": end if ending else None,
+                    "canceled_at": int(time.time()) if ending else None,
+                }
+                found["cancellation_details"] = {
+                    "comment": (details.get("comment") or None) if ending else None,
+                    "feedback": (feedback or None) if ending else None,
+                    "reason": "cancellation_requested" if ending else None,
+                }
+            elif details:
+                found["cancellation_details"] |= {
+                    k: details.get(k) or None for k in ("comment", "feedback") if k in details
+                }
+            if params.get("discounts"):
+                self.apply_discounts(found, list(params["discounts"]))
             if "metadata" in params:
                 found["metadata"] = {**found["metadata"], **params["metadata"]}
+            changed = {k: v for k, v in previous.items() if found.get(k) != v}
             self._save()
-            answer = copy.deepcopy(found)
-        if answer["items"] != before:
-            self._send_later("customer.subscription.updated", answer, {"items": before})
-        return _json(answer)
+            answer = public(found)
+        if changed and not events:
+            events = [("customer.subscription.updated", answer, changed)]
+        elif changed:
+            events[0] = (events[0][0], answer, {**(events[0][2] or {}), **changed})
+        for event_type, obj, previous_attributes in events:
+            self._send_later(event_type, obj, previous_attributes)
+        del before
+        return answer
 
     def _cancel_at_period_end(self, sid: str) -> None:
         """The portal's cancellation (its default mode): the subscription runs to its period's
@@ -1454,11 +1530,17 @@ class StripeStandIn:
         return deliver(event, url=self.webhook.url, secret=self.webhook.secret)
 
     def _send_later(
-        self, event_type: str, obj: dict[str, Any], previous: dict[str, Any] | None
+        self,
+        event_type: str,
+        obj: dict[str, Any],
+        previous: dict[str, Any] | None,
+        *,
+        created: int | None = None,
     ) -> None:
         """An event about a change made through the API, recorded, and delivered once the call
         that made it has been answered (Stripe's webhooks never come inside the call)."""
-        event = self._record(event_type, obj, created=int(time.time()), previous=previous)
+        when = int(time.time()) if created is None else created
+        event = self._record(event_type, obj, created=when, previous=previous)
         self._save()
         if self.webhook is None:
             return
@@ -1602,6 +1684,14 @@ class StripeStandIn:
             )
             self.update_subscription(Request.from_values(method="POST", data=form), sid)
         return redirect_to(f"/portal/{pid}")
+
+    def period_end_page(self, request: Request, sid: str) -> Response:
+        """Time passing, for a local walk: the subscription reaches its period's end (what
+        `end_period` does), its events sent to the webhook."""
+        if sid not in self.subscriptions:
+            return _page(self.brand, "Not changed", "<p>No such subscription.</p>", status=404)
+        self.end_period(sid)
+        return _page(self.brand, "Period ended", f"<p>{html.escape(sid)} renewed.</p>")
 
     # The state file.
 

@@ -13,7 +13,7 @@ from typing import Any
 from access.checkouts import checkout_from, subscription_price
 from catalogue.rules import EmailProduct
 from core.events import Event, is_app_event, stripe_id
-from core.stripe_objects import customer_contact, invoice_price
+from core.stripe_objects import charged_price, customer_contact
 from emails.kind import Build, get
 from emails.kinds import REGISTRY
 
@@ -59,7 +59,7 @@ def price_of(event: Event) -> str | None:
     elif event.type == "checkout.session.expired":
         found = get(obj, "metadata", "price_id")
     elif event.type.startswith("invoice."):
-        found = invoice_price(obj)
+        found = charged_price(obj)  # a plan change's receipt names the new plan
     elif event.type.startswith("customer.subscription."):
         found = subscription_price(obj)
     else:

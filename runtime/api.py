@@ -13,6 +13,7 @@ from accounts import signin_routes as auth
 from api import caching, errors, health
 from api.deps import Collaborators
 from billing import completion_routes as checkout_completion
+from billing import plan_routes
 from billing import routes as payments
 from catalogue import routes as products
 from config import cors_origin_list
@@ -51,6 +52,7 @@ def build_api(container: Container) -> Flask:
         auth.bp,
         leads.bp,
         payments.bp,
+        plan_routes.bp,
         checkout_completion.bp,
         webhook.bp,
         products.bp,

@@ -391,5 +391,6 @@ def set_seats(teamId: str) -> ResponseReturnValue:
         stripe=c.stripe,
         bus=c.bus,
         github=c.github,
+        secret=c.settings.webhook_secret,
     )
     return _json(SeatsAnswer(total=seats.total, used=seats.used))

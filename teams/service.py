@@ -21,20 +21,19 @@ from access.entitlements_store import Held
 from adapters.bus import EventBus, publish_or_unavailable
 from adapters.db.pool import Connection, Database
 from adapters.github_api import GitHubGateway
-from adapters.stripe_api import PaymentsNotConfigured, PaymentsUnavailable, StripeGateway
+from adapters.stripe_api import StripeGateway
 from adapters.tokens import User
 from core.app_events import TEAM_INVITED
 from core.errors import (
     Conflict,
     Forbidden,
     InvalidRequest,
-    NotConfigured,
     NotFound,
     ServiceError,
     TooManyRequests,
-    Unavailable,
 )
 from core.events import app_event
+from plans import service as plans
 from teams import rules, store
 from teams import seats as seat_news
 from teams.rules import Refusal, SeatCount
@@ -272,22 +271,26 @@ def set_seats(
     stripe: StripeGateway,
     bus: EventBus,
     github: GitHubGateway,
+    secret: str,
 ) -> SeatCount:
-    """Bill for `quantity` seats (Stripe prorates the change), then give the seats out."""
+    """Change the team's seats as any plan change is (plans/service.py): more seats now,
+    invoiced now, and given out once Stripe took the payment; fewer at the period's end, the
+    seats kept until then (Stripe's events then give them out)."""
     manager_of(user=user, team_id=team_id, db=db)
     subscription = store.subscription(db, team_id)
     if subscription is None:
         raise Conflict("This team has no per-seat subscription: buy one with create-checkout")
-    try:
-        changed = stripe.set_subscription_quantity(subscription, quantity)
-    except PaymentsNotConfigured as exc:
-        raise NotConfigured(str(exc)) from exc
-    except PaymentsUnavailable as exc:
-        raise Unavailable("Payments are unavailable right now; please try again shortly") from exc
-    if not changed:
-        raise InvalidRequest("Stripe refused the change of seats; nothing was changed")
-    store.set_quantity(db, team_id, quantity)
-    _publish_seat_changes(team_id, db=db, bus=bus, github=github)
+    applied = plans.change(
+        subscription,
+        plans.Wanted(quantity=quantity),
+        proration_date=None,
+        stripe=stripe,
+        secret=secret,
+        db=db,
+    )
+    if applied.preview.effective == "now":
+        store.set_quantity(db, team_id, quantity)
+        _publish_seat_changes(team_id, db=db, bus=bus, github=github)
     seats = store.seats(db, team_id)
     return seats if seats is not None else SeatCount(total=quantity, used=quantity)
 

@@ -8,7 +8,7 @@ from typing import Any
 from catalogue.rules import EmailProduct
 from core.brand import Brand
 from core.events import Event
-from core.stripe_objects import invoice_amounts, invoice_link, invoice_period
+from core.stripe_objects import charged_line, invoice_amounts, invoice_link, invoice_period
 from emails.kind import Kind, amount, charged, get
 from emails.props import ChargeProps, Day, Link, Text
 from emails.subjects import SUBJECT_LIMIT, fit, fits
@@ -43,6 +43,10 @@ def _paid(event: Event, product: EmailProduct | None, site: str) -> dict[str, An
     if invoice.get("billing_reason") == "subscription_create":
         return None  # the purchase confirmation already covers the first invoice
     start, end = invoice_period(invoice)
+    if invoice.get("billing_reason") == "subscription_update":
+        # A plan change charged now: the new plan's rest of the period, renewed at its end.
+        period = get(charged_line(invoice), "period") or {}
+        start, end = period.get("start", start), period.get("end", end)
     amounts = invoice_amounts(invoice)
     paid = amount(invoice.get("amount_paid"), invoice.get("currency"))
     total = amount(amounts.total, amounts.currency) if amounts.total is not None else None
@@ -54,6 +58,9 @@ def _paid(event: Event, product: EmailProduct | None, site: str) -> dict[str, An
         "paid_date": get(invoice, "status_transitions", "paid_at") or invoice.get("created"),
         "period_start": start,
         "period_end": end,
+        "next_billing_date": end
+        if invoice.get("billing_reason") == "subscription_update"
+        else None,
         "receipt_url": invoice_link(invoice),
     }
 

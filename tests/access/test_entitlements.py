@@ -134,3 +134,23 @@ def test_a_grant_is_still_held_until_it_has_ended() -> None:
     assert still_held([trialing], "sub_1")
     assert still_held([], "sub_1")  # its checkout may still be on the way
     assert not still_held([ended], "sub_1")
+
+
+def test_two_plans_in_one_second_take_the_one_stripe_holds_whatever_their_order() -> None:
+    basic = sub(True, "active", price_id="price_basic")
+    pro = sub(True, "active", price_id="price_pro")
+    for first, second in ((basic, pro), (pro, basic)):
+        held = apply(None, first, 1).entitlement
+        with pytest.raises(StatusNeededAtTie):
+            step(held, second, account_id=ACCOUNT, created=at(1), event_id="evt_b",
+                 tie_statuses={}, tie_prices={})  # fmt: skip
+        settled = step(
+            held,
+            second,
+            account_id=ACCOUNT,
+            created=at(1),
+            event_id="evt_b",
+            tie_statuses={"sub_1": "active"},
+            tie_prices={"sub_1": "price_pro"},
+        )
+        assert settled.entitlement.price_id == "price_pro"

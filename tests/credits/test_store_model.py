@@ -37,6 +37,9 @@ from tests.helpers import create_user
 
 PLAN, PACK, METER = "price_model_plan", "price_model_pack", "model_meter"
 PLAN_CREDITS, PACK_CREDITS = 4, 3
+# A bigger plan an upgrade moves to within a period: its proration paid tops the period's
+# credits up to its own, never past them, however often the plan goes up and down.
+BIG_PLAN, BIG_CREDITS = "price_model_big_plan", 7
 OVERAGE_CAP = 9  # the plan's overage units per period (its product's `overage_cap`)
 SUBSCRIPTION, CUSTOMER = "sub_model", "cus_model"
 # How the subscription that carries the meter stands, and whether Stripe will charge its
@@ -149,8 +152,9 @@ def prepare(db: Database) -> None:
             "insert into public.products (name, price, stripe_price_id, type, billing_type,"
             " billing_interval, credits, credits_period, meter, overage_cap) values"
             " ('Model plan', 9, %s, 'link', 'subscription', 'month', %s, 'period', %s, %s),"
-            " ('Model pack', 5, %s, 'link', 'one_time', null, %s, 'once', null, null)"
-            " on conflict do nothing",
+            " ('Model pack', 5, %s, 'link', 'one_time', null, %s, 'once', null, null),"
+            " ('Model big plan', 19, %s, 'link', 'subscription', 'month', %s, 'period', %s,"
+            " %s) on conflict do nothing",
             (
                 PLAN,
                 f'{{"generations": {PLAN_CREDITS}}}',
@@ -158,6 +162,10 @@ def prepare(db: Database) -> None:
                 OVERAGE_CAP,
                 PACK,
                 f'{{"generations": {PACK_CREDITS}}}',
+                BIG_PLAN,
+                f'{{"generations": {BIG_CREDITS}}}',
+                METER,
+                OVERAGE_CAP,
             ),
         )
 
@@ -184,6 +192,7 @@ class Credits(RuleBasedStateMachine):
         self.customer = f"{CUSTOMER}_{self.tag}"
         self.start = datetime.now(UTC)
         self.periods = 0
+        self.upgrades = 0  # within the current period
         self.asked: dict[str, tuple[int, bool]] = {}  # what each key asked, and if reserving
         with self.db.transaction() as conn:
             conn.execute(
@@ -237,6 +246,43 @@ class Credits(RuleBasedStateMachine):
             if old.kind == "period":
                 old.live = False
         self.model.grants.append(Grant(grant.source, "period", PLAN_CREDITS))
+        self.upgrades = 0
+
+    @rule(again=st.booleans())
+    def upgraded(self, again: bool) -> None:
+        """An upgrade to the big plan within the period, its proration invoice paid (then, with
+        `again`, the same invoice's event once more): the period's credits topped up to the big
+        plan's, less what the period's live grants gave; a downgrade after it grants nothing
+        until its own period (`paid_period`), and nothing used comes back."""
+        self.upgrades += 1
+        starts = self.start + timedelta(seconds=self.periods, milliseconds=self.upgrades)
+        grant = CreditGrant(
+            self.account,
+            f"{self.subscription}@in_up_{self.periods}_{self.upgrades}",
+            self.subscription,
+            BIG_PLAN,
+            starts,
+            self.start + timedelta(seconds=self.periods, days=30),
+            f"evt_{self.tag}_up_{self.upgrades}",
+            top_up=True,
+        )
+        for _ in range(2 if again else 1):
+            self._write(
+                (credits.GRANT, credits.grant_columns([grant])),
+                (credits.RESET, credits.reset_columns([grant])),
+            )
+        held = sum(g.amount for g in self.model.grants if g.live and g.kind == "period")
+        if held < BIG_CREDITS:
+            self.model.grants.append(Grant(grant.source, "period", BIG_CREDITS - held))
+
+    @invariant()
+    def never_more_than_the_highest_plan_paid_for(self) -> None:
+        [row] = self.db.fetch_all(
+            "select coalesce(sum(amount), 0) as live from public.credit_grants"
+            " where account_id = %s and kind = 'period' and ended_at is null",
+            (self.account,),
+        )
+        assert row["live"] <= BIG_CREDITS
 
     @rule(target=packs)
     def bought_pack(self) -> str:

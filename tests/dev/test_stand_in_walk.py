@@ -2,7 +2,8 @@
 Stripe: a signed-in checkout made through the API and paid on the stand-in's page is completed
 from the success page with the session id the page's link back carries; a team's checkout of 3
 seats paid there gives the team 3 seats, and 2 seats asked through the API take the newest
-member's; a product made in the stand-in is still sold after the server restarts."""
+member's from the period's end; a product made in the stand-in is still sold after the server
+restarts."""
 
 from __future__ import annotations
 
@@ -193,8 +194,18 @@ def test_a_team_buys_3_seats_on_the_page_and_gives_one_back(local: Local, db: Da
 
     lowered = local.call("PATCH", f"/api/teams/{team}/seats", owner, {"quantity": 2})
 
+    # Fewer seats wait for the period's end; then the newest member's seat goes.
     assert lowered.status_code == 200, lowered.text
-    assert lowered.json()["total"] == 2
+    assert lowered.json()["total"] == 3
+    assert local.call("GET", "/api/me", "alan@example.com").json()["hasAccess"] is True
+    [sub] = db.fetch_all(
+        "select e.source_id from public.entitlements e where e.kind = 'subscription'"
+    )
+    ended = requests.post(f"{local.stripe}/period_end/{sub['source_id']}", timeout=HANG_GUARD)
+    assert ended.status_code == 200, ended.text
+    assert wait_for(
+        lambda: local.call("GET", f"/api/teams/{team}", owner).json()["seats"]["total"] == 2
+    )
     assert local.call("GET", "/api/me", "grace@example.com").json()["hasAccess"] is True
     assert local.call("GET", "/api/me", "alan@example.com").json()["hasAccess"] is False
 

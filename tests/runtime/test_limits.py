@@ -37,6 +37,10 @@ SHARING = {
     "/api/leads/remove": "rate_limit_lead",
     "/api/teams/{teamId}/invitations/{invitationId}/resend": "rate_limit_invitations",
     "/api/teams/{teamId}/seats": "rate_limit_checkout",
+    "/api/payments/preview-change": "rate_limit_checkout",
+    "/api/payments/change-plan": "rate_limit_checkout",
+    "/api/payments/cancel": "rate_limit_checkout",
+    "/api/payments/resume": "rate_limit_checkout",
 }
 
 

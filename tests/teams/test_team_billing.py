@@ -1,8 +1,8 @@
 """A team that pays, end to end over HTTP with Stripe's signed events: its owner buys 3 seats,
 two invited colleagues accept and have access, a fourth invitation is refused, removing a
-member ends their access at once, fewer seats leave the newest member without access (and tell
-them), more seats give it back, and the subscription's end takes the team's access from every
-member while their own purchases stay."""
+member ends their access at once, fewer seats (from the period's end) leave the newest member
+without access (and tell them), more seats give it back, and the subscription's end takes the
+team's access from every member while their own purchases stay."""
 
 from __future__ import annotations
 
@@ -157,24 +157,29 @@ def test_a_team_buys_seats_and_its_members_share_the_access(
     join(api, team, ada, bob)
     assert access(db, bob)
 
-    # Fewer seats: Stripe is asked (prorated), the newest member loses theirs and is told.
+    # Fewer seats: Stripe is asked to change them at the period's end (a schedule), and until
+    # then every member keeps their seat.
     stripe_fake.subscribe("sub_team", quantity=3)
     lowered = ada.call("PATCH", f"/api/teams/{team}/seats", {"quantity": 2})
     assert lowered.status_code == 200, lowered.text
-    assert lowered.json() == {"total": 2, "used": 3}
-    [update] = stripe_fake.calls("POST", "/v1/subscriptions/sub_team")
-    assert update.form() == {
-        "items": [{"id": "si_sub_team", "quantity": "2"}],
-        "proration_behavior": "create_prorations",
-    }
-    assert stripe_fake.subscriptions["sub_team"]["items"]["data"][0]["quantity"] == 2
+    assert lowered.json() == {"total": 3, "used": 3}
+    assert stripe_fake.calls("POST", "/v1/subscriptions/sub_team") == []
+    [schedule] = stripe_fake.schedules.values()
+    assert schedule["subscription"] == "sub_team"
+    assert [p["items"][0]["quantity"] for p in schedule["phases"]] == [3, 2]
+    assert access(db, bob)
+    # The period ends: Stripe's schedule starts the next phase with 2 seats, and the newest
+    # member loses theirs and is told.
+    post_event(
+        api, stripe_event("customer.subscription.updated", team_subscription(2), created=T0 + 45)
+    )
+    settle(api)
     assert access(db, grace)
     assert not access(db, bob)
     seats = {
         m["userId"]: m["hasSeat"] for m in ada.call("GET", f"/api/teams/{team}").json()["members"]
     }
     assert seats == {ada.id: True, grace.id: True, bob.id: False}
-    settle(api)
     [lost] = [m for m in outbox(api) if m["To"] == "bob@example.com" and "ended" in m["Subject"]]
     assert "now has 2 seats" in text_of(lost)
     # Stripe's event says the same quantity: nothing changes.

@@ -115,12 +115,13 @@ def test_seats_changed_in_the_portal_are_told_and_move_the_repository(
     assert f"{named} added seats" in text_of(restored)
     assert (REPO, "bob-gh") in github.collaborators
 
-    # The route takes the same path: lowered by PATCH, told once, even when Stripe's own event
-    # for the change arrives after it.
+    # The route asks for the same at the period's end: nothing changes until Stripe's event for
+    # it arrives, and its member is told once.
     stripe_fake.subscribe("sub_team", quantity=3)
     patched = ada.call("PATCH", f"/api/teams/{team}/seats", {"quantity": 2})
     assert patched.status_code == 200, patched.text
     settle(api)
+    assert (REPO, "bob-gh") in github.collaborators
     portal(api, 2, created=T0 + 30)
     assert len(seat_mails(api, "bob@example.com", "lost")) == 2
     assert (REPO, "bob-gh") not in github.collaborators

@@ -27,8 +27,20 @@ import { request } from "./http.js";
  * @typedef {{ id: number, at: string, adminId: string, adminEmail: (string | null), action: string, subjectUserId: (string | null), subject: (string | null), reason: (string | null), request: Record<string, never> }} AuditRow
  */
 
+/** One of: the offer alone (nothing changed); the offer accepted (`kept`, the subscription stays, discounted); the cancellation made (`cancelAt`, when access ends).
+ * @typedef {{ offer?: (OfferFacts | null), kept?: (boolean | null), cancelAt?: (number | null) }} CancelAnswer
+ */
+
+/**
+ * @typedef {{ priceId: string, teamId?: (string | null), reason: ("customer_service" | "low_quality" | "missing_features" | "other" | "switched_service" | "too_complex" | "too_expensive" | "unused"), comment?: (string | null), offer?: (("accept" | "decline") | null) }} CancelRequest
+ */
+
 /**
  * @typedef {{ reason: (string | null), count: number, withComment: number }} CancellationReason
+ */
+
+/**
+ * @typedef {{ priceId: string, teamId?: (string | null), newPriceId?: (string | null), quantity?: (number | null), prorationDate: string }} ChangeRequest
  */
 
 /**
@@ -104,7 +116,7 @@ import { request } from "./http.js";
  */
 
 /**
- * @typedef {{ product: (EntitledProduct | null), priceId: (string | null), kind: ("subscription" | "purchase" | "comp"), status: string, active: boolean, currentPeriodEnd: (string | null), cancelAtPeriodEnd: boolean, trialEnd: (string | null), endedAt: (string | null), teamId?: (string | null), label: string, summary: string }} EntitlementAnswer
+ * @typedef {{ product: (EntitledProduct | null), priceId: (string | null), kind: ("subscription" | "purchase" | "comp"), status: string, active: boolean, currentPeriodEnd: (string | null), cancelAtPeriodEnd: boolean, trialEnd: (string | null), endedAt: (string | null), teamId?: (string | null), label: string, summary: string, scheduledChange?: (ScheduledChangeAnswer | null), cancelAt?: (string | null) }} EntitlementAnswer
  */
 
 /**
@@ -160,6 +172,10 @@ import { request } from "./http.js";
  */
 
 /**
+ * @typedef {{ description: string, amount: number }} LineAnswer
+ */
+
+/**
  * @typedef {{ id: string, email: (string | null), name: (string | null), hasAccess: boolean, portalAvailable: boolean, entitlements: Array<EntitlementAnswer>, features: Array<string>, teams?: Array<TeamOfMe>, credits?: Array<CreditsAnswer> }} MeAnswer
  */
 
@@ -176,7 +192,15 @@ import { request } from "./http.js";
  */
 
 /**
+ * @typedef {{ amount: number, at: number }} NextChargeAnswer
+ */
+
+/**
  * @typedef {{ error: string, balance: number }} NotEnoughAnswer
+ */
+
+/**
+ * @typedef {{ coupon: string, percentOff?: (number | null), amountOff?: (number | null), duration: string, durationInMonths: (number | null) }} OfferFacts
  */
 
 /**
@@ -189,6 +213,14 @@ import { request } from "./http.js";
 
 /**
  * @typedef {{ returnUrl: string, teamId?: (string | null) }} PortalRequest
+ */
+
+/**
+ * @typedef {{ effective: ("now" | "period_end"), effectiveAt: number, amountDue: number, currency: string, prorationDate: string, lines: Array<LineAnswer>, nextCharge: NextChargeAnswer }} PreviewAnswer
+ */
+
+/**
+ * @typedef {{ priceId: string, teamId?: (string | null), newPriceId?: (string | null), quantity?: (number | null) }} PreviewRequest
  */
 
 /**
@@ -232,6 +264,14 @@ import { request } from "./http.js";
  */
 
 /**
+ * @typedef {{ resumed: ("cancellation" | "change") }} ResumeAnswer
+ */
+
+/**
+ * @typedef {{ priceId: string, teamId?: (string | null) }} ResumeRequest
+ */
+
+/**
  * @typedef {{ userId: string, role: ("owner" | "admin" | "member") }} RoleAnswer
  */
 
@@ -252,6 +292,10 @@ import { request } from "./http.js";
  */
 
 /**
+ * @typedef {{ priceId: string, quantity: number, at: string }} ScheduledChangeAnswer
+ */
+
+/**
  * @typedef {{ total: number, used: number }} SeatsAnswer
  */
 
@@ -265,6 +309,10 @@ import { request } from "./http.js";
 
 /** A guest token's answer: what the session bought, nothing of the account it landed on (an e-mail typed on Stripe's page chose that account, and nobody verified it).
  * @typedef {{ sessionId: string, applied: boolean, hasAccess: boolean, product: (PurchasedProduct | null), features: Array<string>, label?: (string | null), summary?: (string | null) }} SessionGrantAnswer
+ */
+
+/**
+ * @typedef {{ error: string, preview: PreviewAnswer }} StalePreviewAnswer
  */
 
 /**
@@ -367,6 +415,38 @@ export function postPaymentsCreateCheckout(body) {
  */
 export function postPaymentsCreatePortal(body) {
   return request("POST", `/api/payments/create-portal`, { body });
+}
+
+/** What changing the plan or seats would charge now and next; changes nothing
+ * @param {PreviewRequest} body
+ * @returns {Promise<PreviewAnswer>}
+ */
+export function postPaymentsPreviewChange(body) {
+  return request("POST", `/api/payments/preview-change`, { body });
+}
+
+/** Apply a previewed change: an upgrade now, invoiced now; a downgrade at the period's end. A preview that no longer holds: 409 with a fresh one
+ * @param {ChangeRequest} body
+ * @returns {Promise<PreviewAnswer>}
+ */
+export function postPaymentsChangePlan(body) {
+  return request("POST", `/api/payments/change-plan`, { body });
+}
+
+/** Cancel at the period's end with a reason; with a retention coupon never applied to this customer, its offer first (changes nothing), then accept or decline
+ * @param {CancelRequest} body
+ * @returns {Promise<CancelAnswer>}
+ */
+export function postPaymentsCancel(body) {
+  return request("POST", `/api/payments/cancel`, { body });
+}
+
+/** Undo a scheduled cancellation or a change still to come
+ * @param {ResumeRequest} body
+ * @returns {Promise<ResumeAnswer>}
+ */
+export function postPaymentsResume(body) {
+  return request("POST", `/api/payments/resume`, { body });
 }
 
 /** The success page's paid checkout applied at once: GET /api/me's answer to its signed-in buyer, only the session's grant to a guest token

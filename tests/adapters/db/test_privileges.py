@@ -50,6 +50,8 @@ TABLES: dict[str, dict[str, set[str]]] = {
     "mrr_levels": {},
     "mrr_movements": {},
     "processed_events": {},
+    "retention_offers": {},
+    "scheduled_changes": {},
     "products": {},
     "profiles": {"authenticated": {"SELECT"}},
     "purchases": {"authenticated": {"SELECT"}},
