@@ -13,8 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import requests
 from playwright.sync_api import Browser, BrowserContext, Page, expect
 
+from dev import stripe_stand_in
 from tests.helpers import HANG_GUARD, wait_for
 from tests.web.conftest import Site
 
@@ -77,13 +79,16 @@ class Person:
         )
         return found
 
-    def pay_on_the_stand_ins_page(self) -> None:
-        """On Stripe's (stand-in) checkout page: pay, then follow its link back to the site."""
+    def pay_on_the_stand_ins_page(self) -> tuple[str, str]:
+        """On Stripe's (stand-in) checkout page: pay, then follow its link back to the site.
+        Where the stand-in serves, and the session paid."""
         page = self.page
         page.wait_for_url(re.compile(r".*/pay/cs_\w+"))
+        stand_in, _, session = page.url.partition("/pay/")
         page.get_by_role("button", name=re.compile("^Pay")).click()
         page.get_by_role("link", name="Back to the site").click()
         page.wait_for_url(re.compile(re.escape(self.site.url) + r"/success\?session_id=cs_\w+"))
+        return stand_in, session
 
 
 def unique(name: str) -> str:
@@ -180,7 +185,7 @@ def test_a_guest_pays_and_the_success_page_says_what_they_bought_and_how_to_sign
     assert guest.errors == []
 
 
-def test_a_team_buys_three_seats_invites_two_and_the_newest_loses_access_at_two_seats(
+def test_a_team_buys_three_seats_invites_two_and_the_newest_loses_access_at_two_seats_next_period(
     browser: Browser, site: Site, contexts: list[BrowserContext], shots: Path
 ) -> None:
     olga = Person(browser, site, contexts, unique("olga"))
@@ -199,7 +204,7 @@ def test_a_team_buys_three_seats_invites_two_and_the_newest_loses_access_at_two_
     expect(page.get_by_label("Plan")).to_have_value("price_demo_team_monthly")
     page.get_by_role("spinbutton", name="Seats").fill("3")
     page.get_by_role("button", name="Buy seats").click()
-    olga.pay_on_the_stand_ins_page()
+    stand_in, session = olga.pay_on_the_stand_ins_page()
     expect(page.locator("#access-state")).to_have_text("Paid: you have access now.")
     page.goto("/dashboard")
     page.get_by_role("link", name="Olga's team").click()
@@ -241,7 +246,17 @@ def test_a_team_buys_three_seats_invites_two_and_the_newest_loses_access_at_two_
     expect(page.locator("#members tbody tr")).to_have_count(3)
     page.get_by_role("spinbutton", name="Seats").fill("2")
     page.get_by_role("button", name="Change seats").click()
-    expect(page.locator("#seat-count")).to_contain_text("2 seats")
+    # Fewer seats wait for the period's end: until then all three keep theirs.
+    expect(page.get_by_role("button", name="Change seats")).to_be_enabled()
+    expect(page.locator("#seat-count")).to_have_text("3 seats, 3 held by members; none free.")
+    # The period ends at Stripe (the stand-in's clock moves on): the schedule's next phase.
+    paid = requests.get(
+        f"{stand_in}/v1/checkout/sessions/{session}",
+        headers={"Authorization": f"Bearer {stripe_stand_in.API_KEY}"},
+        timeout=HANG_GUARD,
+    ).json()
+    ended = requests.post(f"{stand_in}/period_end/{paid['subscription']}", timeout=HANG_GUARD)
+    assert ended.status_code == 200, ended.text
 
     def seat_count(person: Person, wanted: str) -> bool:
         """The team page read again until Stripe's event about the change is applied."""
