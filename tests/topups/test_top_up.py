@@ -386,3 +386,23 @@ def test_a_claim_whose_announcement_was_lost_is_charged_by_the_sweep_once(
         len({c.headers["Idempotency-Key"] for c in stripe.calls("POST", "/v1/payment_intents")})
         == 1
     )
+
+
+def test_a_threshold_above_the_packs_credits_is_refused(
+    shop: tuple[Api, Person, StripeStandIn],
+) -> None:
+    """A pack bought below a threshold higher than its credits can leave the balance still
+    below it: each consumption after its grant would buy another, one crossing charged again
+    and again."""
+    api, ada, stripe = shop
+    for below in (501, 2_000, 1_000_000_000):
+        body = {"feature": "generations", "priceId": PACK, "below": below}
+        answer = ada.call("PUT", TOP_UP, body)
+        assert answer.status_code == 400, below
+        assert "below" in answer.json()["error"]
+    assert me_credits(ada)["topUp"] is None
+    assert consume(api, ada, 5) == [200] * 5
+    settle(api)
+    assert stripe.off_session_charges() == []
+    at_most = {"feature": "generations", "priceId": PACK, "below": 500}
+    assert ada.call("PUT", TOP_UP, at_most).status_code == 200
