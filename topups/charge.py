@@ -63,9 +63,11 @@ class TopUps:
         paid = paid_of(event.object)
         if paid is None:
             return None
-        if store.customer_of(self.db, paid.claim.account_id) != paid.customer_id:
+        customer = store.customer_of(self.db, paid.claim.account_id)
+        if customer is None or customer != paid.customer_id:
             # Not charged by this service on the account's customer (its metadata copied onto
-            # another payment): nothing is granted or turned off for it.
+            # another payment, or onto one of no customer for an account without one: this
+            # service charges none such): nothing is granted or turned off for it.
             log.error("credits: %s names the top-up of %s but not its customer",
                       paid.intent_id, paid.claim.account_id)  # fmt: skip
             return "not a top-up of this account's customer"

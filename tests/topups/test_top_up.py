@@ -406,3 +406,35 @@ def test_a_threshold_above_the_packs_credits_is_refused(
     assert stripe.off_session_charges() == []
     at_most = {"feature": "generations", "priceId": PACK, "below": 500}
     assert ada.call("PUT", TOP_UP, at_most).status_code == 200
+
+
+def test_a_payment_naming_a_top_up_without_a_customer_grants_nothing(
+    shop: tuple[Api, Person, StripeStandIn], db: Database
+) -> None:
+    """A team without a Stripe customer, and a paid intent carrying its top-up's metadata but no
+    customer (not this service's charge, which is always made on the account's customer)."""
+    api, ada, _ = shop
+    team = new_team(ada)
+    assert db.fetch_all("select customer_id from public.accounts where id = %s::uuid", (team,)) == [
+        {"customer_id": None}
+    ]
+    intent = {
+        "id": "pi_no_customer",
+        "object": "payment_intent",
+        "amount": 900,
+        "currency": "usd",
+        "status": "succeeded",
+        "customer": None,
+        "metadata": {
+            "top_up_account": team,
+            "top_up_feature": "generations",
+            "top_up_crossing": "1",
+            "top_up_price": PACK,
+        },
+    }
+    post_event(api, stripe_event("payment_intent.succeeded", intent))
+    settle(api)
+    assert (
+        db.fetch_all("select 1 from public.credit_grants where account_id = %s::uuid", (team,))
+        == []
+    )
