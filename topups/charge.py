@@ -109,6 +109,11 @@ class TopUps:
             if not held.enabled:
                 store.release(conn, claim)
                 return "top-up turned off before its charge"
+            if not held.below:
+                # The threshold lowered, or credits bought, since the claim: not what the holder
+                # asked to be bought now. Released, so the next crossing claims again.
+                store.release(conn, claim)
+                return "top-up not needed: the balance is not below its threshold"
             pack = store.pack_in(conn, held.price_id)
             if (
                 pack is None

@@ -438,3 +438,31 @@ def test_a_payment_naming_a_top_up_without_a_customer_grants_nothing(
         db.fetch_all("select 1 from public.credit_grants where account_id = %s::uuid", (team,))
         == []
     )
+
+
+def test_a_claim_whose_threshold_was_lowered_before_its_charge_is_not_charged(
+    shop: tuple[Api, Person, StripeStandIn], db: Database
+) -> None:
+    """The holder lowers the threshold (or turns top-up off and on again with a lower one)
+    while a claim waits for its charge: the balance is no longer below what they chose, so the
+    pack is not bought, and the next crossing of the new threshold is."""
+    api, ada, stripe = shop
+    on = {"feature": "generations", "priceId": PACK, "below": 495}
+    assert ada.call("PUT", TOP_UP, on).status_code == 200
+    held: list[Event] = []
+    credits.consume(
+        db, credits.Payer(user_id=ada.id), "generations", 10, "held",
+        publish=lambda event, _: held.append(event),
+    )  # fmt: skip
+    [claimed] = held
+    assert ada.call("DELETE", TOP_UP, {"feature": "generations"}).status_code == 204
+    lower = {"feature": "generations", "priceId": PACK, "below": 10}
+    assert ada.call("PUT", TOP_UP, lower).status_code == 200
+    top_ups = TopUps(db, api.container.stripe, lambda event, data: None)
+    assert top_ups.handle(claimed) == "top-up not needed: the balance is not below its threshold"
+    assert stripe.calls("POST", "/v1/payment_intents") == []
+    assert me_credits(ada)["topUp"] == {"priceId": PACK, "below": 10}
+    # Released: crossing the new threshold claims and charges one pack.
+    assert consume(api, ada, 481) == [200] * 481
+    settle(api)
+    assert len(stripe.off_session_charges()) == 1
