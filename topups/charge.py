@@ -63,9 +63,11 @@ class TopUps:
         paid = paid_of(event.object)
         if paid is None:
             return None
-        if store.customer_of(self.db, paid.claim.account_id) != paid.customer_id:
+        customer = store.customer_of(self.db, paid.claim.account_id)
+        if customer is None or customer != paid.customer_id:
             # Not charged by this service on the account's customer (its metadata copied onto
-            # another payment): nothing is granted or turned off for it.
+            # another payment, or onto one of no customer for an account without one: this
+            # service charges none such): nothing is granted or turned off for it.
             log.error("credits: %s names the top-up of %s but not its customer",
                       paid.intent_id, paid.claim.account_id)  # fmt: skip
             return "not a top-up of this account's customer"
@@ -107,6 +109,11 @@ class TopUps:
             if not held.enabled:
                 store.release(conn, claim)
                 return "top-up turned off before its charge"
+            if not held.below:
+                # The threshold lowered, or credits bought, since the claim: not what the holder
+                # asked to be bought now. Released, so the next crossing claims again.
+                store.release(conn, claim)
+                return "top-up not needed: the balance is not below its threshold"
             pack = store.pack_in(conn, held.price_id)
             if (
                 pack is None

@@ -126,6 +126,13 @@ def turn_on() -> ResponseReturnValue:
         )
     if body.feature not in pack.credits:
         raise InvalidRequest(f"The pack {body.priceId} grants no {body.feature} credits (feature)")
+    if body.below > pack.credits[body.feature]:
+        # A pack that cannot lift the balance above the threshold would be bought again by the
+        # next consumption after its grant: one crossing charged over and over.
+        raise InvalidRequest(
+            f"below must be at most the {pack.credits[body.feature]} {body.feature} credits the"
+            f" pack {body.priceId} grants (below)"
+        )
     store.turn_on(db, account, body.feature, body.priceId, body.below)
     answer = TopUpAnswer(
         feature=body.feature, priceId=body.priceId, below=body.below, teamId=body.teamId

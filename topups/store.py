@@ -125,13 +125,18 @@ class Held:
     payment_intent: str | None
     price_id: str
     customer_id: str | None
+    # The balance is below the threshold now (the holder may have lowered it, or bought credits,
+    # since the claim was made).
+    below: bool
 
 
 def held(conn: Connection, claim: Claim) -> Held | None:
     """The claim's row, locked until the transaction ends (a turn-off waits for the charge)."""
     row = conn.execute(
         "select t.enabled, t.crossings, t.claimed_at is not null as claimed, t.payment_intent,"
-        " t.price_id, a.customer_id from public.credit_top_ups t"
+        " t.price_id, a.customer_id, (select b.balance from"
+        " public.credit_balance(t.account_id, t.feature) b) < t.below as below"
+        " from public.credit_top_ups t"
         " join public.accounts a on a.id = t.account_id"
         " where t.account_id = %s::uuid and t.feature = %s for update of t",
         (claim.account_id, claim.feature),
@@ -145,6 +150,7 @@ def held(conn: Connection, claim: Claim) -> Held | None:
         payment_intent=row["payment_intent"],
         price_id=row["price_id"],
         customer_id=row["customer_id"],
+        below=bool(row["below"]),
     )
 
 

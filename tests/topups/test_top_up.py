@@ -386,3 +386,83 @@ def test_a_claim_whose_announcement_was_lost_is_charged_by_the_sweep_once(
         len({c.headers["Idempotency-Key"] for c in stripe.calls("POST", "/v1/payment_intents")})
         == 1
     )
+
+
+def test_a_threshold_above_the_packs_credits_is_refused(
+    shop: tuple[Api, Person, StripeStandIn],
+) -> None:
+    """A pack bought below a threshold higher than its credits can leave the balance still
+    below it: each consumption after its grant would buy another, one crossing charged again
+    and again."""
+    api, ada, stripe = shop
+    for below in (501, 2_000, 1_000_000_000):
+        body = {"feature": "generations", "priceId": PACK, "below": below}
+        answer = ada.call("PUT", TOP_UP, body)
+        assert answer.status_code == 400, below
+        assert "below" in answer.json()["error"]
+    assert me_credits(ada)["topUp"] is None
+    assert consume(api, ada, 5) == [200] * 5
+    settle(api)
+    assert stripe.off_session_charges() == []
+    at_most = {"feature": "generations", "priceId": PACK, "below": 500}
+    assert ada.call("PUT", TOP_UP, at_most).status_code == 200
+
+
+def test_a_payment_naming_a_top_up_without_a_customer_grants_nothing(
+    shop: tuple[Api, Person, StripeStandIn], db: Database
+) -> None:
+    """A team without a Stripe customer, and a paid intent carrying its top-up's metadata but no
+    customer (not this service's charge, which is always made on the account's customer)."""
+    api, ada, _ = shop
+    team = new_team(ada)
+    assert db.fetch_all("select customer_id from public.accounts where id = %s::uuid", (team,)) == [
+        {"customer_id": None}
+    ]
+    intent = {
+        "id": "pi_no_customer",
+        "object": "payment_intent",
+        "amount": 900,
+        "currency": "usd",
+        "status": "succeeded",
+        "customer": None,
+        "metadata": {
+            "top_up_account": team,
+            "top_up_feature": "generations",
+            "top_up_crossing": "1",
+            "top_up_price": PACK,
+        },
+    }
+    post_event(api, stripe_event("payment_intent.succeeded", intent))
+    settle(api)
+    assert (
+        db.fetch_all("select 1 from public.credit_grants where account_id = %s::uuid", (team,))
+        == []
+    )
+
+
+def test_a_claim_whose_threshold_was_lowered_before_its_charge_is_not_charged(
+    shop: tuple[Api, Person, StripeStandIn], db: Database
+) -> None:
+    """The holder lowers the threshold (or turns top-up off and on again with a lower one)
+    while a claim waits for its charge: the balance is no longer below what they chose, so the
+    pack is not bought, and the next crossing of the new threshold is."""
+    api, ada, stripe = shop
+    on = {"feature": "generations", "priceId": PACK, "below": 495}
+    assert ada.call("PUT", TOP_UP, on).status_code == 200
+    held: list[Event] = []
+    credits.consume(
+        db, credits.Payer(user_id=ada.id), "generations", 10, "held",
+        publish=lambda event, _: held.append(event),
+    )  # fmt: skip
+    [claimed] = held
+    assert ada.call("DELETE", TOP_UP, {"feature": "generations"}).status_code == 204
+    lower = {"feature": "generations", "priceId": PACK, "below": 10}
+    assert ada.call("PUT", TOP_UP, lower).status_code == 200
+    top_ups = TopUps(db, api.container.stripe, lambda event, data: None)
+    assert top_ups.handle(claimed) == "top-up not needed: the balance is not below its threshold"
+    assert stripe.calls("POST", "/v1/payment_intents") == []
+    assert me_credits(ada)["topUp"] == {"priceId": PACK, "below": 10}
+    # Released: crossing the new threshold claims and charges one pack.
+    assert consume(api, ada, 481) == [200] * 481
+    settle(api)
+    assert len(stripe.off_session_charges()) == 1

@@ -113,6 +113,11 @@ class TopUpCredits(base.Credits):
             assert outcome == "top-up turned off before its charge"
             self.top.in_flight = False
             return
+        if self.model.balance >= self.top.below:
+            # Credits granted, or the threshold lowered, since the claim: nothing bought.
+            assert outcome == "top-up not needed: the balance is not below its threshold"
+            self.top.in_flight = False
+            return
         assert outcome == "top-up charged"
         [intent] = [i for i in self._intents() if i not in self.top.charged]
         self.top.charged.append(intent)
