@@ -26,6 +26,7 @@ PAYMENT_REFUSED = (
     "The payment for the change was refused: the plan is unchanged. Update the payment method"
     " in the billing portal, then try again"
 )
+UNSCHEDULED = ". The change scheduled for the period's end was undone: schedule it again if wanted"
 
 
 @dataclass(frozen=True)
@@ -96,13 +97,15 @@ def change(
             schedule = _schedule_id(sub)
             if schedule is not None:  # an upgrade replaces a change scheduled before it
                 stripe.release_schedule(schedule)
+                # Gone at Stripe whatever the payment does: the page no longer shows it.
+                store.clear_scheduled(db, subscription_id)
             updated = stripe.update_subscription(
                 subscription_id,
                 rules.upgrade_params(sub, plan, at=at),
                 idempotency_key=f"plan-{subscription_id}-{state}-{plan.price_id}-{plan.quantity}",
             )
             if updated.get("pending_update"):
-                raise Conflict(PAYMENT_REFUSED)
+                raise Conflict(PAYMENT_REFUSED + (UNSCHEDULED if schedule is not None else ""))
             store.clear_scheduled(db, subscription_id)
             return Applied(shown, updated)
         del current

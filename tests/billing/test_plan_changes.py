@@ -544,3 +544,39 @@ def test_a_preview_confirmed_twice_at_once_charges_once_and_only_plans_sold_here
     assert 200 in [a.status_code for a in answers]
     [invoice] = catalogue.invoices.values()
     assert invoice["amount_paid"] == preview["amountDue"]
+
+
+def test_a_refused_upgrade_over_a_scheduled_downgrade_tells_the_truth_about_both(
+    api: Api, db: Database, catalogue: StripeStandIn
+) -> None:
+    ada, _ = subscribed(api, db, catalogue, PRO_YEARLY)
+    down = {"priceId": PRO_YEARLY, "newPriceId": BASIC}
+    preview = ada.call("POST", "/api/payments/preview-change", down).json()
+    assert preview["effective"] == "period_end"
+    done = ada.call(
+        "POST", "/api/payments/change-plan", down | {"prorationDate": preview["prorationDate"]}
+    )
+    assert done.status_code == 200, done.text
+    [held] = ada.call("GET", "/api/me").json()["entitlements"]
+    assert held["scheduledChange"]["priceId"] == BASIC
+    # An upgrade now, its payment refused: it releases the downgrade's schedule first.
+    up = {"priceId": PRO_YEARLY, "newPriceId": PRO}
+    preview = ada.call("POST", "/api/payments/preview-change", up).json()
+    assert preview["effective"] == "now"
+    catalogue.decline_payments = True
+    refused = ada.call(
+        "POST", "/api/payments/change-plan", up | {"prorationDate": preview["prorationDate"]}
+    )
+    assert refused.status_code == 409
+    held_at_stripe = catalogue.subscriptions["sub_ada"]
+    assert held_at_stripe["items"]["data"][0]["price"]["id"] == PRO_YEARLY
+    still = rules.scheduled_change(
+        catalogue.schedules.get(str(held_at_stripe.get("schedule"))), now=int(time.time())
+    )
+    [held] = ada.call("GET", "/api/me").json()["entitlements"]
+    # What the page says is scheduled is what Stripe will do at the period's end.
+    told = held["scheduledChange"]
+    said = (told["priceId"], told["quantity"]) if told else None
+    assert said == ((still[0], still[1]) if still else None)
+    if still is None:
+        assert "scheduled" in refused.json()["error"]
