@@ -26,6 +26,10 @@ PAYMENT_REFUSED = (
     "The payment for the change was refused: the plan is unchanged. Update the payment method"
     " in the billing portal, then try again"
 )
+ENDING = (
+    "This subscription is set to end at its period's end: resume it first"
+    " (POST /api/payments/resume), then change it"
+)
 UNSCHEDULED = ". The change scheduled for the period's end was undone: schedule it again if wanted"
 
 
@@ -163,6 +167,9 @@ def _wanted_plan(
 ) -> Plan:
     if sub.get("status") not in ("active", "trialing", "past_due"):
         raise Conflict("This subscription has ended: buy a plan with create-checkout")
+    if sub.get("cancel_at_period_end") or sub.get("cancel_at"):
+        # Set to end: no next charge to preview, no period after it for a change to start in.
+        raise Conflict(ENDING)
     current = rules.current_plan(sub)
     price_id = wanted.price_id or current.price_id
     quantity = wanted.quantity if wanted.quantity is not None else current.quantity

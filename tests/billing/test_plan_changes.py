@@ -580,3 +580,33 @@ def test_a_refused_upgrade_over_a_scheduled_downgrade_tells_the_truth_about_both
     assert said == ((still[0], still[1]) if still else None)
     if still is None:
         assert "scheduled" in refused.json()["error"]
+
+
+def test_a_subscription_set_to_end_is_not_changed_nor_promised_a_next_charge(
+    api: Api, db: Database, catalogue: StripeStandIn
+) -> None:
+    ada, _ = subscribed(api, db, catalogue, PRO)
+    seen = len(catalogue.events)
+    done = ada.call("POST", "/api/payments/cancel", {"priceId": PRO, "reason": "unused"})
+    assert done.status_code == 200, done.text
+    deliver_new_events(api, catalogue, seen)
+    calls = len(catalogue.calls("POST", "/v1/subscriptions/sub_ada"))
+    for new in (BASIC, PRO_YEARLY):  # a downgrade: nothing is charged at an end that comes
+        body = {"priceId": PRO, "newPriceId": new}
+        shown = ada.call("POST", "/api/payments/preview-change", body)
+        assert shown.status_code == 409, shown.text
+        assert "resume" in shown.json()["error"]
+        signed = rules.sign_proration(
+            DEV_WEBHOOK_SECRET,
+            subscription_id="sub_ada",
+            wanted=rules.plan_of(catalogue.prices[new], 1),
+            at=int(time.time()),
+            state=rules.state_of(catalogue.subscriptions["sub_ada"]),
+        )
+        changed = ada.call("POST", "/api/payments/change-plan", body | {"prorationDate": signed})
+        assert changed.status_code == 409, changed.text
+    assert catalogue.schedules == {}
+    assert len(catalogue.calls("POST", "/v1/subscriptions/sub_ada")) == calls
+    [held] = ada.call("GET", "/api/me").json()["entitlements"]
+    assert held["scheduledChange"] is None
+    assert held["cancelAt"] is not None
