@@ -610,3 +610,36 @@ def test_a_subscription_set_to_end_is_not_changed_nor_promised_a_next_charge(
     [held] = ada.call("GET", "/api/me").json()["entitlements"]
     assert held["scheduledChange"] is None
     assert held["cancelAt"] is not None
+
+
+def test_an_upgrade_to_a_longer_interval_grants_the_new_plans_credits_for_its_whole_period(
+    api: Api, db: Database, catalogue: StripeStandIn
+) -> None:
+    with db.transaction() as conn:
+        conn.execute(
+            "update public.products set credits = '{\"generations\": 300}',"
+            " credits_period = 'period' where stripe_price_id = %s",
+            (PRO_YEARLY,),
+        )
+    ada, sub = subscribed(api, db, catalogue, BASIC)
+    month_end = sub["items"]["data"][0]["current_period_end"]
+    up = {"priceId": BASIC, "newPriceId": PRO_YEARLY}
+    preview = ada.call("POST", "/api/payments/preview-change", up).json()
+    assert preview["effective"] == "now"
+    seen = len(catalogue.events)
+    applied = ada.call(
+        "POST", "/api/payments/change-plan", up | {"prorationDate": preview["prorationDate"]}
+    )
+    assert applied.status_code == 200, applied.text
+    deliver_new_events(api, catalogue, seen)
+    # A year paid whole (the month's unused time credited back): the year holds the yearly
+    # plan's credits, before and after the month's end, and never both plans' at once.
+    assert generations(ada) == (300, 300)
+    rows = db.fetch_all(
+        "select coalesce(sum(amount), 0)::int as held from public.credit_grants"
+        " where subscription_id = 'sub_ada' and feature = 'generations'"
+        " and starts_at <= to_timestamp(%s) and expires_at > to_timestamp(%s)"
+        " and (ended_at is null or ended_at > to_timestamp(%s))",
+        (month_end + DAY, month_end + DAY, month_end + DAY),
+    )
+    assert rows[0]["held"] == 300
