@@ -178,6 +178,8 @@ def _wanted_plan(
     per_seat = store.sold_per_seat(db, price_id)
     if per_seat is None and price_id != current.price_id:
         raise InvalidRequest("Unknown or inactive price ID (newPriceId)")
+    if per_seat is None:  # the plan held now, no longer sold: seats only if it was sold per seat
+        per_seat = store.was_per_seat(db, price_id)
     if per_seat is False and quantity != 1:
         raise InvalidRequest("Quantity is only for a per-seat price (quantity)")
     if price_id == current.price_id:

@@ -493,8 +493,11 @@ def test_a_cancellation_in_the_portal_reaches_what_the_route_reaches(
     api: Api, db: Database, catalogue: StripeStandIn
 ) -> None:
     ada, sub = subscribed(api, db, catalogue, PRO)
-    grace, _ = subscribed(api, db, catalogue, PRO, who="grace")
-    end = sub["items"]["data"][0]["current_period_end"]
+    grace, grace_sub = subscribed(api, db, catalogue, PRO, who="grace")
+    ends = {
+        ada.email: sub["items"]["data"][0]["current_period_end"],
+        grace.email: grace_sub["items"]["data"][0]["current_period_end"],
+    }
     seen = len(catalogue.events)
     routed = ada.call("POST", "/api/payments/cancel", {"priceId": PRO, "reason": "unused"})
     assert routed.status_code == 200, routed.text
@@ -513,7 +516,7 @@ def test_a_cancellation_in_the_portal_reaches_what_the_route_reaches(
     for person in (ada, grace):
         [held] = person.call("GET", "/api/me").json()["entitlements"]
         assert (held["active"], held["cancelAtPeriodEnd"]) == (True, True)
-        assert datetime.fromisoformat(held["cancelAt"]).timestamp() == end
+        assert datetime.fromisoformat(held["cancelAt"]).timestamp() == ends[person.email]
         [told] = [m for m in outbox(api) if m["To"] == person.email and "cancelled" in m["Subject"]]
         assert "Plan price_plan_pro" in told["Subject"]
 
@@ -643,3 +646,18 @@ def test_an_upgrade_to_a_longer_interval_grants_the_new_plans_credits_for_its_wh
         (month_end + DAY, month_end + DAY, month_end + DAY),
     )
     assert rows[0]["held"] == 300
+
+
+def test_seats_of_a_plan_no_longer_sold_are_only_for_a_plan_sold_per_seat(
+    api: Api, db: Database, catalogue: StripeStandIn
+) -> None:
+    ada, _ = subscribed(api, db, catalogue, BASIC)
+    with db.transaction() as conn:  # the plan Ada holds is no longer sold
+        conn.execute(
+            "update public.products set is_active = false where stripe_price_id = %s", (BASIC,)
+        )
+    body = {"priceId": BASIC, "quantity": 5}
+    refused = ada.call("POST", "/api/payments/preview-change", body)
+    assert refused.status_code == 400, refused.text
+    assert "quantity" in refused.json()["error"]
+    assert catalogue.calls("POST", "/v1/invoices/create_preview") == []
