@@ -289,15 +289,25 @@ def _accept(
     if not store.claim_retention(db, customer, coupon, sid):
         raise Conflict("No offer to accept: the subscription is unchanged")
     try:
+        # Stripe replaces the discounts with the list given: those held already stay on it.
+        held = [{"discount": d} for d in _discount_ids(sub)]
         stripe.update_subscription(
             sid,
-            {"discounts": [{"coupon": coupon}]},
+            {"discounts": [*held, {"coupon": coupon}]},
             idempotency_key=f"retention-{customer}",
         )
     except Exception:
         store.release_retention(db, customer)
         raise
     return Cancelled(kept=True, offer=_offer_of(stripe.coupon(coupon)))
+
+
+def _discount_ids(sub: Mapping[str, Any]) -> list[str]:
+    return [
+        str(d.get("id")) if isinstance(d, Mapping) else str(d)
+        for d in sub.get("discounts") or []
+        if d
+    ]
 
 
 def resume(

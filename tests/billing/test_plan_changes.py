@@ -661,3 +661,23 @@ def test_seats_of_a_plan_no_longer_sold_are_only_for_a_plan_sold_per_seat(
     assert refused.status_code == 400, refused.text
     assert "quantity" in refused.json()["error"]
     assert catalogue.calls("POST", "/v1/invoices/create_preview") == []
+
+
+def test_accepting_the_retention_offer_keeps_the_discounts_held_already(
+    api_factory: Any, db: Database, catalogue: StripeStandIn
+) -> None:
+    api = api_factory(retention_coupon="stay_with_us")
+    catalogue.hold_coupon("stay_with_us", percent_off=50, duration_in_months=3)
+    catalogue.hold_coupon("launch", percent_off=20, duration="forever")
+    ada, sub = subscribed(api, db, catalogue, PRO)
+    with catalogue.lock:  # a discount from the checkout, for good
+        catalogue.apply_discounts(sub, [{"coupon": "launch"}])
+    [launch] = sub["discounts"]
+    body = {"priceId": PRO, "reason": "too_expensive"}
+    assert "offer" in ada.call("POST", "/api/payments/cancel", body).json()
+    kept = ada.call("POST", "/api/payments/cancel", body | {"offer": "accept"})
+    assert kept.status_code == 200, kept.text
+    held = catalogue.subscriptions["sub_ada"]
+    assert launch in held["discounts"]
+    coupons = {catalogue.discount_objects[d]["source"]["coupon"] for d in held["discounts"]}
+    assert coupons == {"launch", "stay_with_us"}
