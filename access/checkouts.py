@@ -220,12 +220,22 @@ def _top_up(invoice_id: str, invoice: Mapping[str, Any]) -> PaidPeriod | None:
     if (_int(line.get("amount")) or 0) <= 0:
         return None
     period = _mapping(line.get("period"))
+    end = _int(period.get("end"))
+    # A new interval starts a new period now (the old plan's unused time credited back): its
+    # credits replace the old period's, whole, as a renewal's do; else they top it up.
+    lines = _mapping(invoice.get("lines")).get("data")
+    credited = [
+        _int(_mapping(_mapping(other).get("period")).get("end"))
+        for other in (lines if isinstance(lines, list) else [])
+        if (_int(_mapping(other).get("amount")) or 0) < 0
+    ]
+    new_period = end is not None and any(e is not None and e < end for e in credited)
     return PaidPeriod(
         invoice_id,
         line_price(line),
         _int(period.get("start")),
-        _int(period.get("end")),
-        top_up=True,
+        end,
+        top_up=not new_period,
     )
 
 

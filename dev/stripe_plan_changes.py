@@ -646,12 +646,19 @@ class PlanChanges:
         return _json(found)
 
     def apply_discounts(self, sub: dict[str, Any], discounts: list[dict[str, Any]]) -> None:
-        """`discounts[0][coupon]` on a subscription: a discount of it, the coupon redeemed once
-        more. Called under the lock."""
+        """`discounts[n][coupon]` on a subscription: a discount of it, the coupon redeemed once
+        more; `discounts[n][discount]`: one it holds, kept (the list replaces the subscription's
+        discounts, as Stripe's does). Called under the lock."""
         from dev.stripe_stand_in import _no_such
 
         made: list[str] = []
         for n, wanted in enumerate(discounts):
+            if wanted.get("discount"):  # one the subscription holds, kept as it is
+                kept = str(wanted["discount"])
+                if kept not in (sub.get("discounts") or []):
+                    raise _no_such("discount", kept, param=f"discounts[{n}][discount]")
+                made.append(kept)
+                continue
             coupon = self.coupons.get(str(wanted.get("coupon")))
             if coupon is None:
                 raise _no_such("coupon", str(wanted.get("coupon")), param=f"discounts[{n}][coupon]")

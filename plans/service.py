@@ -26,6 +26,11 @@ PAYMENT_REFUSED = (
     "The payment for the change was refused: the plan is unchanged. Update the payment method"
     " in the billing portal, then try again"
 )
+ENDING = (
+    "This subscription is set to end at its period's end: resume it first"
+    " (POST /api/payments/resume), then change it"
+)
+UNSCHEDULED = ". The change scheduled for the period's end was undone: schedule it again if wanted"
 
 
 @dataclass(frozen=True)
@@ -96,13 +101,15 @@ def change(
             schedule = _schedule_id(sub)
             if schedule is not None:  # an upgrade replaces a change scheduled before it
                 stripe.release_schedule(schedule)
+                # Gone at Stripe whatever the payment does: the page no longer shows it.
+                store.clear_scheduled(db, subscription_id)
             updated = stripe.update_subscription(
                 subscription_id,
                 rules.upgrade_params(sub, plan, at=at),
                 idempotency_key=f"plan-{subscription_id}-{state}-{plan.price_id}-{plan.quantity}",
             )
             if updated.get("pending_update"):
-                raise Conflict(PAYMENT_REFUSED)
+                raise Conflict(PAYMENT_REFUSED + (UNSCHEDULED if schedule is not None else ""))
             store.clear_scheduled(db, subscription_id)
             return Applied(shown, updated)
         del current
@@ -160,6 +167,9 @@ def _wanted_plan(
 ) -> Plan:
     if sub.get("status") not in ("active", "trialing", "past_due"):
         raise Conflict("This subscription has ended: buy a plan with create-checkout")
+    if sub.get("cancel_at_period_end") or sub.get("cancel_at"):
+        # Set to end: no next charge to preview, no period after it for a change to start in.
+        raise Conflict(ENDING)
     current = rules.current_plan(sub)
     price_id = wanted.price_id or current.price_id
     quantity = wanted.quantity if wanted.quantity is not None else current.quantity
@@ -168,6 +178,8 @@ def _wanted_plan(
     per_seat = store.sold_per_seat(db, price_id)
     if per_seat is None and price_id != current.price_id:
         raise InvalidRequest("Unknown or inactive price ID (newPriceId)")
+    if per_seat is None:  # the plan held now, no longer sold: seats only if it was sold per seat
+        per_seat = store.was_per_seat(db, price_id)
     if per_seat is False and quantity != 1:
         raise InvalidRequest("Quantity is only for a per-seat price (quantity)")
     if price_id == current.price_id:
@@ -277,15 +289,25 @@ def _accept(
     if not store.claim_retention(db, customer, coupon, sid):
         raise Conflict("No offer to accept: the subscription is unchanged")
     try:
+        # Stripe replaces the discounts with the list given: those held already stay on it.
+        held = [{"discount": d} for d in _discount_ids(sub)]
         stripe.update_subscription(
             sid,
-            {"discounts": [{"coupon": coupon}]},
+            {"discounts": [*held, {"coupon": coupon}]},
             idempotency_key=f"retention-{customer}",
         )
     except Exception:
         store.release_retention(db, customer)
         raise
     return Cancelled(kept=True, offer=_offer_of(stripe.coupon(coupon)))
+
+
+def _discount_ids(sub: Mapping[str, Any]) -> list[str]:
+    return [
+        str(d.get("id")) if isinstance(d, Mapping) else str(d)
+        for d in sub.get("discounts") or []
+        if d
+    ]
 
 
 def resume(

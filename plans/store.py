@@ -100,3 +100,14 @@ def sold_per_seat(db: Database, price_id: str) -> bool | None:
         (price_id,),
     )
     return bool(rows[0]["per_seat"]) if rows else None
+
+
+def was_per_seat(db: Database, price_id: str) -> bool | None:
+    """Whether a product of the catalogue, sold now or not, was sold at `price_id` per seat;
+    None when the catalogue never had it."""
+    rows = db.fetch_all(
+        "select bool_or(per_seat) as per_seat from public.products where stripe_price_id = %s",
+        (price_id,),
+    )
+    found = rows[0]["per_seat"] if rows else None
+    return None if found is None else bool(found)

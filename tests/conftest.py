@@ -38,7 +38,8 @@ TABLES = (
     "auth.users, public.products, public.purchases, public.leads,"
     " public.processed_events, public.sent_emails, public.email_claims, public.disputes,"
     " public.account_deletions, public.founder_tasks, public.erased_customers,"
-    " public.mrr_levels, public.mrr_movements, public.subscription_cancellations"
+    " public.mrr_levels, public.mrr_movements, public.subscription_cancellations,"
+    " public.retention_offers, public.scheduled_changes"
 )
 
 

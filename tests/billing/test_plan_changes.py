@@ -493,8 +493,11 @@ def test_a_cancellation_in_the_portal_reaches_what_the_route_reaches(
     api: Api, db: Database, catalogue: StripeStandIn
 ) -> None:
     ada, sub = subscribed(api, db, catalogue, PRO)
-    grace, _ = subscribed(api, db, catalogue, PRO, who="grace")
-    end = sub["items"]["data"][0]["current_period_end"]
+    grace, grace_sub = subscribed(api, db, catalogue, PRO, who="grace")
+    ends = {
+        ada.email: sub["items"]["data"][0]["current_period_end"],
+        grace.email: grace_sub["items"]["data"][0]["current_period_end"],
+    }
     seen = len(catalogue.events)
     routed = ada.call("POST", "/api/payments/cancel", {"priceId": PRO, "reason": "unused"})
     assert routed.status_code == 200, routed.text
@@ -513,7 +516,7 @@ def test_a_cancellation_in_the_portal_reaches_what_the_route_reaches(
     for person in (ada, grace):
         [held] = person.call("GET", "/api/me").json()["entitlements"]
         assert (held["active"], held["cancelAtPeriodEnd"]) == (True, True)
-        assert datetime.fromisoformat(held["cancelAt"]).timestamp() == end
+        assert datetime.fromisoformat(held["cancelAt"]).timestamp() == ends[person.email]
         [told] = [m for m in outbox(api) if m["To"] == person.email and "cancelled" in m["Subject"]]
         assert "Plan price_plan_pro" in told["Subject"]
 
@@ -544,3 +547,137 @@ def test_a_preview_confirmed_twice_at_once_charges_once_and_only_plans_sold_here
     assert 200 in [a.status_code for a in answers]
     [invoice] = catalogue.invoices.values()
     assert invoice["amount_paid"] == preview["amountDue"]
+
+
+def test_a_refused_upgrade_over_a_scheduled_downgrade_tells_the_truth_about_both(
+    api: Api, db: Database, catalogue: StripeStandIn
+) -> None:
+    ada, _ = subscribed(api, db, catalogue, PRO_YEARLY)
+    down = {"priceId": PRO_YEARLY, "newPriceId": BASIC}
+    preview = ada.call("POST", "/api/payments/preview-change", down).json()
+    assert preview["effective"] == "period_end"
+    done = ada.call(
+        "POST", "/api/payments/change-plan", down | {"prorationDate": preview["prorationDate"]}
+    )
+    assert done.status_code == 200, done.text
+    [held] = ada.call("GET", "/api/me").json()["entitlements"]
+    assert held["scheduledChange"]["priceId"] == BASIC
+    # An upgrade now, its payment refused: it releases the downgrade's schedule first.
+    up = {"priceId": PRO_YEARLY, "newPriceId": PRO}
+    preview = ada.call("POST", "/api/payments/preview-change", up).json()
+    assert preview["effective"] == "now"
+    catalogue.decline_payments = True
+    refused = ada.call(
+        "POST", "/api/payments/change-plan", up | {"prorationDate": preview["prorationDate"]}
+    )
+    assert refused.status_code == 409
+    held_at_stripe = catalogue.subscriptions["sub_ada"]
+    assert held_at_stripe["items"]["data"][0]["price"]["id"] == PRO_YEARLY
+    still = rules.scheduled_change(
+        catalogue.schedules.get(str(held_at_stripe.get("schedule"))), now=int(time.time())
+    )
+    [held] = ada.call("GET", "/api/me").json()["entitlements"]
+    # What the page says is scheduled is what Stripe will do at the period's end.
+    told = held["scheduledChange"]
+    said = (told["priceId"], told["quantity"]) if told else None
+    assert said == ((still[0], still[1]) if still else None)
+    if still is None:
+        assert "scheduled" in refused.json()["error"]
+
+
+def test_a_subscription_set_to_end_is_not_changed_nor_promised_a_next_charge(
+    api: Api, db: Database, catalogue: StripeStandIn
+) -> None:
+    ada, _ = subscribed(api, db, catalogue, PRO)
+    seen = len(catalogue.events)
+    done = ada.call("POST", "/api/payments/cancel", {"priceId": PRO, "reason": "unused"})
+    assert done.status_code == 200, done.text
+    deliver_new_events(api, catalogue, seen)
+    calls = len(catalogue.calls("POST", "/v1/subscriptions/sub_ada"))
+    for new in (BASIC, PRO_YEARLY):  # a downgrade: nothing is charged at an end that comes
+        body = {"priceId": PRO, "newPriceId": new}
+        shown = ada.call("POST", "/api/payments/preview-change", body)
+        assert shown.status_code == 409, shown.text
+        assert "resume" in shown.json()["error"]
+        signed = rules.sign_proration(
+            DEV_WEBHOOK_SECRET,
+            subscription_id="sub_ada",
+            wanted=rules.plan_of(catalogue.prices[new], 1),
+            at=int(time.time()),
+            state=rules.state_of(catalogue.subscriptions["sub_ada"]),
+        )
+        changed = ada.call("POST", "/api/payments/change-plan", body | {"prorationDate": signed})
+        assert changed.status_code == 409, changed.text
+    assert catalogue.schedules == {}
+    assert len(catalogue.calls("POST", "/v1/subscriptions/sub_ada")) == calls
+    [held] = ada.call("GET", "/api/me").json()["entitlements"]
+    assert held["scheduledChange"] is None
+    assert held["cancelAt"] is not None
+
+
+def test_an_upgrade_to_a_longer_interval_grants_the_new_plans_credits_for_its_whole_period(
+    api: Api, db: Database, catalogue: StripeStandIn
+) -> None:
+    with db.transaction() as conn:
+        conn.execute(
+            "update public.products set credits = '{\"generations\": 300}',"
+            " credits_period = 'period' where stripe_price_id = %s",
+            (PRO_YEARLY,),
+        )
+    ada, sub = subscribed(api, db, catalogue, BASIC)
+    month_end = sub["items"]["data"][0]["current_period_end"]
+    up = {"priceId": BASIC, "newPriceId": PRO_YEARLY}
+    preview = ada.call("POST", "/api/payments/preview-change", up).json()
+    assert preview["effective"] == "now"
+    seen = len(catalogue.events)
+    applied = ada.call(
+        "POST", "/api/payments/change-plan", up | {"prorationDate": preview["prorationDate"]}
+    )
+    assert applied.status_code == 200, applied.text
+    deliver_new_events(api, catalogue, seen)
+    # A year paid whole (the month's unused time credited back): the year holds the yearly
+    # plan's credits, before and after the month's end, and never both plans' at once.
+    assert generations(ada) == (300, 300)
+    rows = db.fetch_all(
+        "select coalesce(sum(amount), 0)::int as held from public.credit_grants"
+        " where subscription_id = 'sub_ada' and feature = 'generations'"
+        " and starts_at <= to_timestamp(%s) and expires_at > to_timestamp(%s)"
+        " and (ended_at is null or ended_at > to_timestamp(%s))",
+        (month_end + DAY, month_end + DAY, month_end + DAY),
+    )
+    assert rows[0]["held"] == 300
+
+
+def test_seats_of_a_plan_no_longer_sold_are_only_for_a_plan_sold_per_seat(
+    api: Api, db: Database, catalogue: StripeStandIn
+) -> None:
+    ada, _ = subscribed(api, db, catalogue, BASIC)
+    with db.transaction() as conn:  # the plan Ada holds is no longer sold
+        conn.execute(
+            "update public.products set is_active = false where stripe_price_id = %s", (BASIC,)
+        )
+    body = {"priceId": BASIC, "quantity": 5}
+    refused = ada.call("POST", "/api/payments/preview-change", body)
+    assert refused.status_code == 400, refused.text
+    assert "quantity" in refused.json()["error"]
+    assert catalogue.calls("POST", "/v1/invoices/create_preview") == []
+
+
+def test_accepting_the_retention_offer_keeps_the_discounts_held_already(
+    api_factory: Any, db: Database, catalogue: StripeStandIn
+) -> None:
+    api = api_factory(retention_coupon="stay_with_us")
+    catalogue.hold_coupon("stay_with_us", percent_off=50, duration_in_months=3)
+    catalogue.hold_coupon("launch", percent_off=20, duration="forever")
+    ada, sub = subscribed(api, db, catalogue, PRO)
+    with catalogue.lock:  # a discount from the checkout, for good
+        catalogue.apply_discounts(sub, [{"coupon": "launch"}])
+    [launch] = sub["discounts"]
+    body = {"priceId": PRO, "reason": "too_expensive"}
+    assert "offer" in ada.call("POST", "/api/payments/cancel", body).json()
+    kept = ada.call("POST", "/api/payments/cancel", body | {"offer": "accept"})
+    assert kept.status_code == 200, kept.text
+    held = catalogue.subscriptions["sub_ada"]
+    assert launch in held["discounts"]
+    coupons = {catalogue.discount_objects[d]["source"]["coupon"] for d in held["discounts"]}
+    assert coupons == {"launch", "stay_with_us"}
