@@ -280,6 +280,11 @@ def set_seats(
     subscription = store.subscription(db, team_id)
     if subscription is None:
         raise Conflict("This team has no per-seat subscription: buy one with create-checkout")
+    held = store.seats(db, team_id)
+    if held is not None and held.total == quantity:
+        # The seats it holds already: the same request sent again answers as the first did
+        # (a change still scheduled stays, and GET /api/me tells it).
+        return held
     applied = plans.change(
         subscription,
         plans.Wanted(quantity=quantity),

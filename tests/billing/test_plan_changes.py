@@ -350,6 +350,11 @@ def test_only_the_teams_managers_change_its_plan_and_seats(
     assert more.status_code == 200, more.text
     assert more.json() == {"total": 3, "used": 2}
     assert catalogue.subscriptions["sub_team"]["items"]["data"][0]["quantity"] == 3
+    # The same request again answers as the first did, and asks Stripe for nothing.
+    updates = len(catalogue.calls("POST", "/v1/subscriptions/sub_team"))
+    again = ada.call("PATCH", f"/api/teams/{team}/seats", {"quantity": 3})
+    assert (again.status_code, again.json()) == (200, {"total": 3, "used": 2})
+    assert len(catalogue.calls("POST", "/v1/subscriptions/sub_team")) == updates
 
     # Fewer seats wait for the period's end: the seats stay until then.
     fewer = ada.call("PATCH", f"/api/teams/{team}/seats", {"quantity": 2})
