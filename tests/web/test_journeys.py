@@ -434,6 +434,24 @@ def test_an_owner_previews_and_changes_seats_schedules_fewer_undoes_it_and_cance
     expect(preview.locator(".lines li").first).to_be_visible()
     expect(preview.locator(".next-charge")).to_have_text(re.compile(r"Next charge: \$76\.00 on "))
     page.screenshot(path=shots / "plan-preview.png", full_page=True)
+
+    # The seats changed elsewhere meanwhile: the preview no longer holds, and the fresh one the
+    # API answers is shown to confirm again; nothing is charged on the old one.
+    elsewhere = page.context.new_page()
+    elsewhere.goto("/team")
+    elsewhere.get_by_role("link", name="Una's team").click()
+    elsewhere.get_by_role("spinbutton", name="Seats").fill("3")
+    elsewhere.get_by_role("button", name="Change seats").click()
+    expect(elsewhere.locator("#seat-count")).to_contain_text("3 seats")
+    elsewhere.close()
+    preview.get_by_role("button", name="Confirm and pay").click()
+    expect(preview.get_by_role("alert")).to_have_text(
+        "The preview is out of date: confirm the fresh one (preview)"
+    )
+    fresh = preview.locator(".amount-due")
+    expect(fresh).to_have_text(re.compile(r"^Charged now: \$\d+\.\d\d$"))
+    # One seat more now, not two.
+    assert 0 < float(fresh.inner_text().split("$")[1]) < charged
     preview.get_by_role("button", name="Confirm and pay").click()
     expect(page.get_by_role("region", name="Preview of the change")).to_have_count(0)
 

@@ -109,7 +109,7 @@ function changeForm(e, products, done) {
       },
     }, preview.effective === "now" ? "Confirm and pay" : "Confirm the change");
     slot.replaceChildren(h("div", { class: "preview", role: "region", "aria-label": "Preview of the change" },
-      note ? h("p", { role: "alert" }, `${note}: here is the change as it stands now.`) : null,
+      note ? h("p", { class: "error", role: "alert" }, note) : null,
       ...previewTold(preview), confirm));
   }
 
