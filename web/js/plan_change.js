@@ -2,6 +2,7 @@
 // previewed first (what is charged now, each line, the next charge), then confirmed; a preview
 // that no longer holds answers a fresh one, shown to confirm again. Every date and amount shown
 // is the API's own.
+import { CONFIG } from "../config.js";
 import { getTeams, postPaymentsCancel, postPaymentsChangePlan, postPaymentsPreviewChange, postPaymentsResume } from "./api.js";
 import { plural } from "./entitlements.js";
 import { busy, day, h, money, setError } from "./ui.js";
@@ -26,8 +27,9 @@ export const REASONS = {
 
 /** An amount in the currency's minor unit (as Stripe counts it), in that currency. */
 export function minorMoney(amount, currency) {
-  const digits = new Intl.NumberFormat("en", { style: "currency", currency }).resolvedOptions().maximumFractionDigits ?? 2;
-  return money(amount / 10 ** digits, currency);
+  const unit = currency || CONFIG.currency || "usd";
+  const digits = new Intl.NumberFormat("en", { style: "currency", currency: unit }).resolvedOptions().maximumFractionDigits ?? 2;
+  return money(amount / 10 ** digits, unit);
 }
 
 /** A Unix time (seconds) as a day. */
@@ -136,7 +138,7 @@ function changeForm(e, products, done) {
 
 /** What an offer gives, in words. @param {OfferFacts} o @param {string | null} currency */
 function offerTold(o, currency) {
-  const off = o.percentOff ? `${o.percentOff}% off` : `${minorMoney(o.amountOff || 0, currency || "usd")} off`;
+  const off = o.percentOff ? `${o.percentOff}% off` : `${minorMoney(o.amountOff || 0, currency)} off`;
   if (o.duration === "forever") return `${off} for as long as you keep the plan`;
   if (o.duration === "repeating" && o.durationInMonths) return `${off} for ${plural(o.durationInMonths, "month")}`;
   return `${off} your next invoice`;
