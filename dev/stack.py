@@ -99,6 +99,10 @@ def with_stripe_stand_in(
         " (no STRIPE_SECRET_KEY; set one for Stripe's test mode)",
         flush=True,
     )
+    if settings.retention_coupon:
+        # The coupon RETENTION_COUPON names, as a founder makes it in Stripe's dashboard, so
+        # the cancellation's offer can be tried locally.
+        stand_in.hold_coupon(settings.retention_coupon, percent_off=20, duration_in_months=3)
     overrides = {"stripe_secret_key": stripe_stand_in.API_KEY, "stripe_api_base": stand_in.url}
     return with_overrides(settings, overrides), stand_in
 

@@ -26,6 +26,7 @@ from tests.helpers import wait_for
 from tests.pubsub_fixtures import spawn
 
 USAGE_KEY = "web-tests-usage-key-0123456789abcdef"
+RETENTION_COUPON = "stay_with_us"
 
 
 @dataclass(frozen=True)
@@ -84,6 +85,8 @@ def site(
         "GITHUB_API_URL": github.server.url,
         # The founder's other services consume credits with it (POST /api/usage).
         "USAGE_API_KEY": USAGE_KEY,
+        # A cancellation first offers it (the stand-in holds the coupon it names).
+        "RETENTION_COUPON": RETENTION_COUPON,
     }
     server = spawn([sys.executable, "-m", "dev.server"], env=env, port=port, log=scratch / "log")
     try:

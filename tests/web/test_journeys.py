@@ -413,3 +413,135 @@ def test_a_link_carrying_someone_elses_session_signs_nobody_in(
     assert kept["access_token"] != stolen["access_token"]
     assert ada.errors == []
     assert mallory.errors == []
+
+
+def test_an_owner_previews_and_changes_seats_schedules_fewer_undoes_it_and_cancels(
+    browser: Browser, site: Site, contexts: list[BrowserContext], shots: Path
+) -> None:
+    """Each change previewed before anything is charged, confirmed, and shown on the dashboard
+    with the API's own dates: more seats now (a stale preview confirmed again), fewer at the
+    period's end (undone), a cancellation with a reason after the retention offer is refused."""
+    una = Person(browser, site, contexts, unique("una"))
+    page = una.page
+    page.goto("/signin")
+    una.sign_up_with_a_password()
+    page.goto("/team")
+    page.get_by_label("Team name").fill("Una's team")
+    page.get_by_role("button", name="Create the team").click()
+    expect(page.locator("#team-name")).to_have_text("Una's team")
+    page.get_by_role("spinbutton", name="Seats").fill("2")
+    page.get_by_role("button", name="Buy seats").click()
+    una.pay_on_the_stand_ins_page()
+    expect(page.locator("#access-state")).to_have_text("Paid: you have access now.")
+
+    page.goto("/dashboard")
+    page.get_by_role("button", name="Change plan: Team Monthly").click()
+    change = page.get_by_role("form", name="Change plan")
+    expect(change.get_by_role("spinbutton", name="Seats")).to_have_value("2")
+    change.get_by_role("spinbutton", name="Seats").fill("4")
+    change.get_by_role("button", name="Preview the change").click()
+    preview = page.get_by_role("region", name="Preview of the change")
+    # Two more seats for the period's remaining time: less than two full months of $19.00.
+    due = preview.locator(".amount-due")
+    expect(due).to_have_text(re.compile(r"^Charged now: \$\d+\.\d\d$"))
+    charged = float(due.inner_text().split("$")[1])
+    assert 0 < charged <= 38
+    expect(preview.locator(".lines li").first).to_be_visible()
+    expect(preview.locator(".next-charge")).to_have_text(re.compile(r"Next charge: \$76\.00 on "))
+    page.screenshot(path=shots / "plan-preview.png", full_page=True)
+
+    # The seats changed elsewhere meanwhile: the preview no longer holds, and the fresh one the
+    # API answers is shown to confirm again; nothing is charged on the old one.
+    elsewhere = page.context.new_page()
+    elsewhere.goto("/team")
+    elsewhere.get_by_role("link", name="Una's team").click()
+    elsewhere.get_by_role("spinbutton", name="Seats").fill("3")
+    elsewhere.get_by_role("button", name="Change seats").click()
+    expect(elsewhere.locator("#seat-count")).to_contain_text("3 seats")
+    elsewhere.close()
+    preview.get_by_role("button", name="Confirm and pay").click()
+    expect(preview.get_by_role("alert")).to_have_text(
+        "The preview is out of date: confirm the fresh one (preview)"
+    )
+    fresh = preview.locator(".amount-due")
+    expect(fresh).to_have_text(re.compile(r"^Charged now: \$\d+\.\d\d$"))
+    # One seat more now, not two.
+    assert 0 < float(fresh.inner_text().split("$")[1]) < charged
+
+    def confirmed() -> bool:
+        """Confirmed once the preview holds: Stripe may still be settling the other change's
+        invoice, each time answered with a fresh preview to confirm."""
+        if page.get_by_role("region", name="Preview of the change").count() == 0:
+            return True
+        button = preview.get_by_role("button", name="Confirm and pay")
+        if button.is_enabled():
+            button.click()
+            page.wait_for_function(
+                "() => !document.querySelector('.preview button')?.disabled"
+                " || !document.querySelector('.preview')"
+            )
+        return False
+
+    wait_for(confirmed)
+
+    def seat_count(wanted: str) -> bool:
+        """The team page read again until Stripe's event about the change is applied."""
+        page.goto("/team")
+        page.get_by_role("link", name="Una's team").click()
+        count = page.locator("#seat-count")
+        count.wait_for()
+        return count.inner_text().startswith(wanted)
+
+    wait_for(lambda: seat_count("4 seats"))
+
+    # Fewer seats: nothing now, from the period's end, shown as scheduled until then.
+    page.goto("/dashboard")
+    page.get_by_role("button", name="Change plan: Team Monthly").click()
+    change = page.get_by_role("form", name="Change plan")
+    expect(change.get_by_role("spinbutton", name="Seats")).to_have_value("4")
+    change.get_by_role("spinbutton", name="Seats").fill("3")
+    change.get_by_role("button", name="Preview the change").click()
+    preview = page.get_by_role("region", name="Preview of the change")
+    effective = preview.locator(".effective")
+    expect(effective).to_have_text(re.compile(r"takes effect from \w+ \d+, \d{4}"))
+    when = re.search(r"from (\w+ \d+, \d{4})", effective.inner_text())
+    assert when is not None
+    preview.get_by_role("button", name="Confirm the change").click()
+    scheduled = page.locator(".scheduled")
+    expect(scheduled).to_contain_text(f"Changes to Team Monthly, 3 seats on {when.group(1)}.")
+    page.screenshot(path=shots / "plan-scheduled.png", full_page=True)
+    scheduled.get_by_role("button", name="Undo").click()
+    expect(page.locator(".scheduled")).to_have_count(0)
+    page.reload()
+    expect(page.get_by_role("button", name="Change plan: Team Monthly")).to_be_visible()
+    expect(page.locator(".scheduled")).to_have_count(0)
+
+    # Cancelling asks why; the end date is the API's.
+    page.get_by_role("button", name="Cancel: Team Monthly").click()
+    cancel = page.get_by_role("form", name="Cancel the plan")
+    cancel.get_by_label("Why are you cancelling?").select_option(label="It's too expensive")
+    cancel.get_by_label("Anything to add (optional)").fill("Fewer people now")
+    cancel.get_by_role("button", name="Cancel at the end of the period").click()
+    # The retention coupon is offered first, nothing changed yet; refused, the plan cancels.
+    offered = page.get_by_role("region", name="An offer to stay")
+    expect(offered.locator(".offer")).to_have_text("Before you go: 20% off for 3 months.")
+    expect(offered.get_by_role("button", name="Keep my plan with the offer")).to_be_visible()
+    page.screenshot(path=shots / "plan-offer.png", full_page=True)
+    offered.get_by_role("button", name="Cancel anyway").click()
+    told = page.locator("#plan-told")
+    expect(told).to_have_text(re.compile(r"^Cancelled: Team Monthly ends on \w+ \d+, \d{4}\.$"))
+    ends = told.inner_text().removeprefix("Cancelled: Team Monthly ends on ")
+
+    def dashboard_shows(wanted: int) -> bool:
+        """The dashboard read again until Stripe's event about the change is applied."""
+        page.reload()
+        page.get_by_role("button", name="Change plan: Team Monthly").wait_for()
+        return page.locator(".scheduled").count() == wanted
+
+    wait_for(lambda: dashboard_shows(1))
+    expect(page.locator(".scheduled")).to_contain_text(f"Cancelled: ends on {ends}")
+    page.screenshot(path=shots / "plan-cancelled.png", full_page=True)
+    page.locator(".scheduled").get_by_role("button", name="Resume").click()
+    wait_for(lambda: dashboard_shows(0))
+    expect(page.get_by_role("button", name="Cancel: Team Monthly")).to_be_visible()
+    assert una.errors == []

@@ -5,10 +5,12 @@ import { CONFIG } from "../config.js";
 import { accessToken, forgetSession } from "./auth.js";
 
 export class ApiError extends Error {
-  /** @param {number} status @param {string} message */
-  constructor(status, message) {
+  /** @param {number} status @param {string} message @param {any} [body] the answer's JSON
+   * (a stale preview's 409 carries the fresh one) */
+  constructor(status, message, body = null) {
     super(message);
     this.status = status;
+    this.body = body;
   }
 }
 
@@ -48,7 +50,7 @@ export async function request(method, path, { body, query } = {}) {
     if (response.status === 401 && token) forgetSession();
     // Without the API's own words (a proxy's error page), people are told what to do, not a
     // status code.
-    throw new ApiError(response.status, said || "Something went wrong on our side: please try again in a moment.");
+    throw new ApiError(response.status, said || "Something went wrong on our side: please try again in a moment.", data);
   }
   return data;
 }

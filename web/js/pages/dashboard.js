@@ -1,9 +1,10 @@
 // The dashboard: access and where it comes from, features, credits, purchases, the GitHub
 // username of a repository product, the customer portal; the account's settings (its data
 // downloaded, a second factor, its deletion); and what was picked before signing in, resumed.
-import { deleteMe, getMe, getMeExport, postGithubAccess, postPaymentsCreateCheckout, postPaymentsCreatePortal } from "../api.js";
+import { deleteMe, getMe, getMeExport, getProductsPublic, postGithubAccess, postPaymentsCreateCheckout, postPaymentsCreatePortal } from "../api.js";
 import { assuranceLevel, enrollTotp, listFactors, session, signOut, unenroll, verifyTotp } from "../auth.js";
 import { checkoutRequest } from "../plans.js";
+import { planControls } from "../plan_change.js";
 import { source } from "../entitlements.js";
 import { busy, clearPending, day, errorBox, h, begin, offer, pending, setError, show, signedOut } from "../ui.js";
 
@@ -43,15 +44,16 @@ function resume(chosen) {
   return h("section", { class: "card notice", "aria-label": "Your chosen plan" }, h("p", {}, "You picked a plan before signing in."), button, " ", drop, slot);
 }
 
-/** @param {MeAnswer} me */
-function access(me) {
+/** @param {MeAnswer} me @param {import("../api.js").PublicProduct[]} products */
+function access(me, products) {
   const held = me.entitlements.filter((e) => e.active);
   return h("section", { "aria-labelledby": "access-title" },
     h("h2", { id: "access-title" }, "Access"),
     h("p", { class: me.hasAccess ? "granted" : "muted", id: "access-state" },
       me.hasAccess ? "You have access." : "You have no access yet: pick a plan on the pricing page."),
     held.length
-      ? h("ul", { class: "sources" }, ...held.map((e) => h("li", {}, h("strong", {}, e.product ? e.product.name : e.priceId || "A product"), ": ", source(e, me))))
+      ? h("ul", { class: "sources" }, ...held.map((e) => h("li", {}, h("strong", {}, e.product ? e.product.name : e.priceId || "A product"), ": ", source(e, me),
+          planControls(e, me, products, main))))
       : h("p", {}, h("a", { href: "/#pricing" }, "See the plans")),
     h("h3", {}, "Features"),
     me.features.length
@@ -316,12 +318,15 @@ function settings(me) {
     exportData(), secondFactor(), deletion(me));
 }
 
-async function main() {
+/** @param {string} [told] what the last change's answer said, shown above the rest */
+async function main(told) {
   if (!session()) {
     show(signedOut("your dashboard"));
     return;
   }
   let me;
+  // The plans a subscription may change to; without them, the page still shows the rest.
+  const products = getProductsPublic().then((a) => a.products).catch(() => []);
   try {
     me = await getMe();
   } catch (error) {
@@ -332,7 +337,8 @@ async function main() {
   show(
     resume(pending()),
     h("p", {}, `Signed in as ${me.email || me.id}.`),
-    access(me),
+    typeof told === "string" ? h("p", { class: "notice", role: "status", id: "plan-told" }, told) : null,
+    access(me, await products),
     github(me),
     credits(me),
     billing(me),
@@ -341,5 +347,5 @@ async function main() {
   );
 }
 
-if (offered) show(offer(offered, main));
+if (offered) show(offer(offered, () => main()));
 else main();
