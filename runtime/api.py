@@ -13,7 +13,6 @@ from accounts import signin_routes as auth
 from api import caching, errors, health
 from api.deps import Collaborators
 from billing import completion_routes as checkout_completion
-from billing import plan_routes
 from billing import routes as payments
 from catalogue import routes as products
 from config import cors_origin_list
@@ -21,6 +20,7 @@ from credits import routes as usage
 from emails import sample_routes as sample_emails
 from events import routes as webhook
 from github_access import routes as github
+from plans import routes as plan_routes
 from runtime import cli, limits, logs, openapi
 from runtime.container import Container
 from support import routes as admin

@@ -43,7 +43,7 @@ ROUTE_LIMITS = {
     "teams.resend_invitation": "rate_limit_invitations",
     "teams.look_up_invitation": "rate_limit_teams",
     "teams.accept_invitation": "rate_limit_teams",
-    "teams.set_seats": "rate_limit_checkout",
+    "plan_changes.set_seats": "rate_limit_checkout",
     "sample_emails.send_sample_emails": "rate_limit_test_email",
 }
 

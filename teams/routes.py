@@ -370,27 +370,3 @@ def remove_member(teamId: str, userId: str) -> ResponseReturnValue:
         user=user, team_id=teamId, member_id=userId, db=c.db, bus=c.bus, github=c.github
     )
     return "", 204
-
-
-@bp.patch("/api/teams/<teamId>/seats")
-@documented(
-    "Set the seats of a per-seat subscription (Stripe prorates)",
-    {200: SeatsAnswer, 409: ErrorAnswer, **TEAM, **LIMITED},
-    SeatsRequest,
-    signed_in=True,
-)
-def set_seats(teamId: str) -> ResponseReturnValue:
-    c = container()
-    body = validate(SeatsRequest, json_object())
-    user = require_user(caller())
-    seats = teams.set_seats(
-        user=user,
-        team_id=teamId,
-        quantity=body.quantity,
-        db=c.db,
-        stripe=c.stripe,
-        bus=c.bus,
-        github=c.github,
-        secret=c.settings.webhook_secret,
-    )
-    return _json(SeatsAnswer(total=seats.total, used=seats.used))

@@ -21,7 +21,6 @@ from access.entitlements_store import Held
 from adapters.bus import EventBus, publish_or_unavailable
 from adapters.db.pool import Connection, Database
 from adapters.github_api import GitHubGateway
-from adapters.stripe_api import StripeGateway
 from adapters.tokens import User
 from core.app_events import TEAM_INVITED
 from core.errors import (
@@ -33,7 +32,6 @@ from core.errors import (
     TooManyRequests,
 )
 from core.events import app_event
-from plans import service as plans
 from teams import rules, store
 from teams import seats as seat_news
 from teams.rules import Refusal, SeatCount
@@ -208,7 +206,7 @@ def accept(
         raise InvalidRequest(rules.USED.message) from None
     except store.Refused as refused:
         raise _ERRORS[refused.refusal.kind](refused.refusal.message) from None
-    _publish_seat_changes(accepted.team_id, db=db, bus=bus, github=github)
+    publish_seat_changes(accepted.team_id, db=db, bus=bus, github=github)
     role = store.membership(db, accepted.team_id, user.id)
     return accepted.team_id, role.role if role else accepted.role
 
@@ -232,7 +230,7 @@ def change_role(
             )
         )
         store.set_role(conn, team_id, member_id, role)
-    _publish_seat_changes(team_id, db=db, bus=bus, github=github)
+    publish_seat_changes(team_id, db=db, bus=bus, github=github)
 
 
 def remove_member(
@@ -259,45 +257,7 @@ def remove_member(
         )
         store.remove(conn, team_id, member_id)
     _take_repositories(team_id, [member_id], db=db, github=github)
-    _publish_seat_changes(team_id, db=db, bus=bus, github=github)
-
-
-def set_seats(
-    *,
-    user: User,
-    team_id: str,
-    quantity: int,
-    db: Database,
-    stripe: StripeGateway,
-    bus: EventBus,
-    github: GitHubGateway,
-    secret: str,
-) -> SeatCount:
-    """Change the team's seats as any plan change is (plans/service.py): more seats now,
-    invoiced now, and given out once Stripe took the payment; fewer at the period's end, the
-    seats kept until then (Stripe's events then give them out)."""
-    manager_of(user=user, team_id=team_id, db=db)
-    subscription = store.subscription(db, team_id)
-    if subscription is None:
-        raise Conflict("This team has no per-seat subscription: buy one with create-checkout")
-    held = store.seats(db, team_id)
-    if held is not None and held.total == quantity:
-        # The seats it holds already: the same request sent again answers as the first did
-        # (a change still scheduled stays, and GET /api/me tells it).
-        return held
-    applied = plans.change(
-        subscription,
-        plans.Wanted(quantity=quantity),
-        proration_date=None,
-        stripe=stripe,
-        secret=secret,
-        db=db,
-    )
-    if applied.preview.effective == "now":
-        store.set_quantity(db, team_id, quantity)
-        _publish_seat_changes(team_id, db=db, bus=bus, github=github)
-    seats = store.seats(db, team_id)
-    return seats if seats is not None else SeatCount(total=quantity, used=quantity)
+    publish_seat_changes(team_id, db=db, bus=bus, github=github)
 
 
 def _inviter(user: User, db: Database) -> dict[str, str | None]:
@@ -368,7 +328,7 @@ def _take_repositories(
             store.release_repository(db, team_id=team_id, user_id=user_id, repository=repository)
 
 
-def _publish_seat_changes(
+def publish_seat_changes(
     team_id: str, *, db: Database, bus: EventBus, github: GitHubGateway
 ) -> None:
     """Tell who lost or got back a seat, and move the repositories with the seats; a failure

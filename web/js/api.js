@@ -449,6 +449,15 @@ export function postPaymentsResume(body) {
   return request("POST", `/api/payments/resume`, { body });
 }
 
+/** Set the seats of a per-seat subscription (Stripe prorates)
+ * @param {string} teamId
+ * @param {SeatsRequest} body
+ * @returns {Promise<SeatsAnswer>}
+ */
+export function patchTeamsSeats(teamId, body) {
+  return request("PATCH", `/api/teams/${encodeURIComponent(teamId)}/seats`, { body });
+}
+
 /** The success page's paid checkout applied at once: GET /api/me's answer to its signed-in buyer, only the session's grant to a guest token
  * @param {CompletionRequest} body
  * @returns {Promise<CompletionAnswer>}
@@ -602,15 +611,6 @@ export function patchTeamsMembers(teamId, userId, body) {
  */
 export function deleteTeamsMembers(teamId, userId) {
   return request("DELETE", `/api/teams/${encodeURIComponent(teamId)}/members/${encodeURIComponent(userId)}`);
-}
-
-/** Set the seats of a per-seat subscription (Stripe prorates)
- * @param {string} teamId
- * @param {SeatsRequest} body
- * @returns {Promise<SeatsAnswer>}
- */
-export function patchTeamsSeats(teamId, body) {
-  return request("PATCH", `/api/teams/${encodeURIComponent(teamId)}/seats`, { body });
 }
 
 /** Admins: find people by e-mail, name, Stripe customer id or user id (paged)

@@ -1,5 +1,6 @@
-"""POST /api/payments/preview-change and /api/payments/change-plan: the signed-in user's own
-subscription, or a team's for its owners and admins, named by the price it holds now."""
+"""Plan changes: POST /api/payments/preview-change, change-plan, cancel and resume, for the
+signed-in user's own subscription or a team's (its owners and admins), named by the price it
+holds now; and PATCH /api/teams/{teamId}/seats, a team's seats changed by the same rules."""
 
 from __future__ import annotations
 
@@ -19,6 +20,8 @@ from billing.rules import MOST_SEATS
 from core.errors import InvalidRequest, NotFound
 from plans import service as plans
 from plans import store
+from plans.seats import set_team_seats
+from teams.routes import TEAM, SeatsAnswer, SeatsRequest
 from teams.service import manager_of
 
 bp = Blueprint("plan_changes", __name__)
@@ -268,3 +271,29 @@ def resume() -> ResponseReturnValue:
     user = require_user(caller())
     sid = subscription_of(user, price_id=body.price_id, team_id=body.team_id, db=c.db)
     return jsonify(ResumeAnswer(resumed=plans.resume(sid, stripe=c.stripe, db=c.db)).model_dump())
+
+
+@bp.patch("/api/teams/<teamId>/seats")
+@documented(
+    "Set the seats of a per-seat subscription (Stripe prorates)",
+    {200: SeatsAnswer, 409: ErrorAnswer, **TEAM, **LIMITED},
+    SeatsRequest,
+    signed_in=True,
+)
+def set_seats(teamId: str) -> ResponseReturnValue:
+    c = container()
+    body = validate(SeatsRequest, json_object())
+    user = require_user(caller())
+    seats = set_team_seats(
+        user=user,
+        team_id=teamId,
+        quantity=body.quantity,
+        db=c.db,
+        stripe=c.stripe,
+        bus=c.bus,
+        github=c.github,
+        secret=c.settings.webhook_secret,
+    )
+    response = jsonify(SeatsAnswer(total=seats.total, used=seats.used).model_dump(mode="json"))
+    response.headers["Cache-Control"] = "private, no-store"
+    return response
